@@ -1,0 +1,40 @@
+# The two commands a newcomer runs: `make demo` and `make test`.
+# Each creates .venv when missing and installs everything the project needs.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.repscope-installed
+FASHION_DIR := /usr/share/datasets/fashion-mnist
+PYTEST_ARGS ?=
+
+.PHONY: demo test install bench clean
+
+install: $(STAMP)
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, pinned: this version is a CPU build on local disk here; an unpinned
+# requirement would pull a multi-GB CUDA build.
+$(STAMP): $(PY) pyproject.toml
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@if [ ! -d $(FASHION_DIR) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1) || \
+		echo "note: could not install dataset-fashion-mnist; its tests will be skipped"; \
+	fi
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/repscope demo
+
+test: $(STAMP)
+	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(PY) benchmarks/morpho_throughput.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info .pytest_cache

@@ -1,0 +1,3 @@
+from repscope.cli import main
+
+main()
