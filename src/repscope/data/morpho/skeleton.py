@@ -1,0 +1,151 @@
+"""Medial-axis skeletons of many binary shapes at once, with seeded, per-shape tie-breaking.
+
+The medial axis (``skimage.morphology.medial_axis``) removes foreground pixels one at a time in
+order of increasing distance to the background, then of decreasing "cornerness" (the number of
+background pixels in the 3x3 neighbourhood), then of a random tie-breaker; a pixel is removed
+unless that would change the 8-connectivity of its 3x3 neighbourhood or leave an end point.
+Each decision only looks at a 3x3 neighbourhood, so shapes separated by at least one background
+pixel do not interact, and many cropped digits tiled into one canvas can be skeletonised in one
+pass. Two things make that pass give, digit by digit, the very skeleton of the per-image call:
+
+* the lookup tables are built once per process instead of once per call (the per-call rebuild
+  is most of the per-image cost);
+* each digit's tie-breaker is its own ``default_rng(seed).permutation(n_foreground)`` over its
+  pixels in raster order, exactly the one ``medial_axis(binary, rng=seed)`` draws, so the result
+  does not depend on which other digits share the canvas.
+
+The inner loop is scikit-image's compiled ``_skeletonize_loop`` (the one its ``medial_axis``
+runs); a plain-Python loop stands in if a future scikit-image moves it.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+from scipy import ndimage
+
+try:  # the compiled inner loop of skimage.morphology.medial_axis
+    from skimage.morphology._skeletonize_various_cy import _skeletonize_loop
+except ImportError:  # pragma: no cover - exercised only on a scikit-image without it
+    _skeletonize_loop = None
+
+# weights of the 3x3 neighbourhood bits, in the layout of skimage's _table_lookup:
+#   0 1 2 / 3 4 5 / 6 7 8  (bit k has weight 2**k)
+_NEIGHBOURHOOD_WEIGHTS = (2 ** np.arange(9)).reshape(3, 3)
+_EIGHT_CONNECTED = np.ones((3, 3), dtype=bool)
+
+
+def _pattern_of(index: int) -> np.ndarray:
+    return ((index >> np.arange(9)) & 1).astype(bool).reshape(3, 3)
+
+
+@functools.lru_cache(maxsize=1)
+def lookup_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(keep table, cornerness table) over the 512 binary 3x3 configurations.
+
+    keep: the centre is foreground and removing it changes the number of 8-connected components,
+    or the neighbourhood holds fewer than 3 pixels (an end point). cornerness: the number of
+    background pixels in the neighbourhood (pixels with more are processed later).
+    """
+    keep = np.zeros(512, dtype=np.uint8)
+    cornerness = np.zeros(512, dtype=np.int64)
+    for index in range(512):
+        pattern = _pattern_of(index)
+        cornerness[index] = 9 - pattern.sum()
+        if not pattern[1, 1]:
+            continue
+        without_centre = pattern.copy()
+        without_centre[1, 1] = False
+        components_with = ndimage.label(pattern, _EIGHT_CONNECTED)[1]
+        components_without = ndimage.label(without_centre, _EIGHT_CONNECTED)[1]
+        keep[index] = (components_with != components_without) or pattern.sum() < 3
+    keep.setflags(write=False)
+    cornerness.setflags(write=False)
+    return keep, cornerness
+
+
+def neighbourhood_index(binary: np.ndarray) -> np.ndarray:
+    """Index (0..511) of each pixel's 3x3 neighbourhood; outside the image counts as background."""
+    return ndimage.correlate(
+        binary.astype(np.int32), _NEIGHBOURHOOD_WEIGHTS.astype(np.int32), mode="constant", cval=0
+    )
+
+
+def tiebreak_permutation(n_pixels: int, seed: int) -> np.ndarray:
+    """The tie-breaker ``medial_axis(..., rng=seed)`` draws for a shape of ``n_pixels`` pixels."""
+    return np.random.default_rng(seed).permutation(np.arange(n_pixels))
+
+
+# the sort key packs (squared distance, cornerness, tie-breaker) into one int64
+_TIEBREAK_BITS = 24
+_CORNER_BITS = 4
+
+
+def medial_axis_tiled(
+    binary: np.ndarray, distance_sq: np.ndarray, tiebreak: np.ndarray
+) -> np.ndarray:
+    """Medial axis of a canvas of shapes separated by background.
+
+    Parameters
+    ----------
+    binary : bool (H, W)
+        Foreground of all shapes.
+    distance_sq : (H, W)
+        Squared Euclidean distance of each pixel to the background (integers).
+    tiebreak : int (H, W)
+        Per-pixel tie-breaker: for each shape, a permutation of 0..n-1 over its pixels in raster
+        order (see :func:`tiebreak_permutation`); ignored on the background.
+
+    Returns
+    -------
+    bool (H, W): the medial axis.
+    """
+    keep_table, cornerness_table = lookup_tables()
+    binary = np.ascontiguousarray(binary, dtype=bool)
+    corner = cornerness_table[neighbourhood_index(binary)]
+    rows, cols = np.nonzero(binary)
+    dist_sq = np.rint(distance_sq[rows, cols]).astype(np.int64)
+    ties = tiebreak[rows, cols].astype(np.int64)
+    if ties.size and ties.max() >= (1 << _TIEBREAK_BITS):
+        raise ValueError("a shape has more than 2**24 pixels")
+    # ordering by squared distance is ordering by distance; one int64 key sorts faster than
+    # np.lexsort over three keys
+    key = (dist_sq << (_TIEBREAK_BITS + _CORNER_BITS)) | (corner[rows, cols] << _TIEBREAK_BITS) | ties
+    # ties in the key only occur between different digits, which do not interact
+    order = np.argsort(key, kind="quicksort").astype(np.int32)
+    result = binary.astype(np.uint8)
+    rows = np.ascontiguousarray(rows, dtype=np.intp)
+    cols = np.ascontiguousarray(cols, dtype=np.intp)
+    if _skeletonize_loop is not None:
+        _skeletonize_loop(result, rows, cols, order, keep_table.copy())
+    else:  # pragma: no cover
+        _skeletonize_loop_python(result, rows, cols, order, keep_table)
+    return result.astype(bool)
+
+
+def _skeletonize_loop_python(result, rows, cols, order, keep_table) -> None:  # pragma: no cover
+    height, width = result.shape
+    padded = np.zeros((height + 2, width + 2), dtype=np.uint8)
+    padded[1:-1, 1:-1] = result
+    weights = _NEIGHBOURHOOD_WEIGHTS
+    for k in order:
+        r, c = rows[k] + 1, cols[k] + 1
+        index = int((padded[r - 1 : r + 2, c - 1 : c + 2] * weights).sum())
+        if not keep_table[index]:
+            padded[r, c] = 0
+    result[...] = padded[1:-1, 1:-1]
+
+
+def medial_axis(binary: np.ndarray, seed: int = 0) -> np.ndarray:
+    """Medial axis of one binary image with the tie-breaking of ``medial_axis(binary, rng=seed)``.
+
+    The image is taken as surrounded by background.
+    """
+    import edt
+
+    binary = np.ascontiguousarray(binary, dtype=bool)
+    distance_sq = edt.edtsq(binary, black_border=True, parallel=1)
+    tiebreak = np.zeros(binary.shape, dtype=np.int64)
+    tiebreak[binary] = tiebreak_permutation(int(binary.sum()), seed)
+    return medial_axis_tiled(binary, distance_sq, tiebreak)
