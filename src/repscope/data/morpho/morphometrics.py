@@ -98,20 +98,23 @@ def _quantile_bounds(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Quantiles of piecewise-uniform densities: bin k spreads masses[:, k] over [k-0.5, k+0.5].
 
-    Returns the positions (in bin units) where the cumulative mass reaches each fraction.
+    The lower bound is the last position where the cumulative mass is still <= the lower
+    fraction, the upper bound the first where it reaches the upper fraction (so fractions 0 and
+    1 give the ends of the support).
     """
     n, n_bins = masses.shape
+    rows = np.arange(n)
     cumulative = np.cumsum(masses, axis=1)
     total = cumulative[:, -1:]
     with np.errstate(invalid="ignore", divide="ignore"):
         cdf = cumulative / total
+        share = masses / total
     edges = np.arange(n_bins + 1) - 0.5
     bounds = []
-    for fraction in (lower_fraction, upper_fraction):
-        # first bin whose cumulative mass reaches the fraction
-        k = np.argmax(cdf >= fraction - 1e-12, axis=1)
-        before = np.where(k > 0, cdf[np.arange(n), np.maximum(k - 1, 0)], 0.0)
-        within = masses[np.arange(n), k] / total[:, 0]
+    for fraction, crossed in ((lower_fraction, cdf > lower_fraction), (upper_fraction, cdf >= upper_fraction)):
+        k = np.argmax(crossed, axis=1)  # the bin in which the cumulative mass crosses
+        before = np.where(k > 0, cdf[rows, np.maximum(k - 1, 0)], 0.0)
+        within = share[rows, k]
         with np.errstate(invalid="ignore", divide="ignore"):
             offset = np.where(within > 0, (fraction - before) / within, 0.0)
         bounds.append(edges[k] + np.clip(offset, 0.0, 1.0))
@@ -164,13 +167,15 @@ def grey_measures(hires: np.ndarray, scale: int, bound_fraction: float = 0.02) -
     reach = np.abs(shift).max(axis=1) + 1.0
     safe_mass = np.where(mass > 0, mass, 1.0)
     bounds = []
-    for fraction in (lower, upper):
+    for fraction, strict in ((lower, False), (upper, True)):
+        # lower bound: last position with cumulative mass <= fraction; upper: first >= fraction
         low = -reach
         high = width + reach
         target = fraction * safe_mass
         for _ in range(48):  # interval / 2**48: far below floating-point noise of the masses
             middle = 0.5 * (low + high)
-            below_target = sheared_cdf(middle) < target
+            cdf = sheared_cdf(middle)
+            below_target = cdf < target if strict else cdf <= target
             low = np.where(below_target, middle, low)
             high = np.where(below_target, high, middle)
         bounds.append(0.5 * (low + high))
