@@ -168,8 +168,9 @@ def test_translation_leaves_every_morphometric_nearly_unchanged():
         np.testing.assert_allclose(b[name], a[name], rtol=0.02)
     np.testing.assert_allclose(b["slant"], a["slant"], atol=0.01)
     # a skeleton may gain or lose a short spur when a boundary pixel flips
+    np.testing.assert_allclose(b["length"], a["length"], atol=1.5)  # a spur is ~1 px
+    np.testing.assert_allclose(b["thickness"], a["thickness"], rtol=0.05)
     for name in ("length", "thickness"):
-        np.testing.assert_allclose(b[name], a[name], rtol=0.05)
         assert np.median(np.abs(b[name] / a[name] - 1)) < 0.005
 
 
