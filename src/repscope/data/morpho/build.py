@@ -1,0 +1,477 @@
+"""Build the Morpho-MNIST datasets from any MNIST-format source.
+
+The paper's sets (Castro et al., "Morpho-MNIST", sections 3 and 4.2, Table 2):
+
+=======  ==========================================================================
+plain    the source digits, unchanged
+thin     every digit thinned                    thic  every digit thickened
+swel     every digit swollen                    frac  every digit fractured
+global   plain, thinned and thickened digits, randomly interleaved in equal shares
+local    plain, swollen and fractured digits, randomly interleaved in equal shares
+=======  ==========================================================================
+
+Each set is a folder in MNIST format: ``[train|t10k]-images-idx3-ubyte.gz``, ``-labels-idx1-``,
+``[train|t10k]-morpho.csv`` (morphometrics measured after perturbation), for the mixed sets
+``[train|t10k]-pert-idx1-ubyte.gz`` (0 plain, 1 thin, 2 thick, 3 swollen, 4 fractured), and for
+every perturbed set ``[train|t10k]-pert-params.csv`` (each digit's perturbation parameters as JSON:
+swelling centre and radius, fracture end points, structuring-element radius). ``dataset.json`` at
+the top records source, seed, parameters, counts and the sha256 of every file; it is written last,
+so its presence means the build is complete.
+
+Determinism: digit ``i`` of split ``s`` gets perturbation ``p`` with the generator
+``default_rng([seed, p, s, i])`` whatever the chunking, number of workers or interruptions, so a
+resumed build gives the same bytes as an uninterrupted one. Work is done in fixed chunks whose
+results are cached under ``.build/`` until the build completes.
+
+A source with a single split is split by this rule: within each class (all digits if unlabelled),
+the digits are ordered by ``default_rng(seed).permutation``, the first ``round(n_class *
+test_fraction)`` go to ``t10k`` and the rest to ``train``; each split keeps the source order.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import multiprocessing
+import shutil
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from repscope import __version__
+from repscope.data import idx
+from repscope.data.morpho import resample
+from repscope.data.morpho.morphometrics import COLUMNS, measure_batch
+from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
+from repscope.data.morpho.perturb import Perturbation, perturbation_from_name
+from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
+from repscope.fileio import sha256_file, write_bytes_atomic, write_json_atomic
+
+FORMAT_VERSION = 1
+SPLITS: tuple[str, ...] = ("train", "t10k")
+SPLIT_CODES = {"train": 0, "t10k": 1}
+PERTURBATION_CODES = {"plain": 0, "thin": 1, "thick": 2, "swel": 3, "frac": 4}
+KINDS: tuple[str, ...] = ("thin", "thick", "swel", "frac")
+SETS: dict[str, tuple[str, ...]] = {
+    "plain": ("plain",),
+    "thin": ("thin",),
+    "thic": ("thick",),
+    "swel": ("swel",),
+    "frac": ("frac",),
+    "global": ("plain", "thin", "thick"),
+    "local": ("plain", "swel", "frac"),
+}
+STATE_DIR = ".build"
+CSV_FLOAT_FORMAT = "%.8g"
+
+
+@dataclass
+class BuildConfig:
+    """What to build. Perturbation parameters default to the paper's (see ``perturb``)."""
+
+    source: str = "mnist-sample"
+    data_dir: str | None = None
+    seed: int = 0
+    sets: tuple[str, ...] = tuple(SETS)
+    test_fraction: float = 0.2
+    max_train: int | None = None
+    max_test: int | None = None
+    chunk_size: int = 500
+    perturbations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    pipeline: dict[str, Any] = field(default_factory=dict)
+
+    def validate(self) -> None:
+        unknown = [name for name in self.sets if name not in SETS]
+        if unknown or not self.sets:
+            raise InvalidArgumentError(
+                f"sets: unknown set(s) {', '.join(unknown) or '(none given)'}; "
+                f"choose from {', '.join(SETS)}"
+            )
+        if not 0.0 < self.test_fraction < 1.0:
+            raise InvalidArgumentError(f"test_fraction: must lie in (0, 1), got {self.test_fraction}")
+        for name, value in (("max_train", self.max_train), ("max_test", self.max_test)):
+            if value is not None and value < 1:
+                raise InvalidArgumentError(f"{name}: must be >= 1, got {value}")
+        if self.chunk_size < 1:
+            raise InvalidArgumentError(f"chunk_size: must be >= 1, got {self.chunk_size}")
+        unknown_kinds = [k for k in self.perturbations if k not in KINDS]
+        if unknown_kinds:
+            raise InvalidArgumentError(
+                f"perturbations: unknown perturbation(s) {', '.join(unknown_kinds)}; "
+                f"choose from {', '.join(KINDS)}"
+            )
+        self.pipeline_config()
+        self.make_perturbations()
+
+    def pipeline_config(self) -> PipelineConfig:
+        try:
+            return PipelineConfig(**self.pipeline)
+        except TypeError as exc:
+            raise InvalidArgumentError(f"pipeline: {exc}") from None
+
+    def make_perturbations(self) -> dict[str, Perturbation]:
+        return {kind: perturbation_from_name(kind, **self.perturbations.get(kind, {})) for kind in KINDS}
+
+    def kinds_needed(self) -> tuple[str, ...]:
+        needed = {kind for name in self.sets for kind in SETS[name]}
+        return tuple(kind for kind in KINDS if kind in needed)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["sets"] = list(self.sets)
+        return out
+
+
+# --------------------------------------------------------------------------------------------
+# splitting a single-split source
+
+
+def split_single(labels: np.ndarray | None, n: int, test_fraction: float, seed: int) -> dict[str, np.ndarray]:
+    """Indices of the train and t10k splits of a one-split source (rule in the module docstring)."""
+    groups = [np.arange(n)] if labels is None else [np.flatnonzero(labels == c) for c in np.unique(labels)]
+    rng = np.random.default_rng(seed)
+    test: list[np.ndarray] = []
+    for members in groups:
+        order = members[rng.permutation(members.size)]
+        test.append(order[: int(round(members.size * test_fraction))])
+    is_test = np.zeros(n, dtype=bool)
+    is_test[np.concatenate(test)] = True
+    return {"train": np.flatnonzero(~is_test), "t10k": np.flatnonzero(is_test)}
+
+
+def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, np.ndarray, str]], str]:
+    """The digits of each split, ``{split: (images, labels, origin)}`` with limits applied, and
+    how the splits were made."""
+    from repscope.data.sources import load_splits
+
+    splits = load_splits(config.source, data_dir=config.data_dir)
+    out: dict[str, tuple[np.ndarray, np.ndarray, str]] = {}
+    if set(splits) >= set(SPLITS):
+        rule = "the source's own train and t10k splits"
+        for name in SPLITS:
+            part = splits[name]
+            labels = part.labels if part.labels is not None else np.zeros(len(part.images), np.uint8)
+            out[name] = (part.images, labels, part.origin)
+    else:
+        (part,) = splits.values()
+        rule = (
+            f"one-split source divided with seed {config.seed}: within each class, "
+            f"round(n_class * {config.test_fraction}) digits in seeded random order to t10k, "
+            "the rest to train, source order kept"
+        )
+        indices = split_single(part.labels, len(part.images), config.test_fraction, config.seed)
+        labels = part.labels if part.labels is not None else np.zeros(len(part.images), np.uint8)
+        for name in SPLITS:
+            out[name] = (part.images[indices[name]], labels[indices[name]], part.origin)
+    for name, limit in (("train", config.max_train), ("t10k", config.max_test)):
+        if limit is not None:
+            images, labels, origin = out[name]
+            out[name] = (images[:limit], labels[:limit], origin)
+    for name, (images, _, origin) in out.items():
+        if images.ndim != 3 or images.shape[1:] != (28, 28) or images.dtype != np.uint8:
+            raise InvalidArgumentError(
+                f"source {config.source!r} ({origin}): split {name} holds {images.dtype} images of "
+                f"shape {images.shape[1:]}; Morpho-MNIST needs 28x28 uint8 digits"
+            )
+        if len(images) == 0:
+            raise InvalidArgumentError(f"source {config.source!r}: split {name} is empty")
+    return out, rule
+
+
+# --------------------------------------------------------------------------------------------
+# one chunk of work: every perturbation of every digit in it, measured
+
+
+def digit_rng(seed: int, kind: str, split: str, index: int) -> np.random.Generator:
+    return np.random.default_rng([seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index])
+
+
+def process_chunk(
+    images: np.ndarray,
+    split: str,
+    start: int,
+    kinds: Sequence[str],
+    perturbations: dict[str, Perturbation],
+    pipeline: PipelineConfig,
+    seed: int,
+) -> dict[str, Any]:
+    """Perturb and measure digits ``start .. start + len(images)`` of a split."""
+    batch = analyse_batch(images, pipeline)
+    result: dict[str, Any] = {"morpho_plain": measure_batch(batch)[list(COLUMNS[1:])]}
+    digits = batch.digits()
+    for kind in kinds:
+        perturbation = perturbations[kind]
+        hires = np.empty_like(batch.hires)
+        params: list[str] = []
+        for k, digit in enumerate(digits):
+            outcome = perturbation(digit, digit_rng(seed, kind, split, start + k))
+            hires[k] = outcome.hires
+            params.append(json.dumps({"perturbation": kind, **outcome.params}, sort_keys=True))
+        perturbed = resample.to_uint8(resample.downscale(hires, pipeline.scale))
+        # a digit the perturbation skipped (no foreground) keeps its exact bytes
+        for k, digit in enumerate(digits):
+            if not digit.valid:
+                perturbed[k] = images[k]
+        result[f"images_{kind}"] = perturbed
+        result[f"params_{kind}"] = params
+        result[f"morpho_{kind}"] = measure_batch(analyse_batch(perturbed, pipeline))[list(COLUMNS[1:])]
+    return result
+
+
+def _save_chunk(path: Path, result: dict[str, Any]) -> None:
+    arrays: dict[str, np.ndarray] = {}
+    for key, value in result.items():
+        if isinstance(value, pd.DataFrame):
+            arrays[key] = value.to_numpy(dtype=np.float64)
+        elif key.startswith("params_"):
+            arrays[key] = np.array(value, dtype=object).astype(str)
+        else:
+            arrays[key] = value
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def _load_chunk(path: Path) -> dict[str, Any]:
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            out: dict[str, Any] = {}
+            for key in data.files:
+                value = data[key]
+                if key.startswith("morpho_"):
+                    frame = pd.DataFrame(value, columns=list(COLUMNS[1:]))
+                    frame["valid"] = frame["valid"].astype(bool)
+                    out[key] = frame
+                elif key.startswith("params_"):
+                    out[key] = [str(v) for v in value]
+                else:
+                    out[key] = value
+            return out
+    except (OSError, ValueError, KeyError) as exc:
+        raise RepscopeError(f"{path}: unreadable partial build result ({exc}); delete it and resume") from None
+
+
+def _chunk_task(args: tuple) -> str:
+    path, images, split, start, kinds, perturbations, pipeline, seed = args
+    _save_chunk(Path(path), process_chunk(images, split, start, kinds, perturbations, pipeline, seed))
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# assembling the sets
+
+
+def mixed_assignment(n: int, members: Sequence[str], seed: int, set_name: str, split: str) -> np.ndarray:
+    """Perturbation code of each digit of a mixed set: equal shares, in seeded random order."""
+    set_code = list(SETS).index(set_name)
+    codes = np.array([PERTURBATION_CODES[m] for m in members], dtype=np.uint8)
+    shares = np.resize(codes, n)  # m0 m1 m2 m0 m1 m2 ...: shares differ by at most one
+    return shares[np.random.default_rng([seed, 100 + set_code, SPLIT_CODES[split]]).permutation(n)]
+
+
+def _morpho_csv(frame: pd.DataFrame) -> bytes:
+    frame = frame.copy()
+    frame.insert(0, "index", np.arange(len(frame)))
+    return frame.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n").encode()
+
+
+def _params_csv(codes: np.ndarray, params: list[str]) -> bytes:
+    names = {code: name for name, code in PERTURBATION_CODES.items()}
+    frame = pd.DataFrame(
+        {
+            "index": np.arange(len(codes)),
+            "perturbation": [names[int(c)] for c in codes],
+            "code": codes.astype(int),
+            "params": params,
+        }
+    )
+    return frame.to_csv(index=False, lineterminator="\n").encode()
+
+
+def assemble_split(
+    set_name: str,
+    split: str,
+    images: np.ndarray,
+    labels: np.ndarray,
+    results: dict[str, Any],
+    seed: int,
+) -> dict[str, bytes]:
+    """The files of one set and split, as bytes keyed by file name."""
+    members = SETS[set_name]
+    n = len(images)
+    if len(members) == 1:
+        codes = np.full(n, PERTURBATION_CODES[members[0]], dtype=np.uint8)
+    else:
+        codes = mixed_assignment(n, members, seed, set_name, split)
+    out_images = images.copy()
+    morpho = results["morpho_plain"].copy()
+    params = [json.dumps({"perturbation": "plain"})] * n
+    for kind in members:
+        if kind == "plain":
+            continue
+        chosen = np.flatnonzero(codes == PERTURBATION_CODES[kind])
+        out_images[chosen] = results[f"images_{kind}"][chosen]
+        morpho.iloc[chosen] = results[f"morpho_{kind}"].iloc[chosen].to_numpy()
+        kind_params = results[f"params_{kind}"]
+        for k in chosen:
+            params[k] = kind_params[k]
+    files = {
+        f"{split}-images-idx3-ubyte.gz": idx.encode_idx(out_images, gzip=True),
+        f"{split}-labels-idx1-ubyte.gz": idx.encode_idx(labels.astype(np.uint8), gzip=True),
+        f"{split}-morpho.csv": _morpho_csv(morpho),
+    }
+    if len(members) > 1:
+        files[f"{split}-pert-idx1-ubyte.gz"] = idx.encode_idx(codes, gzip=True)
+    if members != ("plain",):
+        files[f"{split}-pert-params.csv"] = _params_csv(codes, params)
+    return files
+
+
+# --------------------------------------------------------------------------------------------
+# the build
+
+
+def _pool_context():
+    methods = multiprocessing.get_all_start_methods()
+    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def build_dataset(
+    out: str | Path,
+    config: BuildConfig,
+    *,
+    resume: bool = False,
+    jobs: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    stop_after_chunks: int | None = None,
+) -> dict[str, Any]:
+    """Build the sets of ``config`` into ``out`` and return the manifest (``dataset.json``).
+
+    ``out`` must be empty or absent, unless ``resume`` is set: then the chunks already computed
+    are kept and the rest computed. ``progress(done, total)`` is called with digit counts.
+    ``stop_after_chunks`` interrupts the build after that many new chunks (for tests of resume).
+    """
+    config.validate()
+    if jobs < 1:
+        raise InvalidArgumentError(f"jobs: must be >= 1, got {jobs}")
+    out = Path(out)
+    state_dir = out / STATE_DIR
+    state_file = state_dir / "config.json"
+    manifest_path = out / "dataset.json"
+    if out.exists() and not out.is_dir():
+        raise OutputExistsError(f"--out {out}: exists and is not a directory")
+    existing = [p for p in out.iterdir()] if out.is_dir() else []
+    if existing and not resume:
+        raise OutputExistsError(
+            f"--out {out}: directory is not empty; choose a new one or pass --resume to finish "
+            "an interrupted build there"
+        )
+    if resume and manifest_path.exists() and not state_dir.exists():
+        manifest = json.loads(manifest_path.read_text())
+        if manifest.get("config") != json.loads(json.dumps(config.to_dict())):
+            raise OutputExistsError(f"--out {out}: holds a complete build with another configuration")
+        return manifest
+    if resume and existing and not state_file.exists():
+        raise OutputExistsError(f"--out {out}: not an interrupted build (no {STATE_DIR}/config.json)")
+    config_record = json.loads(json.dumps(config.to_dict()))
+    if state_file.exists():
+        recorded = json.loads(state_file.read_text())
+        if recorded != config_record:
+            raise InvalidArgumentError(
+                f"--resume: {state_file} was started with another configuration "
+                f"(differs in: {', '.join(sorted(k for k in config_record if recorded.get(k) != config_record[k]))})"
+            )
+    else:
+        write_json_atomic(state_file, config_record)
+
+    splits, split_rule = load_build_source(config)
+    perturbations = config.make_perturbations()
+    pipeline = config.pipeline_config()
+    kinds = config.kinds_needed()
+
+    tasks = []
+    chunk_paths: dict[str, list[Path]] = {}
+    for split, (images, _, _) in splits.items():
+        chunk_paths[split] = []
+        for start in range(0, len(images), config.chunk_size):
+            path = state_dir / f"{split}-{start:07d}.npz"
+            chunk_paths[split].append(path)
+            if not path.exists():
+                tasks.append((str(path), images[start : start + config.chunk_size], split, start,
+                              kinds, perturbations, pipeline, config.seed))
+    total = sum(len(images) for images, _, _ in splits.values())
+    done = total - sum(len(task[1]) for task in tasks)
+    if progress:
+        progress(done, total)
+    if stop_after_chunks is not None:
+        tasks = tasks[:stop_after_chunks]
+    if jobs == 1 or len(tasks) <= 1:
+        for task in tasks:
+            _chunk_task(task)
+            done += len(task[1])
+            if progress:
+                progress(done, total)
+    else:
+        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context()) as pool:
+            for task, _ in zip(tasks, pool.map(_chunk_task, tasks)):
+                done += len(task[1])
+                if progress:
+                    progress(done, total)
+    if stop_after_chunks is not None and any(not p.exists() for ps in chunk_paths.values() for p in ps):
+        return {"complete": False}
+
+    files: dict[str, str] = {}
+    counts: dict[str, dict[str, int]] = {}
+    for split, (images, labels, _) in splits.items():
+        parts = [_load_chunk(p) for p in chunk_paths[split]]
+        results: dict[str, Any] = {}
+        for key in parts[0]:
+            values = [part[key] for part in parts]
+            if isinstance(values[0], pd.DataFrame):
+                results[key] = pd.concat(values, ignore_index=True)
+            elif isinstance(values[0], list):
+                results[key] = [v for part in values for v in part]
+            else:
+                results[key] = np.concatenate(values)
+        for set_name in config.sets:
+            for name, data in assemble_split(set_name, split, images, labels, results, config.seed).items():
+                path = out / set_name / name
+                write_bytes_atomic(path, data)
+            counts.setdefault(set_name, {})[split] = len(images)
+    for set_name in config.sets:
+        for path in sorted((out / set_name).iterdir()):
+            files[f"{set_name}/{path.name}"] = sha256_file(path)
+
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "generator": "repscope.data.morpho.build",
+        "repscope_version": __version__,
+        "source": config.source,
+        "origin": {split: origin for split, (_, _, origin) in splits.items()},
+        "seed": config.seed,
+        "config": config_record,
+        "perturbations": {kind: perturbations[kind].describe() for kind in kinds},
+        "pipeline": pipeline.to_dict(),
+        "split_rule": split_rule,
+        "counts": counts,
+        "files": files,
+    }
+    write_json_atomic(manifest_path, manifest)
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return manifest
+
+
+def verify_dataset(out: str | Path) -> list[str]:
+    """Files whose sha256 differs from ``dataset.json`` (empty when all match)."""
+    out = Path(out)
+    manifest_path = out / "dataset.json"
+    if not manifest_path.exists():
+        raise RepscopeError(f"{out}: no dataset.json; not a complete Morpho-MNIST build")
+    manifest = json.loads(manifest_path.read_text())
+    return [name for name, digest in manifest["files"].items()
+            if not (out / name).exists() or sha256_file(out / name) != digest]

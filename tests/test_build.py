@@ -1,0 +1,201 @@
+"""The Morpho-MNIST dataset builder: layout, contents, determinism, resume, errors."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from repscope.data import idx
+from repscope.data.morpho import MORPHOMETRICS, measure
+from repscope.data.morpho.build import (
+    SETS,
+    BuildConfig,
+    build_dataset,
+    split_single,
+    verify_dataset,
+)
+from repscope.data.sources import load_source
+from repscope.errors import InvalidArgumentError, OutputExistsError
+
+SMALL = dict(max_train=60, max_test=30, chunk_size=25)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    out = tmp_path_factory.mktemp("morpho") / "set"
+    manifest = build_dataset(out, BuildConfig(seed=3, **SMALL))
+    return out, manifest
+
+
+def read(out, set_name, split, what):
+    path = out / set_name / f"{split}-{what}"
+    return pd.read_csv(path) if what.endswith(".csv") else idx.read_idx(path)
+
+
+def test_layout_and_counts(built):
+    out, manifest = built
+    for set_name in SETS:
+        names = {p.name for p in (out / set_name).iterdir()}
+        for split in ("train", "t10k"):
+            assert {f"{split}-images-idx3-ubyte.gz", f"{split}-labels-idx1-ubyte.gz", f"{split}-morpho.csv"} <= names
+            assert (f"{split}-pert-idx1-ubyte.gz" in names) == (set_name in ("global", "local"))
+            assert (f"{split}-pert-params.csv" in names) == (set_name != "plain")
+        assert manifest["counts"][set_name] == {"train": 60, "t10k": 30}
+    assert not (out / ".build").exists()
+    assert verify_dataset(out) == []
+    recorded = json.loads((out / "dataset.json").read_text())
+    assert recorded["seed"] == 3 and recorded["source"] == "mnist-sample"
+
+
+def test_plain_set_holds_the_source_digits_of_each_split(built):
+    out, _ = built
+    source = load_source("mnist-sample")
+    split = split_single(source.labels, len(source.images), 0.2, seed=3)
+    for name, limit in (("train", 60), ("t10k", 30)):
+        chosen = split[name][:limit]
+        assert np.array_equal(read(out, "plain", name, "images-idx3-ubyte.gz"), source.images[chosen])
+        assert np.array_equal(read(out, "plain", name, "labels-idx1-ubyte.gz"), source.labels[chosen])
+
+
+def test_split_rule_is_stratified_and_disjoint():
+    labels = np.repeat(np.arange(10), 50)
+    parts = split_single(labels, 500, 0.2, seed=0)
+    assert np.intersect1d(parts["train"], parts["t10k"]).size == 0
+    assert len(parts["train"]) + len(parts["t10k"]) == 500
+    assert np.array_equal(np.bincount(labels[parts["t10k"]]), np.full(10, 10))
+    assert not np.array_equal(parts["t10k"], split_single(labels, 500, 0.2, seed=1)["t10k"])
+
+
+def test_morphometrics_are_measured_after_perturbation(built):
+    out, _ = built
+    plain = read(out, "plain", "t10k", "morpho.csv")
+    thick = read(out, "thic", "t10k", "morpho.csv")
+    thin = read(out, "thin", "t10k", "morpho.csv")
+    assert np.median(thick["thickness"] / plain["thickness"]) >= 1.6
+    assert np.median(thin["thickness"] / plain["thickness"]) <= 0.75
+    images = read(out, "swel", "t10k", "images-idx3-ubyte.gz")
+    remeasured = measure(images)
+    for name in MORPHOMETRICS:
+        np.testing.assert_allclose(read(out, "swel", "t10k", "morpho.csv")[name], remeasured[name], rtol=1e-6)
+
+
+def test_mixed_sets_take_each_digit_from_its_perturbed_set(built):
+    out, _ = built
+    for set_name, members in (("global", {0: "plain", 1: "thin", 2: "thic"}),
+                              ("local", {0: "plain", 3: "swel", 4: "frac"})):
+        codes = read(out, set_name, "train", "pert-idx1-ubyte.gz")
+        assert sorted(np.unique(codes)) == sorted(members)
+        assert np.bincount(codes)[list(members)].tolist() == [20, 20, 20]  # equal shares of 60
+        mixed = read(out, set_name, "train", "images-idx3-ubyte.gz")
+        mixed_morpho = read(out, set_name, "train", "morpho.csv")
+        for code, source_set in members.items():
+            chosen = codes == code
+            assert np.array_equal(mixed[chosen], read(out, source_set, "train", "images-idx3-ubyte.gz")[chosen])
+            np.testing.assert_allclose(
+                mixed_morpho.loc[chosen, "thickness"],
+                read(out, source_set, "train", "morpho.csv").loc[chosen, "thickness"],
+            )
+        params = read(out, set_name, "train", "pert-params.csv")
+        assert (params["code"].to_numpy() == codes).all()
+
+
+def test_perturbation_parameters_give_ground_truth_locations(built):
+    out, _ = built
+    swel = read(out, "swel", "t10k", "pert-params.csv")
+    frac = read(out, "frac", "t10k", "pert-params.csv")
+    for text in swel["params"]:
+        params = json.loads(text)
+        assert params["perturbation"] == "swel"
+        row, col = params["centre"]
+        assert 0 <= row < 28 and 0 <= col < 28
+    drawn = [len(json.loads(text)["fractures"]) for text in frac["params"]]
+    assert max(drawn) == 3 and np.mean(drawn) > 2
+
+
+def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, built):
+    _, manifest = built
+    again = build_dataset(tmp_path / "again", BuildConfig(seed=3, **SMALL), jobs=2)
+    assert again["files"] == manifest["files"]
+    other = build_dataset(tmp_path / "other", BuildConfig(seed=4, **SMALL), )
+    assert other["files"]["swel/t10k-images-idx3-ubyte.gz"] != manifest["files"]["swel/t10k-images-idx3-ubyte.gz"]
+
+
+def test_interrupted_build_resumes_to_the_same_bytes(tmp_path, built):
+    _, manifest = built
+    out = tmp_path / "interrupted"
+    partial = build_dataset(out, BuildConfig(seed=3, **SMALL), stop_after_chunks=2)
+    assert partial == {"complete": False}
+    assert not (out / "dataset.json").exists()
+    with pytest.raises(OutputExistsError, match="--resume"):
+        build_dataset(out, BuildConfig(seed=3, **SMALL))
+    with pytest.raises(InvalidArgumentError, match="seed"):
+        build_dataset(out, BuildConfig(seed=5, **SMALL), resume=True)
+    resumed = build_dataset(out, BuildConfig(seed=3, **SMALL), resume=True)
+    assert resumed["files"] == manifest["files"]
+    assert verify_dataset(out) == []
+
+
+def test_existing_output_is_never_overwritten(tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    with pytest.raises(OutputExistsError, match="not empty"):
+        build_dataset(out, BuildConfig(**SMALL))
+    assert (out / "notes.txt").read_text() == "mine"
+    assert [p.name for p in out.iterdir()] == ["notes.txt"]
+
+
+def test_bad_configuration_names_the_key(tmp_path):
+    with pytest.raises(InvalidArgumentError, match="sets"):
+        build_dataset(tmp_path / "a", BuildConfig(sets=("plain", "blurry"), **SMALL))
+    with pytest.raises(InvalidArgumentError, match="test_fraction"):
+        build_dataset(tmp_path / "b", BuildConfig(test_fraction=1.5, **SMALL))
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_verify_detects_a_changed_file(tmp_path):
+    out = tmp_path / "v"
+    build_dataset(out, BuildConfig(sets=("plain",), max_train=20, max_test=10))
+    target = out / "plain" / "t10k-morpho.csv"
+    target.write_text(target.read_text().replace("1", "2", 1))
+    assert verify_dataset(out) == ["plain/t10k-morpho.csv"]
+
+
+def test_cli_build_then_measure_the_built_set(tmp_path):
+    from typer.testing import CliRunner
+
+    from repscope.cli import app
+
+    runner = CliRunner()
+    out = tmp_path / "cli"
+    result = runner.invoke(app, ["morpho", "build", "--out", str(out), "--sets", "plain,thic",
+                                 "--max-train", "20", "--max-test", "10", "--seed", "1"])
+    assert result.exit_code == 0, result.output
+    assert "plain: 20+10" in result.output
+    csv = tmp_path / "thic.csv"
+    result = runner.invoke(app, ["morpho", "measure", str(out / "thic"), "-o", str(csv), "--split", "t10k"])
+    assert result.exit_code == 0, result.output
+    measured = pd.read_csv(csv)
+    stored = read(out, "thic", "t10k", "morpho.csv")
+    np.testing.assert_allclose(measured["thickness"], stored["thickness"], rtol=1e-6)
+    assert (measured["label"].to_numpy() == read(out, "thic", "t10k", "labels-idx1-ubyte.gz")).all()
+
+
+def test_cli_errors_are_one_line_and_exit_non_zero(tmp_path, capsys):
+    from repscope.cli import main
+
+    taken = tmp_path / "taken"
+    taken.mkdir()
+    (taken / "x").write_text("keep")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["morpho", "build", "--out", str(taken), "--max-train", "5", "--max-test", "5"])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("repscope: error:") and "\n" not in err and str(taken) in err
+    with pytest.raises(SystemExit) as exit_info:
+        main(["morpho", "measure", "no-such-source", "-o", str(tmp_path / "m.csv")])
+    assert exit_info.value.code == 1
+    assert not (tmp_path / "m.csv").exists()
