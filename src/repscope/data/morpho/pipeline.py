@@ -254,15 +254,7 @@ def analyse_batch(images: np.ndarray, config: PipelineConfig | None = None) -> M
     hires = resample.upscale(images, config.scale, config.order, config.effective_sigma)
     canvas = tile_crops(hires >= config.threshold)
     distance_sq = edt.edtsq(canvas.binary, black_border=True, parallel=1)
-    tiebreak = np.zeros(canvas.binary.shape, dtype=np.int64)
-    for index, place in enumerate(canvas.placements):
-        if place is None:
-            continue
-        r, c, h, w = place
-        window = (slice(r, r + h), slice(c, c + w))
-        crop = canvas.binary[window]
-        tiebreak[window][crop] = skeleton.tiebreak_permutation(int(crop.sum()), config.skeleton_seed)
-    medial = skeleton.medial_axis_tiled(canvas.binary, distance_sq, tiebreak)
+    medial = skeleton.medial_axis_tiled(canvas.binary, distance_sq, canvas.labels, config.skeleton_seed)
     return MorphologyBatch(hires, canvas, np.sqrt(distance_sq, dtype=np.float64), medial, config)
 
 

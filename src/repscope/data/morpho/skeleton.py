@@ -82,20 +82,32 @@ _TIEBREAK_BITS = 24
 _CORNER_BITS = 4
 
 
+def _rank_within_label(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """For pixels listed in raster order, each one's rank among the pixels of its label."""
+    sort_dtype = np.uint16 if counts.size <= np.iinfo(np.uint16).max else np.int64
+    order = np.argsort(labels.astype(sort_dtype), kind="stable")  # radix sort for uint16
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    rank = np.empty(labels.size, dtype=np.int64)
+    rank[order] = np.arange(labels.size) - np.repeat(starts, counts)
+    return rank
+
+
 def medial_axis_tiled(
-    binary: np.ndarray, distance_sq: np.ndarray, tiebreak: np.ndarray
+    binary: np.ndarray, distance_sq: np.ndarray, labels: np.ndarray, seed: int
 ) -> np.ndarray:
     """Medial axis of a canvas of shapes separated by background.
 
     Parameters
     ----------
     binary : bool (H, W)
-        Foreground of all shapes.
+        Foreground of all shapes; the outermost rows and columns must be background.
     distance_sq : (H, W)
         Squared Euclidean distance of each pixel to the background (integers).
-    tiebreak : int (H, W)
-        Per-pixel tie-breaker: for each shape, a permutation of 0..n-1 over its pixels in raster
-        order (see :func:`tiebreak_permutation`); ignored on the background.
+    labels : int (H, W)
+        Index (0..n-1) of the shape each foreground pixel belongs to. Each shape must occupy a
+        rectangle of the canvas no other shape's pixels enter, so that the canvas raster order
+        of its pixels is its own raster order.
+    seed : tie-breaking seed; shape k gets ``tiebreak_permutation(n_k, seed)`` over its pixels.
 
     Returns
     -------
@@ -103,18 +115,31 @@ def medial_axis_tiled(
     """
     keep_table, cornerness_table = lookup_tables()
     binary = np.ascontiguousarray(binary, dtype=bool)
-    corner = cornerness_table[neighbourhood_index(binary)]
-    rows, cols = np.nonzero(binary)
-    dist_sq = np.rint(distance_sq[rows, cols]).astype(np.int64)
-    ties = tiebreak[rows, cols].astype(np.int64)
-    if ties.size and ties.max() >= (1 << _TIEBREAK_BITS):
+    height, width = binary.shape
+    if binary.any() and (binary[0].any() or binary[-1].any() or binary[:, 0].any() or binary[:, -1].any()):
+        raise ValueError("the canvas border must be background")
+    flat = binary.ravel()
+    pixels = np.flatnonzero(flat)
+    # 3x3 neighbourhood index at the foreground pixels only (bit k: neighbour k in raster order)
+    index = np.zeros(pixels.size, dtype=np.int64)
+    for bit, (dr, dc) in enumerate((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1)):
+        index |= flat[pixels + (dr * width + dc)].astype(np.int64) << bit
+    corner = cornerness_table[index]
+    pixel_labels = labels.ravel()[pixels]
+    counts = np.bincount(pixel_labels)
+    if counts.size and counts.max() >= (1 << _TIEBREAK_BITS):
         raise ValueError("a shape has more than 2**24 pixels")
-    # ordering by squared distance is ordering by distance; one int64 key sorts faster than
-    # np.lexsort over three keys
-    key = (dist_sq << (_TIEBREAK_BITS + _CORNER_BITS)) | (corner[rows, cols] << _TIEBREAK_BITS) | ties
-    # ties in the key only occur between different digits, which do not interact
-    order = np.argsort(key, kind="quicksort").astype(np.int32)
+    permutations = np.concatenate(
+        [tiebreak_permutation(int(n), seed) for n in counts] or [np.zeros(0, np.int64)]
+    )
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    ties = permutations[starts[pixel_labels] + _rank_within_label(pixel_labels, counts)]
+    dist_sq = distance_sq.ravel()[pixels].astype(np.int64)  # exact integers
+    key = (dist_sq << (_TIEBREAK_BITS + _CORNER_BITS)) | (corner << _TIEBREAK_BITS) | ties
+    # ties in the key only occur between different shapes, which do not interact
+    order = np.argsort(key).astype(np.int32)
     result = binary.astype(np.uint8)
+    rows, cols = np.divmod(pixels, width)
     rows = np.ascontiguousarray(rows, dtype=np.intp)
     cols = np.ascontiguousarray(cols, dtype=np.intp)
     if _skeletonize_loop is not None:
@@ -144,8 +169,7 @@ def medial_axis(binary: np.ndarray, seed: int = 0) -> np.ndarray:
     """
     import edt
 
-    binary = np.ascontiguousarray(binary, dtype=bool)
-    distance_sq = edt.edtsq(binary, black_border=True, parallel=1)
-    tiebreak = np.zeros(binary.shape, dtype=np.int64)
-    tiebreak[binary] = tiebreak_permutation(int(binary.sum()), seed)
-    return medial_axis_tiled(binary, distance_sq, tiebreak)
+    padded = np.pad(np.asarray(binary, dtype=bool), 1)
+    distance_sq = edt.edtsq(padded, black_border=True, parallel=1)
+    labels = np.zeros(padded.shape, dtype=np.int32)
+    return medial_axis_tiled(padded, distance_sq, labels, seed)[1:-1, 1:-1]
