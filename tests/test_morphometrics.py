@@ -208,3 +208,10 @@ def test_lookup_table_matches_skimage_on_every_configuration():
     square = np.zeros((9, 9), bool)
     square[1:-1, 2:-2] = True
     assert np.array_equal(skeleton.medial_axis(square, seed=0), skimage_medial_axis(square, rng=0))
+
+
+def test_a_batch_of_only_empty_digits_is_all_invalid():
+    table = measure(np.zeros((3, 28, 28), np.uint8))
+    assert not table["valid"].any()
+    assert table[list(MORPHOMETRICS)].isna().all().all()
+    assert not skeleton.medial_axis(np.zeros((5, 5), bool)).any()

@@ -120,6 +120,8 @@ def medial_axis_tiled(
         raise ValueError("the canvas border must be background")
     flat = binary.ravel()
     pixels = np.flatnonzero(flat)
+    if pixels.size == 0:
+        return np.zeros_like(binary)
     # 3x3 neighbourhood index at the foreground pixels only (bit k: neighbour k in raster order)
     index = np.zeros(pixels.size, dtype=np.int64)
     for bit, (dr, dc) in enumerate((dr, dc) for dr in (-1, 0, 1) for dc in (-1, 0, 1)):
