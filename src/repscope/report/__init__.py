@@ -1,0 +1,9 @@
+"""Reports: one self-contained HTML page per run, and the figures the studies share.
+
+``repscope.report.Report`` builds the page; ``repscope.report.figures`` draws figures with
+matplotlib (imported only when a figure is made, so building a text-only report stays light).
+"""
+
+from repscope.report.html import Report, flatten_metrics, format_number
+
+__all__ = ["Report", "flatten_metrics", "format_number"]
