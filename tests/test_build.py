@@ -14,6 +14,7 @@ from repscope.data.morpho.build import (
     SETS,
     BuildConfig,
     build_dataset,
+    limit_indices,
     split_single,
     verify_dataset,
 )
@@ -55,7 +56,10 @@ def test_plain_set_holds_the_source_digits_of_each_split(built):
     source = load_source("mnist-sample")
     split = split_single(source.labels, len(source.images), 0.2, seed=3)
     for name, limit in (("train", 60), ("t10k", 30)):
-        chosen = split[name][:limit]
+        within = split[name]
+        chosen = within[limit_indices(source.labels[within], limit, 3, name)]
+        # mnist-sample is sorted by class: a limited build must still hold every class equally
+        assert np.array_equal(np.bincount(source.labels[chosen], minlength=10), np.full(10, limit // 10))
         assert np.array_equal(read(out, "plain", name, "images-idx3-ubyte.gz"), source.images[chosen])
         assert np.array_equal(read(out, "plain", name, "labels-idx1-ubyte.gz"), source.labels[chosen])
 
@@ -67,6 +71,16 @@ def test_split_rule_is_stratified_and_disjoint():
     assert len(parts["train"]) + len(parts["t10k"]) == 500
     assert np.array_equal(np.bincount(labels[parts["t10k"]]), np.full(10, 10))
     assert not np.array_equal(parts["t10k"], split_single(labels, 500, 0.2, seed=1)["t10k"])
+
+
+def test_limit_is_stratified_seeded_and_in_source_order():
+    labels = np.repeat(np.arange(4), [40, 20, 20, 20])
+    keep = limit_indices(labels, 50, seed=0, split="train")
+    assert len(keep) == 50 and np.all(np.diff(keep) > 0)
+    assert np.array_equal(np.bincount(labels[keep]), [20, 10, 10, 10])
+    assert np.array_equal(keep, limit_indices(labels, 50, seed=0, split="train"))
+    assert not np.array_equal(keep, limit_indices(labels, 50, seed=1, split="train"))
+    assert np.array_equal(limit_indices(labels, 500, seed=0, split="train"), np.arange(100))
 
 
 def test_morphometrics_are_measured_after_perturbation(built):

@@ -60,8 +60,8 @@ def build_command(
     seed: int = typer.Option(0, help="seed of every random choice"),
     sets: str = typer.Option(",".join(["plain", "thin", "thic", "swel", "frac", "global", "local"]), help="comma-separated sets to write"),
     test_fraction: float = typer.Option(0.2, help="t10k share when the source has a single split"),
-    max_train: Optional[int] = typer.Option(None, help="keep only the first N training digits"),
-    max_test: Optional[int] = typer.Option(None, help="keep only the first N test digits"),
+    max_train: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N training digits"),
+    max_test: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N test digits"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes"),
     resume: bool = typer.Option(False, help="finish an interrupted build in OUT"),
 ) -> None:

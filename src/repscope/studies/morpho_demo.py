@@ -87,6 +87,18 @@ def _components_added(plain: np.ndarray, perturbed: np.ndarray) -> float:
     return float(np.mean(gained))
 
 
+def _one_per_class(labels: np.ndarray, count: int) -> np.ndarray:
+    """Indices of ``count`` digits taking the classes in turn (first digit of each class, then
+    the second, ...), so an example grid shows every class rather than the first class only."""
+    by_class = [np.flatnonzero(labels == c) for c in np.unique(labels)]
+    picked: list[int] = []
+    for rank in range(max(len(m) for m in by_class)):
+        picked += [int(m[rank]) for m in by_class if rank < len(m)]
+        if len(picked) >= count:
+            break
+    return np.array(picked[:count], dtype=np.int64)
+
+
 def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("runs")) -> Path:
     """Run the demo and return the path of its ``report.html``."""
     from repscope.report import Report
@@ -121,7 +133,7 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
         distributions_by_class(morpho_train, list(MORPHOMETRICS), class_column="label",
                                column_labels=MORPHOMETRIC_LABELS),
     )
-    shown = np.arange(min(config.examples, len(test_sets["plain"]["images"])))
+    shown = _one_per_class(test_sets["plain"]["labels"], config.examples)
     rows = [test_sets[name]["images"][shown] for name in ("plain", "thin", "thic", "swel", "frac")]
     fig_grid = run.save_figure(
         "perturbation_examples",

@@ -26,6 +26,10 @@ results are cached under ``.build/`` until the build completes.
 A source with a single split is split by this rule: within each class (all digits if unlabelled),
 the digits are ordered by ``default_rng(seed).permutation``, the first ``round(n_class *
 test_fraction)`` go to ``t10k`` and the rest to ``train``; each split keeps the source order.
+
+``max_train`` / ``max_test`` keep a seeded sample of that many digits of the split, spread over
+its classes in proportion (sources such as ``mnist-sample`` are sorted by class, so the first N
+digits would be all zeros), in source order: see ``limit_indices``.
 """
 
 from __future__ import annotations
@@ -144,6 +148,28 @@ def split_single(labels: np.ndarray | None, n: int, test_fraction: float, seed: 
     return {"train": np.flatnonzero(~is_test), "t10k": np.flatnonzero(is_test)}
 
 
+def limit_indices(labels: np.ndarray, limit: int, seed: int, split: str) -> np.ndarray:
+    """Indices of ``limit`` digits of a split, stratified by class, sorted (source order kept).
+
+    Every digit gets a random key from ``default_rng([seed, 99, split_code])``; within each class
+    the digits are ranked by key, and digits are taken in order of (rank / class size, key), so
+    every class contributes in proportion to its size whatever the limit.
+    """
+    n = len(labels)
+    if limit >= n:
+        return np.arange(n)
+    rng = np.random.default_rng([seed, 99, SPLIT_CODES[split]])
+    keys = rng.random(n)
+    fraction = np.empty(n)
+    for c in np.unique(labels):
+        members = np.flatnonzero(labels == c)
+        ranks = np.empty(members.size)
+        ranks[np.argsort(keys[members], kind="stable")] = np.arange(members.size)
+        fraction[members] = (ranks + 0.5) / members.size
+    chosen = np.lexsort((keys, fraction))[:limit]
+    return np.sort(chosen)
+
+
 def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, np.ndarray, str]], str]:
     """The digits of each split, ``{split: (images, labels, origin)}`` with limits applied, and
     how the splits were made."""
@@ -171,7 +197,8 @@ def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, 
     for name, limit in (("train", config.max_train), ("t10k", config.max_test)):
         if limit is not None:
             images, labels, origin = out[name]
-            out[name] = (images[:limit], labels[:limit], origin)
+            keep = limit_indices(labels, limit, config.seed, name)
+            out[name] = (images[keep], labels[keep], origin)
     for name, (images, _, origin) in out.items():
         if images.ndim != 3 or images.shape[1:] != (28, 28) or images.dtype != np.uint8:
             raise InvalidArgumentError(
