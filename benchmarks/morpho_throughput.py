@@ -24,6 +24,8 @@ def _digits(n: int) -> np.ndarray:
     from repscope.data.sources import load_source
 
     images = load_source("mnist-sample").images
+    # the sample is sorted by class: shuffle (seeded) so any prefix holds every class
+    images = images[np.random.default_rng(0).permutation(len(images))]
     reps = -(-n // len(images))
     return np.concatenate([images] * reps)[:n]
 
