@@ -1,0 +1,318 @@
+"""Morpho-MNIST figures: morphometric pair plots, partial-correlation circle matrices, latent traversals.
+
+Drawn on :class:`matplotlib.figure.Figure` objects from :func:`repscope.report.figures.new_figure`
+(Agg canvas, outside pyplot's registry), like the other report figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import matplotlib
+import numpy as np
+from matplotlib.colors import LogNorm, Normalize
+from matplotlib.figure import Figure
+
+from repscope.errors import InvalidArgumentError
+from repscope.report.figures import image_grid, new_figure
+
+# Above this many rows the kernel density estimates use a fixed random subsample (drawing only).
+KDE_MAX_POINTS = 4000
+CIRCLE_CMAP = "RdBu"  # red negative, blue positive
+_HIST_COLOUR = "#4c72b0"
+_LINE_COLOUR = "#1f3b73"
+
+
+def morphometric_pairplot(
+    tables: Any,
+    columns: Sequence[str],
+    column_labels: Mapping[str, str] | None = None,
+    ranges: Mapping[str, tuple[float, float]] | None = None,
+    bins: int = 30,
+    title: str | None = None,
+) -> Figure:
+    """Pair plot of morphometrics as in Castro et al. (Morpho-MNIST), Fig. 4.
+
+    A ``len(columns)`` x ``len(columns)`` grid: the diagonal shows each column's histogram (density)
+    with a Gaussian kernel density estimate (Scott's rule bandwidth); the upper triangle shows
+    pairwise 2-D histograms with a logarithmic colour scale (empty bins blank); the lower triangle
+    shows contours of pairwise 2-D kernel density estimates. Row ``i``, column ``j`` plots column
+    ``columns[j]`` on x against ``columns[i]`` on y. Non-finite values are dropped per panel.
+
+    Parameters
+    ----------
+    tables
+        A pandas DataFrame, or a mapping ``{name: DataFrame}`` with one entry (the name becomes the
+        title). Draw one figure per table and share ``ranges`` to compare tables.
+    columns
+        The numeric columns to show (e.g. ``["length", "thickness", "slant", "width", "height"]``).
+    column_labels
+        Axis labels by column name (e.g. with units); the column name where missing.
+    ranges
+        Axis range ``(low, high)`` by column; default the 0.5 and 99.5 percentiles of the table.
+    bins
+        Histogram bins per axis.
+    title
+        Figure title (default the mapping's key, else none).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With exactly ``len(columns) ** 2`` axes, row by row.
+    """
+    import pandas as pd
+    from scipy.stats import gaussian_kde
+
+    if isinstance(tables, Mapping):
+        if len(tables) != 1:
+            raise InvalidArgumentError(
+                f"tables: expected one table, got {len(tables)}; draw one figure per table and pass the same ranges")
+        (name, table), = tables.items()
+        title = str(name) if title is None else title
+    else:
+        table = tables
+    if not isinstance(table, pd.DataFrame):
+        raise InvalidArgumentError(f"tables: expected a pandas.DataFrame, got {type(table).__name__}")
+    if isinstance(columns, str):
+        columns = [columns]
+    columns = list(columns)
+    if not columns:
+        raise InvalidArgumentError("columns: name at least one column to plot")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise InvalidArgumentError(f"columns: {missing} not in the table (it has {list(table.columns)})")
+    if not isinstance(bins, (int, np.integer)) or bins < 2:
+        raise InvalidArgumentError(f"bins: must be an integer >= 2, got {bins!r}")
+    column_labels = dict(column_labels or {})
+    values = {c: pd.to_numeric(table[c], errors="coerce").to_numpy(dtype=float) for c in columns}
+    limits = {c: _range(values[c], (ranges or {}).get(c)) for c in columns}
+    sample = np.random.default_rng(0).permutation(len(table))[:KDE_MAX_POINTS]
+
+    count = len(columns)
+    fig = new_figure(width=1.0 + 1.7 * count, height=0.8 + 1.7 * count)
+    axes = fig.subplots(count, count, squeeze=False)
+    for i, row_column in enumerate(columns):
+        for j, col_column in enumerate(columns):
+            ax = axes[i, j]
+            x_low, x_high = limits[col_column]
+            y_low, y_high = limits[row_column]
+            if i == j:
+                data = values[col_column]
+                data = data[np.isfinite(data)]
+                if data.size:
+                    ax.hist(data, bins=np.linspace(x_low, x_high, bins + 1), density=True,
+                            color=_HIST_COLOUR, alpha=0.45)
+                kde_data = values[col_column][sample]
+                kde_data = kde_data[np.isfinite(kde_data)]
+                try:
+                    density = gaussian_kde(kde_data, bw_method="scott")
+                except (ValueError, np.linalg.LinAlgError):  # too few or identical values
+                    density = None
+                if density is not None:
+                    grid = np.linspace(x_low, x_high, 200)
+                    ax.plot(grid, density(grid), color=_LINE_COLOUR, linewidth=1.0)
+                ax.set_yticks([])
+            else:
+                both = np.isfinite(values[col_column]) & np.isfinite(values[row_column])
+                x, y = values[col_column][both], values[row_column][both]
+                if i < j:
+                    counts, x_edges, y_edges = np.histogram2d(
+                        x, y, bins=[np.linspace(x_low, x_high, bins + 1), np.linspace(y_low, y_high, bins + 1)])
+                    if counts.max() > 0:
+                        ax.pcolormesh(x_edges, y_edges, np.ma.masked_equal(counts.T, 0), cmap="viridis",
+                                      norm=LogNorm(vmin=1, vmax=max(counts.max(), 2)), rasterized=True)
+                else:
+                    in_sample = both[sample]
+                    points = np.vstack([values[col_column][sample][in_sample], values[row_column][sample][in_sample]])
+                    try:
+                        density = gaussian_kde(points, bw_method="scott")
+                    except (ValueError, np.linalg.LinAlgError):
+                        density = None
+                    if density is not None:
+                        grid_x, grid_y = np.meshgrid(np.linspace(x_low, x_high, 48), np.linspace(y_low, y_high, 48))
+                        z = density(np.vstack([grid_x.ravel(), grid_y.ravel()])).reshape(grid_x.shape)
+                        if z.max() > z.min():
+                            ax.contour(grid_x, grid_y, z, levels=6, cmap="Blues", linewidths=0.8)
+                ax.set_ylim(y_low, y_high)
+            ax.set_xlim(x_low, x_high)
+            ax.tick_params(labelsize=7)
+            if i == count - 1:
+                ax.set_xlabel(column_labels.get(col_column, col_column))
+            else:
+                ax.set_xticklabels([])
+            if j == 0 and i != 0:
+                ax.set_ylabel(column_labels.get(row_column, row_column))
+            elif i != j:
+                ax.set_yticklabels([])
+    if count > 1:
+        # the top-left panel is a density: label its row by the column name without density ticks
+        axes[0, 0].set_ylabel(column_labels.get(columns[0], columns[0]))
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def partial_correlation_circles(
+    matrix: Any,
+    title: str | None = None,
+    annotate: bool = False,
+    cmap: str = CIRCLE_CMAP,
+    max_area: float = 600.0,
+) -> Figure:
+    """Circle matrix of partial correlations as in Castro et al. (Morpho-MNIST), Figs. 5, 6 and 8.
+
+    Rows are factors (top to bottom), columns are code variables (labels on top). Each finite entry
+    ``r`` is a circle of area ``max_area * |r|`` (points^2) whose colour is ``cmap`` at ``r`` on
+    [-1, 1]: blue positive, red negative, stronger with ``|r|``. NaN entries are marked by a small
+    grey dot. Columns named with a parenthesis (the dummies ``c1(1)`` ... of a categorical code) are
+    moved before the others (order kept within each block) and a vertical line and the labels
+    "categorical" / "continuous" separate the two blocks.
+
+    The circles are one scatter collection with gid ``"partial_correlations"``; its offsets are
+    ``(column position, row position)`` in data coordinates.
+
+    Parameters
+    ----------
+    matrix
+        A pandas DataFrame of correlations in [-1, 1] (index: factors, columns: codes), e.g. from
+        :func:`repscope.metrics.code_partial_correlations`.
+    title
+        Figure title.
+    annotate
+        Print each value (two decimals) next to its circle.
+    cmap
+        A diverging colour map whose low end is red and high end blue.
+    max_area
+        Circle area in points^2 for ``|r| = 1``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With one axes.
+    """
+    import pandas as pd
+
+    if not isinstance(matrix, pd.DataFrame):
+        raise InvalidArgumentError(f"matrix: expected a pandas.DataFrame, got {type(matrix).__name__}")
+    if matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise InvalidArgumentError(f"matrix: is empty (shape {matrix.shape})")
+    codes = [str(c) for c in matrix.columns]
+    dummy = ["(" in c for c in codes]
+    order = [k for k in range(len(codes)) if dummy[k]] + [k for k in range(len(codes)) if not dummy[k]]
+    values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)[:, order]
+    codes = [codes[k] for k in order]
+    factors = [str(f) for f in matrix.index]
+    n_dummies = sum(dummy)
+    blocks = 0 < n_dummies < len(codes)
+    if np.any(np.abs(values[np.isfinite(values)]) > 1 + 1e-9):
+        raise InvalidArgumentError("matrix: correlations must lie in [-1, 1]")
+
+    rows, cols = np.indices(values.shape)
+    finite = np.isfinite(values)
+    fig = new_figure(width=1.6 + 0.48 * len(codes), height=(1.3 if blocks else 0.9) + 0.48 * len(factors)
+                     + (0.3 if title else 0.0))
+    ax = fig.subplots()
+    # colours resolved here (not at draw time) so the artist holds them as soon as it exists
+    colours = matplotlib.colormaps[cmap](Normalize(-1.0, 1.0)(values[finite]))
+    ax.scatter(cols[finite], rows[finite], s=max_area * np.abs(values[finite]), color=colours,
+               edgecolors="#555555", linewidths=0.4, gid="partial_correlations", zorder=3)
+    if (~finite).any():
+        ax.scatter(cols[~finite], rows[~finite], s=4, color="#aaaaaa", gid="undefined", zorder=3)
+    if annotate:
+        for r, c in zip(rows[finite], cols[finite]):
+            ax.annotate(f"{values[r, c]:.2f}", (c, r), xytext=(0, -11), textcoords="offset points",
+                        ha="center", va="top", fontsize=6, color="#333333", zorder=4)
+    ax.set_xlim(-0.6, len(codes) - 0.4)
+    ax.set_ylim(len(factors) - 0.4, -0.6)  # first factor on top
+    ax.set_xticks(np.arange(len(codes)), codes)
+    ax.set_yticks(np.arange(len(factors)), factors)
+    ax.xaxis.tick_top()
+    ax.tick_params(axis="x", labelrotation=90, labelsize=8, length=0)
+    ax.tick_params(axis="y", labelsize=9, length=0)
+    ax.set_aspect("equal")
+    ax.set_xticks(np.arange(len(codes) + 1) - 0.5, minor=True)
+    ax.set_yticks(np.arange(len(factors) + 1) - 0.5, minor=True)
+    ax.grid(which="minor", color="#e4e4e4", linewidth=0.6)
+    ax.tick_params(which="minor", length=0)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
+    if blocks:
+        ax.axvline(n_dummies - 0.5, color="#444444", linewidth=1.0, gid="block_separator")
+        transform = ax.get_xaxis_transform()
+        ax.text((n_dummies - 1) / 2, -0.02, "categorical", transform=transform, ha="center", va="top", fontsize=9)
+        ax.text(n_dummies + (len(codes) - n_dummies - 1) / 2, -0.02, "continuous", transform=transform,
+                ha="center", va="top", fontsize=9)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def traversal_grid(
+    images: np.ndarray,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    cell_inches: float = 0.7,
+) -> Figure:
+    """Latent traversals as an image grid (Castro et al., Fig. 7): one row per traversal.
+
+    Parameters
+    ----------
+    images
+        ``(rows, cols, H, W)`` grey images (a channel axis of size 1, ``(rows, cols, 1, H, W)`` or
+        ``(rows, cols, H, W, 1)``, is dropped) or ``(rows, cols, H, W, 3)`` RGB; ``(cols, H, W)`` is one
+        row.
+    row_labels
+        One label per row, left of the row.
+    col_labels
+        One label per column (e.g. the code value), above the first row.
+    cell_inches
+        Size of one cell in inches.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With ``rows * cols`` axes, row by row.
+    """
+    images = np.asarray(images)
+    if images.ndim == 3:
+        images = images[None]
+    if images.ndim == 5 and images.shape[2] == 1:
+        images = images[:, :, 0]
+    elif images.ndim == 5 and images.shape[-1] == 1:
+        images = images[..., 0]
+    rgb = images.ndim == 5 and images.shape[-1] == 3
+    if not (images.ndim == 4 or rgb):
+        raise InvalidArgumentError(f"images: expected shape (rows, cols, H, W), got {np.shape(images)}")
+    rows, cols = images.shape[:2]
+    if rows == 0 or cols == 0:
+        raise InvalidArgumentError(f"images: no images in shape {images.shape}")
+    if col_labels is not None and len(col_labels) != cols:
+        raise InvalidArgumentError(f"col_labels: expected {cols} labels (one per column), got {len(col_labels)}")
+    flat = images.reshape(rows * cols, *images.shape[2:])
+    fig = image_grid(flat, nrows=rows, ncols=cols, row_labels=row_labels, cell_inches=cell_inches)
+    if col_labels is not None:
+        for ax, label in zip(fig.axes[:cols], col_labels):
+            ax.set_title(str(label), fontsize=7, pad=2)
+    return fig
+
+
+def _range(values: np.ndarray, given: tuple[float, float] | None) -> tuple[float, float]:
+    if given is not None:
+        low, high = float(given[0]), float(given[1])
+        if not (np.isfinite(low) and np.isfinite(high) and high > low):
+            raise InvalidArgumentError(f"ranges: expected (low, high) with low < high, got {given!r}")
+        return low, high
+    finite = values[np.isfinite(values)]
+    if finite.size == 0:
+        return 0.0, 1.0
+    low, high = np.percentile(finite, [0.5, 99.5])
+    if high <= low:
+        low, high = float(finite.min()), float(finite.max())
+    if high <= low:
+        low, high = low - 0.5, high + 0.5
+    pad = 0.05 * (high - low)
+    return float(low - pad), float(high + pad)
+
+
+__all__ = ["morphometric_pairplot", "partial_correlation_circles", "traversal_grid"]
