@@ -16,7 +16,8 @@ from repscope.studies.morpho_demo import DemoConfig, _one_per_class, run_demo
 @pytest.fixture(scope="module")
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "run"
-    report = run_demo(DemoConfig(max_train=60, max_test=40, seed=1), out=out)
+    config = DemoConfig(max_train=60, max_test=40, seed=1, diversity_epochs=1, diversity_samples=150, diversity_train=200)
+    report = run_demo(config, out=out)
     return out, report
 
 
@@ -43,6 +44,8 @@ def test_demo_metrics_show_the_perturbations_effects(demo_run):
     assert metrics["fractured_share_with_more_components"] > 0.8
     assert metrics["invalid_digits"] == 0
     assert 1.5 < metrics["plain_test_medians"]["thickness"] < 4.0
+    assert set(metrics["diversity"]["models"]) == {"GAN 2-d", "GAN 64-d"}
+    assert (out / "figures" / "pairplot_gan-2-d.png").exists()
 
 
 def test_examples_take_every_class_in_turn():
@@ -54,10 +57,10 @@ def test_examples_take_every_class_in_turn():
 def test_cli_demo_prints_the_report_path_and_refuses_to_overwrite(tmp_path):
     runner = CliRunner()
     out = tmp_path / "run"
-    result = runner.invoke(app, ["demo", "--out", str(out), "--train", "20", "--test", "10"])
+    result = runner.invoke(app, ["demo", "--out", str(out), "--train", "20", "--test", "10", "--no-diversity"])
     assert result.exit_code == 0, result.output
     assert result.output.strip() == f"report: {out / 'report.html'}"
     before = (out / "metrics.json").read_bytes()
-    again = runner.invoke(app, ["demo", "--out", str(out), "--train", "20", "--test", "10"])
+    again = runner.invoke(app, ["demo", "--out", str(out), "--train", "20", "--test", "10", "--no-diversity"])
     assert again.exit_code != 0
     assert (out / "metrics.json").read_bytes() == before

@@ -27,9 +27,11 @@ def _register_areas() -> None:
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
     from repscope.cli import morpho as morpho_cli
+    from repscope.cli import train as train_cli
 
     app.add_typer(data_cli.app, name="data", help="Data sources: inspect, download.")
     app.add_typer(morpho_cli.app, name="morpho", help="Morpho-MNIST: measure, perturb, build datasets.")
+    app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)
 
 

@@ -1,0 +1,154 @@
+"""YAML configs validated by pydantic: unknown keys and wrong types are errors naming key and file.
+
+Every study and training run reads its config through :func:`load_config`::
+
+    config = load_config(path, TrainConfig, overrides=["model.params.latent_dim=2"])
+
+``overrides`` are ``key=value`` strings (``--set`` on the command line); the key is a dotted path
+into the YAML mapping and the value is parsed as YAML (``2`` is an int, ``[1, 2]`` a list, ``a``
+a string).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from repscope.errors import DataFormatError, InvalidArgumentError
+
+Schema = TypeVar("Schema", bound=BaseModel)
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a YAML file; a missing, unparsable or non-mapping file is an error."""
+    path = Path(path)
+    if not path.is_file():
+        raise InvalidArgumentError(f"config {path}: no such file")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        where = getattr(exc, "problem_mark", None)
+        line = f" (line {where.line + 1})" if where is not None else ""
+        raise DataFormatError(f"config {path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise DataFormatError(f"config {path}: must hold a mapping of keys, found {type(data).__name__}")
+    return data
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """A copy of ``data`` with each ``dotted.key=value`` set (value parsed as YAML)."""
+    out = copy.deepcopy(dict(data))
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key or any(not part for part in key.split(".")):
+            raise InvalidArgumentError(f"--set {item!r}: expected key=value, e.g. trainer.max_epochs=5")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError:
+            value = raw
+        node = out
+        parts = key.split(".")
+        for depth, part in enumerate(parts[:-1]):
+            child = node.get(part)
+            if child is None:
+                child = node[part] = {}
+            if not isinstance(child, dict):
+                prefix = ".".join(parts[: depth + 1])
+                raise InvalidArgumentError(f"--set {item!r}: {prefix} is not a mapping")
+            node = child
+        node[parts[-1]] = value
+    return out
+
+
+def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:
+    """One line naming every bad key (dotted, after ``prefix``) and what is wrong with it."""
+    problems = []
+    for error in exc.errors():
+        key = ".".join([prefix] * bool(prefix) + [str(part) for part in error["loc"]]) or "(top level)"
+        if error["type"] == "extra_forbidden":
+            problems.append(f"unknown key {key}")
+        elif error["type"] == "missing":
+            problems.append(f"missing key {key}")
+        else:
+            problems.append(f"key {key}: {error['msg']} (got {error.get('input')!r})")
+    return f"{source}: " + "; ".join(problems)
+
+
+def validate_config(data: Mapping[str, Any], schema: type[Schema], source: str) -> Schema:
+    try:
+        return schema.model_validate(dict(data))
+    except ValidationError as exc:
+        raise InvalidArgumentError(format_validation_error(exc, source)) from None
+
+
+def load_config(
+    path: str | Path | None,
+    schema: type[Schema],
+    overrides: Iterable[str] = (),
+    default: Mapping[str, Any] | None = None,
+) -> Schema:
+    """Read ``path`` (or start from ``default`` when ``path`` is None), apply overrides, validate."""
+    if path is None:
+        data = dict(default or {})
+        source = "default config"
+    else:
+        data = read_yaml_mapping(path)
+        source = f"config {path}"
+    overrides = list(overrides)
+    if overrides:
+        data = apply_overrides(data, overrides)
+        source += " with --set " + " ".join(overrides)
+    return validate_config(data, schema, source)
+
+
+def shipped_config_path(name: str) -> Path:
+    """Path of a config shipped inside the package (``repscope/configs/<name>.yaml``)."""
+    path = Path(__file__).parent / "configs" / f"{name}.yaml"
+    if not path.is_file():
+        available = sorted(p.stem for p in path.parent.glob("*.yaml"))
+        raise InvalidArgumentError(f"config {name!r}: no shipped config of that name; shipped: {', '.join(available)}")
+    return path
+
+
+def signature_schema(function: Any, name: str, skip: Iterable[str] = ()) -> type[BaseModel]:
+    """A pydantic model of a callable's keyword parameters (types from its annotations, defaults
+    from its signature, unknown keys forbidden), so ``params:`` mappings in configs are checked
+    against the very function or class they configure."""
+    import inspect
+    import typing
+
+    from pydantic import ConfigDict, create_model
+
+    target = function.__init__ if inspect.isclass(function) else function
+    try:
+        hints = typing.get_type_hints(target)
+    except Exception:  # unresolvable annotation: fall back to no type checking for it
+        hints = {}
+    skip = set(skip) | {"self"}
+    fields: dict[str, Any] = {}
+    for parameter in inspect.signature(target).parameters.values():
+        if parameter.name in skip or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        default = ... if parameter.default is parameter.empty else parameter.default
+        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+    return create_model(name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
+
+
+def validate_params(
+    function: Any, params: Mapping[str, Any], source: str, prefix: str, skip: Iterable[str] = ()
+) -> dict[str, Any]:
+    """``params`` checked against ``function``'s signature; errors name ``prefix.<key>`` in ``source``."""
+    schema = signature_schema(function, "Params", skip)
+    try:
+        validated = schema.model_validate(dict(params))
+    except ValidationError as exc:
+        raise InvalidArgumentError(format_validation_error(exc, source, prefix)) from None
+    return {key: getattr(validated, key) for key in params}

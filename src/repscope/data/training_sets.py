@@ -1,0 +1,197 @@
+"""Digit datasets for training and evaluation: images with the target a task learns.
+
+Every loader returns a :class:`TrainingSet` (uint8 ``(N, 28, 28)`` train and test images with
+their targets) and is registered by name in :mod:`repscope.data.registry`, so configs say
+``data: {name: morpho-mnist, params: {set: local, target: abnormal}}``.
+
+Targets:
+
+=============  ==================================================================  ==============
+``label``      the digit class                                                     classification
+``abnormal``   1 when the digit was swollen or fractured, else 0 (a ``local``/     classification
+               ``swel``/``frac`` set)
+``perturbation`` the perturbation code 0 plain, 1 thin, 2 thick, 3 swollen,        classification
+               4 fractured
+``thickness``  the stroke thickness measured after perturbation (pixels)           regression
+``none``       no target (generative models)                                       none
+=============  ==================================================================  ==============
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from repscope.errors import InvalidArgumentError
+
+Target = Literal["label", "abnormal", "perturbation", "thickness", "none"]
+TARGET_KINDS = {
+    "label": "classification",
+    "abnormal": "classification",
+    "perturbation": "classification",
+    "thickness": "regression",
+    "none": "none",
+}
+
+
+@dataclass
+class TrainingSet:
+    """Train and test images (uint8 ``(N, 28, 28)``) and targets, plus what they are."""
+
+    train_images: np.ndarray
+    train_targets: np.ndarray
+    test_images: np.ndarray
+    test_targets: np.ndarray
+    target: str
+    num_classes: int | None
+    description: str
+    train_labels: np.ndarray | None = None
+    test_labels: np.ndarray | None = None
+    test_morphometrics: pd.DataFrame | None = None
+    test_perturbations: np.ndarray | None = None
+
+    @property
+    def target_kind(self) -> str:
+        return TARGET_KINDS[self.target]
+
+
+def _targets(target: str, labels: np.ndarray, pert: np.ndarray | None, morpho: pd.DataFrame | None, where: str) -> np.ndarray:
+    if target == "label":
+        return labels.astype(np.int64)
+    if target in ("abnormal", "perturbation"):
+        if pert is None:
+            raise InvalidArgumentError(
+                f"{where}: target {target!r} needs a set with perturbation codes (global, local, or a "
+                "perturbed set); this one has none"
+            )
+        return (pert >= 3).astype(np.int64) if target == "abnormal" else pert.astype(np.int64)
+    if target == "thickness":
+        if morpho is None:
+            raise InvalidArgumentError(f"{where}: target 'thickness' needs measured morphometrics")
+        values = morpho["thickness"].to_numpy(np.float32)
+        return values
+    return np.zeros(len(labels), dtype=np.int64)
+
+
+def _num_classes(target: str, train_targets: np.ndarray, test_targets: np.ndarray) -> int | None:
+    if target == "label":
+        return int(max(train_targets.max(initial=0), test_targets.max(initial=0))) + 1
+    if target == "abnormal":
+        return 2
+    if target == "perturbation":
+        return 5
+    return None
+
+
+def load_digits(
+    source: str = "mnist-sample",
+    data_dir: str | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    target: Literal["label", "none"] = "label",
+) -> TrainingSet:
+    """Plain digits of a source (``repscope.data.sources``), split as the Morpho-MNIST builder
+    splits them (the source's own splits, or a seeded stratified split; limits stratified)."""
+    from repscope.data.morpho.build import BuildConfig, load_build_source
+
+    config = BuildConfig(source=source, data_dir=data_dir, seed=seed, test_fraction=test_fraction,
+                         max_train=max_train, max_test=max_test, sets=("plain",))
+    config.validate()
+    splits, rule = load_build_source(config)
+    (train_images, train_labels, origin), (test_images, test_labels, _) = splits["train"], splits["t10k"]
+    where = f"data {source!r}"
+    train_targets = _targets(target, train_labels, None, None, where)
+    test_targets = _targets(target, test_labels, None, None, where)
+    return TrainingSet(
+        train_images, train_targets, test_images, test_targets, target,
+        _num_classes(target, train_targets, test_targets),
+        f"{source} ({origin}); {rule}", train_labels.astype(np.int64), test_labels.astype(np.int64),
+    )
+
+
+def morpho_cache_dir(source: str, data_dir: str | None, seed: int, test_fraction: float,
+                     max_train: int | None, max_test: int | None) -> Path:
+    """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``)."""
+    from repscope.data.sources import repscope_home
+
+    key = json.dumps([source, data_dir and str(Path(data_dir).resolve()), seed, test_fraction, max_train, max_test])
+    digest = hashlib.sha256(key.encode()).hexdigest()[:12]
+    safe_source = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(source).name)[:40]
+    return repscope_home() / "morpho-mnist" / f"{safe_source}-seed{seed}-{digest}"
+
+
+def ensure_morpho_dataset(source: str = "mnist-sample", data_dir: str | None = None, seed: int = 0,
+                          test_fraction: float = 0.2, max_train: int | None = None,
+                          max_test: int | None = None, jobs: int = 1) -> Path:
+    """A complete Morpho-MNIST build of these parameters: cached, built once (under a file lock,
+    so parallel runs wait for one build), resumed if an earlier build was interrupted."""
+    from repscope.data.morpho.build import BuildConfig, build_dataset
+
+    out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test)
+    if (out / "dataset.json").exists():
+        return out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with open(out.parent / f".{out.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (out / "dataset.json").exists():
+            config = BuildConfig(source=source, data_dir=data_dir, seed=seed, test_fraction=test_fraction,
+                                 max_train=max_train, max_test=max_test)
+            build_dataset(out, config, resume=out.exists(), jobs=jobs)
+    return out
+
+
+def load_morpho_mnist(
+    set: Literal["plain", "thin", "thic", "swel", "frac", "global", "local"] = "plain",
+    target: Target = "label",
+    source: str = "mnist-sample",
+    data_dir: str | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    dataset_dir: str | None = None,
+) -> TrainingSet:
+    """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``)."""
+    from repscope.data import idx
+
+    root = Path(dataset_dir) if dataset_dir else ensure_morpho_dataset(
+        source, data_dir, seed, test_fraction, max_train, max_test
+    )
+    folder = root / set
+    if not (root / "dataset.json").exists() or not folder.is_dir():
+        raise InvalidArgumentError(
+            f"dataset_dir {root}: not a complete Morpho-MNIST build with set {set!r} "
+            "(build one with: repscope morpho build --out DIR)"
+        )
+    parts = {}
+    for split in ("train", "t10k"):
+        pert_path = folder / f"{split}-pert-idx1-ubyte.gz"
+        images = idx.read_idx(folder / f"{split}-images-idx3-ubyte.gz")
+        labels = idx.read_idx(folder / f"{split}-labels-idx1-ubyte.gz")
+        morpho = pd.read_csv(folder / f"{split}-morpho.csv")
+        if pert_path.exists():
+            pert = idx.read_idx(pert_path)
+        elif set in ("thin", "thic", "swel", "frac"):
+            code = {"thin": 1, "thic": 2, "swel": 3, "frac": 4}[set]
+            pert = np.full(len(images), code, dtype=np.uint8)
+        elif set == "plain":
+            pert = np.zeros(len(images), dtype=np.uint8)
+        else:
+            pert = None
+        targets = _targets(target, labels, pert, morpho, f"data morpho-mnist set {set!r}")
+        parts[split] = (images, targets, labels, morpho, pert)
+    train, test = parts["train"], parts["t10k"]
+    return TrainingSet(
+        train[0], train[1], test[0], test[1], target, _num_classes(target, train[1], test[1]),
+        f"Morpho-MNIST {set} built from {source} (seed {seed}) in {root}",
+        train[2].astype(np.int64), test[2].astype(np.int64), test[3], test[4],
+    )

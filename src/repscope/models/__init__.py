@@ -1,0 +1,18 @@
+"""Models: plain ``torch.nn.Module`` networks (how they are trained lives in :mod:`repscope.train`).
+
+Modules
+-------
+``repscope.models.mnist_gan``
+    The generator / discriminator architecture of the InfoGAN MNIST experiments (Chen et al., 2016):
+    ``Generator``, ``DiscriminatorTrunk``, ``Discriminator``, the VAE ``Encoder`` mirroring the
+    generator, and InfoGAN's ``RecognitionHead``.
+``repscope.models.codes``
+    ``CodeSpec``, InfoGAN latent codes (categorical, continuous, binary, noise): sampling, the
+    generator input layout, column names in the paper's numbering, the mutual-information bound;
+    ``INFOGAN_SETTINGS`` of Morpho-MNIST Table 2.
+``repscope.models.classifiers``
+    ``LeNet5``, ``MLP`` and the scikit-learn baselines ``knn_baseline``, ``svm_baseline`` of
+    Morpho-MNIST Appendix D.
+``repscope.models.registry``
+    Models by name, for configs.
+"""

@@ -1,0 +1,72 @@
+"""What the Morpho-MNIST studies share: the data section, training a member model into the study's
+run directory (or loading one trained before), and the ``--quick`` shrinking."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from repscope.train.config import Named, Section, TrainConfig, TrainerSection
+
+
+class DataSection(Section):
+    """Which digits: a source (``repscope data list``) and how it is split and limited."""
+
+    source: str = "mnist-sample"
+    data_dir: str | None = None
+    seed: int = 0
+    test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
+    max_train: int | None = Field(None, ge=1)
+    max_test: int | None = Field(None, ge=1)
+
+    def params(self) -> dict[str, Any]:
+        return self.model_dump()
+
+
+class MemberModel(Section):
+    """A model a study trains (or loads from ``checkpoint``: a run directory or checkpoint file)."""
+
+    label: str
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: str | None = None
+
+
+class TrainingSection(Section):
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    batch_size: int = Field(64, ge=1)
+    val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+
+
+def member_config(member: MemberModel, data: Named, training: TrainingSection, seed: int) -> TrainConfig:
+    return TrainConfig(
+        model=Named(name=member.name, params=member.params), data=data, trainer=training.trainer,
+        batch_size=training.batch_size, val_fraction=training.val_fraction, seed=seed,
+    )
+
+
+def train_or_load(member: MemberModel, data: Named, training: TrainingSection, seed: int,
+                  out: Path, source: str) -> tuple[Any, dict[str, Any]]:
+    """The trained task of ``member`` and its training metrics: loaded from ``member.checkpoint``, or
+    trained into ``out`` (a run directory of its own, resumable with ``repscope train --resume``)."""
+    import json
+
+    from repscope.train.run import load_task, train
+
+    if member.checkpoint:
+        path = Path(member.checkpoint)
+        task = load_task(path, model=member.name)
+        metrics_file = path / "metrics.json" if path.is_dir() else path.parent.parent / "metrics.json"
+        metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
+        return task, {**metrics, "loaded_from": str(path)}
+    config = member_config(member, data, training, seed)
+    config.check_params(f"{source}: model {member.label!r}")
+    outcome = train(config, out=out, source=f"{source}: model {member.label!r}")
+    outcome.task.eval()
+    return outcome.task, outcome.metrics
+
+
+def slug(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "-" for c in label.strip()).strip("-").lower() or "model"

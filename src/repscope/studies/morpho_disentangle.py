@@ -1,0 +1,179 @@
+"""Disentanglement of InfoGAN codes by partial correlation with morphometrics (Castro et al., section 4.2,
+Table 2, Figs. 5-8).
+
+Settings (Table 2): InfoGAN-A, a 10-way categorical and 2 continuous codes on ``plain``;
+InfoGAN-B, 10-way categorical and 3 continuous on ``global`` (plain + thinned + thickened);
+InfoGAN-C, 10-way categorical, 2 continuous and 2 binary on ``local`` (plain + swollen + fractured).
+
+* inferential: MAP codes of the recognition network on the test digits of the set (argmax of the
+  categorical logits, means of the continuous codes), against the digits' measured morphometrics
+  (for C also the ground-truth ``swollen`` / ``fractured`` annotations);
+* generative: codes sampled from the prior, digits generated and measured.
+
+Each entry is the partial correlation of one code variable with one morphometric controlling for
+the other codes (noise excluded); each category of a categorical code is a dummy controlling
+only for the non-categorical codes (paper footnote 3).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from repscope.studies.common import DataSection, MemberModel, TrainingSection, train_or_load
+from repscope.train.config import Named, Section, TrainerSection
+
+FACTORS = ("length", "thickness", "slant", "width", "height")
+SETTING_SETS = {"A": "plain", "B": "global", "C": "local"}
+
+
+class InfoGANSetting(Section):
+    label: str
+    setting: Literal["A", "B", "C"]
+    params: dict[str, Any] = Field(default_factory=dict)
+    checkpoint: str | None = None
+
+
+def _default_settings() -> list[InfoGANSetting]:
+    return [InfoGANSetting(label=f"InfoGAN-{s}", setting=s) for s in ("A", "B", "C")]
+
+
+class DisentangleConfig(Section):
+    data: DataSection = Field(default_factory=DataSection)
+    settings: list[InfoGANSetting] = Field(default_factory=_default_settings)
+    training: TrainingSection = Field(default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=20)))
+    generated_samples: int = Field(1000, ge=20)
+    traversal_steps: int = Field(9, ge=2)
+    traversal_range: float = Field(2.0, gt=0.0, description="continuous codes traverse [-range, range]")
+    traversal_rows: int = Field(4, ge=1)
+    seed: int = 0
+
+
+def quick(config: DisentangleConfig) -> DisentangleConfig:
+    out = config.model_copy(deep=True)
+    out.training.trainer.max_epochs = min(out.training.trainer.max_epochs, 5)
+    out.settings = out.settings[:1]
+    return out
+
+
+def strongest(matrix: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """For each factor (row), the code with the largest |partial correlation|."""
+    out = {}
+    for factor, row in matrix.iterrows():
+        values = row.astype(float).dropna()
+        if len(values):
+            code = values.abs().idxmax()
+            out[str(factor)] = {"code": str(code), "r": float(values[code])}
+    return out
+
+
+def _with_all_categories(values: dict[str, np.ndarray], codes: Any) -> dict[str, np.ndarray]:
+    """Categorical codes as one-hot ``(n, K)`` arrays, so every category gets its dummy column even
+    when the recognition network never picks it (its partial correlations are then NaN)."""
+    out = dict(values)
+    for column in codes.categorical_columns():
+        out[column] = np.eye(codes.categories(column))[np.asarray(values[column], dtype=np.int64)]
+    return out
+
+
+def traversals(task: Any, codes: Any, code: str, config: DisentangleConfig, seed: int) -> tuple[np.ndarray, list[str]]:
+    """Images ``(rows, steps, 28, 28)``: each row keeps one draw of the other codes and the noise and
+    varies ``code`` over its categories or over [-range, range]."""
+    _, base = task.sample_with_codes(config.traversal_rows, seed=seed)
+    noise = task.sample_noise(config.traversal_rows, seed=seed)
+    categorical = codes.categorical_columns()
+    if code in categorical:
+        values = list(range(codes.categories(code)))
+        labels = [f"{code}={v + 1}" for v in values]
+    else:
+        values = list(np.linspace(-config.traversal_range, config.traversal_range, config.traversal_steps))
+        labels = [f"{v:+.1f}" for v in values]
+    rows = []
+    for r in range(config.traversal_rows):
+        varied = {name: np.repeat(np.asarray(value)[r:r + 1], len(values), axis=0) for name, value in base.items()}
+        varied[code] = np.asarray(values, dtype=varied[code].dtype)
+        rows.append(task.generate(varied, np.repeat(noise[r:r + 1], len(values), axis=0)))
+    return np.stack(rows), labels
+
+
+def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Path = Path("runs"),
+                    source: str = "config") -> Path:
+    from repscope.data.morpho import measure
+    from repscope.data.training_sets import load_morpho_mnist
+    from repscope.metrics.partial_correlation import code_partial_correlations
+    from repscope.models.codes import INFOGAN_SETTINGS
+    from repscope.report import Report
+    from repscope.report.morpho_figures import partial_correlation_circles, traversal_grid
+    from repscope.runs import RunDirectory
+
+    run = RunDirectory.create("morpho-disentangle", out=out, root=root)
+    run.write_config(config.model_dump(mode="json"))
+    report = Report("Morpho-MNIST disentanglement (InfoGAN)", subtitle=f"{config.data.source}, seed {config.seed}")
+    report.add_paragraph(__doc__.split("\n\n", 1)[1].replace("\n", " "))
+    metrics: dict[str, Any] = {"settings": {}}
+    data_params = config.data.params()
+    for k, setting in enumerate(config.settings):
+        codes = INFOGAN_SETTINGS[setting.setting]
+        set_name = SETTING_SETS[setting.setting]
+        member = MemberModel(label=setting.label, name="infogan", params={"codes": codes.to_dict(), **setting.params},
+                             checkpoint=setting.checkpoint)
+        data_named = Named(name="morpho-mnist", params={**data_params, "set": set_name, "target": "none"})
+        task, train_metrics = train_or_load(member, data_named, config.training, config.seed,
+                                            run.path("models", setting.label.lower()), source)
+        data = load_morpho_mnist(set=set_name, target="none", **data_params)
+        categorical = codes.categorical_columns()
+
+        factors = data.test_morphometrics[list(FACTORS)].copy()
+        valid = data.test_morphometrics["valid"].astype(bool).to_numpy()
+        if setting.setting == "C" and data.test_perturbations is not None:
+            factors["swollen"] = (data.test_perturbations == 3).astype(float)
+            factors["fractured"] = (data.test_perturbations == 4).astype(float)
+        inferred = _with_all_categories(task.infer_codes(data.test_images), codes)
+        inferred = {name: np.asarray(inferred[name])[valid] for name in codes.code_columns()}
+        inferential = code_partial_correlations(inferred, factors[valid].reset_index(drop=True), categorical=categorical)
+
+        images, sampled = task.sample_with_codes(config.generated_samples, seed=config.seed + 2000 + k)
+        sampled = _with_all_categories(sampled, codes)
+        generated_morpho = measure(images)
+        ok = generated_morpho["valid"].astype(bool).to_numpy()
+        generative = code_partial_correlations(
+            {name: np.asarray(sampled[name])[ok] for name in codes.code_columns()},
+            generated_morpho.loc[ok, list(FACTORS)].reset_index(drop=True), categorical=categorical,
+        )
+        tag = setting.label.lower()
+        run.write_table(f"{tag}_inferential_partial_correlations", inferential.rename_axis("factor").reset_index())
+        run.write_table(f"{tag}_generative_partial_correlations", generative.rename_axis("factor").reset_index())
+        fig_inf = run.save_figure(f"{tag}_inferential", partial_correlation_circles(inferential, title=f"{setting.label}: inferred codes vs test morphometrics"))
+        fig_gen = run.save_figure(f"{tag}_generative", partial_correlation_circles(generative, title=f"{setting.label}: sampled codes vs generated morphometrics"))
+        traversal_figures = []
+        for c, code in enumerate(codes.code_columns()):
+            grid, labels = traversals(task, codes, code, config, seed=config.seed + 3000 + c)
+            traversal_figures.append((code, run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels))))
+
+        common = [c for c in inferential.columns if c in generative.columns]
+        rows = [f for f in FACTORS if f in inferential.index and f in generative.index]
+        agreement = float(np.corrcoef(inferential.loc[rows, common].to_numpy(float).ravel(),
+                                      generative.loc[rows, common].to_numpy(float).ravel())[0, 1])
+        metrics["settings"][setting.label] = {
+            "set": set_name, "codes": codes.to_dict(),
+            "inferential_strongest": strongest(inferential),
+            "generative_strongest": strongest(generative),
+            "inferential_generative_agreement_r": agreement,
+            "training": {key: train_metrics.get(key) for key in ("epochs", "fit_seconds") if key in train_metrics},
+        }
+        report.add_heading(f"{setting.label}: {codes.describe()} on {set_name}")
+        report.add_figure(fig_inf, caption="Inferential: partial correlation of each inferred code with each "
+                                           "morphometric of the test digits (cf. Figs. 5 and 8). Blue positive, red negative.")
+        report.add_figure(fig_gen, caption=f"Generative: {config.generated_samples} sampled codes vs the morphometrics "
+                                           "of the digits generated from them (cf. Fig. 6).")
+        report.add_table(inferential.round(3).rename_axis("factor").reset_index(), title="Inferential partial correlations")
+        report.add_table(generative.round(3).rename_axis("factor").reset_index(), title="Generative partial correlations")
+        for code, path in traversal_figures:
+            report.add_figure(path, caption=f"Traversal of {code}; each row keeps the other codes and the noise (cf. Fig. 7).")
+    run.write_metrics(metrics)
+    report.add_metrics(metrics, title="Headline numbers")
+    return report.write(run.path("report.html"))

@@ -1,0 +1,71 @@
+"""The training config: which model, on which data, run where (a Lightning ``Trainer``).
+
+.. code-block:: yaml
+
+    model: {name: lenet5, params: {lr: 0.001}}        # repscope.models.registry
+    data:  {name: morpho-mnist, params: {set: local, target: abnormal}}   # repscope.data.registry
+    trainer: {accelerator: cpu, devices: 1, num_nodes: 1, precision: 32-true, max_epochs: 20}
+    batch_size: 64
+    val_fraction: 0.1
+    seed: 0
+
+``model.params`` and ``data.params`` are checked against the constructor of the registered task
+and the signature of the registered loader: an unknown key or a wrong type is an error naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from repscope.config import validate_params
+from repscope.data.registry import dataset_loader
+from repscope.models.registry import model_entry, task_class
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Named(Section):
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+class TrainerSection(Section):
+    """Where the training runs: passed to ``lightning.pytorch.Trainer`` as they are."""
+
+    accelerator: str = "cpu"
+    devices: int | str | list[int] = 1
+    num_nodes: int = Field(1, ge=1)
+    strategy: str = "auto"
+    precision: str = "32-true"
+    max_epochs: int = Field(20, ge=1)
+    limit_train_batches: int | float | None = None
+    gradient_clip_val: float | None = None
+
+
+class TrainConfig(Section):
+    model: Named
+    data: Named
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    batch_size: int = Field(64, ge=1)
+    val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+    seed: int = 0
+    num_workers: int = Field(0, ge=0)
+
+    def check_params(self, source: str = "config") -> None:
+        """Check ``model.params`` / ``data.params`` against what they configure (errors name the key)."""
+        entry = model_entry(self.model.name)
+        fixed = set(entry.fixed) | ({"kind", "num_outputs"} if entry.supervised else set())
+        clash = sorted(fixed & set(self.model.params))
+        if clash:
+            from repscope.errors import InvalidArgumentError
+
+            raise InvalidArgumentError(
+                f"{source}: model.params.{clash[0]} is set by the model name {self.model.name!r} "
+                "or by the data's target; remove it"
+            )
+        validate_params(task_class(self.model.name), self.model.params, source, "model.params", skip=fixed)
+        validate_params(dataset_loader(self.data.name), self.data.params, source, "data.params")
