@@ -44,8 +44,8 @@ def test_demo_metrics_show_the_perturbations_effects(demo_run):
     assert metrics["fractured_share_with_more_components"] > 0.8
     assert metrics["invalid_digits"] == 0
     assert 1.5 < metrics["plain_test_medians"]["thickness"] < 4.0
-    assert set(metrics["diversity"]["models"]) == {"GAN 2-d", "GAN 64-d"}
-    assert (out / "figures" / "pairplot_gan-2-d.png").exists()
+    assert set(metrics["diversity"]["models"]) == {"VAE 2-d", "VAE 16-d"}
+    assert (out / "figures" / "pairplot_vae-2-d.png").exists()
 
 
 def test_examples_take_every_class_in_turn():

@@ -14,8 +14,8 @@ def demo(
     test: int = typer.Option(200, help="test digits to build from"),
     seed: int = typer.Option(0, help="seed of every random choice"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes"),
-    diversity: bool = typer.Option(True, "--diversity/--no-diversity", help="include the small sample-diversity study (trains two GANs)"),
-    diversity_epochs: int = typer.Option(10, "--diversity-epochs", help="epochs of each generator"),
+    diversity: bool = typer.Option(True, "--diversity/--no-diversity", help="include the small sample-diversity study (trains two VAEs)"),
+    diversity_epochs: int = typer.Option(5, "--diversity-epochs", help="epochs of each generator"),
     diversity_samples: int = typer.Option(2000, "--diversity-samples", help="samples drawn from each generator"),
 ) -> None:
     """Build a small Morpho-MNIST set from the embedded real digits, measure it, write a report."""

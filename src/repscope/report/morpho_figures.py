@@ -100,6 +100,8 @@ def morphometric_pairplot(
             if i == j:
                 data = values[col_column]
                 data = data[np.isfinite(data)]
+                # a sample wholly outside the shared ranges has an empty (all-zero) histogram
+                data = data[(data >= x_low) & (data <= x_high)]
                 if data.size:
                     ax.hist(data, bins=np.linspace(x_low, x_high, bins + 1), density=True,
                             color=_HIST_COLOUR, alpha=0.45)

@@ -44,6 +44,7 @@ def quiet_lightning() -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
     warnings.filterwarnings("ignore", message=".*does not have many workers.*")
     warnings.filterwarnings("ignore", message=".*LeafSpec.*")
+    warnings.filterwarnings("ignore", message=".*no `val_dataloader`.*")
     warnings.filterwarnings("ignore", message=".*number of training batches.*smaller than the logging interval.*")
 
 
