@@ -1,0 +1,1 @@
+"""Sprite datasets: dSprites (procedural, the full factor grid); CdSprites+ comes next."""

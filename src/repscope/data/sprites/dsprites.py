@@ -1,0 +1,179 @@
+"""dSprites, drawn procedurally: the full factor grid, any index on demand, the original ``.npz`` layout.
+
+The grid (as the original dataset): colour (1 value, white) x shape (square, ellipse, heart) x
+scale (6 values, 0.5 to 1) x orientation (40 values, ``linspace(0, 2 pi, 40)``, so the first and the
+last coincide as in the original) x posX (32 values in [0, 1]) x posY (32) = 737,280 binary 64x64
+images. Index ``i`` maps to factor classes in row-major order (posY fastest), the original order.
+
+Drawing: a pixel is on when its centre lies inside the shape (no anti-aliasing). Shapes are given in
+a unit frame (square of half-side 1, ellipse of semi-axes 1 and 0.5, heart the implicit curve
+``(x^2 + y^2 - 1)^3 - x^2 y^3 <= 0`` scaled into the unit disc), rotated by the orientation,
+scaled by ``scale * SPRITE_RADIUS_PX`` and centred at ``MARGIN_PX + pos * (64 - 2 MARGIN_PX)``;
+the margin keeps every rotated shape at every scale whole inside the image.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from repscope.errors import DataFormatError, InvalidArgumentError
+
+IMAGE_SIZE = 64
+FACTOR_NAMES: tuple[str, ...] = ("color", "shape", "scale", "orientation", "posX", "posY")
+FACTOR_SIZES: tuple[int, ...] = (1, 3, 6, 40, 32, 32)
+SHAPES: tuple[str, ...] = ("square", "ellipse", "heart")
+SPRITE_RADIUS_PX = 9.0  # half-side of the square at scale 1
+# the farthest a shape reaches from its centre: the square's corner at scale 1
+MARGIN_PX = SPRITE_RADIUS_PX * np.sqrt(2.0) + 0.5
+
+FACTOR_VALUES: dict[str, np.ndarray] = {
+    "color": np.array([1.0]),
+    "shape": np.array([1.0, 2.0, 3.0]),  # the original's values: 1 square, 2 ellipse, 3 heart
+    "scale": np.linspace(0.5, 1.0, 6),
+    "orientation": np.linspace(0.0, 2.0 * np.pi, 40),
+    "posX": np.linspace(0.0, 1.0, 32),
+    "posY": np.linspace(0.0, 1.0, 32),
+}
+TOTAL = int(np.prod(FACTOR_SIZES))
+
+
+def index_to_classes(index: Any) -> np.ndarray:
+    """Factor classes ``(..., 6)`` of image indices (row-major over ``FACTOR_SIZES``)."""
+    index = np.asarray(index, dtype=np.int64)
+    if np.any((index < 0) | (index >= TOTAL)):
+        raise InvalidArgumentError(f"index: must lie in [0, {TOTAL}), got {index.min()}..{index.max()}")
+    return np.stack(np.unravel_index(index, FACTOR_SIZES), axis=-1).astype(np.int64)
+
+
+def classes_to_index(classes: Any) -> np.ndarray:
+    classes = np.asarray(classes, dtype=np.int64)
+    if classes.shape[-1:] != (len(FACTOR_SIZES),):
+        raise InvalidArgumentError(f"classes: last axis must hold {len(FACTOR_SIZES)} factors, got shape {classes.shape}")
+    for k, (name, size) in enumerate(zip(FACTOR_NAMES, FACTOR_SIZES)):
+        if np.any((classes[..., k] < 0) | (classes[..., k] >= size)):
+            raise InvalidArgumentError(f"classes: factor {name} must lie in [0, {size})")
+    return np.ravel_multi_index(tuple(np.moveaxis(classes, -1, 0)), FACTOR_SIZES).astype(np.int64)
+
+
+def classes_to_values(classes: Any) -> np.ndarray:
+    classes = np.asarray(classes, dtype=np.int64)
+    return np.stack([FACTOR_VALUES[name][classes[..., k]] for k, name in enumerate(FACTOR_NAMES)], axis=-1)
+
+
+def values_to_classes(values: Any) -> np.ndarray:
+    """Nearest factor classes of factor values (exact for values of the grid)."""
+    values = np.asarray(values, dtype=np.float64)
+    out = [np.abs(values[..., k, None] - FACTOR_VALUES[name]).argmin(-1) for k, name in enumerate(FACTOR_NAMES)]
+    return np.stack(out, axis=-1).astype(np.int64)
+
+
+def _inside(shape: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Whether points (u, v) of the unit frame (v up) lie inside each sample's shape."""
+    square = (np.abs(u) <= 1.0) & (np.abs(v) <= 1.0)
+    ellipse = u**2 + (v / 0.5) ** 2 <= 1.0
+    # the heart curve spans x in [-1.14, 1.14], y in [-1, 1.25]: centre it and fit the unit disc
+    x, y = u * 1.2, v * 1.2 + 0.12
+    heart = (x**2 + y**2 - 1.0) ** 3 - x**2 * y**3 <= 0.0
+    return np.where(shape == 0, square, np.where(shape == 1, ellipse, heart))
+
+
+def render(classes: Any) -> np.ndarray:
+    """Binary uint8 images ``(N, 64, 64)`` (values 0 and 1) of factor classes ``(N, 6)``."""
+    classes = np.atleast_2d(np.asarray(classes, dtype=np.int64))
+    values = classes_to_values(classes)
+    n = len(classes)
+    shape = classes[:, 1][:, None, None]
+    scale, angle = values[:, 2][:, None, None], values[:, 3][:, None, None]
+    span = IMAGE_SIZE - 2.0 * MARGIN_PX
+    centre_x = (MARGIN_PX + values[:, 4] * span)[:, None, None]
+    centre_y = (MARGIN_PX + values[:, 5] * span)[:, None, None]
+    rows, cols = np.mgrid[0:IMAGE_SIZE, 0:IMAGE_SIZE].astype(np.float64) + 0.5
+    dx = cols[None] - centre_x
+    dy = centre_y - rows[None]  # y up, so positive orientation turns counter-clockwise on screen
+    cos, sin = np.cos(angle), np.sin(angle)
+    radius = scale * SPRITE_RADIUS_PX
+    u = (cos * dx + sin * dy) / radius
+    v = (-sin * dx + cos * dy) / radius
+    out = _inside(shape, u, v).astype(np.uint8)
+    return out.reshape(n, IMAGE_SIZE, IMAGE_SIZE)
+
+
+class DSprites:
+    """The dSprites grid, generated on demand: ``ds[i] -> (image uint8 (64, 64), classes (6,))``."""
+
+    def __len__(self) -> int:
+        return TOTAL
+
+    def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
+        classes = index_to_classes(int(index))
+        return render(classes[None])[0], classes
+
+    def images(self, indices: Any) -> np.ndarray:
+        return render(index_to_classes(indices))
+
+    def batches(self, indices: Any = None, batch_size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """``(images, classes)`` in order, ``batch_size`` at a time (all 737,280 when ``indices`` is None)."""
+        indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)
+        for start in range(0, len(indices), batch_size):
+            classes = index_to_classes(indices[start:start + batch_size])
+            yield render(classes), classes
+
+    def sample_indices(self, n: int, rng: np.random.Generator | int) -> np.ndarray:
+        return np.random.default_rng(rng).choice(TOTAL, size=n, replace=n > TOTAL)
+
+
+def metadata() -> dict[str, Any]:
+    return {
+        "description": "dSprites drawn procedurally by repscope: binary 64x64 images of a square, an ellipse or "
+                       "a heart over the full grid of scale, orientation and position.",
+        "latents_names": FACTOR_NAMES,
+        "latents_sizes": np.array(FACTOR_SIZES),
+        "latents_possible_values": {name: FACTOR_VALUES[name] for name in FACTOR_NAMES},
+        "author": "repscope",
+        "title": "dSprites (procedural)",
+    }
+
+
+def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> Path:
+    """Write the original dSprites layout (compressed ``.npz``): ``imgs`` uint8 (N, 64, 64),
+    ``latents_values`` float64 (N, 6), ``latents_classes`` int64 (N, 6), ``metadata`` (a dict, stored
+    as a pickled object array as the original stores it)."""
+    from repscope.fileio import atomic_write
+
+    indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)
+    images = np.empty((len(indices), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+    classes = np.empty((len(indices), len(FACTOR_SIZES)), dtype=np.int64)
+    for k, (batch_images, batch_classes) in enumerate(DSprites().batches(indices, batch_size)):
+        images[k * batch_size:k * batch_size + len(batch_images)] = batch_images
+        classes[k * batch_size:k * batch_size + len(batch_classes)] = batch_classes
+    path = Path(path)
+    with atomic_write(path, "wb") as handle:
+        np.savez_compressed(handle, imgs=images, latents_values=classes_to_values(classes),
+                            latents_classes=classes, metadata=np.array(metadata(), dtype=object))
+    return path
+
+
+def read_npz(path: str | Path) -> dict[str, np.ndarray]:
+    """Read ``imgs``, ``latents_values`` and ``latents_classes`` of a dSprites-layout ``.npz`` (ours or
+    the original). ``metadata`` is not unpickled: a data file is untrusted input."""
+    path = Path(path)
+    try:
+        with np.load(path, allow_pickle=False) as archive:
+            missing = [key for key in ("imgs", "latents_values", "latents_classes") if key not in archive.files]
+            if missing:
+                raise DataFormatError(f"{path}: not a dSprites .npz, missing {', '.join(missing)}")
+            out = {key: archive[key] for key in ("imgs", "latents_values", "latents_classes")}
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: not a readable .npz ({exc})") from None
+    n = len(out["imgs"])
+    if out["imgs"].shape[1:] != (IMAGE_SIZE, IMAGE_SIZE) or out["latents_classes"].shape != (n, 6) \
+            or out["latents_values"].shape != (n, 6):
+        raise DataFormatError(
+            f"{path}: shapes imgs {out['imgs'].shape}, latents_classes {out['latents_classes'].shape}, "
+            f"latents_values {out['latents_values'].shape} do not form a dSprites set"
+        )
+    return out
