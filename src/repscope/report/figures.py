@@ -44,6 +44,17 @@ def save_png_bytes(fig: Figure, dpi: int = DEFAULT_DPI) -> bytes:
     return buffer.getvalue()
 
 
+def checked_columns(table: Any, columns: Any) -> list[str]:
+    """``columns`` as a non-empty list of names that ``table`` holds (one name may be a string)."""
+    columns = [columns] if isinstance(columns, str) else list(columns)
+    if not columns:
+        raise InvalidArgumentError("columns: name at least one column to plot")
+    missing = [c for c in columns if c not in table.columns]
+    if missing:
+        raise InvalidArgumentError(f"columns: {missing} not in the table (it has {list(table.columns)})")
+    return columns
+
+
 def distributions_by_class(
     df: Any,
     columns: Sequence[str],
@@ -79,14 +90,7 @@ def distributions_by_class(
 
     if not isinstance(df, pd.DataFrame):
         raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
-    if isinstance(columns, str):
-        columns = [columns]
-    columns = list(columns)
-    if not columns:
-        raise InvalidArgumentError("columns: name at least one column to plot")
-    missing = [c for c in columns if c not in df.columns]
-    if missing:
-        raise InvalidArgumentError(f"columns: {missing} not in the table (it has {list(df.columns)})")
+    columns = checked_columns(df, columns)
     if class_column not in df.columns:
         raise InvalidArgumentError(f"class_column: {class_column!r} not in the table (it has {list(df.columns)})")
     classes = list(pd.unique(df[class_column].dropna()))

@@ -15,7 +15,7 @@ from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 
 from repscope.errors import InvalidArgumentError
-from repscope.report.figures import image_grid, new_figure
+from repscope.report.figures import checked_columns, image_grid, new_figure
 
 # Above this many rows the kernel density estimates use a fixed random subsample (drawing only).
 KDE_MAX_POINTS = 4000
@@ -74,14 +74,7 @@ def morphometric_pairplot(
         table = tables
     if not isinstance(table, pd.DataFrame):
         raise InvalidArgumentError(f"tables: expected a pandas.DataFrame, got {type(table).__name__}")
-    if isinstance(columns, str):
-        columns = [columns]
-    columns = list(columns)
-    if not columns:
-        raise InvalidArgumentError("columns: name at least one column to plot")
-    missing = [c for c in columns if c not in table.columns]
-    if missing:
-        raise InvalidArgumentError(f"columns: {missing} not in the table (it has {list(table.columns)})")
+    columns = checked_columns(table, columns)
     if not isinstance(bins, (int, np.integer)) or bins < 2:
         raise InvalidArgumentError(f"bins: must be an integer >= 2, got {bins!r}")
     column_labels = dict(column_labels or {})
