@@ -71,35 +71,67 @@ def values_to_classes(values: Any) -> np.ndarray:
     return np.stack(out, axis=-1).astype(np.int64)
 
 
-def _inside(shape: np.ndarray, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Whether points (u, v) of the unit frame (v up) lie inside each sample's shape."""
-    square = (np.abs(u) <= 1.0) & (np.abs(v) <= 1.0)
-    ellipse = u**2 + (v / 0.5) ** 2 <= 1.0
+def inside_shape(shape: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Whether points (u, v) of the unit frame (v up) lie inside shape class ``shape``
+    (0 square, 1 ellipse, 2 heart)."""
+    if shape == 0:
+        return (np.abs(u) <= 1.0) & (np.abs(v) <= 1.0)
+    if shape == 1:
+        return u * u + 4.0 * v * v <= 1.0
     # the heart curve spans x in [-1.14, 1.14], y in [-1, 1.25]: centre it and fit the unit disc
     x, y = u * 1.2, v * 1.2 + 0.12
-    heart = (x**2 + y**2 - 1.0) ** 3 - x**2 * y**3 <= 0.0
-    return np.where(shape == 0, square, np.where(shape == 1, ellipse, heart))
+    return (x * x + y * y - 1.0) ** 3 - x * x * y**3 <= 0.0
+
+
+def extent_px(radius_px: Any) -> np.ndarray:
+    """How far any shape of half-size ``radius_px`` reaches from its centre, pixels included: the
+    square's corner ``sqrt(2) r`` plus half a pixel."""
+    return np.asarray(radius_px, dtype=np.float64) * np.sqrt(2.0) + 0.5
+
+
+def shape_masks(shapes: Any, radius_px: Any, angles: Any, centre_x: Any, centre_y: Any,
+                patch: int, image_size: int = IMAGE_SIZE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Binary masks of N shapes, each drawn in a ``patch`` x ``patch`` window of the image.
+
+    A pixel is on when its centre lies inside the shape rotated by ``angle`` (counter-clockwise on
+    screen), scaled to half-size ``radius_px`` and centred at (``centre_x``, ``centre_y``) pixels
+    from the top-left corner. Returns ``(masks bool (N, patch, patch), top (N,), left (N,))``: the
+    window of sample k starts at row ``top[k]``, column ``left[k]``. Only the pixels near each shape
+    are tested, one shape kind at a time, which is what makes drawing fast.
+    """
+    shapes = np.asarray(shapes, dtype=np.int64)
+    radius, angle = np.asarray(radius_px, dtype=np.float64), np.asarray(angles, dtype=np.float64)
+    cx, cy = np.asarray(centre_x, dtype=np.float64), np.asarray(centre_y, dtype=np.float64)
+    reach = extent_px(radius)
+    top = np.clip(np.floor(cy - reach), 0, image_size - patch).astype(np.int64)
+    left = np.clip(np.floor(cx - reach), 0, image_size - patch).astype(np.int64)
+    offsets = np.arange(patch, dtype=np.float64) + 0.5
+    dx = (left[:, None] + offsets[None, :] - cx[:, None])[:, None, :]  # (N, 1, P) columns
+    dy = (cy[:, None] - top[:, None] - offsets[None, :])[:, :, None]   # (N, P, 1) rows, y up
+    cos, sin = (np.cos(angle) / radius)[:, None, None], (np.sin(angle) / radius)[:, None, None]
+    masks = np.zeros((len(shapes), patch, patch), dtype=bool)
+    for shape in np.unique(shapes):
+        rows = np.flatnonzero(shapes == shape)
+        u = cos[rows] * dx[rows] + sin[rows] * dy[rows]
+        v = cos[rows] * dy[rows] - sin[rows] * dx[rows]
+        masks[rows] = inside_shape(int(shape), u, v)
+    return masks, top, left
+
+
+PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) + 2  # window that holds any shape at scale 1
 
 
 def render(classes: Any) -> np.ndarray:
     """Binary uint8 images ``(N, 64, 64)`` (values 0 and 1) of factor classes ``(N, 6)``."""
     classes = np.atleast_2d(np.asarray(classes, dtype=np.int64))
     values = classes_to_values(classes)
-    n = len(classes)
-    shape = classes[:, 1][:, None, None]
-    scale, angle = values[:, 2][:, None, None], values[:, 3][:, None, None]
     span = IMAGE_SIZE - 2.0 * MARGIN_PX
-    centre_x = (MARGIN_PX + values[:, 4] * span)[:, None, None]
-    centre_y = (MARGIN_PX + values[:, 5] * span)[:, None, None]
-    rows, cols = np.mgrid[0:IMAGE_SIZE, 0:IMAGE_SIZE].astype(np.float64) + 0.5
-    dx = cols[None] - centre_x
-    dy = centre_y - rows[None]  # y up, so positive orientation turns counter-clockwise on screen
-    cos, sin = np.cos(angle), np.sin(angle)
-    radius = scale * SPRITE_RADIUS_PX
-    u = (cos * dx + sin * dy) / radius
-    v = (-sin * dx + cos * dy) / radius
-    out = _inside(shape, u, v).astype(np.uint8)
-    return out.reshape(n, IMAGE_SIZE, IMAGE_SIZE)
+    masks, top, left = shape_masks(classes[:, 1], values[:, 2] * SPRITE_RADIUS_PX, values[:, 3],
+                                   MARGIN_PX + values[:, 4] * span, MARGIN_PX + values[:, 5] * span, PATCH_PX)
+    out = np.zeros((len(classes), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+    for k in range(len(classes)):
+        out[k, top[k]:top[k] + PATCH_PX, left[k]:left[k] + PATCH_PX] = masks[k]
+    return out
 
 
 class DSprites:
