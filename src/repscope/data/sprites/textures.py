@@ -27,7 +27,7 @@ from repscope.errors import DataFormatError, SourceNotFoundError
 
 TEXTURE_SIZE = 96
 IMAGE_SIZE = 64
-COLOUR_AMPLITUDE = 28.0  # grey levels of texture swing around a shape colour
+COLOUR_AMPLITUDE = 18.0  # grey levels a texture swings around a shape colour (more turns dark yellow red)
 BACKGROUND_BASE = {"dark": (45.0, 42.0, 48.0), "light": (205.0, 200.0, 195.0)}
 BACKGROUND_AMPLITUDE = 22.0
 PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")

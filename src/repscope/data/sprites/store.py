@@ -1,0 +1,574 @@
+"""Sprite datasets on disk: repscope's dataset directories and the reference toolkit's ``.h5`` layout.
+
+A **dataset directory** (format :data:`FORMAT_VERSION`) holds
+
+- ``dataset.json`` — ``format_version``, ``generator`` (``cdsprites`` or ``dsprites``), ``level``
+  (1-5, ``null`` for dSprites), ``count``, ``image_shape`` (one image's shape), ``seed``, ``params``
+  (whatever the generator was called with), ``files`` (``{name: sha256}``) and ``created_by``;
+- ``images.npy`` — ``uint8``, ``(N, 64, 64, 3)`` RGB for CdSprites+, ``(N, 64, 64)`` of 0/1 for
+  dSprites; written and read memory-mapped, so a 960,000-image set (11.8 GB) never sits in memory;
+- ``captions.txt`` — CdSprites+ only, one caption a line (utf-8, ``\\n``);
+- ``factors.csv`` — one row per sample: the class columns (``ATTRIBUTES[:level]`` for CdSprites+,
+  :data:`~repscope.data.sprites.dsprites.FACTOR_NAMES` for dSprites) first, then any extra columns
+  (nuisance factors) the generator gave.
+
+:func:`write_dataset` builds the directory under a temporary sibling name and renames it into place
+only when complete, so an interrupted run leaves nothing that looks whole.
+
+The **reference toolkit layout** is the ``traindata.h5`` of the multimodal-VAE comparison toolkit
+(CdSprites+): dataset ``image``, ``N x 64 x 64 x 3`` ``uint8`` in BGR channel order (it was written
+from OpenCV images), and dataset ``text``, the captions as byte strings. :func:`export_h5` and
+:func:`import_h5` convert between the two, chunk by chunk.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from repscope.data.sprites import attributes as attrs
+from repscope.data.sprites.dsprites import FACTOR_NAMES
+from repscope.errors import (
+    ChecksumError,
+    DataFormatError,
+    InvalidArgumentError,
+    OutputExistsError,
+    SourceNotFoundError,
+)
+from repscope.fileio import TEMP_PREFIX, _json_default, sha256_file, write_json_atomic
+
+FORMAT_VERSION = 1
+GENERATORS: tuple[str, ...] = ("cdsprites", "dsprites")
+META_FILE = "dataset.json"
+IMAGES_FILE = "images.npy"
+CAPTIONS_FILE = "captions.txt"
+FACTORS_FILE = "factors.csv"
+H5_IMAGE = "image"
+H5_TEXT = "text"
+
+Progress = Callable[[int], None]
+
+
+def _package_version() -> str:
+    import repscope
+
+    version = getattr(repscope, "__version__", None)
+    if version is None:
+        from importlib import metadata
+
+        try:
+            version = metadata.version("repscope")
+        except metadata.PackageNotFoundError:
+            version = "unknown"
+    return f"repscope {version}"
+
+
+def class_columns(generator: str, level: int | None) -> tuple[str, ...]:
+    """The class columns ``factors.csv`` must hold for ``generator`` (and ``level``)."""
+    if generator == "cdsprites":
+        return attrs.level_attributes(level)  # type: ignore[arg-type]
+    return FACTOR_NAMES
+
+
+def _check_generator(generator: Any, level: Any) -> int | None:
+    if generator not in GENERATORS:
+        raise InvalidArgumentError(f"generator: must be one of {', '.join(GENERATORS)}, got {generator!r}")
+    if generator == "cdsprites":
+        return attrs.check_level(level)
+    if level is not None:
+        raise InvalidArgumentError(f"level: must be None for generator 'dsprites', got {level!r}")
+    return None
+
+
+def _check_output_free(out: Path) -> None:
+    """Refuse ``out`` unless it is absent or an empty directory (nothing written is overwritten)."""
+    if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
+        raise OutputExistsError(f"{out}: already exists and is not an empty directory; "
+                                "choose another --out or remove it first")
+
+
+# --------------------------------------------------------------------------------------------
+# writing
+
+
+def write_dataset(out: str | os.PathLike, batches: Iterable[tuple[np.ndarray, Sequence[str] | None, pd.DataFrame]],
+                  count: int, *, generator: str, level: int | None, seed: int | None, params: dict[str, Any],
+                  image_shape: Sequence[int], progress: Progress | None = None) -> Path:
+    """Write a dataset directory from chunks of ``(images, captions or None, factors)``.
+
+    Parameters
+    ----------
+    out : path
+        The dataset directory to create; it must not exist or be an empty directory (checked before
+        ``batches`` is consumed, so nothing is generated in vain).
+    batches : iterable
+        Chunks in sample order, ``count`` rows in all: ``images`` ``uint8`` ``(n, *image_shape)``,
+        ``captions`` a sequence of ``n`` strings (CdSprites+) or None (dSprites), ``factors`` a
+        DataFrame of ``n`` rows holding at least the class columns (see :func:`class_columns`).
+    count : int
+        Total number of samples.
+    generator, level, seed, params
+        Recorded in ``dataset.json``; ``level`` is 1-5 for ``cdsprites`` and None for ``dsprites``.
+    image_shape : sequence of int
+        Shape of one image, e.g. ``(64, 64, 3)``.
+    progress : callable, optional
+        ``progress(n_done)``, called after each chunk.
+
+    Returns
+    -------
+    Path of the complete directory. On any error (or interrupt) the temporary directory is removed
+    and ``out`` is left as it was.
+    """
+    out = Path(out)
+    level = _check_generator(generator, level)
+    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise InvalidArgumentError(f"count: must be a positive integer, got {count!r}")
+    count = int(count)
+    try:
+        image_shape = tuple(int(s) for s in image_shape)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"image_shape: must be a sequence of integers, got {image_shape!r}") from None
+    if not image_shape or any(s < 1 for s in image_shape):
+        raise InvalidArgumentError(f"image_shape: must hold positive sizes, got {image_shape}")
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        raise InvalidArgumentError(f"params: must be a dict, got {type(params).__name__}")
+    try:  # fail now, not after an hour of generation
+        params = json.loads(json.dumps(params, default=_json_default))
+    except (TypeError, ValueError) as error:
+        raise InvalidArgumentError(f"params: cannot be written to JSON ({error})") from None
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise InvalidArgumentError(f"seed: must be an integer or None, got {seed!r}")
+
+    _check_output_free(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
+    if partial.exists():  # left by an interrupted run of this same process id: ours by name
+        shutil.rmtree(partial)
+    partial.mkdir()
+    try:
+        files = _write_files(partial, batches, count, generator, level, image_shape, progress)
+        meta = {
+            "format_version": FORMAT_VERSION,
+            "generator": generator,
+            "level": level,
+            "count": count,
+            "image_shape": list(image_shape),
+            "seed": None if seed is None else int(seed),
+            "params": params,
+            "files": {name: sha256_file(partial / name) for name in files},
+            "created_by": _package_version(),
+        }
+        write_json_atomic(partial / META_FILE, meta)
+        _check_output_free(out)  # someone may have written there while we generated
+        if out.exists():
+            out.rmdir()
+        os.replace(partial, out)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_files(directory: Path, batches: Iterable[Any], count: int, generator: str, level: int | None,
+                 image_shape: tuple[int, ...], progress: Progress | None) -> list[str]:
+    required = class_columns(generator, level)
+    with_captions = generator == "cdsprites"
+    images_out = np.lib.format.open_memmap(directory / IMAGES_FILE, mode="w+", dtype=np.uint8,
+                                           shape=(count, *image_shape))
+    columns: list[str] | None = None
+    done = 0
+    try:
+        with contextlib.ExitStack() as stack:
+            factors_file = stack.enter_context(open(directory / FACTORS_FILE, "w", encoding="utf-8", newline=""))
+            captions_file = (stack.enter_context(open(directory / CAPTIONS_FILE, "w", encoding="utf-8", newline=""))
+                             if with_captions else None)
+            for k, batch in enumerate(batches):
+                where = f"batches[{k}] (rows {done}..)"
+                try:
+                    images, captions, factors = batch
+                except (TypeError, ValueError):
+                    raise InvalidArgumentError(f"{where}: must be a tuple (images, captions, factors)") from None
+                n = _check_images(images, image_shape, where)
+                if done + n > count:
+                    raise InvalidArgumentError(f"{where}: batches hold more than count={count} rows")
+                lines = _check_captions(captions, n, with_captions, where)
+                factors, columns = _check_factors(factors, n, required, columns, generator, level, where)
+                images_out[done:done + n] = images
+                if captions_file is not None:
+                    captions_file.write("".join(line + "\n" for line in lines))
+                factors.to_csv(factors_file, header=(done == 0), index=False, lineterminator="\n")
+                done += n
+                if progress is not None:
+                    progress(done)
+            if done != count:
+                raise InvalidArgumentError(f"batches: yielded {done} rows in all, but count={count}")
+            for handle in (factors_file, captions_file):
+                if handle is not None:
+                    handle.flush()
+                    os.fsync(handle.fileno())
+        images_out.flush()
+    finally:
+        del images_out
+    return [IMAGES_FILE] + ([CAPTIONS_FILE] if with_captions else []) + [FACTORS_FILE]
+
+
+def _check_images(images: Any, image_shape: tuple[int, ...], where: str) -> int:
+    if not isinstance(images, np.ndarray):
+        raise InvalidArgumentError(f"{where}: images must be a numpy array, got {type(images).__name__}")
+    if images.dtype != np.uint8:
+        raise InvalidArgumentError(f"{where}: images must have dtype uint8, got {images.dtype}")
+    if images.ndim != len(image_shape) + 1 or images.shape[1:] != image_shape:
+        raise InvalidArgumentError(f"{where}: images must have shape (n, {', '.join(map(str, image_shape))}), "
+                                   f"got {images.shape}")
+    return int(images.shape[0])
+
+
+def _check_captions(captions: Any, n: int, with_captions: bool, where: str) -> list[str]:
+    if not with_captions:
+        if captions is not None:
+            raise InvalidArgumentError(f"{where}: dsprites datasets have no captions; pass None")
+        return []
+    if captions is None or isinstance(captions, (str, bytes)):
+        raise InvalidArgumentError(f"{where}: cdsprites chunks need a sequence of {n} captions, got {captions!r:.60}")
+    lines = list(captions)
+    if len(lines) != n:
+        raise InvalidArgumentError(f"{where}: {len(lines)} captions for {n} images")
+    for i, line in enumerate(lines):
+        if not isinstance(line, str):
+            raise InvalidArgumentError(f"{where}: caption {i} must be a str, got {type(line).__name__}")
+        if "\n" in line or "\r" in line:
+            raise InvalidArgumentError(f"{where}: caption {i} holds a line break: {line!r}")
+    return lines
+
+
+def _check_factors(factors: Any, n: int, required: tuple[str, ...], columns: list[str] | None,
+                   generator: str, level: int | None, where: str) -> tuple[pd.DataFrame, list[str]]:
+    if not isinstance(factors, pd.DataFrame):
+        raise InvalidArgumentError(f"{where}: factors must be a pandas DataFrame, got {type(factors).__name__}")
+    if len(factors) != n:
+        raise InvalidArgumentError(f"{where}: factors have {len(factors)} rows for {n} images")
+    missing = [name for name in required if name not in factors.columns]
+    if missing:
+        raise InvalidArgumentError(f"{where}: factors lack the class columns {', '.join(missing)} "
+                                   f"(needed: {', '.join(required)})")
+    factors = factors.rename(columns=str)
+    if factors.columns.duplicated().any():
+        raise InvalidArgumentError(f"{where}: factors have duplicated column names")
+    order = list(required) + [c for c in factors.columns if c not in required]
+    if columns is not None and sorted(order) != sorted(columns):
+        raise InvalidArgumentError(f"{where}: factors columns {order} differ from the first chunk's {columns}")
+    columns = columns if columns is not None else order
+    classes = factors[list(required)].to_numpy()
+    if generator == "cdsprites":
+        attrs.check_table(level, classes, name=f"{where}: factors")  # type: ignore[arg-type]
+    elif classes.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"{where}: factors class columns must be integers, got dtype {classes.dtype}")
+    return factors[columns], columns
+
+
+# --------------------------------------------------------------------------------------------
+# reading
+
+
+class SpriteDatasetDir:
+    """A dataset directory opened by :func:`read_dataset`.
+
+    Attributes
+    ----------
+    path : Path
+    meta : dict — the contents of ``dataset.json``
+    images : numpy.memmap — read-only, ``(N, *image_shape)`` ``uint8``
+    captions : list of str, or None for dSprites
+    factors : pandas.DataFrame — one row per sample
+    generator : str
+    level : int or None
+    """
+
+    def __init__(self, path: Path, meta: dict[str, Any], images: np.ndarray, captions: list[str] | None,
+                 factors: pd.DataFrame) -> None:
+        self.path = path
+        self.meta = meta
+        self.images = images
+        self.captions = captions
+        self.factors = factors
+        self.generator: str = meta["generator"]
+        self.level: int | None = meta["level"]
+
+    def __len__(self) -> int:
+        return int(self.images.shape[0])
+
+    def __repr__(self) -> str:
+        level = "" if self.level is None else f", level={self.level}"
+        return f"SpriteDatasetDir({str(self.path)!r}, generator={self.generator!r}{level}, count={len(self)})"
+
+    def attribute_table(self) -> np.ndarray:
+        """``(N, L)`` int64 attribute table (columns ``ATTRIBUTES[:level]``) of a CdSprites+ dataset."""
+        if self.generator != "cdsprites":
+            raise InvalidArgumentError(
+                f"{self.path}: attribute tables belong to cdsprites datasets; this one is {self.generator} "
+                f"(its classes are factors[{list(FACTOR_NAMES)}])")
+        return _attribute_table(self.path / FACTORS_FILE, self.factors, self.level)  # type: ignore[arg-type]
+
+
+def _attribute_table(file: Path, factors: pd.DataFrame, level: int) -> np.ndarray:
+    try:
+        return attrs.check_table(level, factors[list(attrs.level_attributes(level))].to_numpy())
+    except InvalidArgumentError as error:
+        raise DataFormatError(f"{file}: {error}") from None
+
+
+def read_dataset(path: str | os.PathLike, verify: bool = False) -> SpriteDatasetDir:
+    """Open a dataset directory written by :func:`write_dataset`.
+
+    ``images`` is memory-mapped read-only; ``verify=True`` first checks every file against the
+    sha256 recorded in ``dataset.json`` (:class:`~repscope.errors.ChecksumError` on a mismatch).
+    Raises :class:`~repscope.errors.SourceNotFoundError` when the directory or its ``dataset.json``
+    is missing and :class:`~repscope.errors.DataFormatError`, naming the file, when a file is
+    corrupt, truncated or disagrees with the others.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise SourceNotFoundError(f"{path}: no such dataset directory")
+    meta_file = path / META_FILE
+    if not meta_file.is_file():
+        raise SourceNotFoundError(f"{meta_file}: missing; {path} is not a repscope sprite dataset directory")
+    meta = _read_meta(meta_file)
+    generator, level, count = meta["generator"], meta["level"], meta["count"]
+    image_shape = tuple(meta["image_shape"])
+    expected = [IMAGES_FILE] + ([CAPTIONS_FILE] if generator == "cdsprites" else []) + [FACTORS_FILE]
+    for name in expected:
+        if not (path / name).is_file():
+            raise DataFormatError(f"{path / name}: missing from the dataset directory")
+    if verify:
+        for name in expected:
+            if name not in meta["files"]:
+                raise DataFormatError(f"{meta_file}: 'files' has no checksum for {name}")
+        for name, digest in meta["files"].items():
+            file = path / name
+            if not file.is_file():
+                raise DataFormatError(f"{file}: listed in {META_FILE} but missing")
+            actual = sha256_file(file)
+            if actual != digest:
+                raise ChecksumError(f"{file}: sha256 {actual} does not match {digest} recorded in {META_FILE}; "
+                                    "the file is corrupt or was changed after writing")
+
+    images_file = path / IMAGES_FILE
+    try:
+        images = np.load(images_file, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as error:
+        raise DataFormatError(f"{images_file}: not a readable .npy array, truncated or corrupt ({error})") from None
+    if images.dtype != np.uint8 or images.shape != (count, *image_shape):
+        raise DataFormatError(f"{images_file}: holds {images.dtype} {images.shape}, but {META_FILE} says "
+                              f"uint8 {(count, *image_shape)}")
+
+    captions = None
+    if generator == "cdsprites":
+        captions_file = path / CAPTIONS_FILE
+        try:
+            text = captions_file.read_bytes().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise DataFormatError(f"{captions_file}: not utf-8 text ({error})") from None
+        if text and not text.endswith("\n"):
+            raise DataFormatError(f"{captions_file}: truncated (the last line has no line end)")
+        captions = text.split("\n")[:-1]
+        if len(captions) != count:
+            raise DataFormatError(f"{captions_file}: {len(captions)} captions, but {META_FILE} says {count} samples")
+
+    factors_file = path / FACTORS_FILE
+    try:
+        factors = pd.read_csv(factors_file)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
+        raise DataFormatError(f"{factors_file}: not a readable CSV table ({error})") from None
+    if len(factors) != count:
+        raise DataFormatError(f"{factors_file}: {len(factors)} rows, but {META_FILE} says {count} samples")
+    required = class_columns(generator, level)
+    missing = [name for name in required if name not in factors.columns]
+    if missing:
+        raise DataFormatError(f"{factors_file}: missing the class columns {', '.join(missing)} "
+                              f"(needed: {', '.join(required)})")
+    if generator == "cdsprites":
+        _attribute_table(factors_file, factors, level)
+    elif factors[list(required)].to_numpy().dtype.kind not in "iu":
+        raise DataFormatError(f"{factors_file}: class columns {', '.join(required)} must hold integers")
+    return SpriteDatasetDir(path, meta, images, captions, factors)
+
+
+def _read_meta(meta_file: Path) -> dict[str, Any]:
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise DataFormatError(f"{meta_file}: not valid JSON ({error})") from None
+    if not isinstance(meta, dict):
+        raise DataFormatError(f"{meta_file}: must hold a JSON object, got {type(meta).__name__}")
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise DataFormatError(f"{meta_file}: format_version {meta.get('format_version')!r} is not supported "
+                              f"(this repscope reads version {FORMAT_VERSION})")
+    missing = [key for key in ("generator", "level", "count", "image_shape", "files") if key not in meta]
+    if missing:
+        raise DataFormatError(f"{meta_file}: missing keys {', '.join(missing)}")
+    try:
+        _check_generator(meta["generator"], meta["level"])
+    except InvalidArgumentError as error:
+        raise DataFormatError(f"{meta_file}: {error}") from None
+    count, shape = meta["count"], meta["image_shape"]
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise DataFormatError(f"{meta_file}: count must be a positive integer, got {count!r}")
+    if not isinstance(shape, list) or not shape or not all(isinstance(s, int) and s > 0 for s in shape):
+        raise DataFormatError(f"{meta_file}: image_shape must be a list of positive integers, got {shape!r}")
+    if not isinstance(meta["files"], dict):
+        raise DataFormatError(f"{meta_file}: files must map file names to sha256 digests")
+    return meta
+
+
+# --------------------------------------------------------------------------------------------
+# the reference toolkit's traindata.h5
+
+
+def _h5py() -> Any:
+    try:
+        import h5py
+    except ImportError:  # pragma: no cover - h5py is a declared dependency
+        raise SourceNotFoundError("h5py is needed to read or write .h5 files: pip install h5py") from None
+    return h5py
+
+
+def export_h5(dataset_dir: str | os.PathLike | SpriteDatasetDir, out_h5: str | os.PathLike, chunk: int = 4096,
+              progress: Progress | None = None) -> Path:
+    """Write a CdSprites+ dataset directory as the reference toolkit's ``traindata.h5``.
+
+    ``image`` is ``N x 64 x 64 x 3`` ``uint8`` in BGR order, ``text`` the captions as ASCII byte
+    strings (``h5py.File(p)['text'][i]`` is ``bytes``). Copies ``chunk`` samples at a time, writes
+    to a temporary file renamed to ``out_h5`` at the end, and never overwrites an existing
+    ``out_h5`` (:class:`~repscope.errors.OutputExistsError`).
+    """
+    h5py = _h5py()
+    out_h5 = Path(out_h5)
+    chunk = _check_chunk(chunk)
+    if out_h5.exists() or out_h5.is_symlink():
+        raise OutputExistsError(f"{out_h5}: already exists; choose another output file or remove it first")
+    dataset = dataset_dir if isinstance(dataset_dir, SpriteDatasetDir) else read_dataset(dataset_dir)
+    if dataset.generator != "cdsprites" or dataset.images.ndim != 4 or dataset.images.shape[-1] != 3:
+        raise InvalidArgumentError(f"dataset_dir: {dataset.path} is a {dataset.generator} dataset of images "
+                                   f"{dataset.images.shape}; the .h5 layout holds captioned RGB CdSprites+ images")
+    captions = dataset.captions or []
+    for i, caption in enumerate(captions):
+        if not caption.isascii():
+            raise DataFormatError(f"{dataset.path / CAPTIONS_FILE}: row {i}: caption {caption!r} is not ASCII")
+    n = len(dataset)
+    out_h5.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + out_h5.name + ".", dir=out_h5.parent)
+    os.close(fd)
+    try:
+        with h5py.File(tmp_name, "w") as handle:
+            image = handle.create_dataset(H5_IMAGE, shape=dataset.images.shape, dtype=np.uint8,
+                                          chunks=(min(n, 256), *dataset.images.shape[1:]))
+            text = handle.create_dataset(H5_TEXT, shape=(n,), dtype=h5py.string_dtype(encoding="ascii"))
+            for start in range(0, n, chunk):
+                stop = min(start + chunk, n)
+                image[start:stop] = np.ascontiguousarray(dataset.images[start:stop, ..., ::-1])
+                text[start:stop] = np.array([c.encode("ascii") for c in captions[start:stop]], dtype=object)
+                if progress is not None:
+                    progress(stop)
+        with open(tmp_name, "rb+") as handle:
+            os.fsync(handle.fileno())
+        if out_h5.exists() or out_h5.is_symlink():  # appeared while we copied: keep it
+            raise OutputExistsError(f"{out_h5}: already exists; choose another output file or remove it first")
+        os.replace(tmp_name, out_h5)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp_name)
+        raise
+    return out_h5
+
+
+def import_h5(in_h5: str | os.PathLike, level: int, out: str | os.PathLike, chunk: int = 4096,
+              progress: Progress | None = None) -> Path:
+    """Convert the reference toolkit's ``traindata.h5`` of CdSprites+ ``level`` into a dataset directory.
+
+    Images are turned from BGR to RGB; the attribute table is recovered by parsing every caption
+    with :func:`~repscope.data.sprites.attributes.parse_caption`. A caption that is not exactly a
+    caption of ``level`` is a :class:`~repscope.errors.DataFormatError` naming the file, the row and
+    the caption. ``text`` may hold bytes or str.
+    """
+    h5py = _h5py()
+    in_h5, out = Path(in_h5), Path(out)
+    level = attrs.check_level(level)
+    chunk = _check_chunk(chunk)
+    if not in_h5.is_file():
+        raise SourceNotFoundError(f"{in_h5}: no such file")
+    _check_output_free(out)
+    try:
+        handle = h5py.File(in_h5, "r")
+    except OSError as error:
+        raise DataFormatError(f"{in_h5}: not a readable HDF5 file ({error})") from None
+    with handle:
+        image, text = _check_h5_layout(h5py, handle, in_h5)
+        n = int(image.shape[0])
+        if n == 0:
+            raise DataFormatError(f"{in_h5}: dataset '{H5_IMAGE}' holds no images")
+        columns = list(attrs.level_attributes(level))
+
+        def batches() -> Iterator[tuple[np.ndarray, list[str], pd.DataFrame]]:
+            for start in range(0, n, chunk):
+                stop = min(start + chunk, n)
+                rgb = np.ascontiguousarray(image[start:stop][..., ::-1])
+                captions = [_decode_caption(value, in_h5, start + i) for i, value in enumerate(text[start:stop])]
+                table = np.empty((stop - start, len(columns)), dtype=np.int64)
+                for i, caption in enumerate(captions):
+                    classes = attrs.parse_caption(level, caption)
+                    if classes is None:
+                        raise DataFormatError(f"{in_h5}: row {start + i}: caption {caption!r} is not a "
+                                              f"level-{level} CdSprites+ caption")
+                    table[i] = classes
+                yield rgb, captions, pd.DataFrame(table, columns=columns)
+
+        return write_dataset(out, batches(), n, generator="cdsprites", level=level, seed=None,
+                             params={"imported_from": str(in_h5)}, image_shape=image.shape[1:], progress=progress)
+
+
+def _check_h5_layout(h5py: Any, handle: Any, in_h5: Path) -> tuple[Any, Any]:
+    found = []
+    for name in (H5_IMAGE, H5_TEXT):
+        node = handle.get(name)
+        if not isinstance(node, h5py.Dataset):
+            raise DataFormatError(f"{in_h5}: no dataset '{name}' (found: {', '.join(sorted(handle.keys())) or 'nothing'}); "
+                                  "expected the toolkit's 'image' and 'text'")
+        found.append(node)
+    image, text = found
+    if image.dtype != np.uint8 or image.ndim != 4 or image.shape[1:] != (64, 64, 3):
+        raise DataFormatError(f"{in_h5}: dataset '{H5_IMAGE}' holds {image.dtype} {image.shape}; "
+                              "expected uint8 N x 64 x 64 x 3 (BGR)")
+    if text.ndim != 1 or text.shape[0] != image.shape[0]:
+        raise DataFormatError(f"{in_h5}: dataset '{H5_TEXT}' has shape {text.shape}; expected "
+                              f"({image.shape[0]},), one caption per image")
+    if text.dtype.kind not in "SUO":
+        raise DataFormatError(f"{in_h5}: dataset '{H5_TEXT}' holds {text.dtype}; expected strings")
+    return image, text
+
+
+def _decode_caption(value: Any, in_h5: Path, row: int) -> str:
+    if isinstance(value, bytes):  # also numpy.bytes_
+        try:
+            return value.decode("utf-8")
+        except UnicodeDecodeError:
+            raise DataFormatError(f"{in_h5}: row {row}: caption {value!r} is not utf-8 text") from None
+    if isinstance(value, str):
+        return str(value)
+    raise DataFormatError(f"{in_h5}: row {row}: caption {value!r} is not a string")
+
+
+def _check_chunk(chunk: Any) -> int:
+    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
+        raise InvalidArgumentError(f"chunk: must be a positive integer, got {chunk!r}")
+    return int(chunk)
