@@ -33,6 +33,8 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        # mkstemp creates the file private (0600); give it the mode a plain open() would
+        os.chmod(tmp_name, 0o666 & ~_current_umask())
         os.replace(tmp_name, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -40,9 +42,16 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
         raise
 
 
-def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> None:
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     with atomic_write(path, "wb") as handle:
         handle.write(data)
+    return Path(path)
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:

@@ -27,10 +27,13 @@ def _register_areas() -> None:
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
     from repscope.cli import morpho as morpho_cli
+    from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
 
     app.add_typer(data_cli.app, name="data", help="Data sources: inspect, download.")
     app.add_typer(morpho_cli.app, name="morpho", help="Morpho-MNIST: measure, perturb, build datasets.")
+    app.add_typer(sprites_cli.app, name="sprites",
+                  help="dSprites and CdSprites+: generate, show, convert (h5), classify, evaluate coherency.")
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)
 
