@@ -2,13 +2,14 @@
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
 from repscope.data.sprites.attributes import (
     ATTRIBUTE_VALUES, COLOUR_RGB, combination_count, compose_caption, parse_caption,
 )
 from repscope.data.sprites.cdsprites import CdSpritesPlus, counter_uniforms, default_size, stream_key
-from repscope.data.sprites.loader import CdSpritesDataset, cdsprites_loader
+from repscope.data.sprites.loader import CdSpritesDataset, cdsprites_loader, image_to_float
 from repscope.data.sprites.textures import COLOUR_AMPLITUDE
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
@@ -154,8 +155,9 @@ def test_torch_dataset_and_loader_match_the_generator():
     dataset = CdSpritesDataset(gen)
     sample = dataset[3]
     image, caption, row = gen[3]
-    assert sample["image"].shape == (3, 64, 64) and float(sample["image"].max()) <= 1.0
-    assert np.array_equal((sample["image"].permute(1, 2, 0).numpy() * 255).round().astype(np.uint8), image)
+    assert sample["image"].shape == (3, 64, 64) and sample["image"].dtype == torch.uint8
+    assert np.array_equal(sample["image"].permute(1, 2, 0).numpy(), image)
+    assert float(image_to_float(sample["image"]).max()) == pytest.approx(image.max() / 255)
     assert int(sample["mask"].sum()) == len(caption) and np.array_equal(sample["attributes"].numpy(), row)
     seen = np.concatenate([batch["index"].numpy() for batch in cdsprites_loader(gen, batch_size=16, shuffle=True, seed=1)])
     assert sorted(seen.tolist()) == list(range(70)) and not np.array_equal(seen, np.arange(70))

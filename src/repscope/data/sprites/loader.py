@@ -4,7 +4,8 @@
 whole batch with one vectorised call (``__getitems__``), which is what keeps generation ahead of
 training (``benchmarks/sprites_throughput.py``). A sample is a dict:
 
-``image``       float32 ``(3, 64, 64)`` in [0, 1] (RGB)
+``image``       uint8 ``(3, 64, 64)`` RGB (0-255): a quarter of the bytes of float pixels to pass
+                between worker processes and to the device; :func:`image_to_float` gives [0, 1]
 ``text``        float32 ``(45, 27)`` one-hot characters, zero rows past the caption
 ``mask``        bool ``(45,)``, True on the caption's characters
 ``attributes``  int64 ``(L,)`` attribute classes (columns ``ATTRIBUTES[:L]``)
@@ -26,12 +27,17 @@ from repscope.data.sprites.cdsprites import CdSpritesPlus
 def to_sample_batch(indices: np.ndarray, images: np.ndarray, captions: list[str], table: np.ndarray) -> dict[str, torch.Tensor]:
     onehot, mask = encode_captions(captions)
     return {
-        "image": torch.from_numpy(images).permute(0, 3, 1, 2).float().div_(255.0),
+        "image": torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2))),
         "text": torch.from_numpy(onehot.astype(np.float32, copy=False)),
         "mask": torch.from_numpy(mask.astype(bool, copy=False)),
         "attributes": torch.from_numpy(table.astype(np.int64, copy=False)),
         "index": torch.from_numpy(np.asarray(indices, dtype=np.int64)),
     }
+
+
+def image_to_float(images: torch.Tensor) -> torch.Tensor:
+    """uint8 images -> float32 in [0, 1] (do it on the device, after the transfer)."""
+    return images.float().div_(255.0)
 
 
 class CdSpritesDataset(Dataset):
