@@ -32,6 +32,8 @@ def test_demo_writes_a_complete_run_directory(demo_run):
     assert config["seed"] == 1 and config["build"]["max_train"] == 60
     assert (out / "dataset" / "dataset.json").exists()
     assert (out / "tables" / "perturbation_effects.csv").exists()
+    # the CdSprites+ panel: one row per level
+    assert (out / "figures" / "cdsprites_levels.png").exists() and "CdSprites+ (generated)" in html
 
 
 def test_demo_metrics_show_the_perturbations_effects(demo_run):

@@ -133,6 +133,19 @@ def _one_per_class(labels: np.ndarray, count: int) -> np.ndarray:
     return np.array(picked[:count], dtype=np.int64)
 
 
+def _add_cdsprites_panel(config: DemoConfig, run: Any, report: Any) -> None:
+    from repscope.studies.sprites import cdsprites_panel
+
+    figure = run.save_figure("cdsprites_levels", cdsprites_panel(seed=config.seed))
+    report.add_heading("CdSprites+ (generated)")
+    report.add_paragraph(
+        "Captioned sprites of the multimodal benchmark, one row per level: level 1 varies the shape; 2 adds "
+        "the size; 3 the textured colour; 4 the quadrant; 5 the textured background. Generated on demand "
+        "from a seed (`repscope sprites generate --level N`)."
+    )
+    report.add_figure(figure, caption="Test-split samples of each CdSprites+ level with their captions.")
+
+
 def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("runs")) -> Path:
     """Run the demo and return the path of its ``report.html``."""
     from repscope.report import Report
@@ -221,6 +234,7 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
     if config.diversity:
         metrics["diversity"] = _add_diversity(config, run, report)
         run.write_metrics(metrics)
+    _add_cdsprites_panel(config, run, report)
     report.add_heading("Files")
     report.add_code("\n".join(sorted(manifest["files"])))
     report_path = report.write(run.path("report.html"))
