@@ -1,0 +1,117 @@
+"""`repscope sprites`: generate, show, h5 round trip, evaluate — end to end through the CLI."""
+
+from __future__ import annotations
+
+import json
+
+import h5py
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from repscope.cli import app
+from repscope.data.sprites import dsprites
+from repscope.data.sprites.attributes import compose_captions
+from repscope.data.sprites.cdsprites import CdSpritesPlus
+from repscope.data.sprites.store import read_dataset
+
+runner = CliRunner()
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def test_generate_writes_the_generator_samples(tmp_path):
+    out = tmp_path / "l3"
+    result = invoke("sprites", "generate", "--level", 3, "--n", 45, "--seed", 2, "--split", "val", "--out", out)
+    assert result.exit_code == 0, result.output
+    data = read_dataset(out, verify=True)
+    images, captions, table = CdSpritesPlus(3, size=45, seed=2, split="val").batch(np.arange(45))
+    assert np.array_equal(np.asarray(data.images), images)
+    assert data.captions == captions and np.array_equal(data.attribute_table(), table)
+    assert data.meta["params"]["split"] == "val" and data.level == 3
+    assert {"orientation", "centre_x", "centre_y", "texture"} <= set(data.factors.columns)
+
+
+def test_generate_refuses_an_existing_folder_and_leaves_it(tmp_path):
+    out = tmp_path / "taken"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    result = invoke("sprites", "generate", "--level", 1, "--n", 5, "--out", out)
+    assert result.exit_code == 1 and (out / "mine.txt").read_text() == "keep"
+    assert sorted(p.name for p in out.iterdir()) == ["mine.txt"]
+    bad = invoke("sprites", "generate", "--level", 7, "--n", 5, "--out", tmp_path / "x")
+    assert bad.exit_code == 1 and not (tmp_path / "x").exists()
+
+
+def test_dsprites_folder_and_npz(tmp_path):
+    result = invoke("sprites", "generate", "--dataset", "dsprites", "--n", 30, "--seed", 4, "--out", tmp_path / "ds")
+    assert result.exit_code == 0, result.output
+    data = read_dataset(tmp_path / "ds")
+    indices = data.factors["index"].to_numpy()
+    assert len(set(indices)) == 30
+    assert np.array_equal(np.asarray(data.images), dsprites.DSprites().images(indices))
+    assert invoke("sprites", "generate", "--dataset", "dsprites", "--n", 30, "--seed", 4,
+                  "--out", tmp_path / "ds.npz").exit_code == 0
+    archive = dsprites.read_npz(tmp_path / "ds.npz")
+    assert np.array_equal(archive["imgs"], np.asarray(data.images))
+
+
+def test_show_writes_a_png(tmp_path):
+    invoke("sprites", "generate", "--level", 5, "--n", 20, "--out", tmp_path / "d")
+    result = invoke("sprites", "show", tmp_path / "d", "--count", 6, "--ncols", 3)
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "d" / "samples.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    again = invoke("sprites", "show", tmp_path / "d")
+    assert again.exit_code == 1  # never overwrites
+
+
+def test_h5_export_import_round_trip_through_the_cli(tmp_path):
+    invoke("sprites", "generate", "--level", 4, "--n", 25, "--out", tmp_path / "d")
+    assert invoke("sprites", "export-h5", tmp_path / "d", tmp_path / "traindata.h5").exit_code == 0
+    with h5py.File(tmp_path / "traindata.h5") as handle:
+        original = read_dataset(tmp_path / "d")
+        assert np.array_equal(handle["image"][:][..., ::-1], np.asarray(original.images))  # stored BGR
+        assert handle["text"][3] == original.captions[3].encode()
+    result = invoke("sprites", "import-h5", tmp_path / "traindata.h5", "--level", 4, "--out", tmp_path / "back")
+    assert result.exit_code == 0, result.output
+    back = read_dataset(tmp_path / "back")
+    assert np.array_equal(np.asarray(back.images), np.asarray(original.images))
+    assert back.captions == original.captions and np.array_equal(back.attribute_table(), original.attribute_table())
+    wrong_level = invoke("sprites", "import-h5", tmp_path / "traindata.h5", "--level", 5, "--out", tmp_path / "w")
+    assert wrong_level.exit_code == 1 and not (tmp_path / "w").exists()
+
+
+def test_evaluate_scores_generated_captions_exactly(tmp_path):
+    """image -> text needs no classifier: the scores are known by hand."""
+    truth = compose_captions(2, np.array([[0, 0], [1, 1], [2, 0], [0, 1]]))  # big square, small ellipse, big heart, small square
+    generated = ["big square", "small elipse", "big heart extra", "big"]
+    folder = tmp_path / "outputs" / "image_to_text"
+    folder.mkdir(parents=True)
+    (folder / "truth.txt").write_text("\n".join(truth) + "\n")
+    (folder / "captions.txt").write_text("\n".join(generated) + "\n")
+    result = invoke("sprites", "evaluate", tmp_path / "outputs", "--level", 2, "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())["image_to_text"]
+    assert metrics["strict"] == pytest.approx(25.0)  # only the first caption is exact
+    # features: 2 + 1 (size) + 2 (extra word ignored) + 0 (big != small; shape missing) = 5 of 4 captions
+    assert metrics["features"] == pytest.approx(5 / 4)
+    # letters: position by position over each true caption's length
+    expected = np.mean([sum(a == b for a, b in zip(g, t)) / len(t) for g, t in zip(generated, truth)]) * 100
+    assert metrics["letters"] == pytest.approx(expected)
+    assert (tmp_path / "run" / "report.html").exists()
+
+
+def test_evaluate_rejects_bad_folders(tmp_path):
+    (tmp_path / "empty").mkdir()
+    assert invoke("sprites", "evaluate", tmp_path / "empty", "--level", 1).exit_code == 1
+    folder = tmp_path / "o" / "image_to_text"
+    folder.mkdir(parents=True)
+    (folder / "truth.txt").write_text("square\nheart\n")
+    (folder / "captions.txt").write_text("square\n")
+    result = invoke("sprites", "evaluate", tmp_path / "o", "--level", 1, "--out", tmp_path / "r")
+    assert result.exit_code == 1 and not (tmp_path / "r").exists()
+    (folder / "captions.txt").write_text("square\nheart\n")
+    (folder / "truth.txt").write_text("square\nbig heart\n")  # a level-2 caption at level 1
+    assert invoke("sprites", "evaluate", tmp_path / "o", "--level", 1, "--out", tmp_path / "r").exit_code == 1
