@@ -36,6 +36,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/morpho_throughput.py
 	$(PY) benchmarks/train_throughput.py
+	$(PY) benchmarks/sprites_throughput.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache

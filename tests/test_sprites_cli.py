@@ -115,3 +115,35 @@ def test_evaluate_rejects_bad_folders(tmp_path):
     (folder / "captions.txt").write_text("square\nheart\n")
     (folder / "truth.txt").write_text("square\nbig heart\n")  # a level-2 caption at level 1
     assert invoke("sprites", "evaluate", tmp_path / "o", "--level", 1, "--out", tmp_path / "r").exit_code == 1
+
+
+@pytest.mark.filterwarnings("ignore:.*below.*0.98:RuntimeWarning")  # tiny classifiers, on purpose
+def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path, monkeypatch):
+    """Tiny classifiers (trained here into a private cache) judge a generated set; evaluate's
+    text -> image and joint scores must agree with classify's per-image verdicts."""
+    monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "home"))
+    trained = invoke("sprites", "train-classifiers", "--level", 2, "--train-size", 192, "--val-size", 64, "--epochs", 1)
+    assert trained.exit_code == 0, trained.output
+    assert (tmp_path / "home" / "classifiers" / "cdsprites-level2" / "classifiers.json").exists()
+    invoke("sprites", "generate", "--level", 2, "--n", 48, "--split", "test", "--out", tmp_path / "d")
+    result = invoke("sprites", "classify", tmp_path / "d", "--out", tmp_path / "c")
+    assert result.exit_code == 0, result.output
+    verdict = json.loads((tmp_path / "c" / "classification.json").read_text())
+    predictions = np.loadtxt(tmp_path / "c" / "predictions.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    truth = read_dataset(tmp_path / "d").attribute_table()
+    assert verdict["accuracy"]["shape"] == pytest.approx((predictions[:, 1] == truth[:, 0]).mean())
+    assert verdict["all_attributes_right"] == pytest.approx((predictions[:, 1:] == truth).all(1).mean())
+
+    outputs = tmp_path / "outputs"
+    data = read_dataset(tmp_path / "d")
+    for part, caption_file in (("text_to_image", "truth.txt"), ("joint", "captions.txt")):
+        (outputs / part).mkdir(parents=True)
+        np.save(outputs / part / "images.npy", np.asarray(data.images))
+        (outputs / part / caption_file).write_text("\n".join(data.captions) + "\n")
+    evaluated = invoke("sprites", "evaluate", outputs, "--level", 2, "--out", tmp_path / "run")
+    assert evaluated.exit_code == 0, evaluated.output
+    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
+    assert metrics["text_to_image"]["strict"] == pytest.approx(100 * verdict["all_attributes_right"])
+    # joint pairs are the true captions with their images: the same verdicts
+    assert metrics["joint"]["strict"] == pytest.approx(metrics["text_to_image"]["strict"])
+    assert metrics["joint"]["features"] == pytest.approx(metrics["text_to_image"]["features"])

@@ -95,6 +95,7 @@ def import_h5_command(
 def train_classifiers_command(
     level: int = typer.Option(..., help="CdSprites+ level 1-5"),
     train_size: Optional[int] = typer.Option(None, help="training images (default: the tuned default)"),
+    val_size: Optional[int] = typer.Option(None, help="freshly generated validation images"),
     epochs: Optional[int] = typer.Option(None, help="epochs (default: the tuned default)"),
     seed: int = typer.Option(0, help="seed of data and initialisation"),
 ) -> None:
@@ -103,13 +104,12 @@ def train_classifiers_command(
     from repscope.train.sprite_classifiers import classifiers_dir, train_classifiers
 
     level = check_level(level, "--level")
-    options = {key: value for key, value in (("train_size", train_size), ("epochs", epochs)) if value is not None}
+    options = {key: value for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs)) if value is not None}
     result = train_classifiers(level, seed=seed, **options)
-    accuracies = result.get("accuracies", result)
-    for name, value in accuracies.items():
-        if isinstance(value, dict):
-            value = value.get("val_accuracy", value)
-        typer.echo(f"{name}: validation accuracy {float(value):.4f}")
+    for name, entry in result["attributes"].items():
+        flag = "" if entry["meets_target"] else f"  (below the {result['target_accuracy']} target)"
+        typer.echo(f"{name}: validation accuracy {entry['val_accuracy']:.4f} on {entry['n_val']} fresh images, "
+                   f"{entry['train_seconds']:.0f} s{flag}")
     typer.echo(f"-> {classifiers_dir(level)}")
 
 
