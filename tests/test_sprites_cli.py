@@ -34,6 +34,20 @@ def test_generate_writes_the_generator_samples(tmp_path):
     assert {"orientation", "centre_x", "centre_y", "texture"} <= set(data.factors.columns)
 
 
+def test_generate_can_misspell_captions_and_keep_true_attributes(tmp_path):
+    clean = tmp_path / "clean"
+    noisy = tmp_path / "noisy"
+    invoke("sprites", "generate", "--level", 5, "--n", 30, "--out", clean)
+    assert invoke("sprites", "generate", "--level", 5, "--n", 30, "--out", noisy, "--caption-edits", 2).exit_code == 0
+    a, b = read_dataset(clean), read_dataset(noisy)
+    assert np.array_equal(np.asarray(a.images), np.asarray(b.images))
+    assert np.array_equal(a.attribute_table(), b.attribute_table())
+    changed = sum(x != y for x, y in zip(a.captions, b.captions))
+    assert changed >= 25  # two edits rarely cancel out
+    # the words stay in place: spaces are never edited
+    assert all(x.count(" ") == y.count(" ") for x, y in zip(a.captions, b.captions))
+
+
 def test_generate_refuses_an_existing_folder_and_leaves_it(tmp_path):
     out = tmp_path / "taken"
     out.mkdir()

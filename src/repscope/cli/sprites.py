@@ -20,6 +20,7 @@ def generate_command(
     split: str = typer.Option("train", help="train, val or test: independent sample streams"),
     texture_seed: int = typer.Option(0, help="seed of the procedural texture bank"),
     texture_dir: Optional[Path] = typer.Option(None, "--texture-dir", help="folder of texture photographs to use instead of procedural textures"),
+    caption_edits: int = typer.Option(0, help="misspell each caption with this many letter edits (robustness tests)"),
 ) -> None:
     """Generate a sprite dataset (images, captions, factors) from a seed."""
     from repscope.errors import InvalidArgumentError
@@ -34,7 +35,7 @@ def generate_command(
         total = n or default_size(level, split)
         with progress_bar(f"level {level} {split}", total=total) as update:
             path = generate_cdsprites(out, level, n, seed=seed, split=split, texture_seed=texture_seed,
-                                      texture_dir=texture_dir, progress=update)
+                                      texture_dir=texture_dir, caption_edits=caption_edits, progress=update)
         typer.echo(f"wrote {total} CdSprites+ level-{level} samples -> {path}")
     elif dataset == "dsprites":
         from repscope.data.sprites.dsprites import TOTAL

@@ -24,19 +24,31 @@ Progress = Callable[[int], None]
 
 
 def generate_cdsprites(out: str | Path, level: int, n: int | None = None, seed: int = 0, split: str = "train",
-                       texture_seed: int = 0, texture_dir: str | Path | None = None,
+                       texture_seed: int = 0, texture_dir: str | Path | None = None, caption_edits: int = 0,
                        progress: Progress | None = None) -> Path:
     """Write ``n`` CdSprites+ samples of ``level`` (the paper's size of ``split`` when None) as a
-    dataset directory (``images.npy``, ``captions.txt``, ``factors.csv``, ``dataset.json``)."""
+    dataset directory (``images.npy``, ``captions.txt``, ``factors.csv``, ``dataset.json``).
+
+    ``caption_edits`` > 0 misspells every caption with that many letter edits (swap, drop, substitute,
+    repeat; seeded by ``seed`` and the sample index) for robustness tests; the attributes stay true.
+    """
+    from repscope.data.sprites.captions import corrupt_caption
+
+    if caption_edits < 0:
+        raise InvalidArgumentError(f"--caption-edits: must be >= 0, got {caption_edits}")
     generator = CdSpritesPlus(level, size=n, seed=seed, split=split, texture_seed=texture_seed,
                               texture_dir=texture_dir)
 
     def batches():
         for indices, images, captions, _, factors in generator.batches(GENERATE_BATCH):
+            if caption_edits:
+                captions = [corrupt_caption(c, np.random.default_rng([seed, 99, int(i)]), caption_edits)
+                            for c, i in zip(captions, indices)]
             yield images, captions, pd.DataFrame({"index": indices, **factors})
 
+    params = {**generator.params, "caption_edits": int(caption_edits)}
     return write_dataset(out, batches(), len(generator), generator="cdsprites", level=generator.level,
-                         seed=generator.seed, params=generator.params, image_shape=(64, 64, 3), progress=progress)
+                         seed=generator.seed, params=params, image_shape=(64, 64, 3), progress=progress)
 
 
 def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0,
