@@ -131,6 +131,24 @@ def test_evaluate_rejects_bad_folders(tmp_path):
     assert invoke("sprites", "evaluate", tmp_path / "o", "--level", 1, "--out", tmp_path / "r").exit_code == 1
 
 
+def test_output_images_are_read_as_uint8_rgb_or_refused_naming_the_file(tmp_path):
+    from repscope.errors import DataFormatError
+    from repscope.studies.sprites import read_output_images
+
+    values = np.zeros((2, 3, 64, 64), np.float32)  # channels first, as a torch decoder returns them
+    values[1, 0, 5, 7] = 1.0
+    values[0, 2, 0, 0] = 0.5
+    np.save(tmp_path / "float.npy", values)
+    images = read_output_images(tmp_path / "float.npy")
+    assert images.dtype == np.uint8 and images.shape == (2, 64, 64, 3)
+    assert images[1, 5, 7, 0] == 255 and images[0, 0, 0, 2] == 128 and int(images.sum()) == 255 + 128
+    for bad, why in [(values * 2, "lie in \\[0, 1\\]"), (np.full((1, 64, 64, 3), np.nan, np.float32), "NaN"),
+                     (np.zeros((1, 64, 64, 3), np.int32), "dtype")]:
+        np.save(tmp_path / "bad.npy", bad)
+        with pytest.raises(DataFormatError, match=f"bad.npy.*{why}"):
+            read_output_images(tmp_path / "bad.npy")
+
+
 @pytest.mark.filterwarnings("ignore:.*below.*0.98:RuntimeWarning")  # tiny classifiers, on purpose
 def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path, monkeypatch):
     """Tiny classifiers (trained here into a private cache) judge a generated set; evaluate's

@@ -203,6 +203,7 @@ def read_captions(path: Path) -> list[str]:
 def read_output_images(path: Path) -> np.ndarray:
     """Generated images as uint8 ``(N, 64, 64, 3)`` RGB; float images in [0, 1] are scaled by 255 and
     ``(N, 3, 64, 64)`` is transposed."""
+    from repscope.train.tasks import check_pixel_values  # torch / Lightning only when images are scored
     try:
         images = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
@@ -213,14 +214,10 @@ def read_output_images(path: Path) -> np.ndarray:
         images = np.transpose(images, (0, 2, 3, 1))
     if images.ndim != 4 or images.shape[1:] != (64, 64, 3):
         raise DataFormatError(f"{path}: expected images (N, 64, 64, 3) or (N, 3, 64, 64), got {images.shape}")
+    check_pixel_values(images, str(path), error=DataFormatError)
     if images.dtype == np.uint8:
         return np.asarray(images)
-    if images.dtype.kind != "f":
-        raise DataFormatError(f"{path}: expected uint8 or float images, got dtype {images.dtype}")
-    values = np.asarray(images, dtype=np.float32)
-    if not np.isfinite(values).all() or values.min() < 0 or values.max() > 1:
-        raise DataFormatError(f"{path}: float images must be finite and lie in [0, 1]")
-    return np.round(values * 255).astype(np.uint8)
+    return np.round(np.asarray(images, dtype=np.float32) * 255).astype(np.uint8)
 
 
 def _truth_table(level: int, captions: list[str], path: Path) -> np.ndarray:

@@ -54,10 +54,11 @@ import torch.nn.functional as F
 from torch.utils.data import DataLoader, TensorDataset
 
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, check_level, check_table, level_attributes
+from repscope.data.sprites.loader import image_to_float
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import TEMP_PREFIX, atomic_write, write_json_atomic
 from repscope.models.sprite_cnn import IMAGE_SIZE, AttributeCNN
-from repscope.train.tasks import EVAL_BATCH, evaluating
+from repscope.train.tasks import EVAL_BATCH, check_pixel_values, evaluating
 
 TARGET_ACCURACY = 0.98
 METADATA_FILE = "classifiers.json"
@@ -99,34 +100,20 @@ def check_sprite_images(images: Any, name: str = "images") -> np.ndarray:
             f"{name}: expected RGB sprites of shape (N, 64, 64, 3) (or (N, 3, 64, 64)), got shape {array.shape}")
     if len(array) == 0:
         raise InvalidArgumentError(f"{name}: no images (N = 0)")
-    if array.dtype == np.uint8:
-        return array
-    if array.dtype.kind != "f":
-        raise InvalidArgumentError(f"{name}: expected uint8 (0-255) or float images in [0, 1], got dtype {array.dtype}")
-    if not np.isfinite(array).all():
-        raise InvalidArgumentError(f"{name}: NaN or infinite pixel values")
-    if array.min() < 0 or array.max() > 1:
-        raise InvalidArgumentError(f"{name}: float images must lie in [0, 1] (pass uint8 for 0-255 values); "
-                                   f"got values in [{array.min():g}, {array.max():g}]")
-    return array
+    return check_pixel_values(array, name)
 
 
 def channels_first(images: np.ndarray) -> torch.Tensor:
     """Checked channels-last images -> a ``(N, 3, 64, 64)`` tensor of the same dtype (uint8 stays
-    uint8, a quarter of the memory of float; :func:`as_float` converts per batch)."""
+    uint8, a quarter of the memory of float; ``image_to_float`` converts per batch)."""
     return torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2)))
-
-
-def as_float(images: torch.Tensor) -> torch.Tensor:
-    """uint8 ``0-255`` -> float32 ``/ 255``; float images pass as float32."""
-    return images.float() / 255.0 if images.dtype == torch.uint8 else images.float()
 
 
 def _batches(images: np.ndarray, batch_size: int, device: torch.device) -> Iterator[torch.Tensor]:
     if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
         raise InvalidArgumentError(f"batch_size: must be a positive integer, got {batch_size!r}")
     for start in range(0, len(images), int(batch_size)):
-        yield as_float(channels_first(images[start:start + int(batch_size)]).to(device))
+        yield image_to_float(channels_first(images[start:start + int(batch_size)]).to(device))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -156,7 +143,7 @@ class SpriteAttributeTask(pl.LightningModule):
         self.network = AttributeCNN(int(num_classes))
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.network(as_float(images))
+        return self.network(image_to_float(images))
 
     def _log(self, name: str, value: torch.Tensor, batch_size: int) -> None:
         self.log(name, value, on_epoch=True, prog_bar=False, batch_size=batch_size)

@@ -30,7 +30,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.models.classifiers import KINDS, MLP, LeNet5
 from repscope.models.codes import NOISE_KEY, CodeSpec
 from repscope.models.mnist_gan import Discriminator, Encoder, Generator, RecognitionHead
@@ -53,15 +53,23 @@ def check_images(images: Any, name: str = "images") -> np.ndarray:
         raise InvalidArgumentError(f"{name}: expected digits of shape (N, 28, 28), got shape {array.shape}")
     if len(array) == 0:
         raise InvalidArgumentError(f"{name}: no images (N = 0)")
+    return check_pixel_values(array, name)
+
+
+def check_pixel_values(array: np.ndarray, name: str,
+                       error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+    """The pixel rule every image input shares, whatever its shape: uint8 (0-255), or float / bool
+    values that are finite and lie in [0, 1]. Returns ``array`` unchanged; raises ``error`` naming
+    ``name`` (an argument, or the file the images came from) otherwise."""
     if array.dtype == np.uint8:
         return array
     if array.dtype.kind not in "fb":
-        raise InvalidArgumentError(f"{name}: expected uint8 (0-255) or float images in [0, 1], got dtype {array.dtype}")
+        raise error(f"{name}: expected uint8 (0-255) or float images in [0, 1], got dtype {array.dtype}")
     if not np.isfinite(array).all():
-        raise InvalidArgumentError(f"{name}: NaN or infinite pixel values")
+        raise error(f"{name}: NaN or infinite pixel values")
     if array.min() < 0 or array.max() > 1:
-        raise InvalidArgumentError(f"{name}: float images must lie in [0, 1] (pass uint8 for 0-255 intensities); "
-                                   f"got values in [{array.min():g}, {array.max():g}]")
+        raise error(f"{name}: float images must lie in [0, 1] (pass uint8 for 0-255 intensities); "
+                    f"got values in [{array.min():g}, {array.max():g}]")
     return array
 
 

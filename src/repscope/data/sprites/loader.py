@@ -36,8 +36,9 @@ def to_sample_batch(indices: np.ndarray, images: np.ndarray, captions: list[str]
 
 
 def image_to_float(images: torch.Tensor) -> torch.Tensor:
-    """uint8 images -> float32 in [0, 1] (do it on the device, after the transfer)."""
-    return images.float().div_(255.0)
+    """uint8 images -> float32 in [0, 1] (do it on the device, after the transfer); float images
+    pass as float32, never scaled in place."""
+    return images.float().div_(255.0) if images.dtype == torch.uint8 else images.float()
 
 
 class CdSpritesDataset(Dataset):
