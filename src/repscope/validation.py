@@ -1,0 +1,300 @@
+"""The array and image rules every input of repscope shares, and the one uint8 <-> float conversion.
+
+One module holds them, as scikit-learn's ``utils.validation`` does, so that a digit handed to the
+morphometrics, a sprite handed to a classifier and an ``images.npy`` read from a model's outputs
+are judged by the same rules and refused with the same messages:
+
+* **pixel values**: uint8 (0-255), or float / bool values that are finite and lie in [0, 1];
+  every other dtype (signed or wider integers, object, strings, complex) is refused, since an
+  integer array may hold 0-255 intensities or 0/1 masks and guessing which is how silent
+  mistakes start;
+* **shapes**: a batch is ``(N, *image_shape)`` with ``N >= min_count`` and no zero-size image;
+  grey images are 2-D ``(H, W)`` (a singleton channels-first axis ``(N, 1, H, W)`` is dropped, a
+  trailing channel axis ``(N, H, W, 1)`` is refused with the shape to pass instead), colour images
+  channels-last ``(H, W, 3)`` (channels-first ``(N, 3, H, W)``, what torch decoders return, is
+  transposed);
+* **conversion**: :func:`to_float01` (uint8 / 255) and :func:`to_uint8` (``round(255 x)``,
+  clipped to [0, 255]).
+
+Every function is numpy-only: a torch tensor is accepted by duck typing
+(``.detach().cpu().numpy()``), so this module imports no framework. Failures raise ``error``
+(default :class:`~repscope.errors.InvalidArgumentError`; callers reading a file pass
+:class:`~repscope.errors.DataFormatError` and the file's path as ``name``) with a message that
+names the argument or file and says what is wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from repscope.errors import InvalidArgumentError, RepscopeError
+
+__all__ = [
+    "as_array",
+    "check_image",
+    "check_images",
+    "check_pixel_values",
+    "to_float01",
+    "to_uint8",
+]
+
+# trailing axis sizes read as a channel axis (grey, RGB, RGBA) rather than as an image width
+_CHANNEL_SIZES = (1, 3, 4)
+
+
+def as_array(value: Any, name: str, error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+    """``value`` as a numpy array, without copying an array that already is one.
+
+    Parameters
+    ----------
+    value : array-like or tensor
+        A numpy array, anything :func:`numpy.asarray` takes, or an object with
+        ``.detach().cpu().numpy()`` (a torch tensor, by duck typing).
+    name : str
+        What ``value`` is, for the message (an argument name or a file path).
+    error : type of RepscopeError
+        Raised when ``value`` cannot be read as an array (a ragged list, for one).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        try:
+            return np.asarray(value.detach().cpu().numpy())
+        except (TypeError, RuntimeError, AttributeError) as exc:
+            raise error(f"{name}: cannot read the tensor as an array ({exc})") from None
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as exc:
+        raise error(f"{name}: cannot read as an array ({exc})") from None
+
+
+def _check_dtype(array: np.ndarray, name: str, error: type[RepscopeError]) -> np.ndarray:
+    if array.dtype != np.uint8 and array.dtype.kind not in "fb":
+        raise error(f"{name}: expected uint8 (0-255) or float images in [0, 1], got dtype {array.dtype}")
+    return array
+
+
+def check_pixel_values(array: Any, name: str,
+                       error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+    """The pixel rule every image input shares, whatever its shape.
+
+    Parameters
+    ----------
+    array : array-like or tensor
+        Pixel values of any shape.
+    name : str
+        The argument, or the file the pixels came from, named in the message.
+    error : type of RepscopeError
+        The error raised (InvalidArgumentError for arguments, DataFormatError for files).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``array`` unchanged (no copy of a numpy array) when it is uint8 (0-255), or float / bool
+        with finite values in [0, 1].
+
+    Raises
+    ------
+    error
+        Any other dtype (integers other than uint8, object, strings, complex), NaN or infinite
+        values, or floats outside [0, 1].
+    """
+    array = _check_dtype(as_array(array, name, error), name, error)
+    if array.dtype == np.uint8:
+        return array
+    if array.size == 0 or array.dtype.kind == "b":
+        return array
+    # min / max first: cheaper than isfinite over the whole array, and NaN propagates into them
+    low, high = float(np.min(array)), float(np.max(array))
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise error(f"{name}: NaN or infinite pixel values")
+    if low < 0 or high > 1:
+        raise error(f"{name}: float images must lie in [0, 1] (pass uint8 for 0-255 intensities); "
+                    f"got values in [{low:g}, {high:g}]")
+    return array
+
+
+def _shape_text(shape: Sequence[int | None]) -> str:
+    parts = ["H" if k == 0 and size is None else "W" if k == 1 and size is None else
+             "C" if size is None else str(size) for k, size in enumerate(shape)]
+    return "(" + ", ".join(parts) + ")"
+
+
+def _matches(shape: tuple[int, ...], expected: Sequence[int | None]) -> bool:
+    return len(shape) == len(expected) and all(e is None or s == e for s, e in zip(shape, expected))
+
+
+def _normalise_image_shape(image_shape: Sequence[int | None] | None) -> tuple[int | None, ...]:
+    if image_shape is None:
+        return (None, None)
+    try:
+        shape = tuple(None if size is None else int(size) for size in image_shape)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"image_shape: expected a tuple of sizes, got {image_shape!r}") from None
+    if len(shape) not in (2, 3) or any(size is not None and size < 1 for size in shape):
+        raise InvalidArgumentError(
+            f"image_shape: expected (H, W) or (H, W, C) with positive sizes, got {image_shape!r}")
+    return shape
+
+
+def check_images(images: Any, name: str = "images", *, image_shape: Sequence[int | None] | None = None,
+                 min_count: int = 1, error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+    """A batch of images ``(N, *image_shape)`` that follows the pixel rule.
+
+    Parameters
+    ----------
+    images : array-like or tensor
+        The batch.
+    name : str
+        The argument or file named in messages.
+    image_shape : tuple, optional
+        The shape of one image: ``(H, W)`` for grey images, ``(H, W, C)`` for colour images
+        (channels last), e.g. ``(28, 28)`` or ``(64, 64, 3)``. A size given as None is free;
+        the default, None, means grey images of any size, ``(None, None)``.
+    min_count : int
+        The least number of images accepted (default 1: an empty batch is refused).
+    error : type of RepscopeError
+        The error raised.
+
+    Returns
+    -------
+    numpy.ndarray
+        The batch, shaped ``(N, *image_shape)``: the same array, or a view of it with the
+        singleton channel axis of ``(N, 1, H, W)`` dropped (grey images) or with ``(N, C, H, W)``
+        transposed to channels-last (colour images). Values are not converted.
+
+    Raises
+    ------
+    error
+        A shape that is not a batch of such images (a trailing channel axis ``(N, H, W, 1)`` for
+        grey images is refused with the shape to pass instead, and so is ``(H, W, 1)`` where a
+        batch of any-size grey images was expected, which would otherwise read as H images one
+        pixel wide), zero-size images, fewer than ``min_count`` images, or pixel values against
+        :func:`check_pixel_values`.
+    """
+    expected = _normalise_image_shape(image_shape)
+    array = as_array(images, name, error)
+    _check_dtype(array, name, error)  # before any shape talk: a wrong dtype is the first thing to fix
+    shape = array.shape
+    wanted = "(N, " + _shape_text(expected)[1:]
+    if len(expected) == 2:
+        if len(shape) == 4 and shape[1] == 1 and _matches(shape[2:], expected):
+            array = array[:, 0]
+        elif len(shape) == 4 and shape[-1] in _CHANNEL_SIZES and _matches(shape[1:3], expected):
+            raise error(f"{name}: shape {shape} has a channel axis; grey images are expected, "
+                        f"pass (N, {shape[1]}, {shape[2]})" + (", e.g. images[..., 0]" if shape[-1] == 1 else ""))
+        elif (len(shape) == 3 and expected[1] is None and shape[-1] in _CHANNEL_SIZES
+              and shape[-1] < shape[-2]):
+            raise error(f"{name}: shape {shape} looks like one image with a channel axis, not "
+                        f"{shape[0]} images {shape[1]}x{shape[2]}; pass (N, H, W) grey images, "
+                        f"e.g. ({shape[0]}, {shape[1]}) for one")
+    else:
+        channels = expected[2]
+        if (len(shape) == 4 and channels is not None and shape[1] == channels
+                and shape[-1] != channels and _matches((shape[2], shape[3], shape[1]), expected)):
+            array = np.transpose(array, (0, 2, 3, 1))
+    if array.ndim != len(expected) + 1 or not _matches(array.shape[1:], expected):
+        alternatives = (" (or (N, C, H, W))" if len(expected) == 3 else "")
+        raise error(f"{name}: expected images of shape {wanted}{alternatives}, got shape {shape}")
+    if any(size == 0 for size in array.shape[1:]):
+        raise error(f"{name}: zero-size images (shape {shape}); each image needs at least one pixel")
+    if len(array) < min_count:
+        raise error(f"{name}: expected at least {min_count} image{'s' if min_count != 1 else ''}, "
+                    f"got {len(array)} (shape {shape})")
+    return check_pixel_values(array, name, error)
+
+
+def check_image(image: Any, name: str = "image", *, ndim: int = 2,
+                error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+    """One image: ``(H, W)`` grey (``ndim=2``) or ``(H, W, C)`` colour (``ndim=3``).
+
+    Parameters
+    ----------
+    image : array-like or tensor
+    name : str
+        The argument or file named in messages.
+    ndim : int
+        2 for a grey image, 3 for a channels-last colour image.
+    error : type of RepscopeError
+
+    Returns
+    -------
+    numpy.ndarray
+        ``image`` unchanged.
+
+    Raises
+    ------
+    error
+        Another number of axes (``(28, 28, 1)`` for a grey image is refused with the shape to
+        pass), a zero-size image, or pixel values against :func:`check_pixel_values`.
+    """
+    if ndim not in (2, 3):
+        raise InvalidArgumentError(f"ndim: must be 2 or 3, got {ndim!r}")
+    array = _check_dtype(as_array(image, name, error), name, error)
+    if array.ndim != ndim:
+        if ndim == 2 and array.ndim == 3 and array.shape[-1] in _CHANNEL_SIZES:
+            raise error(f"{name}: shape {array.shape} has a channel axis; a grey image is expected, "
+                        f"pass ({array.shape[0]}, {array.shape[1]})")
+        if ndim == 2 and array.ndim == 3 and array.shape[0] == 1:
+            raise error(f"{name}: shape {array.shape} is a batch or a channels-first image; "
+                        f"one grey image is expected, pass ({array.shape[1]}, {array.shape[2]})")
+        layout = "(H, W)" if ndim == 2 else "(H, W, C)"
+        raise error(f"{name}: expected one {ndim}-D image {layout}, got shape {array.shape}")
+    if array.size == 0:
+        raise error(f"{name}: zero-size image (shape {array.shape}); it needs at least one pixel")
+    return check_pixel_values(array, name, error)
+
+
+def _pixel_array(array: Any, name: str) -> np.ndarray:
+    return _check_dtype(as_array(array, name), name, InvalidArgumentError)
+
+
+def to_float01(array: Any, dtype: Any = np.float32) -> np.ndarray:
+    """Pixels as floats in [0, 1]: uint8 is divided by 255, float and bool pass (cast to ``dtype``).
+
+    Parameters
+    ----------
+    array : array-like or tensor
+        uint8, float or bool pixels (run :func:`check_pixel_values` first for untrusted input:
+        this conversion does not check the range).
+    dtype : numpy float dtype
+        float32 by default (what models take); the morphometry pipeline asks for float64.
+
+    Returns
+    -------
+    numpy.ndarray of ``dtype``
+        A new array for uint8 / bool input, or ``array`` itself when it already has ``dtype``.
+    """
+    array = _pixel_array(array, "images")
+    if array.dtype == np.uint8:
+        out = array.astype(dtype)
+        out /= 255
+        return out
+    return array.astype(dtype, copy=False)
+
+
+def to_uint8(array: Any) -> np.ndarray:
+    """Pixels as uint8 intensities: ``round(255 x)`` of values clipped to [0, 1] (NaN gives 0).
+
+    Parameters
+    ----------
+    array : array-like or tensor
+        Floats in [0, 1] (values outside are clipped), bool, or uint8 (returned as it is).
+
+    Returns
+    -------
+    numpy.ndarray of uint8
+        Rounding is to the nearest integer, halves to even (``numpy.rint``).
+    """
+    array = _pixel_array(array, "images")
+    if array.dtype == np.uint8:
+        return array
+    values = np.clip(array.astype(np.float64, copy=False), 0.0, 1.0) * 255.0
+    return np.rint(np.nan_to_num(values, nan=0.0)).astype(np.uint8)
