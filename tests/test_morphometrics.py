@@ -7,7 +7,6 @@ import functools
 
 import numpy as np
 import pytest
-from scipy import stats
 from skimage.morphology import medial_axis as skimage_medial_axis
 from skimage.transform import pyramid_expand, pyramid_reduce
 
@@ -62,11 +61,11 @@ def test_fast_path_agrees_with_reference_on_500_real_digits():
     fast = measure(images)
     reference = measure(images, method="reference")
     assert fast["valid"].all() and reference["valid"].all()
+    # the two paths compute the same quantities (max difference ~1e-14), so any real disagreement,
+    # even on a handful of digits, is a bug in the batched path (tiling, crops, skeleton seeds)
     for name in MORPHOMETRICS:
-        a, b = fast[name].to_numpy(), reference[name].to_numpy()
-        assert stats.pearsonr(a, b)[0] >= 0.99, name
-        relative = np.abs(a - b) / np.maximum(np.abs(b), 1e-9)
-        assert np.median(relative) <= 0.01, name
+        np.testing.assert_allclose(fast[name].to_numpy(float), reference[name].to_numpy(float), rtol=0, atol=1e-9,
+                                   err_msg=name)
 
 
 def test_result_does_not_depend_on_batch_company_or_jobs():
