@@ -1,35 +1,355 @@
-"""Progress bars: rich on a terminal, silent in CI logs and pipes."""
+"""Progress of long loops: one rich display per process on a terminal, plain lines elsewhere.
+
+* On a terminal (stderr is a TTY) every :func:`progress_bar` is a task of **one** shared rich
+  ``Progress`` display. A bar opened while another runs (our generation bar inside a
+  classification bar, a training bar inside both) adds a line to the same display instead of
+  starting a second live display, so nested bars never fight over the terminal.
+* Elsewhere (batch jobs, SLURM, pipes, CI logs) each bar prints a plain line to stderr at most
+  every ``every_seconds`` (default 5 s, ``REPSCOPE_PROGRESS_SECONDS``), e.g.
+  ``measuring 5000 digits: 1200/5000 (24%), 3.1 s elapsed, ~10 s left``, and a final
+  ``... done in 12.3 s`` line once it ran that long (short loops stay silent).
+* ``REPSCOPE_PROGRESS=bar|lines|off`` overrides the choice.
+
+:func:`TrainingProgress` is a Lightning callback that reports a ``Trainer.fit`` through the same
+display or lines (create the ``Trainer`` with ``enable_progress_bar=False``), and turns Lightning's
+own handling of Ctrl-C (a message and ``sys.exit(1)``) back into a ``KeyboardInterrupt``, so the
+command ends with ``repscope: interrupted`` and exit status 130.
+
+Lightning is imported only when the callback is created, so importing this module stays cheap.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import sys
+import threading
+import time
 from collections.abc import Callable, Iterator
+from typing import Any, TextIO
+
+MODES = ("bar", "lines", "off")
+DEFAULT_EVERY_SECONDS = 5.0
+
+Update = Callable[..., None]
 
 
 def interactive() -> bool:
-    return sys.stderr.isatty()
+    """Whether stderr is a terminal (rich bars) rather than a file or pipe (progress lines)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # closed or replaced stream
+        return False
+
+
+def progress_mode() -> str:
+    """``bar``, ``lines`` or ``off``: ``REPSCOPE_PROGRESS`` when set, else ``bar`` on a terminal."""
+    chosen = os.environ.get("REPSCOPE_PROGRESS", "").strip().lower()
+    if chosen in MODES:
+        return chosen
+    return "bar" if interactive() else "lines"
+
+
+def default_every_seconds() -> float:
+    """Seconds between two progress lines: ``REPSCOPE_PROGRESS_SECONDS`` or 5."""
+    try:
+        value = float(os.environ.get("REPSCOPE_PROGRESS_SECONDS", DEFAULT_EVERY_SECONDS))
+    except ValueError:
+        return DEFAULT_EVERY_SECONDS
+    return value if value >= 0 and math.isfinite(value) else DEFAULT_EVERY_SECONDS
+
+
+def format_seconds(seconds: float) -> str:
+    """``3.1 s``, ``42 s``, ``2 min 05 s``, ``1 h 02 min``."""
+    seconds = max(0.0, float(seconds))
+    if seconds < 10:
+        return f"{seconds:.1f} s"
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if seconds < 3600:
+        minutes, rest = divmod(int(round(seconds)), 60)
+        return f"{minutes} min {rest:02d} s"
+    hours, rest = divmod(int(round(seconds)) // 60, 60)
+    return f"{hours} h {rest:02d} min"
+
+
+def progress_line(description: str, done: int, total: int | None, elapsed: float, final: bool = False) -> str:
+    """The text of one progress line (see the module docstring for the format)."""
+    if final:
+        counted = f"{done}/{total}" if total else f"{done}"
+        return f"{description}: {counted} done in {format_seconds(elapsed)}"
+    if total:
+        fraction = min(1.0, done / total)
+        text = f"{description}: {done}/{total} ({100 * fraction:.0f}%), {format_seconds(elapsed)} elapsed"
+        if 0 < done < total:
+            text += f", ~{format_seconds(elapsed * (total - done) / done)} left"
+        return text
+    return f"{description}: {done} done, {format_seconds(elapsed)} elapsed"
+
+
+# --------------------------------------------------------------------------------------------
+# the shared rich display
+
+
+def _make_console() -> Any:
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+class _SharedDisplay:
+    """One rich ``Progress`` for the whole process, started by the first bar, stopped by the last."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._progress: Any = None
+        self._users = 0
+
+    @property
+    def active(self) -> bool:
+        return self._progress is not None
+
+    def acquire(self) -> Any:
+        with self._lock:
+            if self._progress is None:
+                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                           TimeElapsedColumn, TimeRemainingColumn)
+
+                progress = Progress(
+                    TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    TimeElapsedColumn(), TimeRemainingColumn(),
+                    console=_make_console(), transient=True,
+                )
+                progress.start()
+                self._progress = progress
+            self._users += 1
+            return self._progress
+
+    def release(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users > 0 or self._progress is None:
+                return
+            progress, self._progress, self._users = self._progress, None, 0
+        try:
+            progress.stop()
+        except Exception:  # a display torn down by an interrupt must not hide the interrupt
+            if sys.exc_info()[0] is None:
+                raise
+
+
+_DISPLAY = _SharedDisplay()
+
+
+class _Bar:
+    """One bar: a task of the shared display, or a series of progress lines, or nothing."""
+
+    def __init__(self, description: str, total: int | None, mode: str, every_seconds: float,
+                 stream: TextIO | None = None) -> None:
+        self.description = description
+        self.total = total
+        self.mode = mode
+        self.every_seconds = every_seconds
+        self.stream = stream
+        self.done = 0
+        self.started = time.monotonic()
+        self._last_line = self.started
+        self._lines = 0
+        self._task: Any = None
+        self._progress: Any = None
+
+    # -- lifetime ---------------------------------------------------------------------------
+
+    def open(self) -> None:
+        if self.mode == "bar":
+            self._progress = _DISPLAY.acquire()
+            self._task = self._progress.add_task(self.description, total=self.total)
+
+    def close(self, completed: bool) -> None:
+        if self.mode == "bar" and self._progress is not None:
+            progress, self._progress = self._progress, None
+            try:
+                progress.remove_task(self._task)
+            except KeyError:
+                pass
+            finally:
+                _DISPLAY.release()
+        elif self.mode == "lines" and completed:
+            elapsed = time.monotonic() - self.started
+            if self._lines or elapsed >= self.every_seconds:
+                self._write(progress_line(self.description, self.done, self.total, elapsed, final=True))
+
+    # -- updates ----------------------------------------------------------------------------
+
+    def update(self, done: int, total: int | None = None, description: str | None = None) -> None:
+        if total is not None:
+            self.total = int(total)
+        if description is not None:
+            self.description = str(description)
+        self.done = int(done)
+        if self.mode == "bar" and self._progress is not None:
+            fields: dict[str, Any] = {"completed": self.done}
+            if total is not None:
+                fields["total"] = self.total
+            if description is not None:
+                fields["description"] = self.description
+            self._progress.update(self._task, **fields)
+        elif self.mode == "lines":
+            now = time.monotonic()
+            if now - self._last_line >= self.every_seconds and not (self.total and self.done >= self.total):
+                self._last_line = now
+                self._write(progress_line(self.description, self.done, self.total, now - self.started))
+
+    def _write(self, text: str) -> None:
+        stream = self.stream or sys.stderr
+        self._lines += 1
+        try:
+            print(text, file=stream, flush=True)
+        except (OSError, ValueError):  # a closed pipe must not end the computation
+            pass
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int | None = None, enabled: bool | None = None) -> Iterator[Callable[[int, int | None], None]]:
-    """Yield ``update(done, total=None)``; shows a bar only when stderr is a terminal."""
-    if enabled is None:
-        enabled = interactive()
-    if not enabled:
-        yield lambda done, new_total=None: None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+def progress_bar(description: str, total: int | None = None, enabled: bool | None = None,
+                 every_seconds: float | None = None) -> Iterator[Update]:
+    """Show the progress of a loop; yield ``update(done, total=None, description=None)``.
 
-    with Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-        transient=True,
-    ) as progress:
-        task = progress.add_task(description, total=total)
+    Parameters
+    ----------
+    description
+        What the loop does, with its size and model where it has them (``measuring 5000 digits``,
+        ``training AttributeCNN shape (1 of 3)``); shown on the bar and at the start of each line.
+    total
+        Number of steps, when known (``update`` may set it later).
+    enabled
+        False shows nothing; None or True follow :func:`progress_mode` (``off`` shows nothing).
+    every_seconds
+        Seconds between progress lines when stderr is not a terminal (default
+        :func:`default_every_seconds`).
 
-        def update(done: int, new_total: int | None = None) -> None:
-            if new_total is not None:
-                progress.update(task, total=new_total)
-            progress.update(task, completed=done)
+    A bar opened inside another one joins the same display (a second line); nothing nests live
+    displays, so any depth of nesting is safe.
+    """
+    mode = "off" if enabled is False else progress_mode()
+    seconds = default_every_seconds() if every_seconds is None else float(every_seconds)
+    bar = _Bar(str(description), None if total is None else int(total), mode, seconds)
+    bar.open()
+    completed = False
+    try:
+        yield bar.update
+        completed = True
+    finally:
+        bar.close(completed)
 
-        yield update
+
+# --------------------------------------------------------------------------------------------
+# Lightning
+
+
+def _training_progress_class() -> type:
+    from lightning.pytorch.callbacks import Callback
+
+    class TrainingProgress(Callback):
+        """Report a ``Trainer.fit`` as one bar (terminal) or progress lines (elsewhere).
+
+        The bar reads ``{description}: epoch e of E``, counting batches over all epochs; lines
+        add the elapsed and remaining time. Pass it to a ``Trainer`` created with
+        ``enable_progress_bar=False``.
+
+        Ctrl-C: Lightning catches ``KeyboardInterrupt`` during ``fit``, logs a message, sets SIGINT
+        to be ignored and calls ``sys.exit(1)``. This callback's ``on_exception`` restores the
+        default SIGINT handler and raises ``KeyboardInterrupt`` again, so that the caller (the CLI)
+        sees an interrupt and exits with status 130.
+        """
+
+        def __init__(self, description: str, every_seconds: float | None = None,
+                     enabled: bool | None = None) -> None:
+            super().__init__()
+            self.description = str(description)
+            self.every_seconds = every_seconds
+            self.enabled = enabled
+            self._stack: contextlib.ExitStack | None = None
+            self._update: Update | None = None
+            self._per_epoch: int | None = None
+            self._epochs: int | None = None
+
+        # -- helpers ------------------------------------------------------------------------
+
+        def _label(self, epoch: int) -> str:
+            if self._epochs:
+                return f"{self.description}: epoch {epoch + 1} of {self._epochs}"
+            return f"{self.description}: epoch {epoch + 1}"
+
+        def _close(self) -> None:
+            stack, self._stack, self._update = self._stack, None, None
+            if stack is not None:
+                stack.close()
+
+        # -- hooks --------------------------------------------------------------------------
+
+        def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+            self._close()
+            batches = trainer.num_training_batches
+            self._per_epoch = int(batches) if isinstance(batches, int) or (
+                isinstance(batches, float) and math.isfinite(batches)) else None
+            epochs = trainer.max_epochs
+            self._epochs = int(epochs) if epochs is not None and epochs > 0 else None
+            total = self._per_epoch * self._epochs if self._per_epoch and self._epochs else None
+            max_steps = getattr(trainer, "max_steps", -1)
+            if max_steps is not None and max_steps > 0:
+                total = min(total, max_steps) if total else max_steps
+            self._stack = contextlib.ExitStack()
+            self._update = self._stack.enter_context(progress_bar(
+                self._label(trainer.current_epoch), total=total, enabled=self.enabled,
+                every_seconds=self.every_seconds))
+            self._update(self._done(trainer, trainer.current_epoch, -1))
+
+        def _done(self, trainer: Any, epoch: int, batch_idx: int) -> int:
+            if self._per_epoch:
+                return epoch * self._per_epoch + batch_idx + 1
+            return int(trainer.global_step)
+
+        def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+            if self._update is not None:
+                self._update(self._done(trainer, trainer.current_epoch, -1),
+                             description=self._label(trainer.current_epoch))
+
+        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
+                               batch_idx: int) -> None:
+            if self._update is not None:
+                self._update(self._done(trainer, trainer.current_epoch, batch_idx))
+
+        def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+            self._close()
+
+        def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+            self._close()
+
+        def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+            self._close()
+            if isinstance(exception, KeyboardInterrupt):
+                import signal
+
+                with contextlib.suppress(ValueError):  # not the main thread: nothing to restore
+                    signal.signal(signal.SIGINT, signal.default_int_handler)
+                raise KeyboardInterrupt from None
+
+    TrainingProgress.__module__ = __name__
+    return TrainingProgress
+
+
+_lazy: dict[str, Any] = {}
+
+
+def __getattr__(name: str) -> Any:
+    # ``from repscope.progress import TrainingProgress`` imports Lightning only then
+    if name == "TrainingProgress":
+        if name not in _lazy:
+            _lazy[name] = _training_progress_class()
+        return _lazy[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["TrainingProgress", "default_every_seconds", "format_seconds", "interactive", "progress_bar",
+           "progress_line", "progress_mode"]
