@@ -163,3 +163,41 @@ def test_torch_dataset_and_loader_match_the_generator():
     assert sorted(seen.tolist()) == list(range(70)) and not np.array_equal(seen, np.arange(70))
     again = np.concatenate([b["index"].numpy() for b in cdsprites_loader(gen, batch_size=16, shuffle=True, seed=1)])
     assert np.array_equal(seen, again)
+
+
+# each colour word judged by its hue alone, from the pixels of generated images: a rule written
+# here, not read from the generator's colour table (a swapped entry there must fail)
+HUE_RULES = {
+    "red": lambda r, g, b: r > g + 60 and r > b + 60,
+    "green": lambda r, g, b: g > r + 40 and g > b + 20,
+    "blue": lambda r, g, b: b > g + 30 and b > r + 60,
+    "yellow": lambda r, g, b: r > 160 and g > 160 and b < min(r, g) - 60,
+    "pink": lambda r, g, b: r > 160 and b > 160 and g < 90,
+}
+
+
+def test_colour_words_name_the_hue_of_the_shape():
+    images, captions, _ = CdSpritesPlus(3, size=300, seed=9).batch(np.arange(300))
+    on = images.max(-1) > 0
+    seen = set()
+    for image, mask, caption in zip(images, on, captions):
+        (colour,) = [word for word in caption.split() if word in HUE_RULES]
+        r, g, b = image[mask].astype(float).mean(0)
+        assert HUE_RULES[colour](r, g, b), f"{caption!r}: mean RGB ({r:.0f}, {g:.0f}, {b:.0f})"
+        seen.add(colour)
+    assert seen == set(HUE_RULES)
+
+
+def test_loader_gives_the_same_bytes_with_zero_or_two_workers():
+    gen = CdSpritesPlus(5, size=96, seed=12)
+
+    def batches(workers: int) -> list[dict]:
+        return list(cdsprites_loader(gen, batch_size=16, shuffle=True, seed=4, num_workers=workers))
+
+    alone, workers = batches(0), batches(2)
+    assert len(alone) == len(workers) == 6
+    for first, second in zip(alone, workers):
+        assert set(first) == set(second)
+        for key in first:
+            assert first[key].dtype == second[key].dtype
+            assert first[key].numpy().tobytes() == second[key].numpy().tobytes(), key

@@ -117,3 +117,40 @@ def test_npz_export_is_readable_as_the_original_layout_and_round_trips(tmp_path)
     (tmp_path / "junk.npz").write_bytes(b"not a zip")
     with pytest.raises(DataFormatError, match="junk.npz"):
         read_npz(tmp_path / "junk.npz")
+
+
+def whole_frame(classes_: np.ndarray) -> np.ndarray:
+    """The drawing rule of the module docstring applied to every pixel of the 64x64 frame: a pixel
+    is on when its centre lies inside the shape rotated counter-clockwise by the orientation, scaled
+    to half-size ``scale * SPRITE_RADIUS_PX`` and centred at ``MARGIN_PX + pos * (64 - 2 MARGIN_PX)``."""
+    from repscope.data.sprites import dsprites as d
+
+    values = classes_to_values(classes_)
+    span = 64 - 2.0 * d.MARGIN_PX
+    centres = (np.arange(64) + 0.5)[None, :]
+    out = np.zeros((len(classes_), 64, 64), dtype=np.uint8)
+    for k, (shape, (scale, angle, pos_x, pos_y)) in enumerate(zip(classes_[:, 1], values[:, 2:])):
+        dx = np.broadcast_to(centres - (d.MARGIN_PX + pos_x * span), (64, 64))  # columns
+        dy = np.broadcast_to((d.MARGIN_PX + pos_y * span) - centres.T, (64, 64))  # rows, y up
+        radius = scale * SPRITE_RADIUS_PX
+        u = (np.cos(angle) * dx + np.sin(angle) * dy) / radius
+        v = (np.cos(angle) * dy - np.sin(angle) * dx) / radius
+        out[k] = d.inside_shape(int(shape), u, v)
+    return out
+
+
+def test_window_drawing_equals_whole_frame_drawing():
+    rng = np.random.default_rng(5)
+    # every shape x scale x orientation once, each at a corner, an edge or a random position
+    grid = np.stack(np.meshgrid(np.arange(3), np.arange(6), np.arange(40), indexing="ij"), -1).reshape(-1, 3)
+    extremes = np.array([[0, 0], [0, 31], [31, 0], [31, 31], [0, 15], [31, 16], [15, 0], [16, 31]])
+    positions = np.where(np.arange(len(grid))[:, None] % 3 == 2, rng.integers(0, 32, size=(len(grid), 2)),
+                         extremes[np.arange(len(grid)) % len(extremes)])
+    classes_ = np.column_stack([np.zeros(len(grid), np.int64), grid, positions])
+    drawn = render(classes_)
+    expected = whole_frame(classes_)
+    assert expected.sum(axis=(1, 2)).min() > 20  # every expected shape is there
+    mismatched = np.flatnonzero((drawn != expected).any(axis=(1, 2)))
+    assert mismatched.size == 0, f"{mismatched.size} images differ, first classes {classes_[mismatched[:3]].tolist()}"
+    # the same images through the streaming access
+    assert np.array_equal(DSprites().images(classes_to_index(classes_[:50])), expected[:50])
