@@ -37,6 +37,7 @@ from repscope.data.morpho import resample
 from repscope.data.morpho.morphometrics import measure_batch
 from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_image, to_uint8
 
 SLANT_TOLERANCE = 0.01  # radians
 WIDTH_TOLERANCE = 0.01  # relative
@@ -49,13 +50,13 @@ THICKNESS_TOLERANCE = 0.02  # relative
 
 
 def _check_image(image: Any) -> np.ndarray:
-    image = np.asarray(image)
-    if image.ndim != 2:
-        raise InvalidArgumentError(f"image: expected a 2-D (H, W) digit, got shape {image.shape}")
-    return image
+    # one 2-D digit, uint8 or float in [0, 1]: zero-size, object / string dtypes, NaN and a
+    # channel axis are refused here, before any array is allocated from the image's size
+    return check_image(image, "image")
 
 
-def _check_target(target: Any, low: float | None = None, bound: float | None = None) -> float:
+def _check_target(target: Any, low: float | None = None, bound: float | None = None,
+                  high: float | None = None, why: str = "") -> float:
     try:
         value = float(target)
     except (TypeError, ValueError):
@@ -64,6 +65,8 @@ def _check_target(target: Any, low: float | None = None, bound: float | None = N
         raise InvalidArgumentError(f"target: must be finite, got {target!r}")
     if low is not None and value <= low:
         raise InvalidArgumentError(f"target: must be > {low}, got {target!r}")
+    if high is not None and value > high:
+        raise InvalidArgumentError(f"target: must be at most {high:.6g}{why}, got {target!r}")
     if bound is not None and abs(value) >= bound:
         raise InvalidArgumentError(f"target: must lie strictly within (-{bound:.6g}, {bound:.6g}), got {target!r}")
     return value
@@ -118,9 +121,16 @@ def offset_boundary(binary: np.ndarray, radius_hires: float) -> tuple[np.ndarray
     import edt
 
     binary = np.asarray(binary, dtype=bool)
+    radius_hires = float(radius_hires)
+    if not math.isfinite(radius_hires):
+        raise InvalidArgumentError(f"radius_hires: must be finite, got {radius_hires!r}")
     rows = np.flatnonzero(binary.any(axis=1))
     if rows.size == 0 or radius_hires == 0:
         return binary.astype(np.float64), False
+    # every pixel of the image lies within its diagonal of any foreground pixel: a larger
+    # dilation gives the same (all-foreground) image, so the padding, hence the memory, is
+    # bounded by the image size whatever the radius asked
+    radius_hires = min(radius_hires, max_dilation(binary.shape))
     cols = np.flatnonzero(binary.any(axis=0))
     pad = int(math.ceil(max(radius_hires, 0.0))) + 2
     r0, r1, c0, c1 = rows[0], rows[-1] + 1, cols[0], cols[-1] + 1
@@ -140,6 +150,20 @@ def offset_boundary(binary: np.ndarray, radius_hires: float) -> tuple[np.ndarray
     cs, ce = max(left, 0), min(left + crop.shape[1], width)
     out[rs:re, cs:ce] = values[rs - top : re - top, cs - left : ce - left]
     return out, clamped
+
+
+def max_dilation(shape: tuple[int, ...]) -> float:
+    """The largest boundary offset that still changes an image of ``shape`` (its diagonal + 1)."""
+    return float(math.hypot(*shape[:2])) + 1.0
+
+
+def max_thickness(shape: tuple[int, ...]) -> float:
+    """The largest stroke thickness an image of ``shape`` (image pixels) can be measured with.
+
+    Thickness is twice the mean distance to the background on the skeleton, and the outside of
+    the image counts as background: no pixel is farther than half the shorter side from it.
+    """
+    return float(min(shape[:2]))
 
 
 def _secant(x0: float, y0: float, x1: float, y1: float, target: float) -> float:
@@ -169,7 +193,10 @@ def _thickness_to(
     the signed radius (image px) and the number of radii tried.
     """
     tried: list[tuple[float, float]] = [(0.0, current)]
-    radius = (target - current) / 2.0
+    # a dilation past the image diagonal changes nothing more (see offset_boundary): radii are
+    # kept within it, so a secant step on a flat response cannot run away
+    limit = max_dilation(binary.shape) / config.scale
+    radius = float(np.clip((target - current) / 2.0, -limit, limit))
     best: tuple[float, np.ndarray, _Digit, float] | None = None
     iterations = 0
     for iterations in range(1, corrections + 2):
@@ -199,7 +226,10 @@ def _thickness_to(
             proposal = _secant(*tried[-2], *tried[-1], target)
             if proposal == radius:  # no response yet: the plain step
                 proposal = radius + (target - achieved) / 2.0
-        if not math.isfinite(proposal) or any(abs(proposal - r) < 1e-6 for r, _ in tried):
+        if not math.isfinite(proposal):
+            break
+        proposal = float(np.clip(proposal, -limit, limit))
+        if any(abs(proposal - r) < 1e-6 for r, _ in tried):
             break
         radius = proposal
     if best is None:
@@ -216,26 +246,45 @@ def set_thickness(
 
     Parameters
     ----------
-    image : (H, W) uint8 digit.
-    target : thickness in image pixels, > 0.
+    image : (H, W) digit, uint8 or float in [0, 1], with foreground.
+    target : thickness in image pixels, > 0 and at most ``min(H, W)`` (no stroke of the image
+        can be thicker: see :func:`max_thickness`).
     config : pipeline parameters.
 
     Returns
     -------
-    The uint8 image and params ``{"target", "original", "achieved", "radius", "iterations"}``;
-    ``radius`` (image pixels) is the signed disk radius: > 0 dilation, < 0 erosion.
+    The uint8 image and params ``{"target", "original", "achieved", "reached", "radius",
+    "iterations"}``; ``radius`` (image pixels) is the signed disk radius: > 0 dilation, < 0
+    erosion, bounded by the image diagonal. A target within the bound that the digit cannot
+    reach (thicker than its frame lets it grow, thinner than its strokes can be eroded and
+    still measured) gives the closest result found and ``reached`` False; ``achieved`` is
+    always a measured, finite thickness. When no radius tried leaves a measurable digit (a
+    one-pixel digit, whose re-rendered binary image falls under the threshold), the digit is
+    returned as it was (radius 0, ``achieved`` = ``original``, ``reached`` False).
+
+    Raises
+    ------
+    InvalidArgumentError
+        A bad image (see :func:`repscope.validation.check_image`), an image without foreground,
+        or a target that is not a finite number in ``(0, min(H, W)]``.
     """
-    target = _check_target(target, low=0.0)
+    image = _check_image(image)
+    target = _check_target(target, low=0.0, high=max_thickness(image.shape),
+                           why=f" (the shorter side of the {image.shape[0]}x{image.shape[1]} image)")
     config = config or PipelineConfig()
-    digit = _analyse(_check_image(image), config)
+    digit = _analyse(image, config)
     original = digit["thickness"]
     out, result, radius, iterations = _thickness_to(
         digit.morph.binary_image, original, target, config
     )
+    achieved = result["thickness"] if result.valid else float("nan")
+    if not math.isfinite(achieved):
+        out, achieved, radius = to_uint8(image).copy(), original, 0.0
     return out, {
         "target": target,
         "original": original,
-        "achieved": result["thickness"],
+        "achieved": achieved,
+        "reached": bool(abs(achieved - target) <= THICKNESS_TOLERANCE * target),
         "radius": float(radius),
         "iterations": iterations,
     }
@@ -282,8 +331,10 @@ def set_slant(
     ``tan(slant)`` into ``tan(slant) - k``. Up to 3 corrections, ``k += tan(measured) -
     tan(target)``, until the measured slant is within 0.01 rad of the target.
 
-    Returns the uint8 image and params ``{"target", "original", "achieved", "shear",
-    "iterations"}`` (``shear``: k, hi-res columns per row, the same in image pixels).
+    Returns the uint8 image and params ``{"target", "original", "achieved", "reached", "shear",
+    "iterations"}`` (``shear``: k, hi-res columns per row, the same in image pixels; ``reached``:
+    within the tolerance). A shear that pushes the digit out of the image keeps the best result
+    measured, or the digit as it was, with ``reached`` False.
     """
     target = _check_target(target, bound=math.pi / 2)
     config = config or PipelineConfig()
@@ -309,6 +360,7 @@ def set_slant(
         "target": target,
         "original": original,
         "achieved": achieved,
+        "reached": bool(abs(achieved - target) < SLANT_TOLERANCE),
         "shear": float(shear),
         "iterations": iterations,
     }
@@ -351,8 +403,13 @@ def set_width(
     straight stroke (most '1's): its width is about its stroke thickness / cos(slant), which
     the thickness restoration keeps; ``achieved`` says how far it went.
 
-    Returns the uint8 image and params ``{"target", "original", "achieved", "scale", "shear",
-    "thickness_radius", "slant_original", "slant_achieved", "iterations"}``.
+    The scale factor is kept within ``[1 / (2 n), 2 n]`` (``n``: the longer side of the image, so
+    that no factor can do more than squeeze the digit into one column or stretch one column past
+    the frame), and the thickness restoration's radius within the image diagonal.
+
+    Returns the uint8 image and params ``{"target", "original", "achieved", "reached", "scale",
+    "shear", "thickness_radius", "slant_original", "slant_achieved", "iterations"}``;
+    ``reached``: the width within 1% of the target.
     """
     target = _check_target(target, low=0.0)
     config = config or PipelineConfig()
@@ -387,7 +444,9 @@ def set_width(
         return (True, slant_error)
 
     previous = (1.0, original)
-    first_factor = target / original
+    longest = float(max(binary.shape)) / config.scale
+    factor_low, factor_high = 1.0 / (2.0 * longest), 2.0 * longest
+    first_factor = float(np.clip(target / original, factor_low, factor_high))
     factor, extra_shear = first_factor, 0.0
     best: tuple[tuple[bool, float], float, float, np.ndarray, _Digit, float] | None = None
     iterations = 0
@@ -406,7 +465,8 @@ def set_width(
             proposal = factor * target / achieved
         previous = (factor, achieved)
         # an unreachable width (a '1', the image frame) must not drive the scale to extremes
-        factor = float(np.clip(proposal, first_factor / 2.0, first_factor * 2.0))
+        factor = float(np.clip(proposal, max(first_factor / 2.0, factor_low),
+                               min(first_factor * 2.0, factor_high)))
         extra_shear += math.tan(new_slant) - math.tan(slant)
     if best is None:
         raise InvalidArgumentError(f"target: a width of {target} leaves nothing of the digit in the image")
@@ -415,6 +475,7 @@ def set_width(
         "target": target,
         "original": original,
         "achieved": result["width"],
+        "reached": bool(abs(result["width"] - target) <= WIDTH_TOLERANCE * target),
         "scale": float(factor),
         "shear": float(extra_shear),
         "thickness_radius": float(radius),

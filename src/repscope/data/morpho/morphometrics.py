@@ -36,6 +36,7 @@ from repscope.data.morpho.pipeline import (
     PipelineConfig,
     analyse_batch,
     analyse_reference,
+    check_digits,
 )
 from repscope.errors import InvalidArgumentError
 
@@ -258,7 +259,10 @@ def measure(
 
     Parameters
     ----------
-    images : array (N, H, W)
+    images : array (N, H, W), or one digit (H, W)
+        uint8 (0-255), or float / bool in [0, 1] without NaN or infinity; zero-size images and a
+        channel axis such as (28, 28, 1) or (N, 28, 28, 1) are refused
+        (:func:`repscope.validation.check_images`), whatever the method.
     config : pipeline parameters (paper defaults).
     method : "fast" (batched) or "reference" (plain per-image scikit-image procedure).
     jobs : worker processes; results do not depend on it.
@@ -269,6 +273,11 @@ def measure(
     -------
     DataFrame with columns ``index, area, length, thickness, slant, width, height, valid``
     (``index``: position in ``images``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Images against the rules above, or a bad method, jobs or chunk_size.
     """
     if method not in METHODS:
         raise InvalidArgumentError(f"method: must be one of {', '.join(METHODS)}, got {method!r}")
@@ -277,11 +286,8 @@ def measure(
     if chunk_size < 1:
         raise InvalidArgumentError(f"chunk_size: must be >= 1, got {chunk_size}")
     config = config or PipelineConfig()
-    images = np.asarray(images)
-    if images.ndim == 2:
-        images = images[None]
-    if images.ndim != 3:
-        raise InvalidArgumentError(f"images: expected an (N, H, W) array, got shape {images.shape}")
+    # one validation for both methods: the reference path sees exactly what the fast path accepts
+    images = check_digits(images, "images", min_count=0)
     n = images.shape[0]
     if n == 0:
         return pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).astype(

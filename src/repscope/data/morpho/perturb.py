@@ -56,6 +56,7 @@ from scipy import ndimage
 from repscope.data.morpho import resample
 from repscope.data.morpho.pipeline import DigitMorphology, PipelineConfig, analyse_batch
 from repscope.errors import InvalidArgumentError
+from repscope.validation import as_array, check_image, check_images, to_uint8
 
 SKIPPED_NO_FOREGROUND = "no foreground"
 
@@ -431,17 +432,47 @@ PERTURBATIONS: dict[str, type[Perturbation]] = {
     cls.name: cls for cls in (Thinning, Thickening, Swelling, Fracturing)
 }
 
+# The one vocabulary of perturbation names. Each perturbation has a canonical name (the keys of
+# PERTURBATIONS, written into params and dataset.json) and the name of the published dataset
+# made of it (Castro et al. publish the thickened set as "thic"). Every function taking a
+# perturbation name or a set name accepts either spelling, and the long English names.
+PERTURBATION_SET_NAMES: dict[str, str] = {"thin": "thin", "thick": "thic", "swel": "swel", "frac": "frac"}
+PERTURBATION_ALIASES: dict[str, str] = {
+    **{name: name for name in PERTURBATIONS},
+    **{set_name: name for name, set_name in PERTURBATION_SET_NAMES.items()},
+    "thinning": "thin", "thickening": "thick", "swelling": "swel", "fracture": "frac",
+    "fractures": "frac", "fracturing": "frac",
+}
+
+
+def canonical_perturbation(name: Any, argument: str = "perturbation") -> str:
+    """The canonical name ("thin", "thick", "swel", "frac") of a perturbation name.
+
+    Accepts the canonical names, the published set names ("thic" for "thick") and the long
+    names ("thickening"), in any case. Raises InvalidArgumentError naming ``argument`` and the
+    valid names otherwise.
+    """
+    canonical = PERTURBATION_ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
+    if canonical is None:
+        raise InvalidArgumentError(
+            f"{argument}: unknown perturbation {name!r}; valid names: {', '.join(PERTURBATIONS)} "
+            f"(or the set names {', '.join(PERTURBATION_SET_NAMES.values())})"
+        )
+    return canonical
+
+
+def perturbation_set_name(name: Any) -> str:
+    """The published dataset name of a perturbation ("thic" for "thick" or "thic")."""
+    return PERTURBATION_SET_NAMES[canonical_perturbation(name)]
+
 
 def perturbation_from_name(name: str, **params: Any) -> Perturbation:
-    """The perturbation called ``name`` ("thin", "thick", "swel", "frac") with ``params``.
+    """The perturbation called ``name`` with ``params``.
 
+    ``name`` is any spelling :func:`canonical_perturbation` accepts ("thick" or "thic", ...).
     Raises InvalidArgumentError naming an unknown perturbation or parameter, with the valid ones.
     """
-    cls = PERTURBATIONS.get(name) if isinstance(name, str) else None
-    if cls is None:
-        raise InvalidArgumentError(
-            f"perturbation: unknown name {name!r}; valid names: {', '.join(PERTURBATIONS)}"
-        )
+    cls = PERTURBATIONS[canonical_perturbation(name)]
     valid = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
     unknown = [key for key in params if key not in valid]
     if unknown:
@@ -452,11 +483,15 @@ def perturbation_from_name(name: str, **params: Any) -> Perturbation:
     return cls(**params)
 
 
-def _check_batch(images: np.ndarray) -> np.ndarray:
-    images = np.asarray(images)
+def _check_batch(images: Any, name: str = "images") -> np.ndarray:
+    """A batch (N, H, W) of digits, the rules of :func:`repscope.validation.check_images`
+    (an empty batch is allowed: it gives an empty result)."""
+    images = as_array(images, name)
     if images.ndim != 3:
-        raise InvalidArgumentError(f"images: expected an (N, H, W) array, got shape {images.shape}")
-    return images
+        if images.ndim == 4:  # let check_images explain a channel axis
+            check_images(images, name, min_count=0)
+        raise InvalidArgumentError(f"{name}: expected an (N, H, W) array, got shape {images.shape}")
+    return check_images(images, name, min_count=0)
 
 
 def apply_batch(
@@ -488,7 +523,7 @@ def apply_batch(
                 f"perturbations[{k}]: expected a Perturbation or None, got {type(perturbation).__name__}"
             )
     config = config or PipelineConfig()
-    unchanged = images.copy() if images.dtype == np.uint8 else resample.to_uint8(images)
+    unchanged = to_uint8(images).copy()
     if n == 0:
         return unchanged, []
     batch = analyse_batch(images, config)
@@ -518,8 +553,12 @@ def perturb(
 ) -> tuple[np.ndarray, dict[str, Any] | list[dict[str, Any]]]:
     """Perturb one image (H, W) or a batch (N, H, W); one generator serves the digits in order.
 
-    ``perturbation`` is a name (with ``params``) or an instance. Returns the uint8 image(s) and
-    the params (a dict for one image, a list for a batch).
+    ``perturbation`` is a name (with ``params``; "thick" and the set name "thic" are one
+    perturbation, see :func:`canonical_perturbation`) or an instance. Images are uint8 or float
+    in [0, 1] (:mod:`repscope.validation`; zero-size images, object or string dtypes, NaN and
+    channel axes are refused with InvalidArgumentError). Returns the uint8 image(s) and the
+    params (a dict for one image, a list for a batch), whose ``"perturbation"`` is the
+    canonical name.
     """
     if isinstance(perturbation, Perturbation):
         if params:
@@ -531,9 +570,9 @@ def perturb(
     else:
         instance = perturbation_from_name(perturbation, **params)
     generator = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng)
-    images = np.asarray(image_or_images)
+    images = as_array(image_or_images, "image")
     single = images.ndim == 2
-    batch = images[None] if single else _check_batch(images)
+    batch = check_image(images, "image")[None] if single else _check_batch(images, "images")
     out, params_list = apply_batch(
         batch, [instance] * len(batch), [generator] * len(batch), config
     )
@@ -550,10 +589,14 @@ __all__ = [
     "Swelling",
     "Thickening",
     "Thinning",
+    "PERTURBATION_ALIASES",
+    "PERTURBATION_SET_NAMES",
     "apply_batch",
+    "canonical_perturbation",
     "dilate",
     "erode",
     "hires_to_image",
     "perturb",
     "perturbation_from_name",
+    "perturbation_set_name",
 ]

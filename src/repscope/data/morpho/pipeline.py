@@ -27,6 +27,7 @@ import numpy as np
 
 from repscope.data.morpho import resample, skeleton
 from repscope.errors import InvalidArgumentError
+from repscope.validation import as_array, check_image, check_images, to_float01
 
 Method = Literal["fast", "reference"]
 METHODS: tuple[str, ...] = ("fast", "reference")
@@ -234,15 +235,13 @@ class MorphologyBatch:
         return [self.digit(k) for k in range(len(self))]
 
 
-def _check_images(images: np.ndarray) -> np.ndarray:
-    images = np.asarray(images)
+def check_digits(images: np.ndarray, name: str = "images", min_count: int = 1) -> np.ndarray:
+    """A batch (N, H, W) of digits (one (H, W) digit is a batch of one) that follows the rules
+    of :func:`repscope.validation.check_images`: no zero-size image, no channel axis."""
+    images = as_array(images, name)
     if images.ndim == 2:
         images = images[None]
-    if images.ndim != 3:
-        raise InvalidArgumentError(
-            f"images: expected an (N, H, W) array of digits, got shape {images.shape}"
-        )
-    return images
+    return check_images(images, name, min_count=min_count)
 
 
 def analyse_batch(images: np.ndarray, config: PipelineConfig | None = None) -> MorphologyBatch:
@@ -250,7 +249,7 @@ def analyse_batch(images: np.ndarray, config: PipelineConfig | None = None) -> M
     import edt
 
     config = config or PipelineConfig()
-    images = _check_images(images)
+    images = check_digits(images, min_count=0)
     hires = resample.upscale(images, config.scale, config.order, config.effective_sigma)
     canvas = tile_crops(hires >= config.threshold)
     distance_sq = edt.edtsq(canvas.binary, black_border=True, parallel=1)
@@ -268,11 +267,8 @@ def analyse_reference(image: np.ndarray, config: PipelineConfig | None = None) -
     from skimage.transform import pyramid_expand
 
     config = config or PipelineConfig()
-    image = np.asarray(image)
-    if image.ndim != 2:
-        raise InvalidArgumentError(f"image: expected a 2-D array, got shape {image.shape}")
-    if image.dtype == np.uint8:
-        image = image / 255.0
+    # the same rules as the fast path: NaN, infinity, integers and zero-size images are refused
+    image = to_float01(check_image(image, "image"), dtype=np.float64)
     if config.scale > 1:
         hires = pyramid_expand(image, upscale=config.scale, sigma=config.effective_sigma,
                                order=config.order)

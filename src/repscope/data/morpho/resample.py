@@ -19,7 +19,9 @@ import functools
 import numpy as np
 from scipy import ndimage
 
+from repscope import validation
 from repscope.errors import InvalidArgumentError
+from repscope.validation import as_array, check_pixel_values, to_float01
 
 
 def default_sigma(factor: int) -> float:
@@ -50,22 +52,14 @@ def _resize_matrix(n_in: int, n_out: int, order: int) -> np.ndarray:
 
 
 def _as_float_batch(images: np.ndarray, name: str = "images") -> np.ndarray:
-    images = np.asarray(images)
+    """A batch (N, H, W) (one (H, W) image is a batch of one) as float64 in [0, 1]: the pixel
+    rule of :mod:`repscope.validation`, uint8 read as intensity / 255."""
+    images = as_array(images, name)
     if images.ndim == 2:
         images = images[None]
     if images.ndim != 3:
         raise InvalidArgumentError(f"{name}: expected an (N, H, W) array, got shape {images.shape}")
-    if images.dtype == np.uint8:
-        return images.astype(np.float64) / 255.0
-    if images.dtype == bool:
-        return images.astype(np.float64)
-    if not np.issubdtype(images.dtype, np.floating):
-        raise InvalidArgumentError(
-            f"{name}: expected uint8 (0-255) or float (0-1) pixels, got dtype {images.dtype}"
-        )
-    if not np.isfinite(images).all():
-        raise InvalidArgumentError(f"{name}: contains NaN or infinite pixel values")
-    return images.astype(np.float64, copy=False)
+    return to_float01(check_pixel_values(images, name), dtype=np.float64)
 
 
 def upscale(
@@ -125,5 +119,5 @@ def downscale(
 
 
 def to_uint8(images: np.ndarray) -> np.ndarray:
-    """Floats in [0, 1] to uint8 intensities, rounding to nearest."""
-    return np.rint(np.clip(images, 0.0, 1.0) * 255.0).astype(np.uint8)
+    """Floats in [0, 1] to uint8 intensities, rounding to nearest (:func:`repscope.validation.to_uint8`)."""
+    return validation.to_uint8(images)
