@@ -1,6 +1,10 @@
-"""Shared fixtures: a tiny MNIST-format dataset and an isolated REPSCOPE_HOME."""
+"""Shared fixtures: a tiny MNIST-format dataset, an isolated REPSCOPE_HOME, and Fashion-MNIST (the
+Debian package when installed, else the real sample shipped in ``tests/data/fashion-mnist-sample``)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -39,3 +43,44 @@ def isolated_home(tmp_path, monkeypatch):
     home = tmp_path / "repscope-home"
     monkeypatch.setenv("REPSCOPE_HOME", str(home))
     return home
+
+
+FASHION_PACKAGE_DIR = Path("/usr/share/datasets/fashion-mnist")
+FASHION_SAMPLE_DIR = Path(__file__).parent / "data" / "fashion-mnist-sample"
+FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
+                 "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+# the first 20 labels of each Fashion-MNIST split, read from the original files
+FASHION_FIRST_LABELS = {
+    "train": [9, 0, 0, 3, 0, 2, 7, 2, 5, 5, 0, 9, 5, 5, 7, 9, 1, 0, 6, 4],
+    "t10k": [9, 2, 1, 1, 6, 1, 4, 6, 5, 7, 4, 5, 7, 3, 4, 1, 2, 4, 8, 0],
+}
+
+
+def fashion_package_installed() -> bool:
+    return all((FASHION_PACKAGE_DIR / name).is_file() for name in FASHION_FILES)
+
+
+@dataclass(frozen=True)
+class FashionMnist:
+    """Where Fashion-MNIST files are, and how many of each split they hold."""
+
+    directory: Path
+    counts: dict[str, int]
+    from_package: bool
+    first_labels = FASHION_FIRST_LABELS
+
+
+FASHION_PACKAGE = FashionMnist(FASHION_PACKAGE_DIR, {"train": 60_000, "t10k": 10_000}, True)
+FASHION_SAMPLE = FashionMnist(FASHION_SAMPLE_DIR, {"train": 200, "t10k": 100}, False)
+
+
+@pytest.fixture
+def fashion_mnist() -> FashionMnist:
+    """The Debian package's Fashion-MNIST when installed, else the shipped sample: never skipped."""
+    return FASHION_PACKAGE if fashion_package_installed() else FASHION_SAMPLE
+
+
+@pytest.fixture
+def fashion_mnist_sample() -> FashionMnist:
+    """The real Fashion-MNIST sample shipped with the tests (always there)."""
+    return FASHION_SAMPLE

@@ -12,11 +12,6 @@ import pytest
 from repscope.data import idx
 from repscope.errors import DataFormatError, InvalidArgumentError
 
-FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
-needs_fashion = pytest.mark.skipif(
-    not (FASHION_DIR / "train-labels-idx1-ubyte.gz").is_file(),
-    reason=f"Fashion-MNIST not installed in {FASHION_DIR} (apt-get install dataset-fashion-mnist)",
-)
 
 DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.float32, np.float64]
 
@@ -146,11 +141,39 @@ def test_mnist_pair_checks_dimensions(tmp_path, tiny_mnist):
     assert not (tmp_path / "a").exists()
 
 
-@needs_fashion
-def test_real_fashion_mnist_train_labels():
-    path = FASHION_DIR / "train-labels-idx1-ubyte.gz"
-    labels = idx.read_idx(path)
-    assert labels.shape == (60_000,) and labels.dtype == np.uint8
-    assert np.array_equal(np.bincount(labels), np.full(10, 6_000))
-    # the raw (decompressed) bytes are exactly what encode_idx writes back
-    assert idx.encode_idx(labels) == gzip.decompress(path.read_bytes())
+def test_real_fashion_mnist_labels_and_images(fashion_mnist):
+    """The Debian package's files when installed, else the shipped sample of the same files."""
+    for split, count in fashion_mnist.counts.items():
+        path = fashion_mnist.directory / f"{split}-labels-idx1-ubyte.gz"
+        labels = idx.read_idx(path)
+        assert labels.shape == (count,) and labels.dtype == np.uint8
+        assert labels[:20].tolist() == fashion_mnist.first_labels[split]
+        # the raw (decompressed) bytes are exactly what encode_idx writes back
+        assert idx.encode_idx(labels) == gzip.decompress(path.read_bytes())
+        images = idx.read_idx(fashion_mnist.directory / f"{split}-images-idx3-ubyte.gz")
+        assert images.shape == (count, 28, 28) and images.dtype == np.uint8
+        assert images.min() == 0 and images.max() == 255
+    if fashion_mnist.from_package:
+        assert np.array_equal(np.bincount(idx.read_idx(fashion_mnist.directory / "train-labels-idx1-ubyte.gz")),
+                              np.full(10, 6_000))
+
+
+# sha256 of the decompressed sample files, taken when they were cut from the package
+FASHION_SAMPLE_SHA256 = {
+    "train-images-idx3-ubyte.gz": "7a0217dc4446fcb3ba7a0b774f801a8736a8ca12b8195a949a56af9a5f574138",
+    "train-labels-idx1-ubyte.gz": "f1f6578fccfdcbdf1df14156453126924fdc9ac78c7b77d08681c92122c7932e",
+    "t10k-images-idx3-ubyte.gz": "10011aad7e104ca4844b2f2ec20ea5e697cc6fe044fcdfe102805b0cffb2c8b5",
+    "t10k-labels-idx1-ubyte.gz": "825f333513fdd542aa1aa55ded6b697992e3bbc01f304e46fd0126ead73ad4d6",
+}
+
+
+def test_shipped_fashion_sample_is_the_first_records_of_the_real_files(fashion_mnist_sample, fashion_mnist):
+    import hashlib
+
+    for name, digest in FASHION_SAMPLE_SHA256.items():
+        raw = gzip.decompress((fashion_mnist_sample.directory / name).read_bytes())
+        assert hashlib.sha256(raw).hexdigest() == digest, name
+        sample = idx.read_idx(fashion_mnist_sample.directory / name)
+        assert len(sample) == fashion_mnist_sample.counts[name.split("-")[0]]
+        if fashion_mnist.from_package:  # the package at hand: the sample is its first records
+            assert np.array_equal(sample, idx.read_idx(fashion_mnist.directory / name)[: len(sample)]), name

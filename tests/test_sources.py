@@ -15,9 +15,6 @@ from repscope.data.idx import write_idx, write_mnist_pair
 from repscope.data.sources import available_sources, load_source, load_splits
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
-FASHION_DIR = Path("/usr/share/datasets/fashion-mnist")
-
-
 # ------------------------------------------------------------------ mnist-sample
 
 def test_mnist_sample_holds_5000_real_digits():
@@ -154,9 +151,29 @@ def test_repscope_home_default(monkeypatch):
     assert sources.datasets_dir("mnist") == Path("/somewhere/else/datasets/mnist")
 
 
-@pytest.mark.skipif(not FASHION_DIR.is_dir(), reason=f"{FASHION_DIR} absent (apt-get install dataset-fashion-mnist)")
-def test_fashion_mnist_is_listed_available():
+def test_fashion_mnist_is_listed_available_and_loads(fashion_mnist, isolated_home):
+    import shutil
+
+    if not fashion_mnist.from_package:
+        # without the Debian package, the real sample stands in $REPSCOPE_HOME, the second place looked in
+        shutil.copytree(fashion_mnist.directory, isolated_home / "datasets" / "fashion-mnist")
     assert {info.name: info.available for info in available_sources()}["fashion-mnist"]
+    part = load_source("fashion-mnist", split="t10k")
+    assert part.images.shape == (fashion_mnist.counts["t10k"], 28, 28) and part.images.dtype == np.uint8
+    assert part.labels[:20].tolist() == fashion_mnist.first_labels["t10k"]
+
+
+def test_measure_cli_reads_fashion_mnist_from_data_dir(fashion_mnist_sample, tmp_path):
+    out = tmp_path / "fashion.csv"
+    result = CliRunner().invoke(repscope.cli.app, ["morpho", "measure", "fashion-mnist", "--split", "t10k",
+                                                   "--data-dir", str(fashion_mnist_sample.directory), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    import pandas as pd
+
+    table = pd.read_csv(out)
+    assert len(table) == 100 and table["label"].tolist()[:20] == fashion_mnist_sample.first_labels["t10k"]
+    # clothes are filled shapes: far more ink per image than a digit's stroke
+    assert table.loc[table["valid"], "area"].median() > 150
 
 
 def test_unknown_source_lists_known_names(tmp_path):
