@@ -106,3 +106,72 @@ def test_study_cli_quick_with_overrides_and_errors(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown key sample" in err[0] and "morpho-diversity.yaml" in err[0]
     assert not (tmp_path / "other").exists()
+
+
+# ------------------------------------------------------------------ which split each number uses
+# The numbers of a run directory recomputed independently from the data, so a study that measures
+# the wrong split (training digits as the reference, PLAIN digits in the LOCAL column) fails.
+
+SPLIT_OVERRIDES = ["--set", "data.source=mnist-sample", "--set", "data.seed=0",
+                   "--set", "data.max_train=300", "--set", "data.max_test=120"]
+
+
+def tiny_set(name: str, target: str):
+    from repscope.data.training_sets import load_morpho_mnist
+
+    return load_morpho_mnist(set=name, target=target, source="mnist-sample", seed=0, max_train=300, max_test=120)
+
+
+def knn_score(train, test, regression: bool = False) -> float:
+    """The paper's kNN (k = 5, inverse-distance weights, l1) on images scaled to [0, 1], by hand."""
+    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+    model = (KNeighborsRegressor if regression else KNeighborsClassifier)(n_neighbors=5, weights="distance", p=1)
+    model.fit(train.train_images.reshape(len(train.train_images), -1).astype(np.float32) / 255.0, train.train_targets)
+    predicted = model.predict(test.test_images.reshape(len(test.test_images), -1).astype(np.float32) / 255.0)
+    if regression:
+        return float(np.sqrt(np.mean((np.asarray(predicted, np.float64) - test.test_targets) ** 2)))
+    return float(np.mean(predicted == test.test_targets) * 100.0)
+
+
+def test_supervised_columns_use_the_right_test_split(tmp_path):
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, ["morpho", "supervised", "--quick", "--out", str(out), "--set", "models=[knn]",
+                                      "--set", "tasks=[recognition, abnormality, thickness]", *SPLIT_OVERRIDES])
+    assert result.exit_code == 0, result.output
+    row = pd.read_csv(out / "tables" / "table3.csv").set_index("Model").loc["kNN"]
+    plain, local = tiny_set("plain", "label"), tiny_set("local", "label")
+    # LOCAL holds the same digits as PLAIN, two thirds of them perturbed
+    assert len(local.test_images) == len(plain.test_images) == 120
+    assert not np.array_equal(local.test_images, plain.test_images)
+    assert row["Digit recognition PLAIN (%)"] == pytest.approx(knn_score(plain, plain), abs=1e-9)
+    assert row["Digit recognition LOCAL (%)"] == pytest.approx(knn_score(plain, local), abs=1e-9)
+    abnormal = tiny_set("local", "abnormal")
+    assert row["Abnormality detection (%)"] == pytest.approx(knn_score(abnormal, abnormal), abs=1e-9)
+    thickness = tiny_set("global", "thickness")
+    assert row["Thickness regression (RMSE, px)"] == pytest.approx(knn_score(thickness, thickness, regression=True),
+                                                                   rel=1e-6)
+
+
+def test_diversity_compares_samples_with_the_test_digits(tmp_path):
+    from repscope.data.morpho import measure
+    from repscope.metrics.mmd import mmd_quadratic_test
+
+    out = tmp_path / "run"
+    result = CliRunner().invoke(app, [
+        "morpho", "diversity", "--quick", "--out", str(out), *SPLIT_OVERRIDES,
+        "--set", "models=[{label: VAE 4-d, name: beta-vae, params: {latent_dim: 4}}]",
+        "--set", "training.trainer.max_epochs=1", "--set", "samples=200", "--set", "permutations=20",
+    ])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((out / "metrics.json").read_text())
+    test_digits = tiny_set("plain", "label").test_images
+    assert metrics["test_digits"] == len(test_digits) == 120  # 270 or 300 would be training digits
+    columns = metrics["morphometrics"]
+    reference = measure(test_digits)
+    samples = pd.read_csv(out / "tables" / "samples_vae-4-d_morphometrics.csv")
+    valid = samples["valid"].astype(bool)
+    # fewer digits than quadratic_max_samples: the quadratic statistic uses them all, in any order
+    expected = mmd_quadratic_test(reference.loc[reference["valid"], columns].to_numpy(float),
+                                  samples.loc[valid, columns].to_numpy(float), permutations=10, rng=0)["mmd2"]
+    assert metrics["models"]["VAE 4-d"]["quadratic_mmd2"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
