@@ -213,3 +213,105 @@ def test_cli_errors_are_one_line_and_exit_non_zero(tmp_path, capsys):
         main(["morpho", "measure", "no-such-source", "-o", str(tmp_path / "m.csv")])
     assert exit_info.value.code == 1
     assert not (tmp_path / "m.csv").exists()
+
+
+def test_bad_source_leaves_nothing_that_blocks_the_corrected_command(tmp_path, capsys):
+    from repscope.cli import main
+
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["morpho", "build", "--source", "no-such-source", "--out", str(out),
+              "--sets", "plain", "--max-train", "10", "--max-test", "5"])
+    assert exit_info.value.code == 1
+    assert "no-such-source" in capsys.readouterr().err
+    assert not out.exists()
+    # an existing empty directory stays, and stays empty
+    out.mkdir()
+    with pytest.raises(Exception, match="no-such-source"):
+        build_dataset(out, BuildConfig(source="no-such-source", sets=("plain",)))
+    assert list(out.iterdir()) == []
+    manifest = build_dataset(out, BuildConfig(sets=("plain",), max_train=10, max_test=5))
+    assert manifest["counts"]["plain"] == {"train": 10, "t10k": 5}
+
+
+def test_failure_before_the_first_chunk_removes_the_build_state(tmp_path, monkeypatch):
+    from repscope.data.morpho import build as build_module
+
+    def broken(*args, **kwargs):
+        raise InvalidArgumentError("images: broken on purpose")
+
+    monkeypatch.setattr(build_module, "process_chunk", broken)
+    out = tmp_path / "out"
+    with pytest.raises(InvalidArgumentError, match="on purpose"):
+        build_dataset(out, BuildConfig(sets=("plain",), max_train=10, max_test=5))
+    assert not out.exists()
+
+
+def test_interrupt_keeps_a_resumable_state(tmp_path, built, monkeypatch):
+    from repscope.data.morpho import build as build_module
+
+    _, manifest = built
+    out = tmp_path / "interrupted"
+    original = build_module.process_chunk
+    calls = []
+
+    def interrupted(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(build_module, "process_chunk", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        build_dataset(out, BuildConfig(seed=3, **SMALL))
+    assert (out / ".build" / "config.json").exists()
+    assert len(list((out / ".build").glob("*.npz"))) == 2
+    monkeypatch.setattr(build_module, "process_chunk", original)
+    resumed = build_dataset(out, BuildConfig(seed=3, **SMALL), resume=True)
+    assert resumed["files"] == manifest["files"]
+
+
+def test_unwritable_output_is_one_error_naming_the_path(tmp_path):
+    from repscope.errors import RepscopeError
+
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    out = blocker / "set"
+    with pytest.raises(RepscopeError, match=str(blocker)):
+        build_dataset(out, BuildConfig(sets=("plain",), max_train=10, max_test=5))
+    assert blocker.read_text() == "not a directory"
+
+
+def test_read_only_output_directory(tmp_path, capsys):
+    import os
+
+    from repscope.cli import main
+
+    if os.geteuid() == 0:
+        pytest.skip("running as root: a read-only directory is writable to root")
+    parent = tmp_path / "ro"
+    parent.mkdir()
+    parent.chmod(0o555)
+    try:
+        with pytest.raises(SystemExit) as exit_info:
+            main(["morpho", "build", "--out", str(parent / "set"), "--sets", "plain",
+                  "--max-train", "10", "--max-test", "5"])
+        assert exit_info.value.code == 1
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("repscope: error:") and str(parent / "set") in err and "\n" not in err
+    finally:
+        parent.chmod(0o755)
+
+
+@pytest.mark.parametrize("spelling", ["thick", "thic", "Thickening"])
+def test_sets_and_perturbations_accept_either_name(spelling):
+    config = BuildConfig(sets=("plain", spelling), perturbations={spelling: {"amount": 0.5}}, **SMALL)
+    config.validate()
+    assert config.sets == ("plain", "thic")  # the published set name is what is written
+    assert config.perturbations == {"thick": {"amount": 0.5}}
+    assert config.make_perturbations()["thick"].amount == 0.5
+
+
+def test_one_perturbation_named_twice_is_refused():
+    with pytest.raises(InvalidArgumentError, match="perturbations: 'thic'"):
+        BuildConfig(perturbations={"thick": {}, "thic": {}})

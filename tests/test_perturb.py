@@ -359,3 +359,17 @@ def test_other_scales_work():
     out, params = apply_batch(images, [Thickening()] * 10, rngs(10), config)
     assert out.shape == images.shape
     assert np.median(measure(out, config=config)["thickness"] / measure(images, config=config)["thickness"]) > 1.5
+
+
+def test_thick_and_thic_are_one_perturbation():
+    from repscope.data.morpho.perturb import canonical_perturbation, perturbation_set_name
+    from repscope.data.sources import load_source
+
+    digit = load_source("mnist-sample").images[0]
+    by_name, params_name = perturb(digit, "thick", rng=0)
+    by_set, params_set = perturb(digit, "thic", rng=0)
+    np.testing.assert_array_equal(by_name, by_set)
+    assert params_name == params_set and params_set["perturbation"] == "thick"
+    assert canonical_perturbation("THIC") == "thick" and perturbation_set_name("thick") == "thic"
+    with pytest.raises(InvalidArgumentError, match=r"perturbation: unknown perturbation 'blur'.*thick.*thic"):
+        perturb(digit, "blur", rng=0)

@@ -4,6 +4,11 @@ Every writer in repscope goes through :func:`atomic_write` (or the helpers built
 to a temporary file in the destination directory, which is flushed, fsynced and renamed over the
 destination only once complete. An interrupted run therefore leaves either the previous file or
 nothing, plus at most a ``.tmp-*`` file that later runs ignore.
+
+A destination that cannot be written (a read-only directory, a file standing where a directory
+should be, a full disk) raises :class:`OutputWriteError`, a :class:`~repscope.errors.RepscopeError`
+naming the path, which the CLI prints in one line; it is also an ``OSError``, so code that
+catches those keeps working.
 """
 
 from __future__ import annotations
@@ -19,25 +24,62 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+from repscope.errors import RepscopeError
+
 TEMP_PREFIX = ".tmp-"
+
+
+class OutputWriteError(RepscopeError, OSError):
+    """An output file or directory cannot be written: permission, read-only file system, a file
+    where a directory is expected, no space left. The message names the path."""
+
+
+def output_error(path: str | os.PathLike, exc: OSError, action: str = "cannot write") -> OutputWriteError:
+    """``exc`` (raised while writing ``path``) as one :class:`OutputWriteError` line naming the path
+    and, when it differs, the file or directory the system refused."""
+    reason = exc.strerror or exc.__class__.__name__
+    culprit = exc.filename if exc.filename is not None else None
+    where = f" ({culprit}: {reason})" if culprit is not None and os.fspath(culprit) != os.fspath(path) else f" ({reason})"
+    return OutputWriteError(f"{os.fspath(path)}: {action}{where}")
+
+
+def make_output_dir(path: str | os.PathLike) -> Path:
+    """``mkdir -p path``, a failure raised as :class:`OutputWriteError` naming it."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:  # a file (or a broken link) holds the name
+        raise output_error(path, exc, "cannot create the directory") from None
+    except OSError as exc:
+        raise output_error(path, exc, "cannot create the directory") from None
+    return path
 
 
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing and rename it to ``path`` on success."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=path.parent)
+    make_output_dir(path.parent)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + path.name + ".", dir=path.parent)
+    except OSError as exc:
+        raise output_error(path, exc) from None
     try:
         with os.fdopen(fd, mode) as handle:
             yield handle
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp creates the file private (0600); give it the mode a plain open() would
-        os.chmod(tmp_name, 0o666 & ~_current_umask())
-        os.replace(tmp_name, path)
+            try:
+                handle.flush()
+                os.fsync(handle.fileno())
+            except OSError as exc:
+                raise output_error(path, exc) from None
+        try:
+            # mkstemp creates the file private (0600); give it the mode a plain open() would
+            os.chmod(tmp_name, 0o666 & ~_current_umask())
+            os.replace(tmp_name, path)
+        except OSError as exc:
+            raise output_error(path, exc) from None
     except BaseException:
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
 
@@ -50,7 +92,10 @@ def _current_umask() -> int:
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     with atomic_write(path, "wb") as handle:
-        handle.write(data)
+        try:
+            handle.write(data)
+        except OSError as exc:  # no space left, file too large
+            raise output_error(path, exc) from None
     return Path(path)
 
 

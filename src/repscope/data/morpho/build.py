@@ -34,12 +34,11 @@ digits would be all zeros), in source order: see ``limit_indices``.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
-import multiprocessing
 import shutil
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -52,9 +51,16 @@ from repscope.data import idx
 from repscope.data.morpho import resample
 from repscope.data.morpho.morphometrics import COLUMNS, measure_batch
 from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
-from repscope.data.morpho.perturb import Perturbation, perturbation_from_name
+from repscope.data.morpho.perturb import (
+    PERTURBATION_ALIASES,
+    Perturbation,
+    canonical_perturbation,
+    perturbation_from_name,
+    perturbation_set_name,
+)
+from repscope.data.morpho.pool import ordered_map, pool_context
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
-from repscope.fileio import sha256_file, write_bytes_atomic, write_json_atomic
+from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 
 FORMAT_VERSION = 1
 SPLITS: tuple[str, ...] = ("train", "t10k")
@@ -71,6 +77,19 @@ SETS: dict[str, tuple[str, ...]] = {
     "local": ("plain", "swel", "frac"),
 }
 STATE_DIR = ".build"
+
+
+def canonical_set(name: Any) -> Any:
+    """The published name of a set: a set name as it is, a perturbation name as its set's
+    ("thick" -> "thic", "thinning" -> "thin"); anything else unchanged, for validate to refuse."""
+    if not isinstance(name, str):
+        return name
+    key = name.strip().lower()
+    if key in SETS:
+        return key
+    if key in PERTURBATION_ALIASES:
+        return perturbation_set_name(key)
+    return name
 CSV_FLOAT_FORMAT = "%.8g"
 
 
@@ -89,12 +108,29 @@ class BuildConfig:
     perturbations: dict[str, dict[str, Any]] = field(default_factory=dict)
     pipeline: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # one vocabulary: sets may be named by their perturbation ("thick" is the set "thic") and
+        # perturbations by their set ("thic" is "thick"); what is recorded is the canonical form
+        sets = (self.sets,) if isinstance(self.sets, str) else tuple(self.sets)
+        self.sets = tuple(dict.fromkeys(canonical_set(name) for name in sets))
+        if isinstance(self.perturbations, dict):
+            renamed: dict[str, dict[str, Any]] = {}
+            for key, params in self.perturbations.items():
+                name = key
+                with contextlib.suppress(InvalidArgumentError):
+                    name = canonical_perturbation(key)
+                if name in renamed:
+                    raise InvalidArgumentError(
+                        f"perturbations: {key!r} names the perturbation {name!r} given already")
+                renamed[name] = params
+            self.perturbations = renamed
+
     def validate(self) -> None:
-        unknown = [name for name in self.sets if name not in SETS]
+        unknown = [str(name) for name in self.sets if name not in SETS]
         if unknown or not self.sets:
             raise InvalidArgumentError(
                 f"sets: unknown set(s) {', '.join(unknown) or '(none given)'}; "
-                f"choose from {', '.join(SETS)}"
+                f"choose from {', '.join(SETS)} (or a perturbation name: thick for thic)"
             )
         if not 0.0 < self.test_fraction < 1.0:
             raise InvalidArgumentError(f"test_fraction: must lie in (0, 1), got {self.test_fraction}")
@@ -103,11 +139,11 @@ class BuildConfig:
                 raise InvalidArgumentError(f"{name}: must be >= 1, got {value}")
         if self.chunk_size < 1:
             raise InvalidArgumentError(f"chunk_size: must be >= 1, got {self.chunk_size}")
-        unknown_kinds = [k for k in self.perturbations if k not in KINDS]
+        unknown_kinds = [str(k) for k in self.perturbations if k not in KINDS]
         if unknown_kinds:
             raise InvalidArgumentError(
                 f"perturbations: unknown perturbation(s) {', '.join(unknown_kinds)}; "
-                f"choose from {', '.join(KINDS)}"
+                f"choose from {', '.join(KINDS)} (or a set name: thic for thick)"
             )
         self.pipeline_config()
         self.make_perturbations()
@@ -363,9 +399,7 @@ def assemble_split(
 # the build
 
 
-def _pool_context():
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+_pool_context = pool_context  # the name other modules imported
 
 
 def build_dataset(
@@ -382,6 +416,13 @@ def build_dataset(
     ``out`` must be empty or absent, unless ``resume`` is set: then the chunks already computed
     are kept and the rest computed. ``progress(done, total)`` is called with digit counts.
     ``stop_after_chunks`` interrupts the build after that many new chunks (for tests of resume).
+
+    Failures leave nothing in the way of the corrected command: the configuration and the
+    source are checked before anything is created, and a build that fails before its first
+    chunk is saved removes what it created (``out`` itself when it made it). An interrupted
+    build (Ctrl-C, or a failure after some chunks) keeps ``out/.build/`` so that ``resume``
+    continues it; the worker processes ignore Ctrl-C and the running chunks are finished and
+    kept (see :mod:`repscope.data.morpho.pool`).
     """
     config.validate()
     if jobs < 1:
@@ -407,16 +448,54 @@ def build_dataset(
         raise OutputExistsError(f"--out {out}: not an interrupted build (no {STATE_DIR}/config.json)")
     config_record = json.loads(json.dumps(config.to_dict()))
     if state_file.exists():
-        recorded = json.loads(state_file.read_text())
+        try:
+            recorded = json.loads(state_file.read_text())
+        except (OSError, ValueError) as exc:
+            raise RepscopeError(f"{state_file}: unreadable build state ({exc}); delete {out} and build again") from None
         if recorded != config_record:
             raise InvalidArgumentError(
                 f"--resume: {state_file} was started with another configuration "
                 f"(differs in: {', '.join(sorted(k for k in config_record if recorded.get(k) != config_record[k]))})"
             )
-    else:
-        write_json_atomic(state_file, config_record)
 
+    # the source is read before anything is created: a bad --source leaves nothing behind
     splits, split_rule = load_build_source(config)
+    out_existed, state_existed = out.exists(), state_dir.exists()
+    try:
+        if not state_file.exists():
+            make_output_dir(out)
+            write_json_atomic(state_file, config_record)
+        manifest = _build(out, config, splits, split_rule, config_record, jobs, progress, stop_after_chunks)
+    except KeyboardInterrupt:
+        raise  # the state stays: --resume continues it
+    except BaseException:
+        _remove_failed_start(out, state_dir, out_existed, state_existed)
+        raise
+    return manifest
+
+
+def _remove_failed_start(out: Path, state_dir: Path, out_existed: bool, state_existed: bool) -> None:
+    """Undo what a build that failed before saving its first chunk created."""
+    if state_existed or any(state_dir.glob("*.npz")):
+        return  # work worth resuming
+    shutil.rmtree(state_dir, ignore_errors=True)
+    if not out_existed:
+        with contextlib.suppress(OSError):
+            out.rmdir()  # only when empty
+
+
+def _build(
+    out: Path,
+    config: BuildConfig,
+    splits: dict[str, tuple[np.ndarray, np.ndarray, str]],
+    split_rule: str,
+    config_record: dict[str, Any],
+    jobs: int,
+    progress: Callable[[int, int], None] | None,
+    stop_after_chunks: int | None,
+) -> dict[str, Any]:
+    state_dir = out / STATE_DIR
+    manifest_path = out / "dataset.json"
     perturbations = config.make_perturbations()
     pipeline = config.pipeline_config()
     kinds = config.kinds_needed()
@@ -437,18 +516,10 @@ def build_dataset(
         progress(done, total)
     if stop_after_chunks is not None:
         tasks = tasks[:stop_after_chunks]
-    if jobs == 1 or len(tasks) <= 1:
-        for task in tasks:
-            _chunk_task(task)
-            done += len(task[1])
-            if progress:
-                progress(done, total)
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context()) as pool:
-            for task, _ in zip(tasks, pool.map(_chunk_task, tasks)):
-                done += len(task[1])
-                if progress:
-                    progress(done, total)
+    for task, _ in zip(tasks, ordered_map(_chunk_task, tasks, jobs)):
+        done += len(task[1])
+        if progress:
+            progress(done, total)
     if stop_after_chunks is not None and any(not p.exists() for ps in chunk_paths.values() for p in ps):
         return {"complete": False}
 

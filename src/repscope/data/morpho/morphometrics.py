@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
-import multiprocessing
 
 import numpy as np
 import pandas as pd
@@ -38,6 +36,7 @@ from repscope.data.morpho.pipeline import (
     analyse_reference,
     check_digits,
 )
+from repscope.data.morpho.pool import ordered_map, pool_context
 from repscope.errors import InvalidArgumentError
 
 MORPHOMETRICS: tuple[str, ...] = ("area", "length", "thickness", "slant", "width", "height")
@@ -240,10 +239,7 @@ def _measure_chunk(args: tuple[np.ndarray, PipelineConfig, str]) -> pd.DataFrame
     return frame
 
 
-def _pool_context():
-    # fork starts workers in milliseconds with the parent's imports; fall back where absent
-    methods = multiprocessing.get_all_start_methods()
-    return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+_pool_context = pool_context  # the name other modules imported
 
 
 def measure(
@@ -296,17 +292,10 @@ def measure(
     starts = list(range(0, n, chunk_size))
     tasks = [(images[s : s + chunk_size], config, method) for s in starts]
     frames: list[pd.DataFrame] = []
-    if jobs == 1 or len(tasks) == 1:
-        for task in tasks:
-            frames.append(_measure_chunk(task))
-            if progress:
-                progress(len(task[0]))
-    else:
-        with ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=_pool_context()) as pool:
-            for task, frame in zip(tasks, pool.map(_measure_chunk, tasks)):
-                frames.append(frame)
-                if progress:
-                    progress(len(task[0]))
+    for task, frame in zip(tasks, ordered_map(_measure_chunk, tasks, jobs)):
+        frames.append(frame)
+        if progress:
+            progress(len(task[0]))
     for start, frame in zip(starts, frames):
         frame["index"] += start
     return pd.concat(frames, ignore_index=True)
