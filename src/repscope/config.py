@@ -17,11 +17,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from repscope.errors import DataFormatError, InvalidArgumentError
 
 Schema = TypeVar("Schema", bound=BaseModel)
+
+
+class Section(BaseModel):
+    """The base of every config schema (training, studies, dataset builds): unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid")
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:

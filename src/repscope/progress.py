@@ -43,8 +43,26 @@ def interactive() -> bool:
         return False
 
 
+_silenced = 0
+
+
+@contextlib.contextmanager
+def quiet_progress(quiet: bool = True) -> Iterator[None]:
+    """Inside, with ``quiet`` true, every progress bar and line of this process stays silent
+    (a library call asked for no progress, e.g. ``train_classifiers(progress=False)``)."""
+    global _silenced
+    _silenced += bool(quiet)
+    try:
+        yield
+    finally:
+        _silenced -= bool(quiet)
+
+
 def progress_mode() -> str:
-    """``bar``, ``lines`` or ``off``: ``REPSCOPE_PROGRESS`` when set, else ``bar`` on a terminal."""
+    """``bar``, ``lines`` or ``off``: ``off`` inside :func:`quiet_progress`, ``REPSCOPE_PROGRESS``
+    when set, else ``bar`` on a terminal."""
+    if _silenced:
+        return "off"
     chosen = os.environ.get("REPSCOPE_PROGRESS", "").strip().lower()
     if chosen in MODES:
         return chosen
@@ -351,5 +369,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["TrainingProgress", "default_every_seconds", "format_seconds", "interactive", "progress_bar",
+__all__ = ["TrainingProgress", "quiet_progress", "default_every_seconds", "format_seconds", "interactive", "progress_bar",
            "progress_line", "progress_mode"]

@@ -129,6 +129,7 @@ class RunDirectory:
         root: Path | str = Path("runs"),
         now: datetime | None = None,
         resume: bool = False,
+        resumable: bool = False,
     ) -> RunDirectory:
         """Create (or, with ``resume=True``, reopen) a run directory.
 
@@ -146,6 +147,8 @@ class RunDirectory:
             The time that names the default folder (default: the current local time).
         resume
             Continue a run in ``out``: its existing tables and figures are recorded as written.
+        resumable
+            Whether the caller can continue a run (the refusal then suggests ``--resume``).
 
         Returns
         -------
@@ -158,19 +161,28 @@ class RunDirectory:
             return cls(_claim_new_directory(Path(root), kind, now or datetime.now()), kind)
 
         out = Path(out)
-        if out.exists() and not out.is_dir():
+        if not resume:
+            cls.check_free(out, resumable=resumable)
+        elif out.exists() and not out.is_dir():
             raise OutputExistsError(f"out: {out} exists and is not a directory; choose another --out")
         if out.is_dir() and any(out.iterdir()):
-            if not resume:
-                raise OutputExistsError(
-                    f"out: {out} already holds files; nothing was overwritten. "
-                    "Choose another --out, or pass --resume to continue that run"
-                )
             run = cls(out, kind)
             run._record_existing()
             return run
         out.mkdir(parents=True, exist_ok=True)
         return cls(out, kind)
+
+    @staticmethod
+    def check_free(out: Path | str, resumable: bool = False) -> None:
+        """Refuse ``out`` when it is a file or a directory holding files (nothing is touched); the
+        message offers ``--resume`` only where the command can continue a run (``resumable``)."""
+        out = Path(out)
+        if out.exists() and not out.is_dir():
+            raise OutputExistsError(f"out: {out} exists and is not a directory; choose another --out")
+        if out.is_dir() and any(out.iterdir()):
+            hint = ", or pass --resume to continue that run" if resumable else ""
+            raise OutputExistsError(f"out: {out} already holds files; nothing was overwritten. "
+                                    f"Choose another --out{hint}")
 
     def _record_existing(self) -> None:
         for name, suffix, record in (("tables", ".csv", self._tables), ("figures", ".png", self._figures)):

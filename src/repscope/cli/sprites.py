@@ -102,7 +102,7 @@ def train_classifiers_command(
 ) -> None:
     """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
     from repscope.data.sprites.attributes import check_level
-    from repscope.train.sprite_classifiers import classifiers_dir, train_classifiers
+    from repscope.train.attribute_classifiers import classifiers_dir, train_classifiers
 
     level = check_level(level, "--level")
     options = {key: value for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs)) if value is not None}

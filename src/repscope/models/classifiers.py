@@ -4,7 +4,7 @@ Four models: k-nearest neighbours (``k = 5``, distance weighting, l1 metric), an
 polynomial kernel and ``C = 100``, a 784-200-200-L multi-layer perceptron and LeNet-5 (LeCun et al.,
 1998). ``L`` is the number of outputs: classes for classification, 1 for regression.
 
-The torch networks take float images ``(B, 1, 28, 28)`` in [0, 1] and return ``(B, L)`` logits (or
+The torch networks take float images ``(B, C, H, W)`` in [0, 1] (``(B, 1, 28, 28)`` digits by default) and return ``(B, L)`` logits (or
 regression values). The scikit-learn baselines take flattened float images ``(N, 784)`` in [0, 1].
 """
 
@@ -37,17 +37,20 @@ class LeNet5(nn.Module):
     61,706 for ``L = 10``.
     """
 
-    def __init__(self, num_outputs: int = 10) -> None:
+    def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
         super().__init__()
         if int(num_outputs) < 1:
             raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        channels, height, width = _image_shape(image_shape, minimum=12)
         self.num_outputs = int(num_outputs)
         self.features = nn.Sequential(
-            nn.Conv2d(1, 6, 5, padding=2), nn.Tanh(), nn.MaxPool2d(2),
+            nn.Conv2d(channels, 6, 5, padding=2), nn.Tanh(), nn.MaxPool2d(2),
             nn.Conv2d(6, 16, 5), nn.Tanh(), nn.MaxPool2d(2),
         )
+        # 28x28 -> 5x5 maps (LeNet-5's 32x32 -> 5x5); other sizes scale the same way
+        side_h, side_w = (height // 2 - 4) // 2, (width // 2 - 4) // 2
         self.classifier = nn.Sequential(
-            nn.Linear(16 * 5 * 5, 120), nn.Tanh(),
+            nn.Linear(16 * side_h * side_w, 120), nn.Tanh(),
             nn.Linear(120, 84), nn.Tanh(),
             nn.Linear(84, self.num_outputs),
         )
@@ -57,15 +60,18 @@ class LeNet5(nn.Module):
 
 
 class MLP(nn.Module):
-    """Multi-layer perceptron 784 - ``hidden`` - ``num_outputs`` with ReLU; the paper's is 784-200-200-L."""
+    """Multi-layer perceptron ``C*H*W`` - ``hidden`` - ``num_outputs`` with ReLU; the paper's is
+    784-200-200-L for 28x28 digits."""
 
-    def __init__(self, num_outputs: int = 10, hidden: tuple[int, ...] = (200, 200)) -> None:
+    def __init__(self, num_outputs: int = 10, hidden: tuple[int, ...] = (200, 200),
+                 image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
         super().__init__()
         if int(num_outputs) < 1:
             raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
         self.num_outputs = int(num_outputs)
         layers: list[nn.Module] = []
-        width = 28 * 28
+        channels, height, width = _image_shape(image_shape)
+        width = channels * height * width
         for size in hidden:
             layers += [nn.Linear(width, int(size)), nn.ReLU()]
             width = int(size)
@@ -74,6 +80,14 @@ class MLP(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.net(images.flatten(1))
+
+
+def _image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, int, int]:
+    shape = tuple(int(s) for s in image_shape)
+    if len(shape) != 3 or shape[0] < 1 or min(shape[1:]) < minimum:
+        raise InvalidArgumentError(f"image_shape: expected (channels, height, width) with sides of at least "
+                                   f"{minimum} pixels, got {tuple(image_shape)}")
+    return shape  # type: ignore[return-value]
 
 
 def _check_kind(kind: str) -> None:

@@ -1,32 +1,49 @@
-"""Models by name: a new model is one module (``nn.Module`` + its ``LightningModule`` task) plus
-one line here.
+"""Models by name: a new model is its ``nn.Module`` (or a network line in
+:mod:`repscope.models.networks`) plus one line here.
 
-An entry names the LightningModule that trains the model and the constructor arguments fixed by
-the name; the remaining constructor arguments are what ``model.params`` in a config may set.
+An entry names the task (the LightningModule of its training family, which takes its networks by
+name), the constructor arguments fixed by the model's name, and defaults a config may change; the
+remaining constructor arguments are what ``model.params`` in a config may set. Families:
+
+* ``supervised`` -- learns the dataset's target: ``kind`` (classification / regression) and
+  ``num_outputs`` come from the data;
+* ``vae`` and ``gan`` -- learn the images; no target.
+
+Every task that takes ``image_shape`` gets the shape of the dataset's ``image`` field.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from repscope.data.registry import resolve
 from repscope.errors import InvalidArgumentError
+
+Family = Literal["supervised", "vae", "gan"]
 
 
 @dataclass(frozen=True)
 class ModelEntry:
     task: str  # "module:Class" of the LightningModule
-    fixed: dict[str, Any] = field(default_factory=dict)
-    supervised: bool = False  # takes kind / num_outputs from the data's target
+    family: Family
+    fixed: dict[str, Any] = field(default_factory=dict)  # set by the name; a config may not change them
+    defaults: dict[str, Any] = field(default_factory=dict)  # the model's own defaults; a config may change them
+
+    @property
+    def supervised(self) -> bool:
+        return self.family == "supervised"
 
 
 MODELS: dict[str, ModelEntry] = {
-    "beta-vae": ModelEntry("repscope.train.tasks:VAETask"),
-    "gan": ModelEntry("repscope.train.tasks:GANTask"),
-    "infogan": ModelEntry("repscope.train.tasks:InfoGANTask"),
-    "lenet5": ModelEntry("repscope.train.tasks:SupervisedTask", {"network": "lenet5"}, supervised=True),
-    "mlp": ModelEntry("repscope.train.tasks:SupervisedTask", {"network": "mlp"}, supervised=True),
+    "beta-vae": ModelEntry("repscope.train.tasks.vae:VAETask", "vae"),
+    "gan": ModelEntry("repscope.train.tasks.gan:GANTask", "gan"),
+    "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
+    "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
+    "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
+    # CdSprites+ attribute classifiers (one per attribute and level): few epochs, cosine schedule
+    "attribute-cnn": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised",
+                                {"network": "attribute-cnn"}, {"lr": 2e-3, "schedule": "cosine"}),
 }
 
 

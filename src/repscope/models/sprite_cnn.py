@@ -1,7 +1,7 @@
 """A small CNN that reads one attribute (shape, size, colour, position or background) off a
 64x64 RGB sprite image; CdSprites+ coherency is judged by one of these per attribute.
 
-The network takes float images ``(B, 3, 64, 64)`` in [0, 1] and returns ``(B, num_classes)`` logits.
+The network takes float images ``(B, 3, 64, 64)`` in [0, 1] (other sizes: ``image_shape``) and returns ``(B, num_classes)`` logits.
 """
 
 from __future__ import annotations
@@ -42,17 +42,22 @@ class AttributeCNN(nn.Module):
     66,133 for five classes.
     """
 
-    def __init__(self, num_classes: int) -> None:
+    def __init__(self, num_classes: int, image_shape: tuple[int, ...] = (3, IMAGE_SIZE, IMAGE_SIZE)) -> None:
         super().__init__()
         if isinstance(num_classes, bool) or int(num_classes) != num_classes or num_classes < 2:
             raise InvalidArgumentError(f"num_classes: must be an integer of at least 2, got {num_classes!r}")
+        shape = tuple(int(s) for s in image_shape)
+        if len(shape) != 3 or shape[1] % 16 or shape[2] % 16 or shape[1] < 16 or shape[2] < 16:
+            raise InvalidArgumentError(f"image_shape: expected (channels, height, width) with sides that are "
+                                       f"multiples of 16, got {tuple(image_shape)}")
         self.num_classes = int(num_classes)
         layers: list[nn.Module] = []
-        for in_channels, out_channels in zip(CHANNELS[:-1], CHANNELS[1:]):
+        channels = (shape[0], *CHANNELS[1:])
+        for in_channels, out_channels in zip(channels[:-1], channels[1:]):
             layers += _block(in_channels, out_channels)
         self.features = nn.Sequential(*layers)
-        side = IMAGE_SIZE // 2 ** (len(CHANNELS) - 1)
-        self.classifier = nn.Linear(CHANNELS[-1] * (side * side + 1), self.num_classes)
+        cells = (shape[1] // 16) * (shape[2] // 16)
+        self.classifier = nn.Linear(CHANNELS[-1] * (cells + 1), self.num_classes)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         maps = self.features(images)

@@ -143,7 +143,7 @@ def classify_dataset(dataset_dir: str | Path, level: int | None = None, out: str
     ``out`` (default: the dataset directory). Returns the JSON's content.
     """
     from repscope.fileio import write_bytes_atomic, write_json_atomic
-    from repscope.train.sprite_classifiers import load_classifiers
+    from repscope.train.attribute_classifiers import load_classifiers
 
     data = read_dataset(dataset_dir)
     level = _dataset_level(data, level, str(dataset_dir))
@@ -203,21 +203,16 @@ def read_captions(path: Path) -> list[str]:
 def read_output_images(path: Path) -> np.ndarray:
     """Generated images as uint8 ``(N, 64, 64, 3)`` RGB; float images in [0, 1] are scaled by 255 and
     ``(N, 3, 64, 64)`` is transposed."""
-    from repscope.train.tasks import check_pixel_values  # torch / Lightning only when images are scored
+    from repscope.validation import check_images, to_uint8
+
     try:
         images = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
         raise SourceNotFoundError(f"{path}: missing") from None
     except (OSError, ValueError) as exc:
         raise DataFormatError(f"{path}: not a readable .npy array ({exc})") from None
-    if images.ndim == 4 and images.shape[1] == 3 and images.shape[-1] != 3:
-        images = np.transpose(images, (0, 2, 3, 1))
-    if images.ndim != 4 or images.shape[1:] != (64, 64, 3):
-        raise DataFormatError(f"{path}: expected images (N, 64, 64, 3) or (N, 3, 64, 64), got {images.shape}")
-    check_pixel_values(images, str(path), error=DataFormatError)
-    if images.dtype == np.uint8:
-        return np.asarray(images)
-    return np.round(np.asarray(images, dtype=np.float32) * 255).astype(np.uint8)
+    images = check_images(images, str(path), image_shape=(64, 64, 3), error=DataFormatError)
+    return np.asarray(images) if images.dtype == np.uint8 else to_uint8(images)
 
 
 def _truth_table(level: int, captions: list[str], path: Path) -> np.ndarray:
@@ -244,7 +239,7 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
     :data:`OUTPUT_LAYOUT` (any of the three parts may be missing, not all). Images are judged by
     the level's attribute classifiers."""
     from repscope.metrics import coherency
-    from repscope.train.sprite_classifiers import load_classifiers
+    from repscope.train.attribute_classifiers import load_classifiers
 
     level = check_level(level, "--level")
     folder = Path(folder)

@@ -4,7 +4,8 @@
 
     model: {name: lenet5, params: {lr: 0.001}}        # repscope.models.registry
     data:  {name: morpho-mnist, params: {set: local, target: abnormal}}   # repscope.data.registry
-    trainer: {accelerator: cpu, devices: 1, num_nodes: 1, precision: 32-true, max_epochs: 20}
+    trainer: {accelerator: cpu, devices: 1, num_nodes: 1, precision: 32-true, max_epochs: 20,
+              deterministic: false, logger: csv}
     batch_size: 64
     val_fraction: 0.1
     seed: 0
@@ -15,17 +16,17 @@ and the signature of the registered loader: an unknown key or a wrong type is an
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
-from repscope.config import validate_params
+from repscope.config import Section, validate_params
 from repscope.data.registry import dataset_loader
+from repscope.errors import InvalidArgumentError
 from repscope.models.registry import model_entry, task_class
 
-
-class Section(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+LOGGERS = ("csv", "tensorboard", "none")
 
 
 class Named(Section):
@@ -34,7 +35,12 @@ class Named(Section):
 
 
 class TrainerSection(Section):
-    """Where the training runs: passed to ``lightning.pytorch.Trainer`` as they are."""
+    """Where and how the training runs: passed to ``lightning.pytorch.Trainer`` as they are.
+
+    ``logger``: ``csv`` (Lightning's CSV logger, the run's ``logs/``), ``tensorboard`` (needs the
+    ``tensorboard`` package) or ``none``. ``deterministic``: use deterministic algorithms only
+    (slower on GPUs; identical results on the same hardware).
+    """
 
     accelerator: str = "cpu"
     devices: int | str | list[int] = 1
@@ -44,6 +50,8 @@ class TrainerSection(Section):
     max_epochs: int = Field(20, ge=1)
     limit_train_batches: int | float | None = None
     gradient_clip_val: float | None = None
+    deterministic: bool = False
+    logger: Literal["csv", "tensorboard", "none"] = "csv"
 
 
 class TrainConfig(Section):
@@ -55,17 +63,21 @@ class TrainConfig(Section):
     seed: int = 0
     num_workers: int = Field(0, ge=0)
 
+    def framework_params(self) -> set[str]:
+        """Constructor arguments the framework sets (from the model's name and the data)."""
+        entry = model_entry(self.model.name)
+        accepted = inspect.signature(task_class(self.model.name)).parameters
+        keys = set(entry.fixed) | ({"kind", "num_outputs"} if entry.supervised else set())
+        return keys | ({"image_shape"} if "image_shape" in accepted else set())
+
     def check_params(self, source: str = "config") -> None:
         """Check ``model.params`` / ``data.params`` against what they configure (errors name the key)."""
-        entry = model_entry(self.model.name)
-        fixed = set(entry.fixed) | ({"kind", "num_outputs"} if entry.supervised else set())
+        fixed = self.framework_params()
         clash = sorted(fixed & set(self.model.params))
         if clash:
-            from repscope.errors import InvalidArgumentError
-
             raise InvalidArgumentError(
                 f"{source}: model.params.{clash[0]} is set by the model name {self.model.name!r} "
-                "or by the data's target; remove it"
+                "or by the data (its target or image shape); remove it"
             )
         validate_params(task_class(self.model.name), self.model.params, source, "model.params", skip=fixed)
         validate_params(dataset_loader(self.data.name), self.data.params, source, "data.params")

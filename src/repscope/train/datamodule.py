@@ -1,58 +1,120 @@
-"""A LightningDataModule over in-memory digit arrays.
+"""Batches of any registered dataset as torch tensors: the one LightningDataModule of the framework.
 
-Digits are small (28x28): the whole set lives in one float tensor, so a batch is an index into it
-and data loading never starves the model (``benchmarks/train_throughput.py`` checks this).
+A batch is a dict of named tensors (the fields a task asks for): images become float32 in [0, 1]
+(``uint8 / 255``), integers int64, other numbers float32, masks bool. Samples are fetched a whole
+batch at a time (``__getitems__``), so a generator draws a batch in one vectorised call and in-memory
+arrays are sliced once per batch.
+
+Validation uses the dataset's ``val`` split when it has one, else a seeded hold-out of
+``val_fraction`` of ``train``. Shuffling is seeded: the same seed gives the same batches in the same
+order, with any number of workers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import lightning.pytorch as pl
 import numpy as np
 import torch
-from torch.utils.data import DataLoader, TensorDataset
+from torch.utils.data import DataLoader
+
+from repscope.data.datasets import Dataset
+from repscope.errors import InvalidArgumentError
+
+EVAL_BATCH = 512
 
 
-def images_to_tensor(images: np.ndarray) -> torch.Tensor:
-    """uint8 ``(N, 28, 28)`` (or float in [0, 1]) -> float32 ``(N, 1, 28, 28)`` in [0, 1]."""
-    array = np.asarray(images)
-    tensor = torch.from_numpy(np.ascontiguousarray(array))
-    tensor = tensor.float() / 255.0 if array.dtype == np.uint8 else tensor.float()
-    return tensor.reshape(len(array), 1, *array.shape[-2:])
+def field_to_tensor(values: np.ndarray, kind: str) -> torch.Tensor:
+    """One field's rows as a tensor: images float32 in [0, 1], integers int64, masks bool, else float32."""
+    tensor = torch.from_numpy(np.ascontiguousarray(values))
+    if kind == "image":
+        return tensor.float() / 255.0 if tensor.dtype == torch.uint8 else tensor.float()
+    if kind == "mask":
+        return tensor.bool()
+    if tensor.dtype.is_floating_point:
+        return tensor.float()
+    if tensor.dtype == torch.bool:
+        return tensor
+    return tensor.long()
 
 
-def targets_to_tensor(targets: np.ndarray) -> torch.Tensor:
-    array = np.asarray(targets)
-    return torch.from_numpy(array.astype(np.float32 if array.dtype.kind == "f" else np.int64))
+class SplitView(torch.utils.data.Dataset):
+    """Rows ``rows`` of one split of a dataset, served as dicts of tensors of ``fields``."""
+
+    def __init__(self, dataset: Dataset, split: str, fields: Sequence[str], rows: np.ndarray | None = None) -> None:
+        self.dataset, self.split, self.fields = dataset, split, tuple(fields)
+        self.rows = np.arange(len(dataset.split(split))) if rows is None else np.asarray(rows, dtype=np.int64)
+        self.kinds = {name: dataset.field(name).kind for name in self.fields}
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitems__(self, indices: list[int]) -> dict[str, torch.Tensor]:
+        batch = self.dataset.batch(self.split, self.rows[np.asarray(indices, dtype=np.int64)], self.fields)
+        return {name: field_to_tensor(batch[name], self.kinds[name]) for name in self.fields}
+
+    def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
+        return {name: value[0] for name, value in self.__getitems__([int(index)]).items()}
 
 
-class ArrayDataModule(pl.LightningDataModule):
-    """Train / validation loaders over ``(images, targets)``; validation is a seeded hold-out of
-    ``val_fraction`` of the training digits; shuffling is seeded."""
+def _already_batched(batch: Any) -> Any:
+    return batch
 
-    def __init__(self, images: np.ndarray, targets: np.ndarray, batch_size: int = 64,
-                 val_fraction: float = 0.1, seed: int = 0, num_workers: int = 0) -> None:
+
+def loader(view: SplitView, batch_size: int, shuffle: bool = False, seed: int = 0, num_workers: int = 0,
+           drop_last: bool = False) -> DataLoader:
+    """A DataLoader fetching whole batches of ``view`` (shuffling seeded by ``seed``)."""
+    return DataLoader(view, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
+                      generator=torch.Generator().manual_seed(seed) if shuffle else None,
+                      num_workers=num_workers, collate_fn=_already_batched, persistent_workers=num_workers > 0)
+
+
+class DatasetModule(pl.LightningDataModule):
+    """Train / validation / test loaders over the ``fields`` of a :class:`Dataset`.
+
+    Parameters
+    ----------
+    dataset : Dataset
+    fields : sequence of str
+        What each batch holds (``target`` is the dataset's target field).
+    batch_size : int
+    val_fraction : float
+        Share of ``train`` held out for validation when the dataset has no ``val`` split (seeded).
+    seed : int
+        Seed of the hold-out and of the shuffling.
+    num_workers : int
+        DataLoader worker processes.
+    """
+
+    def __init__(self, dataset: Dataset, fields: Sequence[str], batch_size: int = 64, val_fraction: float = 0.1,
+                 seed: int = 0, num_workers: int = 0) -> None:
         super().__init__()
-        order = np.random.default_rng([seed, 17]).permutation(len(images))
-        n_val = int(round(len(images) * val_fraction))
-        self.val_index, self.train_index = np.sort(order[:n_val]), np.sort(order[n_val:])
-        x, y = images_to_tensor(images), targets_to_tensor(targets)
-        self.train_set = TensorDataset(x[self.train_index], y[self.train_index])
-        self.val_set = TensorDataset(x[self.val_index], y[self.val_index]) if n_val else None
+        if "target" in fields and dataset.target is None:
+            raise InvalidArgumentError(f"data: dataset {dataset.name} has no target; set data.params.target")
+        self.dataset, self.fields = dataset, tuple(fields)
         self.batch_size, self.seed, self.num_workers = batch_size, seed, num_workers
+        n = len(dataset.split("train"))
+        if "val" in dataset.splits:
+            self.train_set = SplitView(dataset, "train", self.fields)
+            self.val_set: SplitView | None = SplitView(dataset, "val", self.fields)
+        else:
+            order = np.random.default_rng([seed, 17]).permutation(n)
+            n_val = int(round(n * val_fraction))
+            self.train_set = SplitView(dataset, "train", self.fields, np.sort(order[n_val:]))
+            self.val_set = SplitView(dataset, "train", self.fields, np.sort(order[:n_val])) if n_val else None
+        self.test_set = SplitView(dataset, "test", self.fields) if "test" in dataset.splits else None
 
     def train_dataloader(self) -> DataLoader:
-        generator = torch.Generator().manual_seed(self.seed)
-        return DataLoader(self.train_set, batch_size=self.batch_size, shuffle=True, drop_last=len(self.train_set) > self.batch_size,
-                          generator=generator, num_workers=self.num_workers)
+        return loader(self.train_set, self.batch_size, shuffle=True, seed=self.seed, num_workers=self.num_workers,
+                      drop_last=len(self.train_set) > self.batch_size)
 
     def val_dataloader(self) -> DataLoader | list:
-        if self.val_set is None:
-            return []
-        return DataLoader(self.val_set, batch_size=512, num_workers=self.num_workers)
+        return [] if self.val_set is None else loader(self.val_set, EVAL_BATCH, num_workers=self.num_workers)
+
+    def test_dataloader(self) -> DataLoader | list:
+        return [] if self.test_set is None else loader(self.test_set, EVAL_BATCH, num_workers=self.num_workers)
 
 
-def array_loader(images: np.ndarray, targets: np.ndarray | None = None, batch_size: int = 512) -> DataLoader:
-    """An ordered loader (evaluation) over images and targets (zeros when None)."""
-    if targets is None:
-        targets = np.zeros(len(images), dtype=np.int64)
-    return DataLoader(TensorDataset(images_to_tensor(images), targets_to_tensor(targets)), batch_size=batch_size)
+__all__ = ["DatasetModule", "SplitView", "field_to_tensor", "loader", "EVAL_BATCH"]

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import yaml
 
-from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
 from repscope.train.config import TrainConfig
+from repscope.train.tasks.base import DIGIT_SHAPE
 
 LAST_CHECKPOINT = "last.ckpt"
 FINAL_CHECKPOINT = "final.ckpt"
@@ -33,7 +34,7 @@ FINAL_CHECKPOINT = "final.ckpt"
 class TrainOutcome:
     run: Any  # RunDirectory
     task: Any  # LightningModule, trained
-    data: Any  # TrainingSet
+    data: Any  # repscope.data.datasets.Dataset
     metrics: dict[str, Any]
 
 
@@ -48,27 +49,40 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=".*number of training batches.*smaller than the logging interval.*")
 
 
-def build_task(config: TrainConfig, data: Any) -> Any:
-    """The registered LightningModule for ``config.model``, fitted to the data's target."""
+def build_task(config: TrainConfig, dataset: Any) -> Any:
+    """The registered LightningModule for ``config.model``, fitted to the dataset: its image shape and,
+    for the supervised family, its target (classification with the target's classes, or regression)."""
+    import inspect
+
     from repscope.models.registry import model_entry, task_class
 
     entry = model_entry(config.model.name)
-    kwargs = {**entry.fixed, **config.model.params}
+    cls = task_class(config.model.name)
+    kwargs = {**entry.defaults, **config.model.params, **entry.fixed}
+    image_shape = dataset.image_shape
+    if "image_shape" in inspect.signature(cls).parameters:
+        if image_shape is None:
+            raise InvalidArgumentError(f"data {dataset.name!r}: has no image field for model {config.model.name!r}")
+        kwargs["image_shape"] = list(image_shape)
+    elif image_shape is not None and tuple(image_shape) != DIGIT_SHAPE:
+        raise InvalidArgumentError(f"model {config.model.name!r}: trains on 28x28 grey digits; data "
+                                   f"{dataset.name!r} gives images of shape {tuple(image_shape)}")
     if entry.supervised:
-        if data.target_kind == "none":
+        if dataset.target_kind == "none":
             raise InvalidArgumentError(
-                f"model {config.model.name!r} learns a target; set data.params.target (label, abnormal, "
-                "perturbation or thickness)"
+                f"model {config.model.name!r} learns a target; set data.params.target (e.g. label, abnormal, "
+                "perturbation or thickness for digits, an attribute for cdsprites, a factor for dsprites)"
             )
-        kwargs["kind"] = data.target_kind
-        kwargs["num_outputs"] = data.num_classes if data.target_kind == "classification" else 1
-    return task_class(config.model.name)(**kwargs)
+        kwargs["kind"] = dataset.target_kind
+        kwargs["num_outputs"] = dataset.num_classes if dataset.target_kind == "classification" else 1
+    return cls(**kwargs)
 
 
 def load_data(config: TrainConfig) -> Any:
-    from repscope.data.registry import dataset_loader
+    """The registered dataset of ``config.data``."""
+    from repscope.data.registry import load_dataset
 
-    return dataset_loader(config.data.name)(**config.data.params)
+    return load_dataset(config.data.name, **config.data.params)
 
 
 def log_versions(run_root: Path) -> list[Path]:
@@ -77,28 +91,66 @@ def log_versions(run_root: Path) -> list[Path]:
     return sorted(folders, key=lambda p: int(p.name.rsplit("-", 1)[1]) if p.name != "logs" else 0)
 
 
-def make_trainer(config: TrainConfig, run_root: Path | None, extra_callbacks: list | None = None) -> Any:
-    import lightning.pytorch as pl
-    from lightning.pytorch.callbacks import ModelCheckpoint
+def _logger(config: TrainConfig, run_root: Path) -> Any:
+    kind = config.trainer.logger
+    if kind == "none":
+        return False
+    # a resumed run logs into a new folder: Lightning's loggers would clear the old one
+    previous = log_versions(run_root)
+    version = "logs" if not previous else f"logs-resume-{len(previous)}"
+    if kind == "tensorboard":
+        from lightning.pytorch.loggers import TensorBoardLogger
+
+        return TensorBoardLogger(save_dir=str(run_root), name="", version=version)
     from lightning.pytorch.loggers import CSVLogger
 
-    from repscope.progress import interactive
+    return CSVLogger(save_dir=str(run_root), name="", version=version)
+
+
+def check_trainer(config: TrainConfig) -> None:
+    """Refuse, before anything is written, trainer settings Lightning cannot run (an unknown
+    accelerator or precision, a GPU that is not there, a missing logger package)."""
+    import lightning.pytorch as pl
+
+    if config.trainer.logger == "tensorboard":
+        import importlib.util
+
+        if importlib.util.find_spec("tensorboard") is None and importlib.util.find_spec("tensorboardX") is None:
+            raise InvalidArgumentError("trainer.logger: 'tensorboard' needs the tensorboard package "
+                                       "(pip install tensorboard); or use csv")
+    t = config.trainer
+    try:
+        pl.Trainer(accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
+                   precision=t.precision, logger=False, enable_checkpointing=False, enable_progress_bar=False,
+                   enable_model_summary=False)
+    except Exception as exc:  # Lightning raises ValueError / MisconfigurationException / RuntimeError
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise InvalidArgumentError(f"trainer: accelerator={t.accelerator!r}, devices={t.devices!r}, "
+                                   f"precision={t.precision!r}: {first[:240]}") from None
+
+
+def make_trainer(config: TrainConfig, run_root: Path | None, extra_callbacks: list | None = None,
+                 description: str | None = None) -> Any:
+    """A Lightning ``Trainer`` of ``config.trainer``: checkpoints and logs in ``run_root`` (none when
+    None), our progress reporting (a bar on a terminal, lines elsewhere) naming ``description``."""
+    import lightning.pytorch as pl
+    from lightning.pytorch.callbacks import ModelCheckpoint
+
+    from repscope.progress import TrainingProgress
 
     callbacks = list(extra_callbacks or [])
+    callbacks.append(TrainingProgress(description or f"training {config.model.name}"))
     logger: Any = False
     if run_root is not None:
         callbacks.append(ModelCheckpoint(dirpath=run_root / "checkpoints", save_top_k=0, save_last=True))
-        # a resumed run logs into a new folder: Lightning's CSV logger would clear the old one
-        previous = log_versions(run_root)
-        version = "logs" if not previous else f"logs-resume-{len(previous)}"
-        logger = CSVLogger(save_dir=str(run_root), name="", version=version)
+        logger = _logger(config, run_root)
     t = config.trainer
     return pl.Trainer(
         accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
         precision=t.precision, max_epochs=t.max_epochs, limit_train_batches=t.limit_train_batches,
         gradient_clip_val=t.gradient_clip_val, logger=logger, callbacks=callbacks,
-        enable_checkpointing=run_root is not None, enable_progress_bar=interactive(),
-        enable_model_summary=False, log_every_n_steps=10, deterministic=False, num_sanity_val_steps=0,
+        enable_checkpointing=run_root is not None, enable_progress_bar=False,
+        enable_model_summary=False, log_every_n_steps=10, deterministic=t.deterministic, num_sanity_val_steps=0,
     )
 
 
@@ -119,22 +171,26 @@ def epoch_curves(run_root: Path) -> Any:
     return curves[epoch_columns] if len(epoch_columns) > 1 else curves
 
 
-def evaluate_task(task: Any, data: Any) -> dict[str, float]:
-    """Test metrics: accuracy or RMSE for supervised tasks; the validation losses on the test digits
-    for generative ones."""
-    if hasattr(task, "predict") and data.target_kind != "none":
-        predicted = task.predict(data.test_images)
-        if data.target_kind == "classification":
-            return {"test_accuracy": float(np.mean(predicted == data.test_targets))}
-        error = np.asarray(predicted, dtype=np.float64) - data.test_targets
+def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, float]:
+    """Test metrics on the dataset's ``test`` split: accuracy or RMSE for supervised tasks; the
+    validation losses on the test samples for the other families. Empty when there is no test split."""
+    if "test" not in dataset.splits:
+        return {}
+    if "target" in getattr(task, "batch_fields", ()) and dataset.target_kind != "none":
+        test = dataset.arrays("test", ["image", "target"])
+        predicted = task.predict(test["image"])
+        if dataset.target_kind == "classification":
+            return {"test_accuracy": float(np.mean(predicted == test["target"]))}
+        error = np.asarray(predicted, dtype=np.float64) - test["target"]
         return {"test_rmse": float(np.sqrt(np.mean(error**2)))}
     import lightning.pytorch as pl
 
-    from repscope.train.datamodule import array_loader
+    from repscope.train.datamodule import DatasetModule
 
+    module = module or DatasetModule(dataset, task.batch_fields)
     trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
                          enable_model_summary=False, enable_checkpointing=False)
-    results = trainer.validate(task, dataloaders=array_loader(data.test_images), verbose=False)
+    results = trainer.validate(task, dataloaders=module.test_dataloader(), verbose=False)
     return {f"test_{k.removeprefix('val_')}": float(v) for k, v in (results[0] if results else {}).items()}
 
 
@@ -144,40 +200,77 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def train(config: TrainConfig, out: Path | str | None = None, resume: bool = False,
-          root: Path | str = Path("runs"), source: str = "config", kind: str = "train") -> TrainOutcome:
-    """Train ``config`` and write its run directory (see the module docstring)."""
+def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False,
+        root: Path | str = Path("runs"), source: str = "config", kind: str = "train",
+        dataset: Any = None, description: str | None = None) -> TrainOutcome:
+    """Train ``config`` and write its run directory: the one training entry point (``repscope train``,
+    every study, the CdSprites+ attribute classifiers).
+
+    Parameters
+    ----------
+    config : TrainConfig
+        Model, data, trainer, batch size, validation share, seed.
+    out : path, optional
+        The run directory (default ``root/<kind>-<time>``); an existing non-empty one is refused
+        unless ``resume``.
+    resume : bool
+        Continue the run in ``out`` from ``checkpoints/last.ckpt`` (only ``trainer.max_epochs`` may
+        differ from the config it was trained with).
+    source : str
+        Named in error messages (the config file, or the study and member).
+    dataset : Dataset, optional
+        The already loaded dataset of ``config.data`` (saves loading it again for several models).
+    description : str, optional
+        What the progress bar or lines say (default ``training <model> on <data>``).
+
+    Returns
+    -------
+    TrainOutcome
+        The run directory, the trained task (in eval mode), the dataset and the metrics.
+
+    Nothing is written before the config, the data, the model and the trainer flags have been
+    checked, so a failed start leaves nothing that blocks the corrected command.
+    """
     import lightning.pytorch as pl
 
     from repscope import __version__
     from repscope.runs import RunDirectory
-    from repscope.train.datamodule import ArrayDataModule
+    from repscope.train.datamodule import DatasetModule
 
     config.check_params(source)
     quiet_lightning()
-    run = RunDirectory.create(kind, out=out, root=root, resume=resume)
     as_dict = {**config.model_dump(mode="json"), "repscope_version": __version__}
-    last = run.root / "checkpoints" / LAST_CHECKPOINT
+    check_trainer(config)
     if resume:
-        if not run.config_path.exists() or not last.exists():
-            raise InvalidArgumentError(f"--resume: {run.root} holds no config.yaml and checkpoints/{LAST_CHECKPOINT} to continue")
-        stored = yaml.safe_load(run.config_path.read_text())
+        run_root = Path(out) if out is not None else None
+        if run_root is None:
+            raise InvalidArgumentError("--resume: continuing a run needs --out, the run directory to continue")
+        last = run_root / "checkpoints" / LAST_CHECKPOINT
+        if not (run_root / "config.yaml").exists() or not last.exists():
+            raise InvalidArgumentError(f"--resume: {run_root} holds no config.yaml and checkpoints/{LAST_CHECKPOINT} to continue")
+        stored = _read_run_config(run_root / "config.yaml")
         if _comparable(stored) != _comparable(as_dict):
             raise InvalidArgumentError(
-                f"--resume: the config differs from the one {run.root} was trained with "
+                f"--resume: the config differs from the one {run_root} was trained with "
                 "(only trainer.max_epochs may change when resuming)"
             )
-        read_checkpoint(last)  # fail early, with a clear message, on a corrupt file
-    run.write_config(as_dict)
+    elif out is not None:
+        RunDirectory.check_free(out, resumable=True)
 
     pl.seed_everything(config.seed, workers=True, verbose=False)
-    data = load_data(config)
-    task = build_task(config, data)
-    module = ArrayDataModule(data.train_images, data.train_targets, config.batch_size, config.val_fraction,
-                             config.seed, config.num_workers)
-    trainer = make_trainer(config, run.root)
+    dataset = load_data(config) if dataset is None else dataset
+    task = build_task(config, dataset)
+    if resume:
+        check_resumable(last, task)  # fail early, with a clear message, on a corrupt or mismatched file
+    module = DatasetModule(dataset, task.batch_fields, config.batch_size, config.val_fraction, config.seed,
+                           config.num_workers)
+    run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
+    run.write_config(as_dict)
+    trainer = make_trainer(config, run.root, description=description or
+                           f"training {config.model.name} on {config.data.name}")
     started = time.perf_counter()
-    trainer.fit(task, datamodule=module, ckpt_path=str(last) if resume else None, weights_only=True)
+    trainer.fit(task, datamodule=module, ckpt_path=str(run.root / "checkpoints" / LAST_CHECKPOINT) if resume else None,
+                weights_only=True)
     seconds = time.perf_counter() - started
     trainer.save_checkpoint(run.root / "checkpoints" / FINAL_CHECKPOINT)
 
@@ -186,20 +279,34 @@ def train(config: TrainConfig, out: Path | str | None = None, resume: bool = Fal
         run.write_table("training_curves", curves)
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if np.ndim(v.detach().cpu().numpy()) == 0}
     epochs_run = int(trainer.current_epoch)
+    task.eval()
     metrics = {
         "model": config.model.name,
         "data": config.data.name,
-        "target": data.target,
-        "train_digits": int(len(module.train_set)),
-        "val_digits": int(len(module.val_set) if module.val_set is not None else 0),
-        "test_digits": int(len(data.test_images)),
+        "target": dataset.target or "none",
+        "n_train": int(len(module.train_set)),
+        "n_val": int(len(module.val_set) if module.val_set is not None else 0),
+        "n_test": int(len(module.test_set) if module.test_set is not None else 0),
         "epochs": epochs_run,
         "fit_seconds": round(seconds, 2),
         "final": final,
-        **evaluate_task(task, data),
+        **evaluate_task(task, dataset, module),
     }
     run.write_metrics(metrics)
-    return TrainOutcome(run, task, data, metrics)
+    return TrainOutcome(run, task, dataset, metrics)
+
+
+train = fit  # the name scripts written before the framework used
+
+
+def _read_run_config(path: Path) -> dict[str, Any]:
+    try:
+        stored = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise DataFormatError(f"{path}: not a readable run config ({type(exc).__name__})") from None
+    if not isinstance(stored, dict):
+        raise DataFormatError(f"{path}: not a run config (expected a mapping)")
+    return stored
 
 
 # --------------------------------------------------------------------------------------------
@@ -225,16 +332,48 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
     return checkpoint
 
 
+def check_resumable(path: Path, task: Any) -> None:
+    """Refuse, before anything is written, a ``last.ckpt`` that ``--resume`` could not continue:
+    unreadable, without Lightning's training state, or with weights that do not fit ``task``."""
+    checkpoint = read_checkpoint(path)
+    missing = [key for key in ("epoch", "global_step", "optimizer_states") if key not in checkpoint]
+    if missing:
+        raise DataFormatError(f"checkpoint {path}: lacks Lightning's training state ({', '.join(missing)}); "
+                              "it cannot be resumed")
+    _load_weights(task, checkpoint, path, "the configured model")
+
+
+def _load_weights(task: Any, checkpoint: dict[str, Any], path: Path, what: str) -> None:
+    try:
+        state = task.state_dict()
+        incoming = checkpoint["state_dict"]
+        if not isinstance(incoming, dict):
+            raise RuntimeError("state_dict is not a mapping")
+        for key, value in incoming.items():
+            if key in state and hasattr(value, "shape") and tuple(value.shape) != tuple(state[key].shape):
+                raise RuntimeError(f"{key} has shape {tuple(value.shape)}, the model's has {tuple(state[key].shape)}")
+        task.load_state_dict(incoming, strict=True)
+    except (RuntimeError, TypeError, AttributeError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise DataFormatError(f"checkpoint {path}: does not match {what} ({detail[:200]})") from None
+
+
 def load_task(path: Path | str, model: str | None = None) -> Any:
     """The trained LightningModule of a run directory (its ``final.ckpt``, else ``last.ckpt``) or of a
-    checkpoint file; ``model`` (a registered name) is read from the run's config.yaml when omitted."""
-    from repscope.models.registry import task_class
+    checkpoint file; ``model`` (a registered name) is read from the run's config.yaml when omitted.
+
+    Raises :class:`DataFormatError` naming the file when the checkpoint or the config is unreadable,
+    holds another model, or its hyper-parameters do not build the model."""
+    from repscope.models.registry import model_entry, task_class
 
     path = Path(path)
     if path.is_dir():
         config_file = path / "config.yaml"
         if model is None and config_file.exists():
-            model = yaml.safe_load(config_file.read_text())["model"]["name"]
+            stored = _read_run_config(config_file)
+            model = stored.get("model", {}).get("name") if isinstance(stored.get("model"), dict) else None
+            if not isinstance(model, str):
+                raise DataFormatError(f"{config_file}: names no model (model.name)")
         for name in (FINAL_CHECKPOINT, LAST_CHECKPOINT):
             if (path / "checkpoints" / name).exists():
                 path = path / "checkpoints" / name
@@ -243,11 +382,12 @@ def load_task(path: Path | str, model: str | None = None) -> Any:
             raise InvalidArgumentError(f"run {path}: no checkpoints/{FINAL_CHECKPOINT} or {LAST_CHECKPOINT}")
     if model is None:
         raise InvalidArgumentError(f"checkpoint {path}: say which model it holds (a registered name)")
-    from repscope.models.registry import model_entry
-
     checkpoint = read_checkpoint(path)
     cls = task_class(model)
-    hyper_parameters = dict(checkpoint.get("hyper_parameters", {}))
+    hyper_parameters = checkpoint.get("hyper_parameters", {})
+    if not isinstance(hyper_parameters, dict):
+        raise DataFormatError(f"checkpoint {path}: its hyper_parameters are not a mapping")
+    hyper_parameters = dict(hyper_parameters)
     for key, value in model_entry(model).fixed.items():
         if hyper_parameters.get(key, value) != value:
             raise DataFormatError(
@@ -255,12 +395,8 @@ def load_task(path: Path | str, model: str | None = None) -> Any:
             )
     try:
         task = cls(**hyper_parameters)
-    except TypeError as exc:
+    except (TypeError, ValueError, RepscopeError) as exc:
         raise DataFormatError(f"checkpoint {path}: its hyper-parameters do not fit model {model!r} ({exc})") from None
-    try:
-        task.load_state_dict(checkpoint["state_dict"], strict=True)
-    except RuntimeError as exc:
-        detail = str(exc).splitlines()[0]
-        raise DataFormatError(f"checkpoint {path}: does not match model {model!r} ({detail[:200]})") from None
+    _load_weights(task, checkpoint, path, f"model {model!r}")
     task.eval()
     return task

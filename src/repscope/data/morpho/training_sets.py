@@ -1,7 +1,10 @@
 """Digit datasets for training and evaluation: images with the target a task learns.
 
-Every loader returns a :class:`TrainingSet` (uint8 ``(N, 28, 28)`` train and test images with
-their targets) and is registered by name in :mod:`repscope.data.registry`, so configs say
+:func:`load_digits` and :func:`load_morpho_mnist` return a :class:`TrainingSet` (uint8 ``(N, 28, 28)``
+train and test images with their targets, plus the Morpho-MNIST fields the studies read: labels,
+measured morphometrics, perturbation codes). :func:`digits_dataset` and :func:`morpho_mnist_dataset`
+take the same parameters and return the framework's :class:`~repscope.data.datasets.Dataset`; they
+are registered in :mod:`repscope.data.registry`, so configs say
 ``data: {name: morpho-mnist, params: {set: local, target: abnormal}}``.
 
 Targets:
@@ -19,7 +22,7 @@ Targets:
 
 from __future__ import annotations
 
-import fcntl
+import functools
 import hashlib
 import json
 from dataclasses import dataclass
@@ -29,6 +32,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from repscope.cache import exclusive_lock
+from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.errors import InvalidArgumentError
 
 Target = Literal["label", "abnormal", "perturbation", "thickness", "none"]
@@ -139,9 +144,7 @@ def ensure_morpho_dataset(source: str = "mnist-sample", data_dir: str | None = N
     out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test)
     if (out / "dataset.json").exists():
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    with open(out.parent / f".{out.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive_lock(out):
         if not (out / "dataset.json").exists():
             config = BuildConfig(source=source, data_dir=data_dir, seed=seed, test_fraction=test_fraction,
                                  max_train=max_train, max_test=max_test)
@@ -195,3 +198,53 @@ def load_morpho_mnist(
         f"Morpho-MNIST {set} built from {source} (seed {seed}) in {root}",
         train[2].astype(np.int64), test[2].astype(np.int64), test[3], test[4],
     )
+
+
+# --------------------------------------------------------------------------------------------
+# the framework's Dataset
+
+DIGIT_SHAPE = (1, 28, 28)
+TARGET_FIELDS = {
+    "abnormal": FieldSpec("categorical", (), "int64", 2, ("normal", "abnormal"),
+                          "1 when the digit was swollen or fractured"),
+    "perturbation": FieldSpec("categorical", (), "int64", 5, ("plain", "thin", "thick", "swollen", "fractured"),
+                              "perturbation code"),
+    "thickness": FieldSpec("continuous", (), "float32", description="stroke thickness after perturbation, pixels"),
+}
+
+
+def as_dataset(data: TrainingSet, name: str) -> Dataset:
+    """A :class:`TrainingSet` as the framework's :class:`Dataset`: fields ``image`` (uint8
+    ``(1, 28, 28)``), ``label`` (digit class) and the target when it is not the label; splits
+    ``train`` and ``test`` (training holds out its validation digits from ``train``). The
+    TrainingSet itself is kept in ``extras["training_set"]`` for the studies."""
+    labels = {"train": data.train_labels, "test": data.test_labels}
+    target = None if data.target == "none" else data.target
+    fields = {"image": FieldSpec("image", DIGIT_SHAPE, "uint8", description="digit, 0-255")}
+    has_labels = target == "label" or all(v is not None for v in labels.values())
+    if has_labels:
+        # MNIST-format sources hold ten classes; a label target counts the classes it saw
+        classes = data.num_classes if target == "label" else 10
+        fields["label"] = FieldSpec("categorical", (), "int64", classes, description="digit class")
+    if target not in (None, "label"):
+        fields[target] = TARGET_FIELDS[target]
+    splits = {}
+    for split, images, targets in (("train", data.train_images, data.train_targets),
+                                   ("test", data.test_images, data.test_targets)):
+        arrays = {"image": images}
+        if has_labels:
+            arrays["label"] = (targets if target == "label" else labels[split]).astype(np.int64)
+        if target not in (None, "label"):
+            arrays[target] = targets
+        splits[split] = ArraySplit(arrays, image_shapes={"image": DIGIT_SHAPE})
+    return Dataset(name, splits, fields, target, data.description, {"training_set": data})
+
+
+@functools.wraps(load_digits)
+def digits_dataset(*args, **kwargs) -> Dataset:  # noqa: D103 -- the docstring is load_digits'
+    return as_dataset(load_digits(*args, **kwargs), "digits")
+
+
+@functools.wraps(load_morpho_mnist)
+def morpho_mnist_dataset(*args, **kwargs) -> Dataset:  # noqa: D103 -- the docstring is load_morpho_mnist's
+    return as_dataset(load_morpho_mnist(*args, **kwargs), "morpho-mnist")

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from repscope.data.sprites.attributes import (
-    ATTRIBUTES, DEFAULT_SIZES, VALIDATION_FRACTION, check_level, combination_count, combinations_to_table,
+    ATTRIBUTE_VALUES, ATTRIBUTES, DEFAULT_SIZES, VALIDATION_FRACTION, check_level, combination_count, combinations_to_table,
     compose_caption, level_attributes,
 )
 from repscope.data.sprites.dsprites import SPRITE_RADIUS_PX, extent_px, shape_masks
@@ -235,6 +235,41 @@ class CdSpritesPlus:
         table = np.stack([factors[name] for name in self.attributes], axis=1)
         captions = [compose_caption(self.level, row) for row in table.tolist()]
         return self.render(factors), captions, table
+
+    # -- the framework's generator interface (repscope.data.datasets.SampleGenerator) --------------
+
+    name = "cdsprites"
+
+    @property
+    def factor_names(self) -> tuple[str, ...]:
+        return self.attributes
+
+    @property
+    def factor_sizes(self) -> tuple[int, ...]:
+        return tuple(len(ATTRIBUTE_VALUES[name]) for name in self.attributes)
+
+    def sample(self, indices: Any, fields: Any = None) -> dict[str, np.ndarray]:
+        """The fields of samples ``indices``: ``image`` uint8 ``(N, 3, 64, 64)`` RGB, ``text`` float32
+        ``(N, 45, 27)`` one-hot caption, ``mask`` bool ``(N, 45)``, ``attributes`` int64 ``(N, L)``,
+        one int64 column per attribute, ``index``; ``fields`` picks some (the others are not made)."""
+        from repscope.data.sprites.captions import encode_captions
+
+        indices = self._check_indices(indices)
+        wanted = set(fields) if fields is not None else None
+        factors = self.factors(indices)
+        table = np.stack([factors[name] for name in self.attributes], axis=1)
+        out: dict[str, np.ndarray] = {"attributes": table, "index": indices}
+        out.update({name: table[:, k] for k, name in enumerate(self.attributes)})
+        if wanted is None or "image" in wanted:
+            out["image"] = np.ascontiguousarray(self.render(factors).transpose(0, 3, 1, 2))
+        if wanted is None or wanted & {"text", "mask"}:
+            out["text"], out["mask"] = encode_captions([compose_caption(self.level, row) for row in table.tolist()])
+        if wanted is None:
+            return out
+        missing = sorted(wanted - set(out))
+        if missing:
+            raise InvalidArgumentError(f"fields: CdSprites+ level {self.level} has no {', '.join(missing)}")
+        return {name: out[name] for name in fields}
 
     def batches(self, batch_size: int = 2048, start: int = 0, stop: int | None = None):
         """``(indices, images, captions, table, factors)`` in index order, ``batch_size`` at a time."""

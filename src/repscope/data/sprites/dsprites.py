@@ -135,10 +135,32 @@ def render(classes: Any) -> np.ndarray:
 
 
 class DSprites:
-    """The dSprites grid, generated on demand: ``ds[i] -> (image uint8 (64, 64), classes (6,))``."""
+    """The dSprites grid, generated on demand: ``ds[i] -> (image uint8 (64, 64), classes (6,))``.
+
+    Also a generator of the framework (:class:`repscope.data.datasets.SampleGenerator`):
+    ``sample(indices)`` gives the fields ``image`` (uint8 ``(N, 1, 64, 64)``, 0 or 255), ``factors``
+    (int64 ``(N, 6)`` classes in :data:`FACTOR_NAMES` order), one int64 column per factor, and ``index``.
+    """
+
+    name = "dsprites"
+    size = TOTAL
+    factor_names = FACTOR_NAMES
+    factor_sizes = FACTOR_SIZES
 
     def __len__(self) -> int:
         return TOTAL
+
+    def sample(self, indices: Any, fields: Any = None) -> dict[str, np.ndarray]:
+        """The fields of grid images ``indices`` (see the class docstring); ``fields`` picks some."""
+        indices = np.atleast_1d(np.asarray(indices, dtype=np.int64))
+        classes = index_to_classes(indices)
+        wanted = set(fields) if fields is not None else None
+        out: dict[str, np.ndarray] = {"factors": classes, "index": indices}
+        out.update({name: classes[:, k] for k, name in enumerate(FACTOR_NAMES)})
+        if wanted is None or "image" in wanted:
+            # 0/1 drawings as the 0-255 pixels every image field holds
+            out["image"] = (render(classes) * np.uint8(255))[:, None]
+        return out if wanted is None else {name: out[name] for name in fields}
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:
         classes = index_to_classes(int(index))

@@ -1,0 +1,23 @@
+"""How the models of :mod:`repscope.models` are trained: one small LightningModule per training family.
+
+``repscope.train.tasks.supervised``
+    ``SupervisedTask``: a classifier / regressor network (LeNet-5, MLP, the CdSprites+ attribute CNN).
+``repscope.train.tasks.vae``
+    ``VAETask``: beta-VAE with any registered encoder / decoder pair (28x28 digits, 64x64 images).
+``repscope.train.tasks.gan``
+    ``GANTask`` (non-saturating GAN) and ``InfoGANTask`` on 28x28 digits, and their losses.
+``repscope.train.tasks.base``
+    What they share (see its docstring for the batch and checkpoint conventions).
+"""
+
+from repscope.train.tasks.base import (
+    EVAL_BATCH, ImageTask, check_images, check_pixel_values, evaluating, image_batches, seeded, to_uint8,
+)
+from repscope.train.tasks.gan import GANTask, InfoGANTask, discriminator_loss, generator_loss
+from repscope.train.tasks.supervised import SupervisedTask
+from repscope.train.tasks.vae import VAETask
+
+__all__ = [
+    "SupervisedTask", "VAETask", "GANTask", "InfoGANTask", "ImageTask", "discriminator_loss", "generator_loss",
+    "check_images", "check_pixel_values", "image_batches", "evaluating", "seeded", "to_uint8", "EVAL_BATCH",
+]

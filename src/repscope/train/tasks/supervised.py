@@ -1,0 +1,119 @@
+"""The supervised family: a classifier or regressor network trained on ``(image, target)``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from repscope.errors import InvalidArgumentError
+from repscope.models.classifiers import KINDS
+from repscope.models.networks import build_classifier
+from repscope.train.tasks.base import (
+    DIGIT_SHAPE, EVAL_BATCH, ImageTask, check_images, checked_shape, evaluating, image_batches,
+)
+
+SCHEDULES = ("none", "cosine")
+
+
+class SupervisedTask(ImageTask):
+    """A network of :data:`repscope.models.networks.CLASSIFIERS` (LeNet-5, the 784-200-200-L MLP of
+    Castro et al., Appendix D, the CdSprites+ ``attribute-cnn``) trained with Adam.
+
+    Classification: cross-entropy on ``num_outputs`` logits, targets int class labels.
+    Regression: mean squared error of the single output (``num_outputs`` must be 1), targets float.
+    ``schedule="cosine"`` decays the learning rate to zero over the run, step by step (large steps
+    early, small ones to settle at the end, so a few epochs suffice).
+
+    Logs (``on_epoch``) ``train_loss``, ``val_loss`` and ``val_accuracy`` (classification) or
+    ``val_rmse`` (regression, over all validation samples).
+    """
+
+    batch_fields = ("image", "target")
+
+    def __init__(self, network: str = "lenet5", kind: Literal["classification", "regression"] = "classification",
+                 num_outputs: int = 10, lr: float = 1e-3, image_shape: Sequence[int] = DIGIT_SHAPE,
+                 schedule: Literal["none", "cosine"] = "none") -> None:
+        super().__init__()
+        if kind not in KINDS:
+            raise InvalidArgumentError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
+        if kind == "regression" and num_outputs != 1:
+            raise InvalidArgumentError(f"num_outputs: regression predicts one value, got num_outputs={num_outputs}")
+        if kind == "classification" and num_outputs < 2:
+            raise InvalidArgumentError(f"num_outputs: classification needs at least 2 classes, got {num_outputs}")
+        if schedule not in SCHEDULES:
+            raise InvalidArgumentError(f"schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
+        if not float(lr) > 0:
+            raise InvalidArgumentError(f"lr: must be positive, got {lr!r}")
+        shape = checked_shape(image_shape)
+        self.save_hyperparameters({"network": network, "kind": kind, "num_outputs": int(num_outputs),
+                                   "lr": float(lr), "image_shape": shape, "schedule": schedule})
+        self.network = build_classifier(network, shape, num_outputs)
+        self._squared_error = torch.zeros(())
+        self._val_count = 0
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        if images.dtype == torch.uint8:
+            images = images.float() / 255.0
+        return self.network(images)
+
+    def _step(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        images, targets = batch["image"], batch["target"]
+        outputs = self(images)
+        if self.hparams.kind == "classification":
+            return F.cross_entropy(outputs, targets.long()), outputs, targets
+        outputs = outputs.squeeze(1)
+        return F.mse_loss(outputs, targets.float()), outputs, targets
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        loss, _, _ = self._step(batch)
+        self._log("train_loss", loss, len(batch["image"]))
+        return loss
+
+    def on_validation_epoch_start(self) -> None:
+        self._squared_error, self._val_count = torch.zeros((), device=self.device), 0
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        loss, outputs, targets = self._step(batch)
+        n = len(batch["image"])
+        self._log("val_loss", loss, n)
+        if self.hparams.kind == "classification":
+            self._log("val_accuracy", (outputs.argmax(1) == targets.long()).float().mean(), n)
+        else:
+            self._squared_error = self._squared_error + ((outputs - targets.float()) ** 2).sum().detach()
+            self._val_count += n
+
+    def on_validation_epoch_end(self) -> None:
+        if self.hparams.kind == "regression" and self._val_count:
+            # RMSE over all validation samples (not a mean of per-batch RMSEs), summed across devices
+            total = self.trainer.strategy.reduce(self._squared_error, reduce_op="sum")
+            count = self.trainer.strategy.reduce(torch.tensor(float(self._val_count), device=self.device), reduce_op="sum")
+            self.log("val_rmse", torch.sqrt(total / count), prog_bar=False)
+
+    def configure_optimizers(self) -> Any:
+        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        if self.hparams.get("schedule", "none") != "cosine":
+            return optimizer
+        steps = max(1, int(self.trainer.estimated_stepping_batches))
+        schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=steps)
+        return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
+
+    def outputs(self, images: Any, batch_size: int = EVAL_BATCH) -> torch.Tensor:
+        """The network's raw outputs ``(N, num_outputs)`` (logits or values) on ``images``."""
+        array = check_images(images, image_shape=self.image_shape)
+        with evaluating(self):
+            return torch.cat([self(chunk).cpu() for chunk in image_batches(array, batch_size, self.device)])
+
+    def predict(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """Class indices (int64) or regression values (float32), one per image of ``images``: uint8
+        (0-255) or float in [0, 1], ``(N, H, W)`` grey or ``(N, H, W, C)`` colour (channels-first accepted)."""
+        joined = self.outputs(images, batch_size)
+        if self.hparams.kind == "classification":
+            return joined.argmax(1).numpy().astype(np.int64)
+        return joined.squeeze(1).numpy().astype(np.float32)
+
+
+__all__ = ["SupervisedTask"]

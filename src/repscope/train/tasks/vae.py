@@ -1,0 +1,92 @@
+"""The VAE family: an encoder / decoder pair trained on the evidence lower bound; beta-VAE first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from repscope.errors import InvalidArgumentError
+from repscope.models.networks import build_autoencoder, default_architecture
+from repscope.train.tasks.base import (
+    DIGIT_SHAPE, EVAL_BATCH, ImageTask, check_images, checked_shape, count, evaluating, image_batches, seeded,
+)
+
+
+class VAETask(ImageTask):
+    """beta-VAE (Higgins et al., 2017) with a Bernoulli likelihood and a standard normal prior.
+
+    Networks: ``architecture`` of :data:`repscope.models.networks.AUTOENCODERS` for images of
+    ``image_shape`` (default: ``infogan-mnist``, the mirrored InfoGAN networks, for 28x28 digits;
+    ``conv64``, Burgess et al.'s networks, for 64x64 images).
+
+    Loss per image, averaged over the batch: ``BCE(x, decoder logits)`` summed over the pixels
+    ``+ beta * KL(q(z|x) || N(0, I))`` with ``KL = 1/2 sum(mu^2 + sigma^2 - 1 - log sigma^2)``.
+    Subclasses change the regulariser by overriding :meth:`regulariser`.
+    """
+
+    def __init__(self, latent_dim: int = 64, beta: float = 4.0, lr: float = 1e-3,
+                 image_shape: Sequence[int] = DIGIT_SHAPE, architecture: str | None = None) -> None:
+        super().__init__()
+        if latent_dim < 1:
+            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
+        if beta < 0:
+            raise InvalidArgumentError(f"beta: must be non-negative, got {beta}")
+        shape = checked_shape(image_shape)
+        architecture = architecture or default_architecture(shape)
+        self.save_hyperparameters({"latent_dim": int(latent_dim), "beta": float(beta), "lr": float(lr),
+                                   "image_shape": shape, "architecture": architecture})
+        self.encoder, self.decoder = build_autoencoder(architecture, shape, latent_dim)
+
+    def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``{"regulariser": beta * KL, "kl": KL}``, each averaged over the batch."""
+        kl = 0.5 * (mean.pow(2) + log_var.exp() - 1.0 - log_var).sum(1).mean()
+        return {"regulariser": self.hparams.beta * kl, "kl": kl}
+
+    def losses(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
+        """``loss`` = reconstruction + regulariser, and its parts, on float images ``(B, C, H, W)``."""
+        mean, log_var = self.encoder(images)
+        z = mean + torch.randn_like(mean) * torch.exp(0.5 * log_var)
+        logits = self.decoder(z, logits=True)
+        reconstruction = F.binary_cross_entropy_with_logits(logits, images, reduction="none").flatten(1).sum(1).mean()
+        parts = self.regulariser(mean, log_var, z)
+        regulariser = parts.pop("regulariser")
+        return {"loss": reconstruction + regulariser, "reconstruction": reconstruction, **parts}
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        losses = self.losses(batch["image"])
+        for key, value in losses.items():
+            self._log(f"train_{key}", value, len(batch["image"]))
+        return losses["loss"]
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        for key, value in self.losses(batch["image"]).items():
+            self._log(f"val_{key}", value, len(batch["image"]))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+    def encode(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """Posterior means ``(N, latent_dim)`` float32 of ``images`` (uint8 or float in [0, 1])."""
+        array = check_images(images, image_shape=self.image_shape)
+        with evaluating(self):
+            means = [self.encoder(chunk)[0] for chunk in image_batches(array, batch_size, self.device)]
+        return torch.cat(means).cpu().numpy().astype(np.float32)
+
+    def decode(self, codes: Any) -> np.ndarray:
+        """uint8 images of codes ``(N, latent_dim)``: the decoder's Bernoulli means, ``round(255 p)``."""
+        z = torch.as_tensor(np.asarray(codes, dtype=np.float32))
+        if z.ndim != 2 or z.shape[1] != self.hparams.latent_dim:
+            raise InvalidArgumentError(f"codes: expected shape (N, {self.hparams.latent_dim}), got {tuple(z.shape)}")
+        return self._decode(self.decoder, z)
+
+    def sample(self, n: int, seed: int = 0) -> np.ndarray:
+        """uint8 images of ``z ~ N(0, I)``: ``(n, H, W)`` grey or ``(n, H, W, C)`` colour."""
+        z = torch.randn(count(n), self.hparams.latent_dim, generator=seeded(seed))
+        return self._decode(self.decoder, z)
+
+
+__all__ = ["VAETask"]
