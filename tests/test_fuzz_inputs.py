@@ -132,3 +132,134 @@ def test_set_thickness_of_a_one_pixel_digit_is_finite_and_flagged(target):
 def test_set_slant_reports_whether_it_reached_the_target(digits):
     _, params = set_slant(digits[0], 0.2)
     assert params["reached"] == (abs(params["achieved"] - 0.2) < interventions.SLANT_TOLERANCE)
+
+
+# --------------------------------------------------------------------------------------------
+# files: never unpickled, corrupt archives and non-UTF-8 configs are one DataFormatError
+
+
+def _npz_with_bad_crc(path):
+    images = np.zeros((3, 28, 28), np.uint8)
+    images[:, 8:20, 8:20] = 200
+    np.savez(path, images=images)
+    raw = bytearray(path.read_bytes())
+    raw[200] ^= 0xFF  # inside images.npy's data: the zip member's CRC no longer matches
+    path.write_bytes(bytes(raw))
+    return path
+
+
+def _npz_with_a_pickle(path):
+    np.savez(path, images=np.array([{"payload": 1}], dtype=object))
+    return path
+
+
+@pytest.mark.parametrize("make, fragment", [(_npz_with_bad_crc, "CRC"), (_npz_with_a_pickle, "Object arrays")])
+def test_corrupt_or_pickled_npz_is_a_format_error_naming_the_file(tmp_path, make, fragment):
+    from repscope.data.sources import load_source
+    from repscope.errors import DataFormatError
+
+    path = make(tmp_path / "digits.npz")
+    with pytest.raises(DataFormatError, match=str(path)) as info:
+        load_source(str(path))
+    assert fragment in str(info.value)
+
+
+@pytest.mark.parametrize("make", [_npz_with_bad_crc, _npz_with_a_pickle])
+@pytest.mark.parametrize("command", [["data", "info"], ["morpho", "measure"]])
+def test_cli_reads_of_bad_npz_end_in_one_line(tmp_path, capsys, make, command):
+    from repscope.cli import main
+
+    path = make(tmp_path / "digits.npz")
+    extra = ["-o", str(tmp_path / "out.csv")] if command[0] == "morpho" else []
+    with pytest.raises(SystemExit) as exit_info:
+        main([*command, str(path), *extra])
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("repscope: error:") and str(path) in err and "\n" not in err
+    assert not (tmp_path / "out.csv").exists()
+
+
+def test_pickled_dsprites_npz_is_never_unpickled(tmp_path):
+    from repscope.data.sprites.dsprites import read_npz
+    from repscope.errors import DataFormatError
+
+    path = tmp_path / "dsprites.npz"
+    np.savez(path, imgs=np.array([object()], dtype=object), latents_values=np.zeros((1, 6)),
+             latents_classes=np.zeros((1, 6), np.int64))
+    with pytest.raises(DataFormatError, match=str(path)):
+        read_npz(path)
+    _npz_with_bad_crc(path)
+    with pytest.raises(DataFormatError, match=str(path)):
+        read_npz(path)
+
+
+def test_a_npy_holding_one_image_with_a_channel_axis_is_refused(tmp_path):
+    from repscope.data.sources import load_source
+
+    path = tmp_path / "one.npy"
+    np.save(path, np.zeros((28, 28, 1), np.uint8))
+    with pytest.raises(InvalidArgumentError, match=rf"{path}: shape \(28, 28, 1\) .*channel axis"):
+        load_source(str(path))
+
+
+def test_non_utf8_yaml_config_is_a_format_error_naming_the_file(tmp_path):
+    from repscope.config import read_yaml_mapping
+    from repscope.errors import DataFormatError
+
+    path = tmp_path / "config.yaml"
+    path.write_bytes("seed: 1\nname: caf\u00e9\n".encode("latin-1"))
+    with pytest.raises(DataFormatError, match=rf"{path}: not UTF-8 .*0xe9"):
+        read_yaml_mapping(path)
+    path.write_bytes("\ufeffseed: 1\n".encode("utf-8"))  # a byte-order mark is fine
+    assert read_yaml_mapping(path) == {"seed": 1}
+
+
+# --------------------------------------------------------------------------------------------
+# outputs that cannot be written: one line naming the path, nothing left behind
+
+
+def _blocked(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("keep")
+    return blocker
+
+
+@pytest.mark.parametrize("command", [
+    ["morpho", "build", "--sets", "plain", "--max-train", "10", "--max-test", "5", "--out", "{out}"],
+    ["morpho", "measure", "{digits}", "-o", "{out}/m.csv"],
+    ["sprites", "generate", "--level", "1", "--n", "6", "--out", "{out}"],
+    ["sprites", "generate", "--dataset", "dsprites", "--out", "{out}/d.npz"],  # the whole grid: must fail first
+])
+def test_cli_writes_under_a_file_end_in_one_line_naming_the_path(tmp_path, capsys, monkeypatch, command):
+    from repscope.cli import main
+
+    monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
+    inputs = tmp_path / "inputs"
+    inputs.mkdir()
+    np.save(inputs / "digits.npy", load_source("mnist-sample").images[:20])
+    blocker = _blocked(tmp_path)
+    out = blocker / "sub"
+    argv = [part.replace("{out}", str(out)).replace("{digits}", str(inputs / "digits.npy")) for part in command]
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("repscope: error:") and str(blocker) in err and "\n" not in err
+    assert blocker.read_text() == "keep"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file", "inputs"]
+
+
+def test_read_only_directory_is_one_error_naming_the_path(tmp_path, monkeypatch):
+    """As root a chmod 0555 directory stays writable, so the refusal is simulated where the
+    system would raise it (mkstemp in the destination directory)."""
+    import tempfile
+
+    from repscope import fileio
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied", kwargs.get("dir"))
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(fileio.OutputWriteError, match=rf"{tmp_path / 'x.csv'}: cannot write .*Permission denied"):
+        fileio.write_bytes_atomic(tmp_path / "x.csv", b"1")
+    assert list(tmp_path.iterdir()) == []

@@ -197,7 +197,7 @@ def test_checksum_verification_catches_flipped_byte(cd_dir):
     raw = bytearray(images_file.read_bytes())
     raw[-100] ^= 0xFF
     images_file.write_bytes(bytes(raw))
-    store.read_dataset(cd_dir)  # shapes still agree: only verification notices
+    store.read_dataset(cd_dir, verify=False)  # shapes still agree: only verification notices
     with pytest.raises(ChecksumError, match="images.npy"):
         store.read_dataset(cd_dir, verify=True)
 
@@ -398,3 +398,77 @@ def test_dsprites_rejects_captions(tmp_path):
         store.write_dataset(tmp_path / "ds", [(images, ["a", "b", "c"], factors)], 3, generator="dsprites",
                             level=None, seed=0, params={}, image_shape=(64, 64))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_changed_image_is_caught_by_default(cd_dir):
+    images_file = cd_dir / "images.npy"
+    raw = bytearray(images_file.read_bytes())
+    raw[-100] ^= 0xFF  # the same size and shape: only the checksum can tell
+    images_file.write_bytes(bytes(raw))
+    with pytest.raises(ChecksumError, match=r"images\.npy: sha256 .* does not match"):
+        store.read_dataset(cd_dir)
+    assert len(store.read_dataset(cd_dir, verify=False)) == N
+
+
+def test_a_changed_caption_or_factor_file_is_caught_by_default(cd_dir):
+    captions = cd_dir / "captions.txt"
+    lines = captions.read_text().split("\n")
+    lines[0], lines[1] = lines[1], lines[0]
+    captions.write_text("\n".join(lines))
+    with pytest.raises(ChecksumError, match="captions.txt"):
+        store.read_dataset(cd_dir)
+
+
+def test_large_images_are_checked_by_sampled_blocks(cd_dir, monkeypatch):
+    monkeypatch.setattr(store, "VERIFY_FULL_BYTES", 0)  # every images.npy counts as large
+    full_hashes = []
+    original = store.sha256_file
+    monkeypatch.setattr(store, "sha256_file", lambda f: full_hashes.append(f.name) or original(f))
+    store.read_dataset(cd_dir)
+    assert "images.npy" not in full_hashes and "factors.csv" in full_hashes
+    images_file = cd_dir / "images.npy"
+    raw = bytearray(images_file.read_bytes())
+    raw[-1] ^= 0xFF  # the last block is always sampled
+    images_file.write_bytes(bytes(raw))
+    with pytest.raises(ChecksumError, match="images.npy: sampled blocks"):
+        store.read_dataset(cd_dir)
+    with pytest.raises(ChecksumError, match="images.npy: sha256"):
+        store.read_dataset(cd_dir, verify=True)
+
+
+def test_appended_bytes_are_a_format_error(cd_dir):
+    with open(cd_dir / "images.npy", "ab") as handle:
+        handle.write(b"\0" * 10)
+    with pytest.raises(DataFormatError, match="images.npy: .* bytes"):
+        store.read_dataset(cd_dir, verify=False)
+
+
+def test_verify_takes_auto_true_or_false(cd_dir):
+    with pytest.raises(InvalidArgumentError, match="verify"):
+        store.read_dataset(cd_dir, verify="yes")
+
+
+def test_export_h5_file_has_the_umask_mode(tmp_path, cd_dir):
+    import os
+
+    old = os.umask(0o022)
+    try:
+        out_h5 = store.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5)
+        plain = tmp_path / "plain.txt"
+        plain.write_text("x")
+    finally:
+        os.umask(old)
+    assert oct(out_h5.stat().st_mode & 0o777) == oct(plain.stat().st_mode & 0o777) == oct(0o644)
+
+
+def test_writing_under_a_file_is_one_error_naming_the_path(tmp_path, cd_dir, cd_data):
+    from repscope.errors import RepscopeError
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    images, captions, _, factors = cd_data
+    with pytest.raises(RepscopeError, match=str(blocker)):
+        write_cd(blocker / "cd", images, captions, factors)
+    with pytest.raises(RepscopeError, match=str(blocker)):
+        store.export_h5(cd_dir, blocker / "traindata.h5")
+    assert blocker.read_text() == "x"

@@ -31,12 +31,26 @@ class Section(BaseModel):
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """The top-level mapping of a YAML file; a missing, unparsable or non-mapping file is an error."""
+    """The top-level mapping of a UTF-8 YAML file; a missing, unreadable, non-UTF-8, unparsable or
+    non-mapping file is an error naming the file."""
     path = Path(path)
     if not path.is_file():
         raise InvalidArgumentError(f"config {path}: no such file")
     try:
-        data = yaml.safe_load(path.read_text())
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise DataFormatError(f"config {path}: cannot be read ({exc.strerror or exc})") from None
+    try:
+        # YAML configs are UTF-8 whatever the locale (a BOM is allowed)
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(
+            f"config {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
+            "save the file as UTF-8") from None
+    try:
+        data = yaml.safe_load(text)
+    except RecursionError:
+        raise DataFormatError(f"config {path}: nested too deeply to be a config") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""

@@ -55,6 +55,19 @@ def make_output_dir(path: str | os.PathLike) -> Path:
     return path
 
 
+def check_writable_dir(directory: str | os.PathLike) -> Path:
+    """Create ``directory`` if needed and prove a file can be made in it (made and removed at
+    once), so that a long computation fails before it starts rather than at its first write."""
+    directory = make_output_dir(directory)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX + "probe.", dir=directory)
+    except OSError as exc:
+        raise output_error(directory, exc) from None
+    os.close(fd)
+    os.unlink(probe)
+    return directory
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing and rename it to ``path`` on success."""
@@ -74,7 +87,7 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
                 raise output_error(path, exc) from None
         try:
             # mkstemp creates the file private (0600); give it the mode a plain open() would
-            os.chmod(tmp_name, 0o666 & ~_current_umask())
+            os.chmod(tmp_name, 0o666 & ~current_umask())
             os.replace(tmp_name, path)
         except OSError as exc:
             raise output_error(path, exc) from None
@@ -84,10 +97,14 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
         raise
 
 
-def _current_umask() -> int:
+def current_umask() -> int:
+    """The process umask (read by setting and restoring it)."""
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+_current_umask = current_umask
 
 
 def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:

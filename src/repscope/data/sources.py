@@ -31,10 +31,11 @@ import functools
 import gzip
 import os
 import zipfile
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -265,6 +266,14 @@ def images_to_uint8(array: np.ndarray, name: str = "images") -> np.ndarray:
         raise InvalidArgumentError(
             f"{name}: images must have shape (N, H, W) or (N, 784), got {array.shape}"
         )
+    if array.shape[-1] in (1, 3, 4) and array.shape[-1] < array.shape[-2]:
+        # (28, 28, 1) is one image with a channel axis, not 28 images one pixel wide
+        raise InvalidArgumentError(
+            f"{name}: shape {array.shape} looks like one image with a channel axis; "
+            f"store a batch (N, H, W), e.g. shape (1, {array.shape[0]}, {array.shape[1]}) for one image"
+        )
+    if 0 in array.shape[1:]:
+        raise InvalidArgumentError(f"{name}: zero-size images (shape {array.shape})")
     if len(array) == 0:
         raise InvalidArgumentError(f"{name}: holds no images (shape {array.shape})")
     if array.dtype == np.uint8:
@@ -301,11 +310,25 @@ def labels_to_uint8(array: np.ndarray, count: int, name: str = "labels") -> np.n
     return array.astype(np.uint8)
 
 
+# what a corrupt .npy / .npz raises: bad header, truncated data, a pickled object (never
+# unpickled: allow_pickle=False), a bad zip directory or member CRC, bad deflate data
+_READ_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, KeyError)
+
+
 def _np_load(path: Path):
     try:
         return np.load(path, allow_pickle=False)
-    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+    except _READ_ERRORS as exc:
         raise DataFormatError(f"{path}: cannot read as {path.suffix} ({exc})") from None
+
+
+def _npz_member(archive: Any, path: Path, key: str) -> np.ndarray:
+    """One array of an open ``.npz``: read (and CRC-checked) here, so a corrupt or pickled member
+    is a DataFormatError naming the file and the key."""
+    try:
+        return archive[key]
+    except _READ_ERRORS as exc:
+        raise DataFormatError(f"{path}: key {key!r} cannot be read ({exc})") from None
 
 
 def _load_array_file(path: Path, source: str) -> dict[str, ImageSet]:
@@ -316,9 +339,9 @@ def _load_array_file(path: Path, source: str) -> dict[str, ImageSet]:
         with archive:
             if "images" not in archive.files:
                 raise InvalidArgumentError(f"{path}: .npz needs key 'images', has {sorted(archive.files)}")
-            images = images_to_uint8(archive["images"], str(path))
+            images = images_to_uint8(_npz_member(archive, path, "images"), str(path))
             labels = (
-                labels_to_uint8(archive["labels"], len(images), f"{path} (key labels)")
+                labels_to_uint8(_npz_member(archive, path, "labels"), len(images), f"{path} (key labels)")
                 if "labels" in archive.files else None
             )
         origin = str(path)

@@ -14,6 +14,8 @@ the margin keeps every rotated shape at every scale whole inside the image.
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -196,8 +198,10 @@ def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> 
     """Write the original dSprites layout (compressed ``.npz``): ``imgs`` uint8 (N, 64, 64),
     ``latents_values`` float64 (N, 6), ``latents_classes`` int64 (N, 6), ``metadata`` (a dict, stored
     as a pickled object array as the original stores it)."""
-    from repscope.fileio import atomic_write
+    from repscope.fileio import atomic_write, check_writable_dir
 
+    path = Path(path)
+    check_writable_dir(path.parent)  # before a minute of drawing, not after
     indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)
     images = np.empty((len(indices), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
     classes = np.empty((len(indices), len(FACTOR_SIZES)), dtype=np.int64)
@@ -221,7 +225,8 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
             if missing:
                 raise DataFormatError(f"{path}: not a dSprites .npz, missing {', '.join(missing)}")
             out = {key: archive[key] for key in ("imgs", "latents_values", "latents_classes")}
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile, zlib.error) as exc:
+        # a truncated file, a bad member CRC, a pickled object (never unpickled)
         raise DataFormatError(f"{path}: not a readable .npz ({exc})") from None
     n = len(out["imgs"])
     if out["imgs"].shape[1:] != (IMAGE_SIZE, IMAGE_SIZE) or out["latents_classes"].shape != (n, 6) \
