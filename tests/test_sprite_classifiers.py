@@ -15,10 +15,11 @@ from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, level_attributes
 from repscope.data.sprites.cdsprites import CdSpritesPlus
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.models.sprite_cnn import AttributeCNN
-from repscope.train import sprite_classifiers as sc
-from repscope.train.sprite_classifiers import (
-    SpriteAttributeTask, classifiers_dir, evaluate_classifiers, load_classifiers, train_classifiers,
+from repscope.train import attribute_classifiers as sc
+from repscope.train.attribute_classifiers import (
+    classifiers_dir, evaluate_classifiers, load_classifiers, train_classifiers,
 )
+from repscope.train.tasks import SupervisedTask
 
 # tiny trainings fall short of the 98% target on purpose; the warning saying so is tested once
 pytestmark = pytest.mark.filterwarnings("ignore:.*below.*0.98:RuntimeWarning")
@@ -67,8 +68,10 @@ def test_training_writes_every_attribute_of_the_level(level5):
         assert entry["meets_target"] == (entry["val_accuracy"] >= sc.TARGET_ACCURACY)
         # plain tensors and values only: loadable without unpickling code
         checkpoint = torch.load(directory / f"{attribute}.ckpt", weights_only=True)
-        assert checkpoint["hyper_parameters"] == {"level": 5, "attribute": attribute,
-                                                  "num_classes": len(ATTRIBUTE_VALUES[attribute]), "lr": sc.DEFAULT_LR}
+        assert (checkpoint["level"], checkpoint["attribute"]) == (5, attribute)
+        assert checkpoint["hyper_parameters"] == {
+            "network": "attribute-cnn", "kind": "classification", "num_outputs": len(ATTRIBUTE_VALUES[attribute]),
+            "lr": sc.DEFAULT_LR, "image_shape": [3, 64, 64], "schedule": "cosine"}
     # no temporary folder left next to the cache
     assert [p.name for p in directory.parent.iterdir() if p.name.startswith(".tmp-")] == []
 
@@ -104,7 +107,7 @@ def test_predict_gives_a_table_of_valid_classes_in_any_accepted_layout(level5):
     (np.zeros((4, 64, 64), np.uint8), "shape"),
     (np.zeros((4, 32, 32, 3), np.uint8), "shape"),
     (np.zeros((64, 64, 3), np.uint8), "shape"),
-    (np.zeros((0, 64, 64, 3), np.uint8), "no images"),
+    (np.zeros((0, 64, 64, 3), np.uint8), "got 0"),
     (np.zeros((4, 64, 64, 3), np.int32), "dtype"),
     (np.full((4, 64, 64, 3), 2.0, np.float32), "[0, 1]"),
     (np.full((4, 64, 64, 3), np.nan, np.float32), "NaN"),
@@ -172,7 +175,7 @@ def test_corrupt_checkpoint_is_named_then_retrained(level5_home, tmp_path, monke
     monkeypatch.setattr(sc, "DEFAULT_EPOCHS", 1)
     classifiers = load_classifiers(5, progress=False)
     assert "colour.ckpt" in capsys.readouterr().err
-    assert torch.load(broken, weights_only=True)["hyper_parameters"]["attribute"] == "colour"
+    assert torch.load(broken, weights_only=True)["attribute"] == "colour"
     assert classifiers.metadata["attributes"]["colour"]["n_train"] == 128
 
 
@@ -222,10 +225,14 @@ def test_training_is_deterministic_in_the_seed(tmp_path):
 
 
 def test_bad_arguments_are_named():
-    with pytest.raises(InvalidArgumentError, match="attribute"):
-        SpriteAttributeTask(level=2, attribute="colour", num_classes=5)
-    with pytest.raises(InvalidArgumentError, match="num_classes"):
-        SpriteAttributeTask(level=3, attribute="colour", num_classes=4)
+    from repscope.data.sprites.datasets import cdsprites_dataset
+
+    with pytest.raises(InvalidArgumentError, match="target"):
+        cdsprites_dataset(level=2, target="colour", train_size=8, val_size=8, test_size=8)
+    with pytest.raises(InvalidArgumentError, match="num_outputs"):
+        SupervisedTask("attribute-cnn", num_outputs=1, image_shape=(3, 64, 64))
+    with pytest.raises(InvalidArgumentError, match="lr"):
+        train_classifiers(1, lr=0.0)
     with pytest.raises(InvalidArgumentError, match="level"):
         train_classifiers(6, **TINY)
     with pytest.raises(InvalidArgumentError, match="train_size"):

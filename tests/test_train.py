@@ -87,7 +87,7 @@ def test_training_writes_the_run_directory_and_learns(lenet_run):
     run = outcome.run.root
     assert {p.name for p in run.iterdir()} >= {"config.yaml", "metrics.json", "checkpoints", "tables", "logs"}
     metrics = json.loads((run / "metrics.json").read_text())
-    assert metrics["epochs"] == 2 and metrics["train_digits"] == 270 and metrics["val_digits"] == 30
+    assert metrics["epochs"] == 2 and metrics["n_train"] == 270 and metrics["n_val"] == 30
     assert metrics["test_accuracy"] > 0.5  # 10 classes: chance is 0.1
     curves = pd.read_csv(run / "tables" / "training_curves.csv")
     assert list(curves["epoch"]) == [0, 1]
@@ -99,7 +99,7 @@ def test_training_writes_the_run_directory_and_learns(lenet_run):
 
 def test_reloaded_final_weights_give_the_same_outputs(lenet_run):
     outcome, _ = lenet_run
-    images = outcome.data.test_images
+    images = outcome.data.arrays("test", ["image"])["image"]
     reloaded = load_task(outcome.run.root)
     outcome.task.eval()
     assert np.array_equal(reloaded.predict(images), outcome.task.predict(images))
