@@ -2,12 +2,20 @@
 
 Each area lives in its own module with a ``typer.Typer`` named ``app``; heavy imports happen
 inside the commands so that ``repscope --help`` stays fast. A :class:`RepscopeError` raised by
-any command is printed as one line on stderr and the process exits with status 1.
+any command is printed as one line on stderr and the process exits with status 1; Ctrl-C prints
+``repscope: interrupted`` and exits with status 130, without a traceback.
+
+Conventions every verb follows (see ``repscope.outputs``): outputs are written with ``--out/-o``,
+an existing output is refused unless ``--overwrite`` (or ``--resume`` where the verb can resume)
+is given, choice options list their values in ``--help``, ``--jobs -1`` means all cores.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+from typing import Optional
 
 import typer
 
@@ -21,6 +29,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from repscope import __version__
+
+        typer.echo(f"repscope {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
+                                           help="Print the version and exit."),
+) -> None:
+    """Quantitative assessment of learned representations."""
 
 
 def _register_areas() -> None:
@@ -41,14 +65,74 @@ def _register_areas() -> None:
 _register_areas()
 
 
+# --------------------------------------------------------------------------------------------
+# Ctrl-C
+
+_main_pid: int | None = None
+_interrupted = False
+
+
+def _on_interrupt(signum: int, frame: object) -> None:
+    """SIGINT in the command's process raises KeyboardInterrupt; in a process forked from it (worker
+    pools, DataLoader workers inherit this handler) it is ignored, so that the parent alone stops
+    the work and reports the interrupt once."""
+    global _interrupted
+    if os.getpid() != _main_pid:
+        return
+    _interrupted = True
+    raise KeyboardInterrupt
+
+
+def _caused_by_interrupt(exc: BaseException) -> bool:
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _interrupted_exit() -> SystemExit:
+    # a second Ctrl-C while the line is printed must not add a traceback
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:
+        pass
+    print("repscope: interrupted", file=sys.stderr, flush=True)
+    return SystemExit(130)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
+    global _main_pid, _interrupted
+    _main_pid, _interrupted = os.getpid(), False
+    try:
+        previous = signal.signal(signal.SIGINT, _on_interrupt)
+    except ValueError:  # not the main thread (embedded use): leave signals alone
+        previous = None
     try:
         app(args=argv, prog_name="repscope")
     except RepscopeError as exc:
+        if _interrupted:
+            raise _interrupted_exit() from None
         message = " ".join(str(exc).split())  # one line, whatever the message holds
         print(f"repscope: error: {message}", file=sys.stderr)
         raise SystemExit(1) from None
     except KeyboardInterrupt:
-        print("repscope: interrupted", file=sys.stderr)
-        raise SystemExit(130) from None
+        raise _interrupted_exit() from None
+    except SystemExit as exc:
+        # typer turns KeyboardInterrupt into exit status 130 without a word; Lightning into status 1
+        if exc.code == 130 or (exc.code not in (0, None) and (_interrupted or _caused_by_interrupt(exc))):
+            raise _interrupted_exit() from None
+        raise
+    except Exception:
+        if _interrupted:  # an error while tearing down after Ctrl-C (a display, a pool)
+            raise _interrupted_exit() from None
+        raise
+    finally:
+        if previous is not None:
+            try:
+                signal.signal(signal.SIGINT, previous)
+            except ValueError:
+                pass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
@@ -46,12 +46,21 @@ def list_command() -> None:
 
 @app.command("download")
 def download_command(
-    name: str = typer.Argument(..., help="mnist or fashion-mnist"),
-    dest: Optional[Path] = typer.Option(None, "--dest", help="directory to put the files in (default $REPSCOPE_HOME/datasets/NAME)"),
+    name: Literal["mnist", "fashion-mnist"] = typer.Argument(..., help="mnist or fashion-mnist"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="directory to put the files in (default $REPSCOPE_HOME/datasets/NAME); files already there and verified are kept"),
+    dest: Optional[Path] = typer.Option(None, "--dest", hidden=True, help="former name of --out"),
 ) -> None:
     """Download a dataset's files, verify their checksums and that they parse as MNIST IDX."""
     from repscope.data.download import download_dataset
-    from repscope.progress import interactive
+    from repscope.errors import InvalidArgumentError
+    from repscope.outputs import prepare_output
 
-    directory = download_dataset(name, dest_dir=dest, progress=interactive())
+    if out is not None and dest is not None and out != dest:
+        raise InvalidArgumentError("--out and --dest: give one (--dest is the former name of --out)")
+    out = out if out is not None else dest
+    if out is not None:
+        # a download fills a folder and keeps the verified files it finds there: only a file in
+        # the way is refused
+        prepare_output(out, resume=True, kind="directory")
+    directory = download_dataset(name, dest_dir=out, progress=True)
     typer.echo(f"{name}: ready in {directory}")

@@ -3,40 +3,52 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
 app = typer.Typer(no_args_is_help=True)
 
 
+SPLIT_CHOICES = Literal["train", "t10k", "all"]
+METHOD_CHOICES = Literal["fast", "reference"]
+
+
 @app.command("measure")
 def measure_command(
     source: str = typer.Argument(..., help="mnist-sample, fashion-mnist, mnist, a directory of MNIST files, or a .npy/.npz file"),
-    output: Path = typer.Option(..., "--output", "-o", help="CSV file to write (index, area, length, thickness, slant, width, height, valid)"),
-    split: str = typer.Option("all", help="train, t10k or all (train then t10k)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="CSV file to write (index, label, area, length, thickness, slant, width, height, valid)"),
+    output: Optional[Path] = typer.Option(None, "--output", hidden=True, help="former name of --out"),
+    split: SPLIT_CHOICES = typer.Option("all", help="train, t10k, or all (train then t10k)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes"),
-    method: str = typer.Option("fast", help="fast (batched) or reference (per-image scikit-image)"),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
+    method: METHOD_CHOICES = typer.Option("fast", help="fast (batched) or reference (per-image scikit-image)"),
     limit: Optional[int] = typer.Option(None, help="measure only the first N digits"),
-    overwrite: bool = typer.Option(False, help="replace OUTPUT if it exists"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the output if it exists"),
 ) -> None:
     """Measure area, stroke length and thickness, slant, width and height of every digit."""
     import numpy as np
 
     from repscope.data.morpho import measure
     from repscope.data.sources import load_source
-    from repscope.errors import InvalidArgumentError, OutputExistsError
+    from repscope.errors import InvalidArgumentError
     from repscope.fileio import write_bytes_atomic
+    from repscope.outputs import output_target, prepare_output
     from repscope.progress import progress_bar
+    from repscope.resources import resolve_jobs
 
-    if output.exists() and not overwrite:
-        raise OutputExistsError(f"--output {output}: exists; pass --overwrite to replace it")
+    if out is not None and output is not None and out != output:
+        raise InvalidArgumentError("--out and --output: give one (--output is the former name of --out)")
+    out = out if out is not None else output
+    if out is None:
+        raise InvalidArgumentError("--out: missing; name the CSV file to write (-o FILE.csv)")
+    jobs = resolve_jobs(jobs)
+    prepare_output(out, overwrite=overwrite)
     if limit is not None and limit < 1:
         raise InvalidArgumentError(f"--limit: must be >= 1, got {limit}")
     data = load_source(source, split=split, data_dir=data_dir)
     images = data.images if limit is None else data.images[:limit]
-    with progress_bar(f"measuring {len(images)} digits", total=len(images)) as update:
+    with progress_bar(f"measuring {len(images)} digits of {source}", total=len(images)) as update:
         finished = 0
 
         def advance(count: int) -> None:
@@ -47,28 +59,33 @@ def measure_command(
         table = measure(images, method=method, jobs=jobs, progress=advance)
     if data.labels is not None:
         table.insert(1, "label", np.asarray(data.labels[: len(images)]).astype(int))
-    write_bytes_atomic(output, table.to_csv(index=False, float_format="%.8g", lineterminator="\n").encode())
+    with output_target(out, overwrite=overwrite) as target:
+        write_bytes_atomic(target, table.to_csv(index=False, float_format="%.8g", lineterminator="\n").encode())
     valid = int(table["valid"].sum())
-    typer.echo(f"measured {len(table)} digits ({valid} valid) -> {output}")
+    typer.echo(f"measured {len(table)} digits ({valid} valid) -> {out}")
 
 
 @app.command("build")
 def build_command(
-    out: Path = typer.Option(..., "--out", help="directory to write the sets into (empty or new)"),
+    out: Path = typer.Option(..., "--out", "-o", help="directory to write the sets into (new or empty)"),
     source: str = typer.Option("mnist-sample", help="source of the plain digits"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
     seed: int = typer.Option(0, help="seed of every random choice"),
-    sets: str = typer.Option(",".join(["plain", "thin", "thic", "swel", "frac", "global", "local"]), help="comma-separated sets to write"),
+    sets: str = typer.Option(",".join(["plain", "thin", "thic", "swel", "frac", "global", "local"]), help="comma-separated sets to write, of plain thin thic swel frac global local"),
     test_fraction: float = typer.Option(0.2, help="t10k share when the source has a single split"),
     max_train: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N training digits"),
     max_test: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N test digits"),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes"),
-    resume: bool = typer.Option(False, help="finish an interrupted build in OUT"),
+    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
+    resume: bool = typer.Option(False, "--resume", help="finish an interrupted build in OUT"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it holds files (once the new build is complete)"),
 ) -> None:
     """Write the Morpho-MNIST sets (plain thin thic swel frac global local) in MNIST format."""
     from repscope.data.morpho.build import BuildConfig, build_dataset
+    from repscope.outputs import output_target
     from repscope.progress import progress_bar
+    from repscope.resources import resolve_jobs
 
+    jobs = resolve_jobs(jobs)
     config = BuildConfig(
         source=source,
         data_dir=None if data_dir is None else str(data_dir),
@@ -78,8 +95,9 @@ def build_command(
         max_train=max_train,
         max_test=max_test,
     )
-    with progress_bar("building Morpho-MNIST") as update:
-        manifest = build_dataset(out, config, resume=resume, jobs=jobs, progress=update)
+    with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
+        with progress_bar(f"building Morpho-MNIST {', '.join(config.sets)} from {source}") as update:
+            manifest = build_dataset(target, config, resume=resume, jobs=jobs, progress=update)
     counts = ", ".join(f"{name}: {c['train']}+{c['t10k']}" for name, c in manifest["counts"].items())
     typer.echo(f"built {counts} (train+t10k) -> {out}")
 

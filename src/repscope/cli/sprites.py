@@ -2,28 +2,38 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
-from typing import Optional
+from typing import Literal, Optional
 
 import typer
 
 app = typer.Typer(no_args_is_help=True)
 
 
+LEVEL_METAVAR = "[1|2|3|4|5]"
+LEVEL_HELP = "CdSprites+ level: 1 shape; 2 + size; 3 + colour; 4 + position; 5 + background"
+DATASET_CHOICES = Literal["cdsprites", "dsprites"]
+SPLIT_CHOICES = Literal["train", "val", "test"]
+
+
 @app.command("generate")
 def generate_command(
-    out: Path = typer.Option(..., "--out", help="dataset directory to create (new or empty); for dsprites a path ending in .npz writes the original single-file layout"),
-    dataset: str = typer.Option("cdsprites", help="cdsprites or dsprites"),
-    level: int = typer.Option(5, help="CdSprites+ level 1-5"),
+    out: Path = typer.Option(..., "--out", "-o", help="dataset directory to create (new or empty); for dsprites a path ending in .npz writes the original single-file layout"),
+    dataset: DATASET_CHOICES = typer.Option("cdsprites", help="cdsprites or dsprites"),
+    level: int = typer.Option(5, metavar=LEVEL_METAVAR, help=LEVEL_HELP),
     n: Optional[int] = typer.Option(None, "--n", help="number of samples (default: the paper's size for the split; dsprites: the whole grid)"),
     seed: int = typer.Option(0, help="seed of every random choice"),
-    split: str = typer.Option("train", help="train, val or test: independent sample streams"),
+    split: SPLIT_CHOICES = typer.Option("train", help="train, val or test: independent sample streams"),
     texture_seed: int = typer.Option(0, help="seed of the procedural texture bank"),
     texture_dir: Optional[Path] = typer.Option(None, "--texture-dir", help="folder of texture photographs to use instead of procedural textures"),
     caption_edits: int = typer.Option(0, help="misspell each caption with this many letter edits (robustness tests)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it exists (once the new dataset is complete)"),
 ) -> None:
     """Generate a sprite dataset (images, captions, factors) from a seed."""
+    from repscope.data.sprites.attributes import check_level
     from repscope.errors import InvalidArgumentError
+    from repscope.outputs import output_target
     from repscope.progress import progress_bar
     from repscope.studies.sprites import generate_cdsprites, generate_dsprites
 
@@ -32,69 +42,90 @@ def generate_command(
     if dataset == "cdsprites":
         from repscope.data.sprites.cdsprites import default_size
 
+        level = check_level(level, "--level")
         total = n or default_size(level, split)
-        with progress_bar(f"level {level} {split}", total=total) as update:
-            path = generate_cdsprites(out, level, n, seed=seed, split=split, texture_seed=texture_seed,
-                                      texture_dir=texture_dir, caption_edits=caption_edits, progress=update)
-        typer.echo(f"wrote {total} CdSprites+ level-{level} samples -> {path}")
-    elif dataset == "dsprites":
+        with output_target(out, overwrite=overwrite, kind="directory") as target:
+            with progress_bar(f"generating {total} CdSprites+ level-{level} {split} samples", total=total) as update:
+                generate_cdsprites(target, level, n, seed=seed, split=split, texture_seed=texture_seed,
+                                   texture_dir=texture_dir, caption_edits=caption_edits, progress=update)
+        typer.echo(f"wrote {total} CdSprites+ level-{level} samples -> {out}")
+    else:
         from repscope.data.sprites.dsprites import TOTAL
 
-        with progress_bar("dsprites", total=n or TOTAL) as update:
-            path = generate_dsprites(out, n, seed=seed, progress=update)
-        typer.echo(f"wrote {n or TOTAL} dSprites images -> {path}")
-    else:
-        raise InvalidArgumentError(f"--dataset: must be cdsprites or dsprites, got {dataset!r}")
+        kind = "file" if out.suffix == ".npz" else "directory"
+        with output_target(out, overwrite=overwrite, kind=kind) as target:
+            with progress_bar(f"generating {n or TOTAL} dSprites images", total=n or TOTAL) as update:
+                generate_dsprites(target, n, seed=seed, progress=update)
+        typer.echo(f"wrote {n or TOTAL} dSprites images -> {out}")
 
 
 @app.command("show")
 def show_command(
     dataset_dir: Path = typer.Argument(..., help="a dataset directory written by `repscope sprites generate`"),
-    out: Optional[Path] = typer.Option(None, "--out", help="PNG to write (default: DATASET_DIR/samples.png)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="PNG to write (default: DATASET_DIR/samples.png)"),
     count: int = typer.Option(32, help="samples to show"),
     ncols: int = typer.Option(8, help="samples per row"),
     seed: int = typer.Option(0, help="seed of the random choice of samples"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the PNG if it exists"),
 ) -> None:
     """Write a PNG grid of random samples with their captions."""
+    from repscope.outputs import output_target
     from repscope.studies.sprites import show_dataset
 
-    path = show_dataset(dataset_dir, out or dataset_dir / "samples.png", count=count, ncols=ncols, seed=seed)
+    path = out or dataset_dir / "samples.png"
+    with output_target(path, overwrite=overwrite) as target:
+        show_dataset(dataset_dir, target, count=count, ncols=ncols, seed=seed)
     typer.echo(str(path))
 
 
 @app.command("export-h5")
 def export_h5_command(
     dataset_dir: Path = typer.Argument(..., help="a CdSprites+ dataset directory"),
-    out_h5: Path = typer.Argument(..., help="h5 file to write (the reference toolkit's traindata.h5 layout)"),
+    out_h5: Optional[Path] = typer.Argument(None, help="h5 file to write (same as --out)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="h5 file to write (the reference toolkit's traindata.h5 layout)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace the h5 file if it exists"),
 ) -> None:
     """Write a dataset as `image` (N x 64 x 64 x 3 uint8 BGR) and `text` (byte strings) in an h5 file."""
     from repscope.data.sprites.store import export_h5, read_dataset
+    from repscope.errors import InvalidArgumentError
+    from repscope.outputs import output_target
     from repscope.progress import progress_bar
 
-    data = read_dataset(dataset_dir)
-    with progress_bar("exporting", total=len(data)) as update:
-        path = export_h5(data, out_h5, progress=update)
+    if out is not None and out_h5 is not None and out != out_h5:
+        raise InvalidArgumentError(f"--out {out} and OUT_H5 {out_h5}: give the h5 file once")
+    path = out if out is not None else out_h5
+    if path is None:
+        raise InvalidArgumentError("--out: missing; name the h5 file to write (-o traindata.h5)")
+    with output_target(path, overwrite=overwrite) as target:
+        data = read_dataset(dataset_dir)
+        with progress_bar(f"exporting {len(data)} samples to {path.name}", total=len(data)) as update:
+            export_h5(data, target, progress=update)
     typer.echo(f"wrote {len(data)} samples -> {path}")
 
 
 @app.command("import-h5")
 def import_h5_command(
     in_h5: Path = typer.Argument(..., help="an h5 file with `image` (BGR) and `text` datasets"),
-    level: int = typer.Option(..., help="the CdSprites+ level of its captions"),
-    out: Path = typer.Option(..., "--out", help="dataset directory to create (new or empty)"),
+    level: int = typer.Option(..., metavar=LEVEL_METAVAR, help="the CdSprites+ level of its captions"),
+    out: Path = typer.Option(..., "--out", "-o", help="dataset directory to create (new or empty)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it exists (once the import is complete)"),
 ) -> None:
     """Convert the reference toolkit's traindata.h5 into a dataset directory (attributes parsed from captions)."""
+    from repscope.data.sprites.attributes import check_level
     from repscope.data.sprites.store import import_h5, read_dataset
+    from repscope.outputs import output_target
     from repscope.progress import progress_bar
 
-    with progress_bar("importing") as update:
-        path = import_h5(in_h5, level, out, progress=update)
-    typer.echo(f"wrote {len(read_dataset(path))} samples -> {path}")
+    level = check_level(level, "--level")
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        with progress_bar(f"importing {in_h5.name} (level {level})") as update:
+            import_h5(in_h5, level, target, progress=update)
+    typer.echo(f"wrote {len(read_dataset(out))} samples -> {out}")
 
 
 @app.command("train-classifiers")
 def train_classifiers_command(
-    level: int = typer.Option(..., help="CdSprites+ level 1-5"),
+    level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
     train_size: Optional[int] = typer.Option(None, help="training images (default: the tuned default)"),
     val_size: Optional[int] = typer.Option(None, help="freshly generated validation images"),
     epochs: Optional[int] = typer.Option(None, help="epochs (default: the tuned default)"),
@@ -117,25 +148,52 @@ def train_classifiers_command(
 @app.command("classify")
 def classify_command(
     dataset_dir: Path = typer.Argument(..., help="a CdSprites+ dataset directory"),
-    level: Optional[int] = typer.Option(None, help="CdSprites+ level (default: the dataset's)"),
-    out: Optional[Path] = typer.Option(None, "--out", help="folder for predictions.csv and classification.json (default: DATASET_DIR)"),
+    level: Optional[int] = typer.Option(None, metavar=LEVEL_METAVAR, help="CdSprites+ level (default: the dataset's)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for predictions.csv and classification.json (default: DATASET_DIR)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace predictions.csv and classification.json if they exist"),
 ) -> None:
     """Predict every attribute with the level's classifiers; report per-attribute accuracy."""
+    import os
+    import shutil
+    import tempfile
+
+    from repscope.outputs import prepare_output
     from repscope.progress import progress_bar
     from repscope.studies.sprites import classify_dataset
 
-    with progress_bar("classifying") as update:
-        result = classify_dataset(dataset_dir, level=level, out=out, progress=update)
+    folder = out or dataset_dir
+    names = ("predictions.csv", "classification.json")
+    if out is not None:
+        prepare_output(out, resume=True, kind="directory")  # a folder that may hold other files
+    for name in names:
+        prepare_output(folder / name, overwrite=overwrite)
+    description = f"classifying {dataset_dir.name}"
+    if not any((folder / name).exists() for name in names):
+        with progress_bar(description) as update:
+            result = classify_dataset(dataset_dir, level=level, out=out, progress=update)
+    else:
+        # --overwrite: write beside the folder, then move the two files in, so that a failed or
+        # interrupted run leaves the earlier results as they were
+        folder.mkdir(parents=True, exist_ok=True)
+        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}.classify-", dir=folder.resolve().parent))
+        try:
+            with progress_bar(description) as update:
+                result = classify_dataset(dataset_dir, level=level, out=scratch, progress=update)
+            for name in names:
+                os.replace(scratch / name, folder / name)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
     for name, value in result["accuracy"].items():
         typer.echo(f"{name}: {100 * value:.2f}% of {result['count']}")
-    typer.echo(f"all attributes right: {100 * result['all_attributes_right']:.2f}% -> {out or dataset_dir}")
+    typer.echo(f"all attributes right: {100 * result['all_attributes_right']:.2f}% -> {folder}")
 
 
 @app.command("evaluate")
 def evaluate_command(
     folder: Path = typer.Argument(..., help="folder of a model's outputs: text_to_image/, image_to_text/, joint/ (see --help)"),
-    level: int = typer.Option(..., help="CdSprites+ level 1-5"),
-    out: Optional[Path] = typer.Option(None, "--out", help="run directory to write (default: runs/sprites-evaluate-<time>)"),
+    level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory to write (default: runs/sprites-evaluate-<time>)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it holds files (once the new run is complete)"),
 ) -> None:
     """Cross- and joint-coherency (Strict / Features / Letters) of generated outputs.
 
@@ -143,12 +201,26 @@ def evaluate_command(
     FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: (N, 64, 64, 3)
     RGB, uint8 or float in [0, 1]. Captions: one per line.
     """
-    from repscope.report import Report
+    from repscope.outputs import output_target, prepare_output
     from repscope.runs import RunDirectory
     from repscope.studies.sprites import coherency_table, evaluate_outputs
 
+    if out is not None:
+        prepare_output(out, overwrite=overwrite, kind="directory")  # before any classifier is trained
     results = evaluate_outputs(folder, level)
-    run = RunDirectory.create("sprites-evaluate", out=out)
+    with contextlib.ExitStack() as stack:
+        target = None if out is None else stack.enter_context(
+            output_target(out, overwrite=overwrite, kind="directory"))
+        run = RunDirectory.create("sprites-evaluate", out=target)
+        _write_evaluation(run, results, folder, level)
+    typer.echo(coherency_table(results).to_string(index=False))
+    typer.echo(str((run.root if out is None else out) / "report.html"))
+
+
+def _write_evaluation(run, results, folder: Path, level: int) -> None:
+    from repscope.report import Report
+    from repscope.studies.sprites import coherency_table
+
     run.write_config({"command": "sprites evaluate", "folder": str(folder.resolve()), "level": level})
     run.write_metrics(results)
     table = coherency_table(results)
@@ -158,6 +230,4 @@ def evaluate_command(
                          "attributes per sample (of the level's). Letters: % of caption characters right, "
                          "position by position. Images are judged by the level's attribute classifiers.")
     report.add_table(table, title="Coherency")
-    report_path = run.write_report(report)
-    typer.echo(table.to_string(index=False))
-    typer.echo(str(report_path))
+    run.write_report(report)

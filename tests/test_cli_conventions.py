@@ -1,0 +1,296 @@
+"""The CLI conventions every verb follows: --out/-o and one rule for existing outputs, choices listed
+in --help, --jobs -1, --version, and Ctrl-C ending in one line with exit status 130."""
+
+from __future__ import annotations
+
+import os
+import pty
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from repscope import __version__
+from repscope.cli import app, main
+from repscope.errors import InvalidArgumentError, OutputExistsError
+from repscope.outputs import output_target, prepare_output
+from repscope.resources import configure_torch_threads, resolve_jobs, usable_cores
+
+runner = CliRunner()
+REPSCOPE = Path(sys.executable).with_name("repscope")
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+@pytest.fixture
+def digits(tmp_path):
+    from repscope.data.sources import load_source
+
+    path = tmp_path / "digits.npy"
+    np.save(path, load_source("mnist-sample").images[:12])
+    return path
+
+
+# --------------------------------------------------------------------------------------------
+# --version, choices, --jobs
+
+
+def test_version():
+    result = invoke("--version")
+    assert result.exit_code == 0 and result.output.strip() == f"repscope {__version__}"
+
+
+@pytest.mark.parametrize("command, shown", [
+    (["morpho", "measure"], ["<train|t10k|all>", "<fast|reference>", "-o, --out"]),
+    (["morpho", "build"], ["-o, --out", "--overwrite", "--resume"]),
+    (["sprites", "generate"], ["<cdsprites|dsprites>", "<train|val|test>", "[1|2|3|4|5]", "-o, --out"]),
+    (["sprites", "import-h5"], ["[1|2|3|4|5]", "-o, --out"]),
+    (["sprites", "evaluate"], ["[1|2|3|4|5]", "-o, --out"]),
+    (["demo"], ["-o, --out", "--overwrite"]),
+])
+def test_help_lists_choices_and_out(command, shown):
+    result = invoke(*command, "--help")
+    assert result.exit_code == 0
+    for text in shown:
+        assert text in result.output, text
+    assert "--output" not in result.output  # the former name stays hidden
+
+
+def test_a_value_outside_the_choices_is_refused():
+    result = invoke("morpho", "measure", "mnist-sample", "-o", "x.csv", "--split", "validation")
+    assert result.exit_code == 2 and "validation" in result.output and not Path("x.csv").exists()
+
+
+def test_resolve_jobs():
+    cores = usable_cores()
+    assert resolve_jobs(3) == 3
+    assert resolve_jobs(-1) == cores
+    assert resolve_jobs(-2) == max(1, cores - 1)
+    assert resolve_jobs(-1000) == 1
+    with pytest.raises(InvalidArgumentError, match="^--jobs: must be a positive"):
+        resolve_jobs(0)
+    with pytest.raises(InvalidArgumentError, match="^-j: expected an integer"):
+        resolve_jobs("two", name="-j")
+
+
+def test_jobs_zero_is_one_line_naming_the_option(digits, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["morpho", "measure", str(digits), "-o", str(tmp_path / "m.csv"), "--jobs", "0"])
+    assert info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("repscope: error: --jobs:") and "\n" not in err
+
+
+def test_jobs_minus_one_measures_like_one_job(digits, tmp_path):
+    assert invoke("morpho", "measure", digits, "-o", tmp_path / "a.csv", "--jobs", "-1").exit_code == 0
+    assert invoke("morpho", "measure", digits, "-o", tmp_path / "b.csv").exit_code == 0
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_configure_torch_threads_stays_within_the_cores(monkeypatch):
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.delenv("REPSCOPE_TORCH_THREADS", raising=False)
+        chosen = configure_torch_threads()
+        assert 1 <= chosen <= usable_cores() and torch.get_num_threads() == chosen
+        assert configure_torch_threads(1) == 1 and torch.get_num_threads() == 1
+        assert configure_torch_threads(-1) == usable_cores()
+        monkeypatch.setenv("REPSCOPE_TORCH_THREADS", "1")
+        assert configure_torch_threads() == 1
+        monkeypatch.setenv("REPSCOPE_TORCH_THREADS", "many")
+        with pytest.raises(InvalidArgumentError, match="REPSCOPE_TORCH_THREADS"):
+            configure_torch_threads()
+    finally:
+        torch.set_num_threads(before)
+
+
+# --------------------------------------------------------------------------------------------
+# one rule for existing outputs
+
+
+def test_prepare_output_rule(tmp_path):
+    assert prepare_output(tmp_path / "new.csv") == tmp_path / "new.csv"
+    (tmp_path / "empty").mkdir()
+    assert prepare_output(tmp_path / "empty", kind="directory") == tmp_path / "empty"
+    (tmp_path / "taken.csv").write_text("old")
+    with pytest.raises(OutputExistsError) as info:
+        prepare_output(tmp_path / "taken.csv")
+    assert str(info.value) == f"--out {tmp_path / 'taken.csv'}: exists; pass --overwrite to replace it"
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("keep")
+    with pytest.raises(OutputExistsError) as info:
+        prepare_output(full, kind="directory", resume=False)
+    assert str(info.value).endswith("pass --overwrite to replace it, or --resume to continue it")
+    assert prepare_output(full, kind="directory", resume=True) == full
+    assert prepare_output(full, kind="directory", overwrite=True) == full
+    with pytest.raises(InvalidArgumentError, match="--overwrite and --resume"):
+        prepare_output(full, kind="directory", overwrite=True, resume=True)
+    with pytest.raises(OutputExistsError, match="not a directory"):
+        prepare_output(tmp_path / "taken.csv", kind="directory", overwrite=True)
+
+
+def test_output_target_replaces_only_once_complete(tmp_path):
+    old = tmp_path / "run"
+    old.mkdir()
+    (old / "metrics.json").write_text("old")
+    with pytest.raises(RuntimeError):
+        with output_target(old, overwrite=True, kind="directory") as target:
+            assert target != old and target.is_dir() and not any(target.iterdir())
+            (target / "metrics.json").write_text("half")
+            raise RuntimeError("failed half way")
+    assert (old / "metrics.json").read_text() == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]  # nothing left behind
+    with output_target(old, overwrite=True, kind="directory") as target:
+        (target / "metrics.json").write_text("new")
+    assert sorted(p.name for p in old.iterdir()) == ["metrics.json"] and (old / "metrics.json").read_text() == "new"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    file = tmp_path / "m.csv"
+    file.write_text("old")
+    with output_target(file, overwrite=True) as target:
+        assert target.suffix == ".csv" and not target.exists()
+        target.write_text("new")
+    assert file.read_text() == "new"
+
+
+def test_measure_refuses_then_overwrites(digits, tmp_path, capsys):
+    out = tmp_path / "m.csv"
+    assert invoke("morpho", "measure", digits, "-o", out).exit_code == 0
+    first = out.read_bytes()
+    out.write_text("mine")
+    with pytest.raises(SystemExit):
+        main(["morpho", "measure", str(digits), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert err == f"repscope: error: --out {out}: exists; pass --overwrite to replace it"
+    assert out.read_text() == "mine"
+    assert invoke("morpho", "measure", digits, "--output", out, "--overwrite").exit_code == 0  # former name
+    assert out.read_bytes() == first
+
+
+def test_generate_and_build_follow_the_rule(tmp_path, capsys):
+    out = tmp_path / "sprites"
+    assert invoke("sprites", "generate", "--level", 1, "--n", 6, "-o", out).exit_code == 0
+    refused = invoke("sprites", "generate", "--level", 1, "--n", 6, "-o", out)
+    assert refused.exit_code == 1
+    again = invoke("sprites", "generate", "--level", 2, "--n", 6, "-o", out, "--overwrite")
+    assert again.exit_code == 0, again.output
+    from repscope.data.sprites.store import read_dataset
+
+    assert read_dataset(out).level == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["sprites"]
+
+    taken = tmp_path / "built"
+    taken.mkdir()
+    (taken / "x").write_text("keep")
+    with pytest.raises(SystemExit):
+        main(["morpho", "build", "-o", str(taken), "--sets", "plain", "--max-train", "10", "--max-test", "5"])
+    err = capsys.readouterr().err.strip()
+    assert err.endswith(f"--out {taken}: exists; pass --overwrite to replace it, or --resume to continue it")
+
+
+def test_show_overwrites_only_when_asked(tmp_path):
+    invoke("sprites", "generate", "--level", 1, "--n", 6, "-o", tmp_path / "d")
+    png = tmp_path / "d" / "samples.png"
+    assert invoke("sprites", "show", tmp_path / "d", "--count", 4).exit_code == 0
+    png.write_bytes(b"mine")
+    assert invoke("sprites", "show", tmp_path / "d").exit_code == 1 and png.read_bytes() == b"mine"
+    assert invoke("sprites", "show", tmp_path / "d", "--count", 4, "--overwrite").exit_code == 0
+    assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+# --------------------------------------------------------------------------------------------
+# Ctrl-C
+
+
+def _environment(**extra):
+    env = dict(os.environ)
+    env.update({"PYTHONUNBUFFERED": "1", **extra})
+    return env
+
+
+def test_ctrl_c_in_a_worker_pool_is_one_line_and_130(tmp_path):
+    """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, while two workers measure."""
+    out = tmp_path / "m.csv"
+    process = subprocess.Popen(
+        [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--jobs", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        env=_environment(REPSCOPE_PROGRESS="lines", REPSCOPE_PROGRESS_SECONDS="0"))
+    lines: list[str] = []
+    started = threading.Event()
+
+    def read():
+        for line in process.stderr:
+            lines.append(line.rstrip("\n"))
+            if line.startswith("measuring "):
+                started.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert started.wait(120), f"no progress line: {lines}"
+        progress_lines = len(lines)
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(60)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    reader.join(10)
+    after = [line for line in lines[progress_lines:] if not line.startswith("measuring ")]
+    assert code == 130, lines
+    assert after == ["repscope: interrupted"], lines
+    assert not out.exists()
+
+
+def test_ctrl_c_under_a_live_bar_on_a_terminal(tmp_path):
+    """The same on a pseudo-terminal, where the rich display is live when the interrupt comes."""
+    out = tmp_path / "m.csv"
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--jobs", "2"],
+        stdin=terminal, stdout=terminal, stderr=terminal, start_new_session=True,
+        env=_environment(REPSCOPE_PROGRESS="bar", COLUMNS="100", TERM="xterm"))
+    os.close(terminal)
+    seen = b""
+
+    def drain(seconds):
+        nonlocal seen
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([controller], [], [], 0.05)
+            if ready:
+                try:
+                    chunk = os.read(controller, 65536)
+                except OSError:
+                    return
+                if not chunk:
+                    return
+                seen += chunk
+
+    try:
+        deadline = time.monotonic() + 120
+        while b"measuring" not in seen and time.monotonic() < deadline and process.poll() is None:
+            drain(0.1)
+        assert b"measuring" in seen, seen[-500:]
+        drain(0.3)
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(60)
+        drain(0.5)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+        os.close(controller)
+    text = seen.decode("utf-8", "replace")
+    assert code == 130, text[-2000:]
+    assert text.count("repscope: interrupted") == 1 and "Traceback" not in text, text[-2000:]
+    assert not out.exists()
