@@ -315,3 +315,37 @@ def test_sets_and_perturbations_accept_either_name(spelling):
 def test_one_perturbation_named_twice_is_refused():
     with pytest.raises(InvalidArgumentError, match="perturbations: 'thic'"):
         BuildConfig(perturbations={"thick": {}, "thic": {}})
+
+
+def _marker_task(path):
+    import time
+    from pathlib import Path
+
+    time.sleep(0.3)
+    Path(path).write_text("done")
+    return path
+
+
+def test_ctrl_c_in_the_loop_cancels_pending_tasks_and_stops_the_workers(tmp_path):
+    import multiprocessing
+    import time
+
+    from repscope.data.morpho.pool import ordered_map
+
+    tasks = [str(tmp_path / f"task-{k}") for k in range(12)]
+    with pytest.raises(KeyboardInterrupt):
+        with ordered_map(_marker_task, tasks, jobs=2) as results:
+            for task, _ in zip(tasks, results):
+                raise KeyboardInterrupt  # as Ctrl-C during a progress update
+    assert multiprocessing.active_children() == []
+    time.sleep(0.7)  # what a surviving worker would need to finish more tasks
+    assert len(list(tmp_path.iterdir())) < len(tasks)
+
+
+def test_pool_results_are_in_order_with_any_jobs(tmp_path):
+    from repscope.data.morpho.pool import ordered_map
+
+    tasks = [str(tmp_path / f"t{k}") for k in range(4)]
+    for jobs in (1, 2):
+        with ordered_map(_marker_task, tasks, jobs) as results:
+            assert list(results) == tasks

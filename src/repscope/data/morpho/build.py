@@ -516,10 +516,11 @@ def _build(
         progress(done, total)
     if stop_after_chunks is not None:
         tasks = tasks[:stop_after_chunks]
-    for task, _ in zip(tasks, ordered_map(_chunk_task, tasks, jobs)):
-        done += len(task[1])
-        if progress:
-            progress(done, total)
+    with ordered_map(_chunk_task, tasks, jobs) as finished:
+        for task, _ in zip(tasks, finished):
+            done += len(task[1])
+            if progress:
+                progress(done, total)
     if stop_after_chunks is not None and any(not p.exists() for ps in chunk_paths.values() for p in ps):
         return {"complete": False}
 

@@ -292,10 +292,11 @@ def measure(
     starts = list(range(0, n, chunk_size))
     tasks = [(images[s : s + chunk_size], config, method) for s in starts]
     frames: list[pd.DataFrame] = []
-    for task, frame in zip(tasks, ordered_map(_measure_chunk, tasks, jobs)):
-        frames.append(frame)
-        if progress:
-            progress(len(task[0]))
+    with ordered_map(_measure_chunk, tasks, jobs) as results:
+        for task, frame in zip(tasks, results):
+            frames.append(frame)
+            if progress:
+                progress(len(task[0]))
     for start, frame in zip(starts, frames):
         frame["index"] += start
     return pd.concat(frames, ignore_index=True)

@@ -3,13 +3,15 @@
 ``concurrent.futures`` alone handles Ctrl-C badly: the terminal sends SIGINT to the whole process
 group, each worker turns it into a ``KeyboardInterrupt`` that is sent back as the result of the
 task it was running and then takes the next task, while the parent, leaving the ``with`` block,
-waits for every queued task. Here the workers ignore SIGINT, and the parent, on any exception
-(Ctrl-C included), cancels the tasks not started yet and waits only for the running ones (at most
-one chunk per worker), whose results are kept: an interrupted build then resumes from them.
+waits for every queued task. Here the workers ignore SIGINT, and the parent, on Ctrl-C, cancels
+the tasks not started yet and terminates the workers, so the command ends within a moment; on
+any other exception it cancels the pending tasks and waits for the running ones. Results already
+saved by the caller (the build's chunks) stay, so an interrupted build resumes from them.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import signal
 from collections.abc import Callable, Iterator, Sequence
@@ -30,19 +32,37 @@ def _ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: int) -> Iterator[Result]:
-    """``function(task)`` for every task, in order, on ``min(jobs, len(tasks))`` processes.
+@contextlib.contextmanager
+def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: int) -> Iterator[Iterator[Result]]:
+    """A context giving ``function(task)`` for every task, in order, computed on
+    ``min(jobs, len(tasks))`` processes (in this process for ``jobs`` 1 or a single task)::
 
-    A ``jobs`` of 1 (or a single task) runs in this process. When the caller stops early or an
-    exception (KeyboardInterrupt included) reaches it, pending tasks are cancelled.
+        with ordered_map(work, tasks, jobs) as results:
+            for task, result in zip(tasks, results):
+                ...
+
+    A context rather than a generator so that a Ctrl-C raised anywhere in the ``with`` body (in a
+    progress update as well as while waiting for a result) reaches the pool: the pending tasks are
+    cancelled and the workers terminated. On leaving the context otherwise, pending tasks are
+    cancelled and running ones awaited.
     """
     if jobs <= 1 or len(tasks) <= 1:
-        for task in tasks:
-            yield function(task)
+        yield (function(task) for task in tasks)
         return
     executor = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=pool_context(),
                                    initializer=_ignore_interrupts)
     try:
-        yield from executor.map(function, tasks)
+        yield executor.map(function, tasks)
+    except KeyboardInterrupt:
+        # stop at once: the running tasks' results are lost, never half-written (their writes
+        # are atomic), and the results the caller saved stay for a resume
+        # (the processes are read first: shutdown forgets them)
+        workers = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.terminate()
+        for process in workers:
+            process.join(timeout=5)
+        raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
