@@ -39,7 +39,7 @@ def train_run(config, out, seed: int, global_seed: int, lr: float = 1e-9) -> dic
     """``repscope train CONFIG --set seed=N`` with the process's global torch state set to ``global_seed``."""
     torch.manual_seed(global_seed)
     result = CliRunner().invoke(app, ["train", str(config), "--set", f"seed={seed}", "--set", "trainer.max_epochs=1",
-                                      "--set", f"model.params.lr={lr}", "--out", str(out)])
+                                      "--set", f"model.params.lr={lr:.1e}", "--out", str(out)])
     assert result.exit_code == 0, result.output
     return state_dict(out / "checkpoints" / "final.ckpt")
 
