@@ -252,3 +252,83 @@ def test_distributions_by_class_validates_columns():
         distributions_by_class(df, ["a", "missing"])
     with pytest.raises(InvalidArgumentError, match="class_column"):
         distributions_by_class(df, ["a"], class_column="digit")
+
+
+# -- p-values, quick runs, baselines ----------------------------------------------------------
+
+@pytest.mark.parametrize("p, permutations, text", [
+    (7e-38, None, "7.0e-38"),        # was rounded to 6 decimals and shown as 0
+    (0.0, None, "< 1e-300"),         # a normal tail that underflowed is not zero either
+    (0.43, None, "0.43"),
+    (0.02134, None, "0.0213"),
+    (0.00099, None, "9.9e-4"),
+    (0.002, 499, "<= 0.002"),        # no permuted statistic reached the observed one: p = 1/(B+1)
+    (0.001, 999, "<= 0.001"),
+    (0.004, 499, "0.004"),           # above the floor: the value itself
+    (float("nan"), None, "NaN"),
+])
+def test_format_p_value(p, permutations, text):
+    from repscope.report import format_p_value
+
+    assert format_p_value(p, permutations) == text
+
+
+def test_p_value_names():
+    from repscope.report import is_p_value_name
+
+    assert all(is_p_value_name(n) for n in ("p", "p_value", "pvalue", "quadratic_p_value", "mmd_p", "a.b.P_VALUE"))
+    assert not any(is_p_value_name(n) for n in ("pp", "group", "slope", "p_value_count", "top"))
+
+
+def test_metrics_and_tables_write_p_values_that_never_read_zero():
+    report = Report("r")
+    report.add_metrics({"linear": {"p_value": 7e-38, "mmd2": 0.25},
+                        "quadratic_p_value": 0.002, "quadratic_permutations": 499})
+    table = pd.DataFrame({"model": ["vae", "gan"], "p_value": [0.01, 0.5], "permutations": [99, 999],
+                          "quadratic_p": [0.03, 0.001]})
+    report.add_table(table, float_format=".2f")
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", report.render())
+    assert cells[:4] == ["7.0e-38", "0.25", "&lt;= 0.002", "499"]
+    # the table's own permutations column sets the floor of its p columns, row by row
+    assert cells[4:12] == ["vae", "&lt;= 0.01", "99", "0.03", "gan", "0.5", "999", "&lt;= 0.001"]
+    report = Report("r")
+    report.add_table(table[["model", "p_value"]].assign(p_value=[1e-12, 0.5]))  # no permutations: the value
+    assert re.findall(r"<td[^>]*>(.*?)</td>", report.render())[1] == "1.0e-12"
+
+
+def test_quick_run_banner_and_warnings_at_the_top():
+    from repscope.report import QUICK_RUN_TEXT
+
+    plain = Report("r").render()
+    assert "banner" not in plain.split("<main>")[0].split("</style>")[1] and not Report("r").quick
+    report = Report("r", quick=True)
+    report.add_paragraph("body")
+    report.add_warning(f"accuracy below baseline {EVIL}")
+    page = report.render()
+    top = page.split("<main>")[0]
+    assert QUICK_RUN_TEXT.replace("'", "&#x27;") in top and "Warning: accuracy below baseline" in top
+    assert EVIL not in page
+    custom = Report("r")
+    custom.mark_quick("Quick run: 2 epochs")
+    assert "Quick run: 2 epochs" in custom.render() and custom.quick
+
+
+def test_table_marks_results_below_a_constant_baseline():
+    table = pd.DataFrame({"task": ["recognition", "abnormality"], "accuracy": [0.95, 0.70], "rmse": [0.4, 0.9]})
+    report = Report("r")
+    report.add_table(table, title="Table 3", baseline={"accuracy": 0.80})
+    report.add_table(table, title="Errors", baseline={"rmse": 0.5}, higher_is_better=False,
+                     baseline_label="constant-prediction baseline")
+    page = report.render()
+    assert page.count('class="num below-baseline"') == 2
+    assert '<td class="num below-baseline">0.7 \u25bc</td>' in page
+    assert '<td class="num below-baseline">0.9 \u25bc</td>' in page
+    assert report.warnings == [
+        "Table 3: 1 of 2 values below the constant baseline (accuracy: 0.8).",
+        "Errors: 1 of 2 values above the constant-prediction baseline (rmse: 0.5).",
+    ]
+    quiet = Report("r")
+    quiet.add_table(table, baseline={"accuracy": 0.5})
+    assert quiet.warnings == [] and "below-baseline" not in quiet.render().split("</style>")[1]
+    with pytest.raises(InvalidArgumentError, match="baseline: no column named speed"):
+        quiet.add_table(table, baseline={"speed": 1.0})

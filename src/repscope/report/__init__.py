@@ -4,6 +4,6 @@
 matplotlib (imported only when a figure is made, so building a text-only report stays light).
 """
 
-from repscope.report.html import Report, flatten_metrics, format_number
+from repscope.report.html import QUICK_RUN_TEXT, Report, flatten_metrics, format_number, format_p_value, is_p_value_name
 
-__all__ = ["Report", "flatten_metrics", "format_number"]
+__all__ = ["QUICK_RUN_TEXT", "Report", "flatten_metrics", "format_number", "format_p_value", "is_p_value_name"]

@@ -51,6 +51,10 @@ figure { margin: 1rem 0 1.6rem; }
 figure img { max-width: 100%; height: auto; display: block; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; padding: .7rem .9rem;
       overflow-x: auto; font-size: .85rem; white-space: pre-wrap; word-break: break-word; }
+.banner, .warning { border-radius: 4px; padding: .6rem .9rem; margin: 0 0 1rem; }
+.banner { background: #fff8c5; border: 1px solid #d4a72c; }
+.warning { background: #ffebe9; border: 1px solid #cf222e; }
+td.below-baseline { background: #ffebe9; font-weight: 600; }
 footer { margin-top: 3rem; border-top: 1px solid #d0d7de; padding-top: .6rem; color: #57606a;
          font-size: .8rem; }
 @media print {
@@ -89,6 +93,54 @@ def format_number(value: Any, digits: int = 4) -> str:
     if "e" in text and 1e-4 <= magnitude < 1e6:
         text = f"{value:.{digits - 1 - math.floor(math.log10(magnitude))}f}"
     return text
+
+
+QUICK_RUN_TEXT = "Quick run: shrunk to minutes on 2 CPU cores; numbers are not the paper's setting."
+BELOW_BASELINE_MARK = "\u25bc"  # ▼ after a value below the baseline
+_P_VALUE_NAME = re.compile(r"(?:^|.*_)(?:p|pvalue|p_value)$", re.IGNORECASE)
+
+
+def is_p_value_name(name: Any) -> bool:
+    """Whether a metric or column name holds p-values: ``p``, ``p_value``, ``pvalue``, or a name
+    ending in ``_p``, ``_pvalue`` or ``_p_value`` (the last part of a dotted metric name counts)."""
+    if isinstance(name, tuple):
+        name = name[-1] if name else ""
+    return bool(_P_VALUE_NAME.fullmatch(str(name).rsplit(".", 1)[-1]))
+
+
+def format_p_value(p: Any, permutations: int | None = None, digits: int = 2) -> str:
+    """A p-value as text that never reads as zero.
+
+    Rule: p >= 0.001 in plain notation with 3 significant digits (``0.0213``, ``0.43``); smaller
+    p in scientific notation with ``digits`` significant digits (``7.0e-38``); an exact 0 (a
+    normal tail that underflowed) as ``< 1e-300``. With ``permutations`` = B, a p-value at the
+    floor of a permutation test, p <= 1 / (B + 1) (no permuted statistic reached the observed one),
+    is written ``<= 1/(B+1)``, e.g. ``<= 0.002`` for B = 499: the test cannot resolve smaller
+    values. NaN is ``NaN``.
+    """
+    if isinstance(p, np.generic):
+        p = p.item()
+    if isinstance(p, bool) or not isinstance(p, (int, float)):
+        return str(p)
+    p = float(p)
+    if math.isnan(p):
+        return "NaN"
+    if permutations is not None:
+        if isinstance(permutations, bool) or int(permutations) != permutations or permutations < 1:
+            raise InvalidArgumentError(f"permutations: expected a positive integer, got {permutations!r}")
+        floor = 1.0 / (int(permutations) + 1)
+        if p <= floor * (1 + 1e-9):
+            return "<= " + _plain_or_scientific(floor, digits)
+    if p == 0:
+        return "< 1e-300"
+    return _plain_or_scientific(p, digits)
+
+
+def _plain_or_scientific(p: float, digits: int) -> str:
+    if abs(p) >= 1e-3:
+        return format_number(p, 3)
+    mantissa, exponent = f"{p:.{max(1, digits) - 1}e}".split("e")
+    return f"{mantissa}e{int(exponent)}"
 
 
 def flatten_metrics(metrics: Mapping[str, Any], separator: str = ".") -> dict[str, Any]:
@@ -156,6 +208,65 @@ def _slug(text: str, taken: set[str]) -> str:
     return slug
 
 
+def _is_number(value: Any) -> bool:
+    if isinstance(value, np.generic):
+        value = value.item()
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
+
+
+def _metric_permutations(name: str, flat: Mapping[str, Any], given: int | Mapping[str, int] | None) -> int | None:
+    if isinstance(given, Mapping):
+        return given.get(name)
+    if given is not None:
+        return given
+    prefix, _, last = name.rpartition(".")
+    stem = re.sub(r"_(?:p|pvalue|p_value)$", "", last, flags=re.IGNORECASE) if "_" in last else ""
+    candidates = [f"{stem}_permutations", "permutations"] if stem else ["permutations"]
+    for candidate in candidates:
+        value = flat.get(f"{prefix}.{candidate}" if prefix else candidate)
+        if _is_number(value) and int(value) == value and value >= 1:
+            return int(value)
+    return None
+
+
+def _table_permutations(column: Any, given: int | Mapping[str, int] | None, per_row: list | None,
+                        position: int) -> int | None:
+    if isinstance(given, Mapping):
+        return given.get(column)
+    if given is not None:
+        return given
+    if per_row is not None:
+        value = per_row[position]
+        if _is_number(value) and int(value) == value and value >= 1:
+            return int(value)
+    return None
+
+
+def _column_baselines(columns: Any, numeric: list[bool], p_columns: list[bool],
+                      baseline: float | Mapping[str, float] | None) -> dict[Any, float]:
+    if baseline is None:
+        return {}
+    if isinstance(baseline, Mapping):
+        missing = [str(c) for c in baseline if c not in list(columns)]
+        if missing:
+            raise InvalidArgumentError(f"baseline: no column named {', '.join(missing)}")
+        chosen = dict(baseline)
+    else:
+        chosen = {column: baseline for column, is_numeric, is_p in zip(columns, numeric, p_columns)
+                  if is_numeric and not is_p}
+    for column, value in chosen.items():
+        if not _is_number(value):
+            raise InvalidArgumentError(f"baseline: expected a number for {column!r}, got {value!r}")
+    return {column: float(value) for column, value in chosen.items()}
+
+
+def _describe_baselines(baselines: Mapping[Any, float]) -> str:
+    values = set(baselines.values())
+    if len(values) == 1 and len(baselines) > 1:
+        return format_number(next(iter(values)))
+    return ", ".join(f"{column}: {format_number(value)}" for column, value in baselines.items())
+
+
 class Report:
     """A report built block by block and rendered to one self-contained HTML page.
 
@@ -166,13 +277,35 @@ class Report:
     >>> page = report.render()
     """
 
-    def __init__(self, title: str, subtitle: str | None = None) -> None:
+    def __init__(self, title: str, subtitle: str | None = None, quick: bool = False) -> None:
         self.title = str(title)
         self.subtitle = None if subtitle is None else str(subtitle)
+        self._quick: str | None = QUICK_RUN_TEXT if quick else None
+        self._warnings: list[str] = []
         self._blocks: list[str] = []
         self._sections: list[tuple[str, str]] = []  # (anchor, text) of level-2 headings
         self._anchors: set[str] = set()
         self._figure_count = 0
+
+    # -- notices at the top -----------------------------------------------------------------
+
+    def mark_quick(self, text: str | None = None) -> None:
+        """Say at the top of the page that this is a ``--quick`` run (default text:
+        :data:`QUICK_RUN_TEXT`), so its numbers are not read as the paper's setting."""
+        self._quick = QUICK_RUN_TEXT if text is None else str(text)
+
+    @property
+    def quick(self) -> bool:
+        return self._quick is not None
+
+    def add_warning(self, text: str) -> None:
+        """A warning shown at the top of the page, under the title (e.g. a result below a constant
+        baseline); warnings keep the order they were added in."""
+        self._warnings.append(str(text))
+
+    @property
+    def warnings(self) -> list[str]:
+        return list(self._warnings)
 
     # -- blocks -----------------------------------------------------------------------------
 
@@ -194,17 +327,25 @@ class Report:
     def add_metrics(
         self, metrics: Mapping[str, Any], title: str | None = None,
         float_format: Callable[[float], str] | str | None = None,
+        permutations: int | Mapping[str, int] | None = None,
     ) -> None:
         """A two-column table of metrics; nested mappings are flattened to ``a.b`` names.
 
         Floats are written with 4 significant digits (:func:`format_number`) unless
-        ``float_format`` says otherwise.
+        ``float_format`` says otherwise. p-values (names as :func:`is_p_value_name`) are written by
+        :func:`format_p_value`; the number of permutations of a permutation p-value comes from
+        ``permutations`` (one number, or flattened name -> number) or else from a ``permutations``
+        metric beside it (``x.permutations`` for ``x.p_value``, ``quadratic_permutations`` for
+        ``quadratic_p_value``).
         """
         fmt = _float_formatter(float_format)
         flat = flatten_metrics(metrics)
         rows = []
         for name, value in flat.items():
-            text = format_value(value, fmt)
+            if is_p_value_name(name) and not isinstance(value, (list, tuple, np.ndarray, Mapping)):
+                text = format_p_value(value, _metric_permutations(name, flat, permutations))
+            else:
+                text = format_value(value, fmt)
             numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
             cell_class = ' class="num"' if numeric else ""
             rows.append(f"<tr><th scope=\"row\">{_esc(name)}</th><td{cell_class}>{_esc(text)}</td></tr>")
@@ -224,6 +365,10 @@ class Report:
         caption: str | None = None,
         max_rows: int | None = 50,
         float_format: Callable[[float], str] | str | None = None,
+        permutations: int | Mapping[str, int] | None = None,
+        baseline: float | Mapping[str, float] | None = None,
+        higher_is_better: bool = True,
+        baseline_label: str = "constant baseline",
     ) -> None:
         """A pandas DataFrame as an HTML table.
 
@@ -239,7 +384,21 @@ class Report:
             Show at most this many rows (the first ones) and say how many there are; None shows all.
         float_format
             A callable, or a format spec such as ``".3f"`` or ``"{:.2%}"``, for float cells;
-            default 4 significant digits (:func:`format_number`).
+            default 4 significant digits (:func:`format_number`). p-value columns (names as
+            :func:`is_p_value_name`) are always written by :func:`format_p_value`.
+        permutations
+            Permutations B behind permutation p-values: one number for every p-value column, or
+            column -> number. When not given, a ``permutations`` column of the table is used row by row
+            for every p-value column.
+        baseline
+            A constant baseline (e.g. the accuracy of always predicting the majority class): a number
+            for every numeric column that is not a p-value, or column -> number. A cell worse than its
+            baseline (below it, or above it when ``higher_is_better`` is false) is marked with
+            ``\u25bc`` and highlighted, the caption says so, and :meth:`add_warning` records how many.
+        higher_is_better
+            Direction of the comparison with ``baseline`` (false for errors such as RMSE).
+        baseline_label
+            What the baseline is, for the caption and the warning.
         """
         import pandas as pd
 
@@ -268,17 +427,43 @@ class Report:
         for column, numeric in zip(df.columns, numeric_columns):
             header.append(f"<th{_NUM if numeric else ''}>{_esc(column_name(column))}</th>")
 
+        p_columns = [is_p_value_name(column) for column in df.columns]
+        baselines = _column_baselines(df.columns, numeric_columns, p_columns, baseline)
+        row_permutations = (df["permutations"].tolist() if permutations is None and "permutations" in df.columns
+                            else None)
+        worse = 0
+        compared = 0
         body = []
-        for index_value, row in zip(shown.index, shown.itertuples(index=False, name=None)):
+        for position, (index_value, row) in enumerate(zip(shown.index, shown.itertuples(index=False, name=None))):
             cells = []
             if show_index:
                 cells.append(f"<th scope=\"row\">{_esc(format_value(index_value, fmt))}</th>")
-            for value, numeric in zip(row, numeric_columns):
+            for column, value, numeric, is_p in zip(df.columns, row, numeric_columns, p_columns):
                 # a missing value in a text column reads better blank than "NaN"
                 missing = value is None or (not numeric and isinstance(value, float) and math.isnan(value))
-                text = "" if missing else format_value(value, fmt)
-                cells.append(f"<td{_NUM if numeric else ''}>{_esc(text)}</td>")
+                if missing:
+                    text = ""
+                elif is_p:
+                    text = format_p_value(value, _table_permutations(column, permutations, row_permutations, position))
+                else:
+                    text = format_value(value, fmt)
+                classes = ["num"] if numeric else []
+                limit = baselines.get(column)
+                if limit is not None and _is_number(value):
+                    compared += 1
+                    if (value < limit) if higher_is_better else (value > limit):
+                        worse += 1
+                        classes.append("below-baseline")
+                        text = f"{text} {BELOW_BASELINE_MARK}"
+                class_attr = f' class="{" ".join(classes)}"' if classes else ""
+                cells.append(f"<td{class_attr}>{_esc(text)}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
+        # rows beyond max_rows count for the warning too
+        for column, limit in baselines.items():
+            for value in df[column].iloc[len(shown):]:
+                if _is_number(value):
+                    compared += 1
+                    worse += bool((value < limit) if higher_is_better else (value > limit))
 
         if title is not None:
             self.add_heading(title, level=3)
@@ -287,6 +472,13 @@ class Report:
             notes.append(_esc(caption))
         if len(shown) < len(df):
             notes.append(f"Showing the first {len(shown):,} of {len(df):,} rows.")
+        if baselines:
+            side = "below" if higher_is_better else "above"
+            described = _describe_baselines(baselines)
+            notes.append(f"{BELOW_BASELINE_MARK} marks a value {side} the {baseline_label} ({described}).")
+            if worse:
+                self.add_warning(f"{title or 'A table'}: {worse} of {compared} values {side} the {baseline_label} "
+                                 f"({described}).")
         caption_html = f"<caption>{' '.join(notes)}</caption>\n" if notes else ""
         self._blocks.append(
             '<div class="table-wrap"><table class="data">\n'
@@ -388,6 +580,10 @@ class Report:
         if self.subtitle is not None:
             parts.append(f'<p class="subtitle">{_esc(self.subtitle)}</p>')
         parts.append("</header>")
+        if self._quick is not None:
+            parts.append(f'<div class="banner" role="note"><strong>{_esc(self._quick)}</strong></div>')
+        for warning in self._warnings:
+            parts.append(f'<div class="warning" role="alert">Warning: {_esc(warning)}</div>')
         if len(self._sections) >= 3:
             links = "".join(f'<li><a href="#{anchor}">{_esc(text)}</a></li>' for anchor, text in self._sections)
             parts.append(f'<nav aria-label="Contents"><ol>{links}</ol></nav>')
@@ -405,4 +601,5 @@ class Report:
         return path
 
 
-__all__ = ["Report", "flatten_metrics", "format_number", "format_value", "PNG_SIGNATURE"]
+__all__ = ["Report", "QUICK_RUN_TEXT", "flatten_metrics", "format_number", "format_p_value", "format_value",
+           "is_p_value_name", "PNG_SIGNATURE"]
