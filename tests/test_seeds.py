@@ -81,4 +81,7 @@ def test_classifier_seed_sets_the_weights_whatever_the_global_state(isolated_hom
     assert first.keys() == again.keys() == other.keys()
     for name in first:
         assert same_weights(first[name], again[name]), name
-        assert not same_weights(first[name], other[name]), name
+        # 64 samples in batches of 64: one Adam step, which moves a weight by at most lr = 2e-3, so
+        # larger differences are the initialisation's (batch-norm statistics follow the data: left out)
+        learnt = {key: value for key, value in first[name].items() if "running_" not in key and "num_batches" not in key}
+        assert largest_difference(learnt, {key: other[name][key] for key in learnt}) > 0.05, name
