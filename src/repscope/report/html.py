@@ -22,11 +22,25 @@ import numpy as np
 
 from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_text_atomic
+from repscope.report.formatting import (  # noqa: F401  (format_value and MAX_SEQUENCE_ITEMS re-exported)
+    BELOW_BASELINE_MARK,
+    MAX_SEQUENCE_ITEMS,
+    QUICK_RUN_TEXT,
+    _column_baselines,
+    _describe_baselines,
+    _float_formatter,
+    _is_number,
+    _metric_permutations,
+    _table_permutations,
+    flatten_metrics,
+    format_number,
+    format_p_value,
+    format_value,
+    is_p_value_name,
+)
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _NUM = ' class="num"'
-# A sequence metric longer than this is shortened on the page (metrics.json keeps it whole).
-MAX_SEQUENCE_ITEMS = 20
 
 _STYLE = """
 :root { color-scheme: light; }
@@ -67,134 +81,6 @@ footer { margin-top: 3rem; border-top: 1px solid #d0d7de; padding-top: .6rem; co
 """.strip()
 
 
-def format_number(value: Any, digits: int = 4) -> str:
-    """A number as text with ``digits`` significant digits for floats.
-
-    Integers are written whole; floats use ``digits`` significant digits without trailing zeros,
-    in plain notation from 1e-4 up to 1e6 (``12345.678`` -> ``12346``) and in scientific
-    notation outside it. NaN and infinities are written ``NaN``, ``inf``, ``-inf``.
-    """
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return str(value)
-    if isinstance(value, int):
-        return str(value)
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "inf" if value > 0 else "-inf"
-    if value == 0:
-        return "0"
-    magnitude = abs(value)
-    if 1e-4 <= magnitude < 1e6 and math.floor(math.log10(magnitude)) >= digits:
-        return f"{value:.0f}"  # more integer digits than significant ones: round to a whole number
-    text = f"{value:.{digits}g}"
-    if "e" in text and 1e-4 <= magnitude < 1e6:
-        text = f"{value:.{digits - 1 - math.floor(math.log10(magnitude))}f}"
-    return text
-
-
-QUICK_RUN_TEXT = "Quick run: shrunk to minutes on 2 CPU cores; numbers are not the paper's setting."
-BELOW_BASELINE_MARK = "\u25bc"  # ▼ after a value below the baseline
-_P_VALUE_NAME = re.compile(r"(?:^|.*_)(?:p|pvalue|p_value)$", re.IGNORECASE)
-
-
-def is_p_value_name(name: Any) -> bool:
-    """Whether a metric or column name holds p-values: ``p``, ``p_value``, ``pvalue``, or a name
-    ending in ``_p``, ``_pvalue`` or ``_p_value`` (the last part of a dotted metric name counts)."""
-    if isinstance(name, tuple):
-        name = name[-1] if name else ""
-    return bool(_P_VALUE_NAME.fullmatch(str(name).rsplit(".", 1)[-1]))
-
-
-def format_p_value(p: Any, permutations: int | None = None, digits: int = 2) -> str:
-    """A p-value as text that never reads as zero.
-
-    Rule: p >= 0.001 in plain notation with 3 significant digits (``0.0213``, ``0.43``); smaller
-    p in scientific notation with ``digits`` significant digits (``7.0e-38``); an exact 0 (a
-    normal tail that underflowed) as ``< 1e-300``. With ``permutations`` = B, a p-value at the
-    floor of a permutation test, p <= 1 / (B + 1) (no permuted statistic reached the observed one),
-    is written ``<= 1/(B+1)``, e.g. ``<= 0.002`` for B = 499: the test cannot resolve smaller
-    values. NaN is ``NaN``.
-    """
-    if isinstance(p, np.generic):
-        p = p.item()
-    if isinstance(p, bool) or not isinstance(p, (int, float)):
-        return str(p)
-    p = float(p)
-    if math.isnan(p):
-        return "NaN"
-    if permutations is not None:
-        if isinstance(permutations, bool) or int(permutations) != permutations or permutations < 1:
-            raise InvalidArgumentError(f"permutations: expected a positive integer, got {permutations!r}")
-        floor = 1.0 / (int(permutations) + 1)
-        if p <= floor * (1 + 1e-9):
-            return "<= " + _plain_or_scientific(floor, digits)
-    if p == 0:
-        return "< 1e-300"
-    return _plain_or_scientific(p, digits)
-
-
-def _plain_or_scientific(p: float, digits: int) -> str:
-    if abs(p) >= 1e-3:
-        return format_number(p, 3)
-    mantissa, exponent = f"{p:.{max(1, digits) - 1}e}".split("e")
-    return f"{mantissa}e{int(exponent)}"
-
-
-def flatten_metrics(metrics: Mapping[str, Any], separator: str = ".") -> dict[str, Any]:
-    """Flatten nested mappings: ``{"a": {"b": 1}}`` -> ``{"a.b": 1}``, keys in insertion order."""
-    if not isinstance(metrics, Mapping):
-        raise InvalidArgumentError(f"metrics: expected a mapping, got {type(metrics).__name__}")
-    flat: dict[str, Any] = {}
-
-    def visit(prefix: str, value: Any) -> None:
-        if isinstance(value, Mapping) and value:
-            for key, item in value.items():
-                visit(f"{prefix}{separator}{key}" if prefix else str(key), item)
-        else:
-            flat[prefix] = value
-
-    for key, value in metrics.items():
-        visit(str(key), value)
-    return flat
-
-
-def format_value(value: Any, float_format: Callable[[float], str] = format_number) -> str:
-    """Text of a metric or table cell: numbers via ``float_format``, sequences item by item."""
-    if isinstance(value, np.ndarray):
-        value = value.tolist()
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float):
-        return float_format(value)
-    if isinstance(value, (list, tuple)):
-        shown = [format_value(item, float_format) for item in value[:MAX_SEQUENCE_ITEMS]]
-        if len(value) > MAX_SEQUENCE_ITEMS:
-            shown.append(f"… ({len(value)} items)")
-        return "[" + ", ".join(shown) + "]"
-    if isinstance(value, Mapping) and not value:
-        return "{}"
-    if value is None:
-        return "None"
-    return format_number(value)
-
-
-def _float_formatter(float_format: Callable[[float], str] | str | None) -> Callable[[float], str]:
-    if float_format is None:
-        return format_number
-    if callable(float_format):
-        return float_format
-    if isinstance(float_format, str):
-        if "{" in float_format:
-            return lambda x: float_format.format(x)
-        return lambda x: format(x, float_format)
-    raise InvalidArgumentError(
-        f"float_format: expected a callable, a format spec such as '.3f' or None, got {float_format!r}"
-    )
-
-
 def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
@@ -206,65 +92,6 @@ def _slug(text: str, taken: set[str]) -> str:
         slug, n = f"{base}-{n}", n + 1
     taken.add(slug)
     return slug
-
-
-def _is_number(value: Any) -> bool:
-    if isinstance(value, np.generic):
-        value = value.item()
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and not math.isnan(value)
-
-
-def _metric_permutations(name: str, flat: Mapping[str, Any], given: int | Mapping[str, int] | None) -> int | None:
-    if isinstance(given, Mapping):
-        return given.get(name)
-    if given is not None:
-        return given
-    prefix, _, last = name.rpartition(".")
-    stem = re.sub(r"_(?:p|pvalue|p_value)$", "", last, flags=re.IGNORECASE) if "_" in last else ""
-    candidates = [f"{stem}_permutations", "permutations"] if stem else ["permutations"]
-    for candidate in candidates:
-        value = flat.get(f"{prefix}.{candidate}" if prefix else candidate)
-        if _is_number(value) and int(value) == value and value >= 1:
-            return int(value)
-    return None
-
-
-def _table_permutations(column: Any, given: int | Mapping[str, int] | None, per_row: list | None,
-                        position: int) -> int | None:
-    if isinstance(given, Mapping):
-        return given.get(column)
-    if given is not None:
-        return given
-    if per_row is not None:
-        value = per_row[position]
-        if _is_number(value) and int(value) == value and value >= 1:
-            return int(value)
-    return None
-
-
-def _column_baselines(columns: Any, numeric: list[bool], p_columns: list[bool],
-                      baseline: float | Mapping[str, float] | None) -> dict[Any, float]:
-    if baseline is None:
-        return {}
-    if isinstance(baseline, Mapping):
-        missing = [str(c) for c in baseline if c not in list(columns)]
-        if missing:
-            raise InvalidArgumentError(f"baseline: no column named {', '.join(missing)}")
-        chosen = dict(baseline)
-    else:
-        chosen = {column: baseline for column, is_numeric, is_p in zip(columns, numeric, p_columns)
-                  if is_numeric and not is_p}
-    for column, value in chosen.items():
-        if not _is_number(value):
-            raise InvalidArgumentError(f"baseline: expected a number for {column!r}, got {value!r}")
-    return {column: float(value) for column, value in chosen.items()}
-
-
-def _describe_baselines(baselines: Mapping[Any, float]) -> str:
-    values = set(baselines.values())
-    if len(values) == 1 and len(baselines) > 1:
-        return format_number(next(iter(values)))
-    return ", ".join(f"{column}: {format_number(value)}" for column, value in baselines.items())
 
 
 class Report:
