@@ -133,7 +133,7 @@ def test_evaluate_rejects_bad_folders(tmp_path):
 
 def test_output_images_are_read_as_uint8_rgb_or_refused_naming_the_file(tmp_path):
     from repscope.errors import DataFormatError
-    from repscope.studies.sprites import read_output_images
+    from repscope.studies.sprites_coherency import read_output_images
 
     values = np.zeros((2, 3, 64, 64), np.float32)  # channels first, as a torch decoder returns them
     values[1, 0, 5, 7] = 1.0

@@ -7,6 +7,8 @@ from typing import Literal, Optional
 
 import typer
 
+from repscope.cli.studies import add_study_commands
+
 app = typer.Typer(no_args_is_help=True)
 
 
@@ -103,49 +105,7 @@ def build_command(
 
 
 # --------------------------------------------------------------------------------------------
-# studies: repscope morpho <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...]
+# studies: repscope morpho <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...], made from
+# the study registry (repscope.studies.registry)
 
-STUDIES = {
-    # command: (module, config class, runner, shipped config)
-    "diversity": ("repscope.studies.morpho_diversity", "DiversityConfig", "run_diversity", "morpho-diversity"),
-    "disentangle": ("repscope.studies.morpho_disentangle", "DisentangleConfig", "run_disentangle", "morpho-disentangle"),
-    "supervised": ("repscope.studies.morpho_supervised", "SupervisedConfig", "run_supervised", "morpho-supervised"),
-}
-
-
-def run_study(study: str, config: Optional[Path], quick: bool, out: Optional[Path], overrides: list[str]) -> Path:
-    """Load CONFIG (default: the shipped config of the paper's setting), shrink it with --quick,
-    run the study and return its report path."""
-    import importlib
-
-    from repscope.config import load_config, shipped_config_path
-
-    module_name, schema_name, runner_name, shipped = STUDIES[study]
-    module = importlib.import_module(module_name)
-    path = config if config is not None else shipped_config_path(shipped)
-    loaded = load_config(path, getattr(module, schema_name), overrides)
-    if quick:
-        loaded = module.quick(loaded)
-    return getattr(module, runner_name)(loaded, out=out, source=f"config {path}")
-
-
-def _study_command(study: str, doc: str):
-    def command(
-        config: Optional[Path] = typer.Argument(None, help="study config (YAML); default: the shipped config of the paper's setting"),
-        quick: bool = typer.Option(False, "--quick", help="shrink to minutes on 2 CPU cores"),
-        out: Optional[Path] = typer.Option(None, "--out", help=f"run directory (default runs/morpho-{study}-<time>)"),
-        set_: list[str] = typer.Option([], "--set", help="override a config key, e.g. --set training.trainer.max_epochs=5"),
-    ) -> None:
-        report = run_study(study, config, quick, out, list(set_))
-        typer.echo(f"report: {report}")
-
-    command.__doc__ = doc
-    return command
-
-
-app.command("diversity")(_study_command(
-    "diversity", "Sample diversity: train generators, compare their samples' morphometrics with the test digits by MMD."))
-app.command("disentangle")(_study_command(
-    "disentangle", "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative."))
-app.command("supervised")(_study_command(
-    "supervised", "Supervised tasks: digit recognition, abnormality detection, thickness regression (Table 3)."))
+add_study_commands(app, "morpho")

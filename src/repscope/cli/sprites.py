@@ -8,6 +8,8 @@ from typing import Literal, Optional
 
 import typer
 
+from repscope.cli.studies import add_study_commands
+
 app = typer.Typer(no_args_is_help=True)
 
 
@@ -188,46 +190,8 @@ def classify_command(
     typer.echo(f"all attributes right: {100 * result['all_attributes_right']:.2f}% -> {folder}")
 
 
-@app.command("evaluate")
-def evaluate_command(
-    folder: Path = typer.Argument(..., help="folder of a model's outputs: text_to_image/, image_to_text/, joint/ (see --help)"),
-    level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory to write (default: runs/sprites-evaluate-<time>)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it holds files (once the new run is complete)"),
-) -> None:
-    """Cross- and joint-coherency (Strict / Features / Letters) of generated outputs.
+# --------------------------------------------------------------------------------------------
+# studies: repscope sprites <study> ..., made from the study registry (repscope.studies.registry);
+# `evaluate FOLDER --level L` is the coherency study
 
-    FOLDER/text_to_image/{truth.txt, images.npy}, FOLDER/image_to_text/{truth.txt, captions.txt},
-    FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: (N, 64, 64, 3)
-    RGB, uint8 or float in [0, 1]. Captions: one per line.
-    """
-    from repscope.outputs import output_target, prepare_output
-    from repscope.runs import RunDirectory
-    from repscope.studies.sprites import coherency_table, evaluate_outputs
-
-    if out is not None:
-        prepare_output(out, overwrite=overwrite, kind="directory")  # before any classifier is trained
-    results = evaluate_outputs(folder, level)
-    with contextlib.ExitStack() as stack:
-        target = None if out is None else stack.enter_context(
-            output_target(out, overwrite=overwrite, kind="directory"))
-        run = RunDirectory.create("sprites-evaluate", out=target)
-        _write_evaluation(run, results, folder, level)
-    typer.echo(coherency_table(results).to_string(index=False))
-    typer.echo(str((run.root if out is None else out) / "report.html"))
-
-
-def _write_evaluation(run, results, folder: Path, level: int) -> None:
-    from repscope.report import Report
-    from repscope.studies.sprites import coherency_table
-
-    run.write_config({"command": "sprites evaluate", "folder": str(folder.resolve()), "level": level})
-    run.write_metrics(results)
-    table = coherency_table(results)
-    run.write_table("coherency", table)
-    report = Report("CdSprites+ coherency", subtitle=f"{folder}, level {level}")
-    report.add_paragraph("Strict: % of samples with every attribute right. Features: mean number of right "
-                         "attributes per sample (of the level's). Letters: % of caption characters right, "
-                         "position by position. Images are judged by the level's attribute classifiers.")
-    report.add_table(table, title="Coherency")
-    run.write_report(report)
+add_study_commands(app, "sprites")

@@ -181,7 +181,7 @@ def _fit_attribute(level: int, attribute: str, dataset: Any, config: Any, runs: 
     # the caller's global random state is left as it was; the initial weights depend on the seed only
     with torch.random.fork_rng(devices=[]):
         outcome = fit(config, out=runs / attribute, dataset=dataset.with_target(attribute), kind="classifier",
-                      description=description)
+                      description=description, report=False)
     task = outcome.task.cpu().eval()
     val = dataset.arrays("val", ["image", attribute])
     accuracy = float(np.mean(task.predict(val["image"]) == val[attribute]))

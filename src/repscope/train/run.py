@@ -202,7 +202,7 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
 
 def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False,
         root: Path | str = Path("runs"), source: str = "config", kind: str = "train",
-        dataset: Any = None, description: str | None = None) -> TrainOutcome:
+        dataset: Any = None, description: str | None = None, report: bool = True) -> TrainOutcome:
     """Train ``config`` and write its run directory: the one training entry point (``repscope train``,
     every study, the CdSprites+ attribute classifiers).
 
@@ -222,6 +222,8 @@ def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False
         The already loaded dataset of ``config.data`` (saves loading it again for several models).
     description : str, optional
         What the progress bar or lines say (default ``training <model> on <data>``).
+    report : bool
+        Write ``report.html`` (curves, test metrics against the constant-prediction baseline, images).
 
     Returns
     -------
@@ -293,6 +295,10 @@ def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False
         **evaluate_task(task, dataset, module),
     }
     run.write_metrics(metrics)
+    if report:
+        from repscope.report.training import training_report
+
+        run.write_report(training_report(config, task, dataset, metrics, curves))
     return TrainOutcome(run, task, dataset, metrics)
 
 

@@ -48,7 +48,8 @@ def image_batches(images: np.ndarray, batch_size: int, device: torch.device) -> 
     if int(batch_size) < 1:
         raise InvalidArgumentError(f"batch_size: must be at least 1, got {batch_size}")
     for start in range(0, len(images), int(batch_size)):
-        chunk = torch.from_numpy(np.ascontiguousarray(images[start : start + int(batch_size)]))
+        rows = np.ascontiguousarray(images[start : start + int(batch_size)])
+        chunk = torch.from_numpy(rows if rows.flags.writeable else rows.copy())  # memory-mapped files are read-only
         chunk = chunk.float() / 255.0 if chunk.dtype == torch.uint8 else chunk.float()
         yield (chunk.unsqueeze(1) if chunk.ndim == 3 else chunk.permute(0, 3, 1, 2)).to(device)
 
