@@ -68,8 +68,11 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")
     if "test" in dataset.splits and len(dataset.split("test")):
-        count = min(SHOWN, len(dataset.split("test")))
-        images = dataset.batch("test", np.arange(count), ["image"])["image"]
+        size = len(dataset.split("test"))
+        count = min(SHOWN, size)
+        # a seeded spread over the test split: its first rows may all share a factor (grid order)
+        chosen = np.sort(np.random.default_rng(config.seed).choice(size, size=count, replace=False))
+        images = dataset.batch("test", chosen, ["image"])["image"]
         shown = images[:, 0] if images.shape[1] == 1 else images.transpose(0, 2, 3, 1)
         if hasattr(task, "encode") and hasattr(task, "decode"):
             rebuilt = task.decode(task.encode(shown))

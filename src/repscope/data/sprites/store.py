@@ -2,7 +2,7 @@
 
 A **dataset directory** (format :data:`FORMAT_VERSION`) holds
 
-- ``dataset.json`` — ``format_version``, ``generator`` (``cdsprites`` or ``dsprites``), ``level``
+- ``dataset.json`` — ``format_version``, ``generator`` (a name of :data:`LAYOUTS`), ``level``
   (1-5, ``null`` for dSprites), ``count``, ``image_shape`` (one image's shape), ``seed``, ``params``
   (whatever the generator was called with), ``files`` (``{name: sha256}``) and ``created_by``;
 - ``images.npy`` — ``uint8``, ``(N, 64, 64, 3)`` RGB for CdSprites+, ``(N, 64, 64)`` of 0/1 for
@@ -30,6 +30,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,6 @@ from repscope.fileio import (
 )
 
 FORMAT_VERSION = 1
-GENERATORS: tuple[str, ...] = ("cdsprites", "dsprites")
 META_FILE = "dataset.json"
 IMAGES_FILE = "images.npy"
 CAPTIONS_FILE = "captions.txt"
@@ -90,20 +90,44 @@ def _package_version() -> str:
     return f"repscope {version}"
 
 
+@dataclass(frozen=True)
+class GeneratorLayout:
+    """What a generator's dataset directory holds: a new generator is one line in :data:`LAYOUTS`.
+
+    ``class_columns(level)`` names the factor columns every row must hold (integer classes),
+    ``check_classes(level, table, name)`` checks their values (None: any integers), ``captions``
+    whether ``captions.txt`` is written, ``levels`` whether the generator has levels (1-5).
+    """
+
+    class_columns: Callable[[int | None], tuple[str, ...]]
+    captions: bool = False
+    levels: bool = False
+    check_classes: Callable[..., Any] | None = None
+
+
+LAYOUTS: dict[str, GeneratorLayout] = {
+    "cdsprites": GeneratorLayout(attrs.level_attributes, captions=True, levels=True, check_classes=attrs.check_table),
+    "dsprites": GeneratorLayout(lambda level: FACTOR_NAMES),
+}
+GENERATORS: tuple[str, ...] = tuple(LAYOUTS)
+
+
+def layout(generator: str) -> GeneratorLayout:
+    if generator not in LAYOUTS:
+        raise InvalidArgumentError(f"generator: must be one of {', '.join(LAYOUTS)}, got {generator!r}")
+    return LAYOUTS[generator]
+
+
 def class_columns(generator: str, level: int | None) -> tuple[str, ...]:
     """The class columns ``factors.csv`` must hold for ``generator`` (and ``level``)."""
-    if generator == "cdsprites":
-        return attrs.level_attributes(level)  # type: ignore[arg-type]
-    return FACTOR_NAMES
+    return layout(generator).class_columns(level)
 
 
 def _check_generator(generator: Any, level: Any) -> int | None:
-    if generator not in GENERATORS:
-        raise InvalidArgumentError(f"generator: must be one of {', '.join(GENERATORS)}, got {generator!r}")
-    if generator == "cdsprites":
+    if layout(generator).levels:
         return attrs.check_level(level)
     if level is not None:
-        raise InvalidArgumentError(f"level: must be None for generator 'dsprites', got {level!r}")
+        raise InvalidArgumentError(f"level: must be None for generator {generator!r}, got {level!r}")
     return None
 
 
@@ -209,7 +233,7 @@ def write_dataset(out: str | os.PathLike, batches: Iterable[tuple[np.ndarray, Se
 def _write_files(directory: Path, batches: Iterable[Any], count: int, generator: str, level: int | None,
                  image_shape: tuple[int, ...], progress: Progress | None) -> list[str]:
     required = class_columns(generator, level)
-    with_captions = generator == "cdsprites"
+    with_captions = layout(generator).captions
     images_out = np.lib.format.open_memmap(directory / IMAGES_FILE, mode="w+", dtype=np.uint8,
                                            shape=(count, *image_shape))
     columns: list[str] | None = None
@@ -296,8 +320,9 @@ def _check_factors(factors: Any, n: int, required: tuple[str, ...], columns: lis
         raise InvalidArgumentError(f"{where}: factors columns {order} differ from the first chunk's {columns}")
     columns = columns if columns is not None else order
     classes = factors[list(required)].to_numpy()
-    if generator == "cdsprites":
-        attrs.check_table(level, classes, name=f"{where}: factors")  # type: ignore[arg-type]
+    check = layout(generator).check_classes
+    if check is not None:
+        check(level, classes, name=f"{where}: factors")
     elif classes.dtype.kind not in "iu":
         raise InvalidArgumentError(f"{where}: factors class columns must be integers, got dtype {classes.dtype}")
     return factors[columns], columns
@@ -398,7 +423,7 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Sprite
     meta = _read_meta(meta_file)
     generator, level, count = meta["generator"], meta["level"], meta["count"]
     image_shape = tuple(meta["image_shape"])
-    expected = [IMAGES_FILE] + ([CAPTIONS_FILE] if generator == "cdsprites" else []) + [FACTORS_FILE]
+    expected = [IMAGES_FILE] + ([CAPTIONS_FILE] if layout(generator).captions else []) + [FACTORS_FILE]
     for name in expected:
         if not (path / name).is_file():
             raise DataFormatError(f"{path / name}: missing from the dataset directory")
@@ -417,7 +442,7 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Sprite
                               f"{images.offset + images.nbytes}; the file was changed after writing")
 
     captions = None
-    if generator == "cdsprites":
+    if layout(generator).captions:
         captions_file = path / CAPTIONS_FILE
         try:
             text = captions_file.read_bytes().decode("utf-8")
@@ -441,8 +466,11 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Sprite
     if missing:
         raise DataFormatError(f"{factors_file}: missing the class columns {', '.join(missing)} "
                               f"(needed: {', '.join(required)})")
-    if generator == "cdsprites":
-        _attribute_table(factors_file, factors, level)
+    if layout(generator).check_classes is not None:
+        try:
+            layout(generator).check_classes(level, factors[list(required)].to_numpy(), name="class columns")
+        except InvalidArgumentError as error:
+            raise DataFormatError(f"{factors_file}: {error}") from None
     elif factors[list(required)].to_numpy().dtype.kind not in "iu":
         raise DataFormatError(f"{factors_file}: class columns {', '.join(required)} must hold integers")
     # checksums last: a truncated or malformed file is reported as such (DataFormatError) first
