@@ -1,0 +1,254 @@
+"""Do the tests catch realistic bugs? Inject each one into a copy of the code and run its tests.
+
+Each mutation is a one-line change a redesign could plausibly make (an off-by-one, a flipped target,
+an ignored argument, the wrong split), with the tests that must fail because of it. For each one
+this script copies ``src/`` and ``tests/`` (and ``pyproject.toml``) into a temporary directory,
+replaces the original snippet by the mutated one (the snippet must occur exactly once in the
+listed files, else the code moved and the mutation must be rewritten), runs
+
+    python -m pytest -x -q -p no:cacheprovider -p no:xdist <tests>
+
+from the copy with ``PYTHONPATH`` pointing at the copy's ``src``, and prints one line per mutation:
+``caught``, ``MISSED`` or ``snippet-not-found``. The exit status is 1 when any was missed or not
+found, 0 when every mutation was caught.
+
+    .venv/bin/python tools/mutation_check.py                 # all mutations, on the working tree
+    .venv/bin/python tools/mutation_check.py vae-beta-ignored gan-generator-target
+    .venv/bin/python tools/mutation_check.py --list
+    .venv/bin/python tools/mutation_check.py --baseline      # also run each test set unmutated first
+
+``--baseline`` first checks that the named tests pass on the unmutated copy, so a test that fails
+for another reason is not counted as a catch. Slow (minutes: some tests train small models); not
+part of ``make test``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Mutation:
+    name: str
+    files: tuple[str, ...]  # where the snippet may live (old and new homes during a refactor)
+    original: str
+    mutated: str
+    tests: tuple[str, ...]
+    why: str
+
+
+MUTATIONS: list[Mutation] = [
+    Mutation(
+        "morpho-tiling-row-gap",
+        ("src/repscope/data/morpho/pipeline.py",),
+        "            row += shelf_height + gap\n",
+        "            row += shelf_height + gap - 1\n",
+        ("tests/test_morphometrics.py::test_fast_path_agrees_with_reference_on_500_real_digits",),
+        "shelves of the crop tiling touch: strokes of neighbouring digits merge in the skeleton",
+    ),
+    Mutation(
+        "gan-generator-target",
+        ("src/repscope/train/tasks/gan.py", "src/repscope/train/tasks.py"),
+        "return F.binary_cross_entropy_with_logits(fake_logits, torch.ones_like(fake_logits))",
+        "return F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))",
+        ("tests/test_losses.py::test_generator_loss_is_minus_log_d_of_the_fakes",),
+        "the generator is trained to look fake",
+    ),
+    Mutation(
+        "vae-beta-ignored",
+        ("src/repscope/train/tasks/vae.py",),
+        'return {"regulariser": self.hparams.beta * kl, "kl": kl}',
+        'return {"regulariser": kl, "kl": kl}',
+        ("tests/test_losses.py::test_vae_loss_is_reconstruction_plus_beta_times_kl",),
+        "every beta-VAE trains as a plain VAE",
+    ),
+    Mutation(
+        "diversity-reference-is-training-digits",
+        ("src/repscope/studies/morpho_diversity.py",),
+        "test_morpho = measure(digits.test_images)",
+        "test_morpho = measure(digits.train_images)",
+        ("tests/test_studies.py::test_diversity_compares_samples_with_the_test_digits",),
+        "samples compared with the digits the model was trained on",
+    ),
+    Mutation(
+        "supervised-local-column-on-plain",
+        ("src/repscope/studies/morpho_supervised.py",),
+        "load_morpho_mnist(set=name, target=target, **data_params)",
+        "load_morpho_mnist(set=train_set, target=target, **data_params)",
+        ("tests/test_studies.py::test_supervised_columns_use_the_right_test_split",),
+        "Table 3's LOCAL column measured on the PLAIN test digits",
+    ),
+    Mutation(
+        "cdsprites-red-green-swapped",
+        ("src/repscope/data/sprites/attributes.py",),
+        '    "red": (192, 64, 0),\n    "green": (10, 107, 60),\n',
+        '    "red": (10, 107, 60),\n    "green": (192, 64, 0),\n',
+        ("tests/test_cdsprites.py::test_colour_words_name_the_hue_of_the_shape",),
+        "captions say red on green shapes",
+    ),
+    Mutation(
+        "train-seed-ignored",
+        ("src/repscope/train/run.py",),
+        "pl.seed_everything(config.seed, workers=True, verbose=False)",
+        "pl.seed_everything(0, workers=True, verbose=False)",
+        ("tests/test_seeds.py::test_train_seed_sets_the_initial_weights",),
+        "every seed of `repscope train` starts from the same weights",
+    ),
+    Mutation(
+        "classifier-init-seed-ignored",
+        ("src/repscope/train/attribute_classifiers.py",),
+        "batch_size=batch_size, seed=seed)",
+        "batch_size=batch_size, seed=0)",
+        ("tests/test_seeds.py::test_classifier_seed_sets_the_weights_whatever_the_global_state",),
+        "attribute classifiers start from the same weights whatever --seed",
+    ),
+    # a few more on hot modules
+    Mutation(
+        "mmd-bandwidth-one-sample",
+        ("src/repscope/metrics/mmd.py",),
+        "squared = scott_bandwidths(x) ** 2 + scott_bandwidths(y) ** 2",
+        "squared = scott_bandwidths(x) ** 2 + scott_bandwidths(x) ** 2",
+        ("tests/test_mmd.py::test_linear_default_bandwidth_adds_squared_scott_bandwidths",),
+        "the kernel bandwidth ignores the second sample (Appendix C adds both)",
+    ),
+    Mutation(
+        "partial-correlation-y-not-residualised",
+        ("src/repscope/metrics/partial_correlation.py",),
+        "residual_y = _residual(y, design)",
+        "residual_y = y - y.mean()",
+        ("tests/test_partial_correlation.py::test_small_example_by_hand",),
+        "only one variable is corrected for the controls",
+    ),
+    Mutation(
+        "caption-mask-one-short",
+        ("src/repscope/data/sprites/captions.py",),
+        "mask[row, : len(codes)] = True",
+        "mask[row, : len(codes) - 1] = True",
+        ("tests/test_captions.py::test_encode_one_hot_layout_by_hand", "tests/test_captions.py::test_round_trip_with_and_without_mask"),
+        "the last character of every caption is masked out",
+    ),
+    Mutation(
+        "idx-header-little-endian",
+        ("src/repscope/data/idx.py",),
+        'shape = struct.unpack(f">{ndim}I", data[4:header_size])',
+        'shape = struct.unpack(f"<{ndim}I", data[4:header_size])',
+        ("tests/test_idx.py::test_real_fashion_mnist_labels_and_images",),
+        "IDX dimensions read in the wrong byte order",
+    ),
+    Mutation(
+        "dsprites-window-too-small",
+        ("src/repscope/data/sprites/dsprites.py",),
+        "PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) + 2",
+        "PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) - 1",
+        ("tests/test_dsprites.py::test_window_drawing_equals_whole_frame_drawing",),
+        "the drawing window clips the largest shapes",
+    ),
+    Mutation(
+        "textures-unseeded",
+        ("src/repscope/data/sprites/textures.py",),
+        "rng = np.random.default_rng([self.seed, 7331])",
+        "rng = np.random.default_rng()",
+        ("tests/test_cdsprites.py::test_loader_gives_the_same_bytes_with_zero_or_two_workers",),
+        "each process (DataLoader worker) draws its own textures",
+    ),
+]
+
+
+def copy_tree(destination: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.egg-info")
+    shutil.copytree(ROOT / "src", destination / "src", ignore=ignore)
+    shutil.copytree(ROOT / "tests", destination / "tests", ignore=ignore)
+    shutil.copy2(ROOT / "pyproject.toml", destination / "pyproject.toml")
+
+
+def apply(mutation: Mutation, copy: Path) -> str | None:
+    """Mutate the copy; None when done, else why not (the snippet is not there exactly once)."""
+    found = [(name, (copy / name).read_text()) for name in mutation.files if (copy / name).is_file()]
+    counts = {name: text.count(mutation.original) for name, text in found}
+    total = sum(counts.values())
+    if total != 1:
+        where = ", ".join(f"{name}: {count}" for name, count in counts.items()) or "none of the files exists"
+        return f"original snippet found {total} times ({where})"
+    name, text = next((n, t) for n, t in found if counts[n] == 1)
+    (copy / name).write_text(text.replace(mutation.original, mutation.mutated))
+    return None
+
+
+def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, str]:
+    env = dict(os.environ, PYTHONPATH=str(copy / "src"), PYTHONDONTWRITEBYTECODE="1")
+    env.pop("PYTEST_ADDOPTS", None)
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *tests]
+    try:
+        done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return -1, "timed out"
+    return done.returncode, (done.stdout + done.stderr).strip()
+
+
+def last_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    return lines[-1] if lines else ""
+
+
+def check(mutation: Mutation, baseline: bool, timeout: float, verbose: bool) -> str:
+    with tempfile.TemporaryDirectory(prefix=f"mutation-{mutation.name}-") as temp:
+        copy = Path(temp)
+        copy_tree(copy)
+        if baseline:
+            code, output = run_tests(copy, mutation.tests, timeout)
+            if code != 0:
+                return f"BASELINE-FAILS  ({last_line(output)})"
+        problem = apply(mutation, copy)
+        if problem:
+            return f"snippet-not-found  ({problem})"
+        code, output = run_tests(copy, mutation.tests, timeout)
+        if verbose:
+            print(output)
+        if code == 1:
+            return f"caught  ({last_line(output)})"
+        if code == 0:
+            return "MISSED  (the tests pass with the bug in)"
+        # 2-5: interrupted, internal error, usage error, no tests collected; -1: timeout
+        return f"ERROR  (pytest exit {code}: {last_line(output)})"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("names", nargs="*", help="mutations to check (default: all)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    parser.add_argument("--baseline", action="store_true", help="first check that the tests pass unmutated")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds per pytest run")
+    parser.add_argument("--verbose", action="store_true", help="print pytest's output")
+    args = parser.parse_args()
+    known = {m.name: m for m in MUTATIONS}
+    if args.list:
+        for m in MUTATIONS:
+            print(f"{m.name}: {m.why}\n    {m.files[0]}\n    {' '.join(m.tests)}")
+        return 0
+    unknown = [name for name in args.names if name not in known]
+    if unknown:
+        parser.error(f"unknown mutation(s) {', '.join(unknown)}; known: {', '.join(known)}")
+    chosen = [known[name] for name in args.names] if args.names else MUTATIONS
+    width = max(len(m.name) for m in chosen)
+    failures = 0
+    for mutation in chosen:
+        started = time.perf_counter()
+        verdict = check(mutation, args.baseline, args.timeout, args.verbose)
+        print(f"{mutation.name:<{width}}  {verdict}  [{time.perf_counter() - started:.0f} s]", flush=True)
+        failures += not verdict.startswith("caught")
+    print(f"{len(chosen) - failures} of {len(chosen)} mutations caught")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
