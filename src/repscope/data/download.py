@@ -31,7 +31,16 @@ USER_AGENT = "repscope-data-download"
 class DownloadableDataset:
     """A dataset of files fetched from ``base_url + file name``, tried mirror by mirror.
 
-    ``md5`` maps each file name to its md5 hex digest.
+    Parameters
+    ----------
+    name : str
+        The name ``repscope data download NAME`` takes and the folder under ``$REPSCOPE_HOME/datasets``.
+    description : str
+        One line for listings.
+    base_urls : tuple of str
+        Mirrors, tried in order; each is joined with the file names.
+    md5 : Mapping of str to str
+        Each file name mapped to its md5 hex digest.
     """
 
     name: str
@@ -82,7 +91,20 @@ def _expected_digests(md5: str | None, sha256: str | None) -> dict[str, str]:
 
 
 def file_digests(path: str | os.PathLike, algorithms: Sequence[str]) -> dict[str, str]:
-    """Hex digests of a file, ``{algorithm: digest}``, in one pass."""
+    """Hex digests of a file, ``{algorithm: digest}``, in one pass.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file to hash.
+    algorithms : sequence of str
+        :mod:`hashlib` names, e.g. ``["md5", "sha256"]``.
+
+    Returns
+    -------
+    dict of str to str
+        Lower-case hex digest by algorithm name.
+    """
     hashers = {name: hashlib.new(name) for name in algorithms}
     with open(path, "rb") as handle:
         for chunk in iter(lambda: handle.read(1 << 20), b""):
@@ -127,9 +149,35 @@ def download_file(
 
     An existing ``dest`` whose checksum(s) match is kept without any request; with no checksum
     given, an existing ``dest`` is kept as it is. A mirror that fails (HTTP error, no connection,
-    wrong checksum) is followed by the next one. Raises ChecksumError when every mirror failed and
-    at least one served wrong bytes (the message names each URL with expected and actual digest),
-    SourceNotFoundError when none could be reached. On failure ``dest`` is left as it was.
+    wrong checksum) is followed by the next one. The body is streamed to a temporary file beside
+    ``dest`` and renamed into place only when complete and matching, so on failure ``dest`` is left
+    as it was.
+
+    Parameters
+    ----------
+    urls : sequence of str or str
+        Mirrors of the file, tried in order; a single URL may be passed as a string.
+    dest : str or os.PathLike
+        Destination file.
+    md5, sha256 : str, optional
+        Expected hex digests (any case); every one given must match.
+    progress : bool, default=False
+        Show a progress bar (bytes received).
+
+    Returns
+    -------
+    pathlib.Path
+        ``dest``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``urls`` is empty.
+    ChecksumError
+        When every mirror failed and at least one served wrong bytes (the message names each URL
+        with expected and actual digest).
+    SourceNotFoundError
+        When no mirror could be reached or each answered with an error.
     """
     dest = Path(dest)
     if isinstance(urls, str):
@@ -166,8 +214,32 @@ def download_dataset(
 ) -> Path:
     """Download every file of ``DATASETS[name]`` into ``dest_dir`` and check they parse as MNIST.
 
-    ``dest_dir`` defaults to ``$REPSCOPE_HOME/datasets/NAME``; ``base_urls`` replaces the
-    dataset's mirrors (each is joined with the file names). Returns the directory.
+    Files already present with the right md5 are not fetched again.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`DATASETS` (``"mnist"`` or ``"fashion-mnist"``).
+    dest_dir : str or os.PathLike, optional
+        Target directory; default ``$REPSCOPE_HOME/datasets/NAME``.
+    base_urls : sequence of str, optional
+        Replaces the dataset's mirrors (each is joined with the file names).
+    progress : bool, default=False
+        Show a progress bar per file.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory holding the files.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``name`` is unknown or ``base_urls`` is empty.
+    ChecksumError, SourceNotFoundError
+        When a file cannot be fetched with the right checksum (see :func:`download_file`).
+    DataFormatError
+        When a downloaded images/labels pair does not read as MNIST (uint8 ``(N, H, W)`` and ``(N,)``).
     """
     from repscope.data.idx import read_mnist_pair
 

@@ -47,7 +47,26 @@ def _supported_dtypes() -> str:
 
 
 def encode_idx(array: np.ndarray, gzip: bool = False) -> bytes:
-    """The IDX bytes of ``array`` (gzipped deterministically when ``gzip`` is true)."""
+    """The IDX bytes of ``array`` (gzipped deterministically when ``gzip`` is true).
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        1 to 255 dimensions, each of size < 2**32, of dtype uint8, int8, int16, int32, float32 or
+        float64 (any byte order; written big-endian).
+    gzip : bool, default=False
+        Gzip the bytes, with a zero timestamp and no file name, so equal arrays give equal bytes.
+
+    Returns
+    -------
+    bytes
+        The 4-byte magic, the ``ndim`` big-endian uint32 sizes, then the values row-major.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When IDX cannot hold the dtype, the number of dimensions or a dimension size.
+    """
     array = np.asarray(array)
     code = _CODE_OF_KIND.get((array.dtype.kind, array.dtype.itemsize))
     if code is None:
@@ -66,7 +85,24 @@ def encode_idx(array: np.ndarray, gzip: bool = False) -> bytes:
 def decode_idx(data: bytes, name: str = "<bytes>") -> np.ndarray:
     """The array held by IDX bytes ``data`` (gzipped or not), in native byte order.
 
-    ``name`` (usually the file path) is put in every error message.
+    Parameters
+    ----------
+    data : bytes
+        An IDX file's content; gzipped when it starts with ``1f 8b``.
+    name : str, default="<bytes>"
+        What to call the data (usually the file path) in every error message.
+
+    Returns
+    -------
+    numpy.ndarray
+        A new array of the header's shape and dtype (uint8, int8, int16, int32, float32 or float64),
+        native byte order.
+
+    Raises
+    ------
+    DataFormatError
+        When ``data`` is empty, a corrupt gzip stream, not IDX (non-zero first bytes, unknown dtype
+        code, zero dimensions), truncated, or longer than its header promises.
     """
     if not data:
         raise DataFormatError(f"{name}: empty file, not an IDX file")
@@ -112,7 +148,23 @@ def decode_idx(data: bytes, name: str = "<bytes>") -> np.ndarray:
 
 
 def read_idx(path: str | os.PathLike) -> np.ndarray:
-    """Read an IDX file (gzipped or not, told by its first bytes) into a native-order array."""
+    """Read an IDX file (gzipped or not, told by its first bytes) into a native-order array.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The file; its name does not decide whether it is gzipped.
+
+    Returns
+    -------
+    numpy.ndarray
+        As :func:`decode_idx`, e.g. uint8 ``(N, 28, 28)`` for MNIST images, uint8 ``(N,)`` for labels.
+
+    Raises
+    ------
+    DataFormatError
+        When the file is missing, a directory, or not a valid IDX file (see :func:`decode_idx`).
+    """
     path = Path(path)
     try:
         data = path.read_bytes()
@@ -127,6 +179,19 @@ def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:
     """Write ``array`` as IDX, atomically; gzipped (deterministic bytes) when ``path`` ends in ``.gz``.
 
     An existing file at ``path`` is replaced.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        Destination file; a ``.gz`` suffix selects gzip.
+    array : numpy.ndarray
+        What :func:`encode_idx` accepts (1-255 dimensions; uint8, int8, int16, int32, float32 or
+        float64).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When IDX cannot hold ``array`` (see :func:`encode_idx`).
     """
     path = Path(path)
     write_bytes_atomic(path, encode_idx(array, gzip=path.suffix == ".gz"))
@@ -136,7 +201,24 @@ def check_mnist_pair(
     images: np.ndarray, labels: np.ndarray, images_name: str = "images", labels_name: str = "labels",
     error: type[Exception] = InvalidArgumentError,
 ) -> None:
-    """Raise ``error`` unless images are uint8 (N, H, W) and labels uint8 (N,) with the same N."""
+    """Raise ``error`` unless images are uint8 (N, H, W) and labels uint8 (N,) with the same N.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        Expected uint8 ``(N, H, W)``, pixel intensities 0-255 (28x28 for MNIST).
+    labels : numpy.ndarray
+        Expected uint8 ``(N,)``.
+    images_name, labels_name : str, default="images", "labels"
+        What to call the two arrays (e.g. their file paths) in the error message.
+    error : type of Exception, default=InvalidArgumentError
+        The error class raised, e.g. DataFormatError for arrays read from files.
+
+    Raises
+    ------
+    InvalidArgumentError
+        (or ``error``) When a dtype or number of dimensions is wrong or the counts differ.
+    """
     if images.dtype != np.uint8 or images.ndim != 3:
         raise error(f"{images_name}: MNIST images must be uint8 (N, H, W), got {images.dtype} of shape {images.shape}")
     if labels.dtype != np.uint8 or labels.ndim != 1:
@@ -149,7 +231,25 @@ def check_mnist_pair(
 
 
 def read_mnist_pair(images_path: str | os.PathLike, labels_path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
-    """Read an MNIST images/labels pair: ``(images uint8 (N, H, W), labels uint8 (N,))``."""
+    """Read an MNIST images/labels pair: ``(images uint8 (N, H, W), labels uint8 (N,))``.
+
+    Parameters
+    ----------
+    images_path, labels_path : str or os.PathLike
+        IDX files (gzipped or not), e.g. ``train-images-idx3-ubyte.gz`` and ``train-labels-idx1-ubyte.gz``.
+
+    Returns
+    -------
+    images : numpy.ndarray
+        uint8 ``(N, H, W)``, pixel intensities 0-255.
+    labels : numpy.ndarray
+        uint8 ``(N,)``.
+
+    Raises
+    ------
+    DataFormatError
+        When a file is missing or invalid, not of those dtypes and shapes, or the counts differ.
+    """
     images = read_idx(images_path)
     labels = read_idx(labels_path)
     check_mnist_pair(images, labels, str(images_path), str(labels_path), error=DataFormatError)
@@ -159,7 +259,22 @@ def read_mnist_pair(images_path: str | os.PathLike, labels_path: str | os.PathLi
 def write_mnist_pair(
     images_path: str | os.PathLike, labels_path: str | os.PathLike, images: np.ndarray, labels: np.ndarray
 ) -> None:
-    """Write uint8 images (N, H, W) and labels (N,) as two IDX files (each atomically)."""
+    """Write uint8 images (N, H, W) and labels (N,) as two IDX files (each atomically).
+
+    Parameters
+    ----------
+    images_path, labels_path : str or os.PathLike
+        Destination files, gzipped when the name ends in ``.gz``; existing files are replaced.
+    images : numpy.ndarray
+        uint8 ``(N, H, W)``, pixel intensities 0-255.
+    labels : numpy.ndarray
+        uint8 ``(N,)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the arrays are not of those dtypes and shapes or their counts differ (nothing is written).
+    """
     images, labels = np.asarray(images), np.asarray(labels)
     check_mnist_pair(images, labels)
     write_idx(images_path, images)

