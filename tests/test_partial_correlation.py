@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from repscope.errors import InvalidArgumentError
-from repscope.metrics import code_partial_correlations, partial_correlation
+from repscope.metrics import code_partial_correlations, partial_correlation, partial_correlation_metric
 
 
 def test_controlling_for_the_other_cause_recovers_a_perfect_relation():
@@ -146,3 +146,25 @@ def test_code_partial_correlations_validation():
         code_partial_correlations({**codes, "c1": codes["c1"] - 1}, factors, categorical=["c1"])
     with pytest.raises(InvalidArgumentError, match=r"^factors: expected a pandas.DataFrame"):
         code_partial_correlations(codes, factors.to_numpy())
+
+
+def test_metric_convention_wrapper_gives_the_same_numbers():
+    codes, factors = make_codes(400, seed=3)
+    expected = code_partial_correlations(codes, factors, categorical=["c1"])
+    result = partial_correlation_metric(factors, codes, categorical=["c1"])
+    pd.testing.assert_frame_equal(result["partial_correlations"], expected)
+    assert result["categorical"] == ["c1"] and result["samples"] == 400
+    assert result["metric"] == "partial_correlation"
+
+    # arrays in the (factors, codes) order: an (n, F) factor array and an (n, C) code array
+    continuous = np.column_stack([codes["c2"], codes["c3"]])
+    from_arrays = partial_correlation_metric(factors.to_numpy(), continuous)["partial_correlations"]
+    by_name = code_partial_correlations({"code": continuous}, factors)
+    assert list(from_arrays.index) == ["factor[0]", "factor[1]", "factor[2]"]
+    assert list(from_arrays.columns) == ["code[0]", "code[1]"]
+    np.testing.assert_array_equal(from_arrays.to_numpy(), by_name.to_numpy())
+    assert from_arrays.loc["factor[1]", "code[0]"] == partial_correlation(
+        codes["c2"], factors["thickness"].to_numpy(), codes["c3"])
+
+    with pytest.raises(InvalidArgumentError, match=r"^factors: expected a pandas.DataFrame or an \(n, F\)"):
+        partial_correlation_metric(factors["slant"].to_numpy(), continuous)

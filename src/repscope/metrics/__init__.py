@@ -6,11 +6,18 @@ produced them. Each function's docstring states its formula and the paper it fol
 - :mod:`repscope.metrics.mmd`: kernel two-sample tests on morphometrics (sample diversity).
 - :mod:`repscope.metrics.replicas`: groups of near-replicas among samples (mode collapse).
 - :mod:`repscope.metrics.partial_correlation`: partial correlations of latent codes with factors
-  (disentanglement).
+  (disentanglement); :func:`partial_correlation_metric` in the ``metric(factors, codes, **params) -> dict``
+  convention.
+- :mod:`repscope.metrics.coherency`: cross- and joint-coherency (Strict / Features / Letters) of
+  CdSprites+ image/caption pairs.
 """
 
 from repscope.metrics.mmd import mmd_linear_test, mmd_quadratic_test, scott_bandwidths
-from repscope.metrics.partial_correlation import code_partial_correlations, partial_correlation
+from repscope.metrics.partial_correlation import (
+    code_partial_correlations,
+    partial_correlation,
+    partial_correlation_metric,
+)
 from repscope.metrics.replicas import near_replicas
 
 __all__ = [
@@ -19,5 +26,6 @@ __all__ = [
     "mmd_quadratic_test",
     "near_replicas",
     "partial_correlation",
+    "partial_correlation_metric",
     "scott_bandwidths",
 ]

@@ -75,18 +75,31 @@ def text_to_image(level: int, truth: Any, predicted: Any) -> dict[str, Any]:
 
     Parameters
     ----------
-    level
+    level : int
         CdSprites+ level 1-5; ``L = level`` attributes (shape, size, colour, position, background).
-    truth
-        ``(N, L)`` int attribute table of the captions given to the model.
-    predicted
-        ``(N, L)`` int attribute table the classifiers read from the generated images, row by row.
+    truth : array-like of int, shape (N, L)
+        Attribute table of the captions given to the model (see
+        :func:`~repscope.data.sprites.attributes.check_table`).
+    predicted : array-like of int, shape (N, L)
+        Attribute table the classifiers read from the generated images, row by row.
 
     Returns
     -------
     dict
-        ``strict`` (%), ``features`` (mean correct attributes per image), ``per_attribute``
-        (``{name: %}``), ``level`` (``L``, the denominator of ``features``), ``samples`` (``N``).
+        ``strict`` (%, 0-100), ``features`` (mean correct attributes per image, 0 to ``L``),
+        ``per_attribute`` (``{name: %}``), ``level`` (``L``, the denominator of ``features``),
+        ``samples`` (``N``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5, a table is empty, not an integer ``(N, L)`` array of valid classes, or
+        the two tables differ in length.
+
+    References
+    ----------
+    Sejnova et al., Benchmarking multimodal variational autoencoders: CdSprites+ dataset and toolkit,
+    Appendix A.2.3.
     """
     level = check_level(level)
     truth = _table(level, truth, "truth")
@@ -116,19 +129,30 @@ def image_to_text(level: int, truth: Any, captions: Any) -> dict[str, Any]:
 
     Parameters
     ----------
-    level
+    level : int
         CdSprites+ level 1-5.
-    truth
-        ``(N, L)`` int attribute table of the images given to the model.
-    captions
-        ``N`` generated captions (a sequence of ``str``; any non-``str`` element counts as an unreadable
-        caption, wrong in every score).
+    truth : array-like of int, shape (N, L)
+        Attribute table of the images given to the model.
+    captions : sequence of str, length N
+        Generated captions (any non-``str`` element counts as an unreadable caption, wrong in every
+        score).
 
     Returns
     -------
     dict
-        ``strict`` (%), ``features`` (mean correct attributes per caption), ``letters`` (%),
-        ``per_attribute`` (``{name: %}``), ``level``, ``samples``.
+        ``strict`` (%, 0-100), ``features`` (mean correct attributes per caption, 0 to ``L``),
+        ``letters`` (%, 0-100), ``per_attribute`` (``{name: %}``), ``level``, ``samples``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5, ``truth`` is empty or not a valid attribute table, ``captions`` is a
+        single string, not a 1-D sequence or empty, or the two differ in length.
+
+    References
+    ----------
+    Sejnova et al., Benchmarking multimodal variational autoencoders: CdSprites+ dataset and toolkit,
+    Appendix A.2.3.
     """
     level = check_level(level)
     truth = _table(level, truth, "truth")
@@ -162,18 +186,29 @@ def joint(level: int, captions: Any, predicted: Any) -> dict[str, Any]:
 
     Parameters
     ----------
-    level
+    level : int
         CdSprites+ level 1-5.
-    captions
-        ``N`` generated captions (non-``str`` elements count as unreadable).
-    predicted
-        ``(N, L)`` int attribute table the classifiers read from the generated images.
+    captions : sequence of str, length N
+        Generated captions (non-``str`` elements count as unreadable).
+    predicted : array-like of int, shape (N, L)
+        Attribute table the classifiers read from the generated images.
 
     Returns
     -------
     dict
-        ``strict`` (%), ``features`` (mean agreeing attributes per pair), ``per_attribute``
-        (``{name: %}``), ``level``, ``samples``.
+        ``strict`` (%, 0-100), ``features`` (mean agreeing attributes per pair, 0 to ``L``),
+        ``per_attribute`` (``{name: %}``), ``level``, ``samples``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5, ``captions`` is a single string, not a 1-D sequence or empty,
+        ``predicted`` is empty or not a valid attribute table, or the two differ in length.
+
+    References
+    ----------
+    Sejnova et al., Benchmarking multimodal variational autoencoders: CdSprites+ dataset and toolkit,
+    Appendix A.2.3.
     """
     level = check_level(level)
     captions = _captions(captions, "captions")
@@ -209,17 +244,37 @@ def coherency_report(
     - ``joint``: :func:`joint` of ``joint_captions`` and ``joint_image_predictions`` (both decoded
       from the same latent samples; needs no ``truth``).
 
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5; ``L = level``.
+    truth : array-like of int, shape (N, L), optional
+        Attribute table of the test samples the cross-coherencies start from.
+    image_predictions_from_text : array-like of int, shape (N, L), optional
+        Classifier outputs on the images generated from the captions of ``truth``.
+    captions_from_images : sequence of str, length N, optional
+        Captions generated from the images of ``truth``.
+    joint_captions : sequence of str, length M, optional
+        Captions decoded from ``M`` latent samples.
+    joint_image_predictions : array-like of int, shape (M, L), optional
+        Classifier outputs on the images decoded from the same latent samples.
+
     Returns
     -------
     dict
         ``{"text_to_image": ..., "image_to_text": ..., "joint": ...}`` holding only the settings
-        whose inputs were given.
+        whose inputs were given, each the dict of its function.
 
     Raises
     ------
     InvalidArgumentError
-        When nothing can be computed, when ``truth`` is missing for a cross-coherency, or when only
-        one half of the joint pair is given.
+        When nothing can be computed, when ``truth`` is missing for a cross-coherency, when only
+        one half of the joint pair is given, or when an input is invalid (see the three functions).
+
+    References
+    ----------
+    Sejnova et al., Benchmarking multimodal variational autoencoders: CdSprites+ dataset and toolkit,
+    Appendix A.2.3.
     """
     level = check_level(level)
     cross_given = image_predictions_from_text is not None or captions_from_images is not None
@@ -247,7 +302,27 @@ def coherency_report(
 
 
 def format_features(value: float, level: int, digits: int = 1) -> str:
-    """A Features score as the paper prints it, ``value/level`` with ``digits`` decimals, e.g. ``2.4/5``."""
+    """A Features score as the paper prints it, ``value/level`` with ``digits`` decimals, e.g. ``2.4/5``.
+
+    Parameters
+    ----------
+    value : float
+        A Features score, the mean number of correct attributes in ``[0, level]``.
+    level : int
+        CdSprites+ level 1-5, the number of attributes.
+    digits : int, default=1
+        Decimals printed.
+
+    Returns
+    -------
+    str
+        E.g. ``format_features(2.43, 5) == "2.4/5"``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5 or ``value`` is not a finite number in ``[0, level]``.
+    """
     level = check_level(level)
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise InvalidArgumentError(f"value: expected a number, got {value!r}")

@@ -39,13 +39,19 @@ def scott_bandwidths(x: np.ndarray) -> np.ndarray:
 
     Parameters
     ----------
-    x
-        ``(n, D)`` array of finite values, ``n >= 2``.
+    x : array-like of shape (n, D)
+        Finite real values (e.g. morphometrics: pixels for lengths, radians for slant), ``n >= 2``.
 
     Returns
     -------
     numpy.ndarray
-        ``(D,)`` bandwidths, in the units of the columns.
+        ``(D,)`` float64 bandwidths, in the units of the columns.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``x`` is not a 2-D real array with at least one column and two rows, or holds NaN or
+        infinity.
     """
     x = _as_sample(x, "x", min_rows=2)
     n, dims = x.shape
@@ -81,20 +87,28 @@ def mmd_linear_test(
 
     Parameters
     ----------
-    x, y
-        ``(n_x, D)`` and ``(n_y, D)`` arrays of finite values (drop rows with invalid morphometrics
-        first), at least 4 rows each.
-    bandwidth_sq
-        ``(D,)`` positive squared kernel bandwidths ``s_d^2``; default from Scott's rule as above.
-    rng
-        A ``numpy.random.Generator`` or seed to shuffle the rows of ``x`` and ``y`` before pairing;
-        ``None`` keeps the given order.
+    x, y : array-like of shape (n_x, D) and (n_y, D)
+        Finite real values with the same columns in the same units (e.g. morphometrics; drop rows
+        with invalid morphometrics first), at least 4 rows each.
+    bandwidth_sq : array-like of shape (D,), optional
+        Positive squared kernel bandwidths ``s_d^2``, in the squared units of the columns; default from
+        Scott's rule as above.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed to shuffle the rows of ``x`` and ``y`` before pairing; ``None`` keeps the
+        given order.
 
     Returns
     -------
     dict
-        ``mmd2`` (MMD_l^2), ``std_error``, ``z``, ``p_value``, ``pairs`` (m2), ``bandwidth_sq`` (list of
-        D floats) and ``test`` = ``"linear"``.
+        ``mmd2`` (MMD_l^2, unitless since the kernel is), ``std_error``, ``z``, ``p_value``, ``pairs``
+        (m2), ``bandwidth_sq`` (list of D floats) and ``test`` = ``"linear"``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``x`` or ``y`` is not a 2-D real array of at least 4 finite rows, their column counts
+        differ, ``bandwidth_sq`` is not ``D`` finite positive values, or a column is constant in both
+        samples (Scott's rule then gives a zero bandwidth).
 
     References
     ----------
@@ -151,20 +165,28 @@ def mmd_quadratic_test(
 
     Parameters
     ----------
-    x, y
-        ``(n_x, D)`` and ``(n_y, D)`` arrays of finite values, at least 4 rows each.
-    bandwidth_sq
-        ``(D,)`` positive squared kernel bandwidths; default ``scott(x)^2 + scott(y)^2``.
-    permutations
+    x, y : array-like of shape (n_x, D) and (n_y, D)
+        Finite real values with the same columns in the same units, at least 4 rows each.
+    bandwidth_sq : array-like of shape (D,), optional
+        Positive squared kernel bandwidths, in the squared units of the columns; default
+        ``scott(x)^2 + scott(y)^2``.
+    permutations : int, default=500
         Number of random permutations (>= 1).
-    rng
-        A ``numpy.random.Generator`` or seed for the permutations.
+    rng : numpy.random.Generator or int, default=0
+        Generator or seed for the permutations.
 
     Returns
     -------
     dict
         ``mmd2`` (MMD_u^2; may be negative), ``p_value``, ``permutations``, ``bandwidth_sq`` (list)
         and ``test`` = ``"quadratic"``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``x`` or ``y`` is not a 2-D real array of at least 4 finite rows, their column counts
+        differ, ``permutations`` is not a positive integer, ``bandwidth_sq`` is not ``D`` finite
+        positive values, or a column is constant in both samples.
 
     References
     ----------

@@ -6,6 +6,10 @@ unlike a plain correlation it gives the net first-order effect of one code with 
 fixed. A categorical code enters as one binary dummy per category, each controlled only for the
 non-categorical codes (their footnote 3), since the dummies of one code sum to one and would be
 collinear with each other.
+
+:func:`code_partial_correlations` takes ``(codes, factors)`` and returns the matrix;
+:func:`partial_correlation_metric` is the same computation in the metric convention of the package,
+``metric(factors, codes, **params) -> dict``.
 """
 
 from __future__ import annotations
@@ -34,16 +38,26 @@ def partial_correlation(x: np.ndarray, y: np.ndarray, controls: np.ndarray | Non
 
     Parameters
     ----------
-    x, y
-        ``(n,)`` finite values.
-    controls
-        ``(n, k)`` or ``(n,)`` finite control variables; ``None`` or ``k = 0`` for none.
+    x, y : array-like of shape (n,)
+        Finite real values (any numeric dtype; computed in float64), in any units: ``r`` is unitless.
+    controls : array-like of shape (n, k) or (n,), optional
+        Finite control variables; ``None`` or ``k = 0`` for none.
 
     Returns
     -------
     float
         ``r`` in [-1, 1], or NaN when a residual vanishes (``x`` or ``y`` constant or fully explained by
         the controls) or fewer than ``k + 3`` rows leave no degrees of freedom.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When an argument is not numeric, has the wrong shape or length, or holds NaN or infinity.
+
+    References
+    ----------
+    Castro et al., Morpho-MNIST: quantitative assessment and diagnostics for representation
+    learning, section 4.2.
     """
     x = _vector(x, "x")
     y = _vector(y, "y")
@@ -78,18 +92,28 @@ def code_partial_correlations(
 
     Parameters
     ----------
-    codes
+    codes : Mapping of str to array-like of shape (n,) or (n, w)
         Code values by name, e.g. MAP estimates of an InfoGAN's recognition network, or the codes
-        that generated the samples; NaN is not allowed.
-    factors
-        One column per factor (e.g. ``length, thickness, slant, width, height``), one row per sample.
-    categorical
+        that generated the samples; numeric, NaN is not allowed.
+    factors : pandas.DataFrame of shape (n, F)
+        One numeric column per factor (e.g. the morphometrics ``length, thickness, width, height`` in
+        pixels and ``slant`` in radians), one row per sample; NaN marks a missing value.
+    categorical : sequence of str, default=()
         Names in ``codes`` that are categorical.
 
     Returns
     -------
     pandas.DataFrame
-        Partial correlations, index = factor names, columns = code variable names.
+        float64 partial correlations in [-1, 1] or NaN, index = factor names (named ``factor``),
+        columns = code variable names.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``factors`` is not a DataFrame or has a non-numeric column, ``codes`` is empty or not a
+        mapping, a code has the wrong number of rows, a non-numeric dtype or NaN, a categorical code
+        holds negative or non-integer classes, ``categorical`` names an unknown code, or two code
+        variables get the same name after expansion.
 
     References
     ----------
@@ -152,6 +176,74 @@ def code_partial_correlations(
             result.loc[str(factor_name), name] = _partial_correlation(values[keep], y, _design(others, len(y)))
     result.index.name = "factor"
     return result
+
+
+def partial_correlation_metric(
+    factors: pd.DataFrame | np.ndarray,
+    codes: Mapping[str, np.ndarray] | np.ndarray,
+    categorical: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Partial correlations of codes with factors, as ``metric(factors, codes, **params) -> dict``.
+
+    A thin wrapper of :func:`code_partial_correlations` (same numbers) taking the ground-truth factors
+    first, as every factor-based metric of the package does. For each factor ``f`` and code variable
+    ``c`` the value is the partial correlation (:func:`partial_correlation`)::
+
+        r(c, f | C) = <e_c, e_f> / (|e_c| |e_f|),   e_v = v - [1, C] b_v (least-squares residual)
+
+    where ``C`` holds the other non-categorical code columns for a continuous code, and all the
+    non-categorical code columns for a dummy ``name(k)`` of a categorical code (Castro et al.,
+    section 4.2 and footnote 3).
+
+    Parameters
+    ----------
+    factors : pandas.DataFrame of shape (n, F) or array-like of shape (n, F)
+        Ground-truth values, one row per sample, e.g. the morphometrics table (``length``,
+        ``thickness``, ``width``, ``height`` in pixels, ``slant`` in radians). NaN marks a missing value,
+        left out for that factor only. Columns of an array are named ``factor[0]`` ... ``factor[F-1]``.
+    codes : Mapping of str to array-like, or array-like of shape (n,) or (n, C)
+        Learned codes, one row per sample; a mapping as in :func:`code_partial_correlations`. An array
+        is one continuous code named ``code`` (columns ``code[0]`` ... ``code[C-1]``, or ``code`` when
+        ``C = 1``).
+    categorical : sequence of str, default=()
+        Names in ``codes`` that are categorical (expanded into one dummy per class).
+
+    Returns
+    -------
+    dict
+        ``partial_correlations`` (pandas.DataFrame, index = factor names, columns = code variable
+        names, float64 in [-1, 1] or NaN), ``categorical`` (list of the categorical code names),
+        ``samples`` (``n``) and ``metric`` = ``"partial_correlation"``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``factors`` is neither a DataFrame nor a 2-D numeric array, and as
+        :func:`code_partial_correlations`.
+
+    References
+    ----------
+    Castro et al., Morpho-MNIST: quantitative assessment and diagnostics for representation
+    learning, section 4.2 and footnote 3.
+    """
+    if not isinstance(factors, pd.DataFrame):
+        array = np.asarray(factors)
+        if array.ndim != 2 or array.dtype.kind not in "biuf":
+            raise InvalidArgumentError(
+                f"factors: expected a pandas.DataFrame or an (n, F) numeric array, got {array.dtype} of shape "
+                f"{array.shape}")
+        factors = pd.DataFrame(array, columns=[f"factor[{j}]" for j in range(array.shape[1])])
+    if not isinstance(codes, Mapping):
+        codes = {"code": np.asarray(codes)}
+    if isinstance(categorical, str):
+        categorical = [categorical]
+    matrix = code_partial_correlations(codes, factors, categorical=categorical)
+    return {
+        "partial_correlations": matrix,
+        "categorical": [str(name) for name in categorical],
+        "samples": int(len(factors)),
+        "metric": "partial_correlation",
+    }
 
 
 def _vector(values: Any, name: str) -> np.ndarray:
@@ -229,4 +321,4 @@ def _factor_values(column: pd.Series, name: Any) -> np.ndarray:
     return values
 
 
-__all__ = ["partial_correlation", "code_partial_correlations"]
+__all__ = ["partial_correlation", "code_partial_correlations", "partial_correlation_metric"]

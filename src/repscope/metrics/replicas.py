@@ -38,13 +38,13 @@ def near_replicas(features: np.ndarray, threshold: float = 0.05, linkage: str = 
 
     Parameters
     ----------
-    features
-        ``(n, D)`` finite features, one row per sample (e.g. morphometrics of generated digits; drop
-        rows with invalid measurements first).
-    threshold
+    features : array-like of shape (n, D)
+        Finite real features, one row per sample (e.g. morphometrics of generated digits; drop rows
+        with invalid measurements first). Units do not matter: columns are standardised.
+    threshold : float, default=0.05
         Distance cut in standard deviations (>= 0).
-    linkage
-        ``"single"``, ``"complete"`` or ``"average"``.
+    linkage : {"single", "complete", "average"}, default="single"
+        Agglomerative linkage.
 
     Returns
     -------
@@ -53,6 +53,12 @@ def near_replicas(features: np.ndarray, threshold: float = 0.05, linkage: str = 
         ``samples_in_groups``, ``fraction_in_groups`` (of ``n``), ``n_samples``, ``threshold``,
         ``linkage`` and ``labels``: ``(n,)`` int array, the group of each sample (0 = largest group,
         ties broken by first member) or -1 for a sample in no group.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``features`` is not a 2-D real array or holds NaN or infinity, ``threshold`` is not a
+        finite number >= 0, or ``linkage`` is not one of :data:`LINKAGES`.
 
     References
     ----------

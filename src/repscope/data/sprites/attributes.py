@@ -43,6 +43,25 @@ VALIDATION_FRACTION = 0.1
 
 
 def check_level(level: Any, name: str = "level") -> int:
+    """``level`` as an int of :data:`LEVELS`, or a clear error naming ``name``.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5 (an integral float such as ``3.0`` is accepted).
+    name : str, default="level"
+        What to call the argument in the error message.
+
+    Returns
+    -------
+    int
+        The level, 1-5.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not an integer 1-5.
+    """
     try:
         value = int(level)
     except (TypeError, ValueError):
@@ -53,17 +72,67 @@ def check_level(level: Any, name: str = "level") -> int:
 
 
 def level_attributes(level: int) -> tuple[str, ...]:
-    """The attributes of ``level`` in attribute-table column order."""
+    """The attributes of ``level`` in attribute-table column order.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+
+    Returns
+    -------
+    tuple of str
+        The first ``level`` names of :data:`ATTRIBUTES`, e.g. ``("shape", "size")`` at level 2.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     return ATTRIBUTES[: check_level(level)]
 
 
 def combination_count(level: int) -> int:
-    """Distinct attribute combinations of a level: 3, 6, 30, 120, 240."""
+    """Distinct attribute combinations of a level: 3, 6, 30, 120, 240.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+
+    Returns
+    -------
+    int
+        The product of the class counts of the level's attributes.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     return int(np.prod([len(ATTRIBUTE_VALUES[name]) for name in level_attributes(level)]))
 
 
 def combinations_to_table(level: int, combinations: Any) -> np.ndarray:
-    """Attribute table ``(N, L)`` of combination indices (mixed radix, first attribute slowest)."""
+    """Attribute table ``(N, L)`` of combination indices (mixed radix, first attribute slowest).
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    combinations : array-like of int, shape (N,)
+        Combination indices in ``[0, combination_count(level))``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(N, L)`` attribute table (``combinations`` of another shape ``S`` gives ``S + (L,)``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5 or an index is out of range.
+    """
     sizes = [len(ATTRIBUTE_VALUES[name]) for name in level_attributes(level)]
     combinations = np.asarray(combinations, dtype=np.int64)
     if np.any((combinations < 0) | (combinations >= int(np.prod(sizes)))):
@@ -72,7 +141,29 @@ def combinations_to_table(level: int, combinations: Any) -> np.ndarray:
 
 
 def check_table(level: int, table: Any, name: str = "attributes") -> np.ndarray:
-    """``table`` as an int64 ``(N, L)`` array of valid class indices, or a clear error naming ``name``."""
+    """``table`` as an int64 ``(N, L)`` array of valid class indices, or a clear error naming ``name``.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5; ``L = level``.
+    table : array-like of int, shape (N, L)
+        Class indices in the column order of :func:`level_attributes`; at level 1 a ``(N,)`` array is
+        accepted as one column.
+    name : str, default="attributes"
+        What to call the argument in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(N, L)`` copy of ``table``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5, the shape is wrong, the dtype is not integer, or a class is outside
+        its attribute's range.
+    """
     attributes = level_attributes(level)
     array = np.asarray(table)
     if array.ndim == 1 and len(attributes) == 1:
@@ -96,8 +187,27 @@ def _attribute_words(attribute: str, value: str) -> list[str]:
 
 
 def caption_template(level: int) -> list[tuple[str, str | None]]:
-    """Word slots of the level's captions: ``(attribute, fixed word or None)``. Connectives are fixed
-    words; slots holding an attribute value carry ``None``."""
+    """Word slots of the level's captions: ``(attribute, fixed word or None)``.
+
+    Connectives are fixed words; slots holding an attribute value carry ``None``.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+
+    Returns
+    -------
+    list of (str, str or None)
+        One entry per word of the level's captions, in caption order, e.g. at level 5
+        ``[("size", None), ("colour", None), ("shape", None), ("position", "at"), ("position", None),
+        ("position", None), ("background", "on"), ("background", None)]``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     attributes = set(level_attributes(level))
     template: list[tuple[str, str | None]] = []
     for attribute in CAPTION_ORDER:
@@ -111,7 +221,25 @@ def caption_template(level: int) -> list[tuple[str, str | None]]:
 
 
 def compose_caption(level: int, classes: Sequence[int]) -> str:
-    """Caption of one row of an attribute table, e.g. ``small pink heart at bottom left on dark``."""
+    """Caption of one row of an attribute table, e.g. ``small pink heart at bottom left on dark``.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    classes : sequence of int
+        ``L = level`` class indices in attribute-table column order.
+
+    Returns
+    -------
+    str
+        Lower-case words in the order size, colour, shape, position, background, one space apart.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5 or ``classes`` does not hold ``L`` values.
+    """
     attributes = level_attributes(level)
     if len(classes) != len(attributes):
         raise InvalidArgumentError(f"classes: level {level} needs {len(attributes)} classes, got {len(classes)}")
@@ -124,14 +252,53 @@ def compose_caption(level: int, classes: Sequence[int]) -> str:
 
 
 def compose_captions(level: int, table: Any) -> list[str]:
+    """Captions of every row of an attribute table (:func:`compose_caption` row by row).
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    table : array-like of int, shape (N, L)
+        Attribute table (see :func:`check_table`).
+
+    Returns
+    -------
+    list of str
+        ``N`` captions.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` or ``table`` is invalid.
+    """
     table = check_table(level, table)
     return [compose_caption(level, row) for row in table.tolist()]
 
 
 def attribute_words(level: int, caption: str) -> dict[str, list[str]]:
-    """Words of ``caption`` grouped by the template's attribute slots (value words only). Word ``k``
-    of the caption fills slot ``k`` of the template; missing words are empty strings, extra words are
-    ignored (so a caption of the wrong length is still read slot by slot)."""
+    """Words of ``caption`` grouped by the template's attribute slots (value words only).
+
+    Word ``k`` of the caption (split on whitespace) fills slot ``k`` of :func:`caption_template`;
+    missing words are empty strings, extra words are ignored (so a caption of the wrong length is
+    still read slot by slot).
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    caption : str
+        Any text (other objects are read as ``str(caption)``).
+
+    Returns
+    -------
+    dict of str to list of str
+        For each attribute of the level, the words in its value slots (two for position, one else).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     words = str(caption).split()
     grouped: dict[str, list[str]] = {attribute: [] for attribute in level_attributes(level)}
     for k, (attribute, fixed) in enumerate(caption_template(level)):
@@ -142,7 +309,27 @@ def attribute_words(level: int, caption: str) -> dict[str, list[str]]:
 
 def read_caption_slots(level: int, caption: str) -> np.ndarray:
     """Class per attribute read slot by slot from ``caption`` (-1 where the words there name no class).
-    Tolerant: a misspelt, missing or extra word spoils only its own attribute."""
+
+    Tolerant: a misspelt word spoils only its own attribute, and so do extra words at the end; a missing
+    or inserted word shifts every later word into the wrong slot (see :func:`attribute_words`).
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    caption : str
+        Any text.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(L,)`` class indices in attribute-table column order, -1 where unreadable.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     grouped = attribute_words(level, caption)
     out = np.full(len(level_attributes(level)), -1, dtype=np.int64)
     for k, attribute in enumerate(level_attributes(level)):
@@ -153,8 +340,26 @@ def read_caption_slots(level: int, caption: str) -> np.ndarray:
 
 
 def parse_caption(level: int, caption: str) -> np.ndarray | None:
-    """Classes of a well-formed caption of ``level``, or None when it is not exactly a caption the
-    level can produce (wrong word count, misspelt word, wrong connective)."""
+    """Classes of a well-formed caption of ``level``, or None when it is not exactly a caption the level
+    can produce (wrong word count, misspelt word, wrong connective, extra whitespace).
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    caption : str
+        Any text.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        int64 ``(L,)`` class indices, or None.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     classes = read_caption_slots(level, caption)
     if np.any(classes < 0):
         return None

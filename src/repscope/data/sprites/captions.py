@@ -21,7 +21,30 @@ _CODE = {character: k for k, character in enumerate(ALPHABET)}
 
 
 def encode_captions(captions: Sequence[str], max_length: int = MAX_CAPTION_LENGTH) -> tuple[np.ndarray, np.ndarray]:
-    """One-hot ``(N, max_length, 27)`` float32 and mask ``(N, max_length)`` bool of ``captions``."""
+    """One-hot ``(N, max_length, 27)`` float32 and mask ``(N, max_length)`` bool of ``captions``.
+
+    Parameters
+    ----------
+    captions : sequence of str
+        ``N`` captions of lower-case letters and spaces.
+    max_length : int, default=45
+        Characters per encoded caption (:data:`MAX_CAPTION_LENGTH`); shorter captions are padded with
+        all-zero rows.
+
+    Returns
+    -------
+    onehot : numpy.ndarray
+        float32 ``(N, max_length, 27)``; row ``i`` of caption ``n`` is one-hot on
+        ``ALPHABET.index(caption[i])`` (space is 0), all zero past the caption's end.
+    mask : numpy.ndarray
+        bool ``(N, max_length)``, true on the caption's characters.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``captions`` is a single string, a caption is longer than ``max_length`` or holds a
+        character outside the alphabet.
+    """
     if isinstance(captions, str):
         raise InvalidArgumentError("captions: expected a sequence of strings, got one string")
     onehot = np.zeros((len(captions), max_length, VOCABULARY_SIZE), dtype=np.float32)
@@ -42,8 +65,28 @@ def encode_captions(captions: Sequence[str], max_length: int = MAX_CAPTION_LENGT
 
 
 def decode_captions(onehot: np.ndarray, mask: np.ndarray | None = None) -> list[str]:
-    """Strings of one-hot (or logits / probabilities) ``(N, L, 27)``; rows outside ``mask`` are
-    dropped; without a mask, all-zero rows (padding) are."""
+    """Strings of one-hot (or logits / probabilities) ``(N, L, 27)``.
+
+    Each character is the arg-max of its row; rows outside ``mask`` are dropped; without a mask,
+    all-zero rows (padding) are.
+
+    Parameters
+    ----------
+    onehot : array-like of shape (N, L, 27)
+        One-hot codes, logits or probabilities over :data:`ALPHABET`, any real dtype.
+    mask : array-like of bool, shape (N, L), optional
+        True on the rows to decode.
+
+    Returns
+    -------
+    list of str
+        ``N`` captions.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``onehot`` or ``mask`` has the wrong shape.
+    """
     onehot = np.asarray(onehot)
     if onehot.ndim != 3 or onehot.shape[-1] != VOCABULARY_SIZE:
         raise InvalidArgumentError(f"onehot: expected shape (N, L, {VOCABULARY_SIZE}), got {onehot.shape}")
@@ -59,9 +102,33 @@ NOISE_KINDS = ("swap", "drop", "substitute", "repeat")
 
 def corrupt_caption(caption: str, rng: np.random.Generator | int, edits: int = 1,
                     kinds: Sequence[str] = NOISE_KINDS) -> str:
-    """``caption`` with ``edits`` random letter edits, each one of ``kinds``: swap two neighbouring
-    letters (``sqaure``), drop a letter (``sqare``), substitute a letter (``sqiare``) or repeat one
-    (``sqquare``). Spaces are never edited, so the words stay in place."""
+    """``caption`` with ``edits`` random letter edits, each one of ``kinds``.
+
+    An edit swaps two different neighbouring letters (``sqaure``), drops a letter (``sqare``),
+    substitutes a letter (``sqiare``) or repeats one (``sqquare``). Spaces are never edited, so the
+    words stay in place. A swap with no pair of different neighbouring letters is skipped.
+
+    Parameters
+    ----------
+    caption : str
+        The caption to corrupt.
+    rng : numpy.random.Generator or int
+        Generator or seed; the same seed gives the same edits.
+    edits : int, default=1
+        Number of edits (>= 0).
+    kinds : sequence of str, default=NOISE_KINDS
+        Edit kinds drawn from, uniformly: ``"swap"``, ``"drop"``, ``"substitute"``, ``"repeat"``.
+
+    Returns
+    -------
+    str
+        The corrupted caption.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``kinds`` is empty or holds an unknown kind, or ``edits`` is negative.
+    """
     unknown = [kind for kind in kinds if kind not in NOISE_KINDS]
     if unknown or not kinds:
         raise InvalidArgumentError(f"kinds: choose from {', '.join(NOISE_KINDS)}; got {list(kinds)}")
