@@ -50,7 +50,25 @@ _DRAWS = 9  # uniforms per sample: angle, x, y, texture, texture window y/x, bac
 
 def default_size(level: int, split: str) -> int:
     """The paper's sizes (Table 5): 90% of 75k/120k/300k/600k/960k to train, 10% to validate;
-    10,000 test samples."""
+    10,000 test samples.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    split : str
+        ``"train"``, ``"val"`` or ``"test"`` (any other name is treated as ``"test"``).
+
+    Returns
+    -------
+    int
+        Number of samples.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5.
+    """
     total = DEFAULT_SIZES[check_level(level)]
     if split == "train":
         return int(round(total * (1 - VALIDATION_FRACTION)))
@@ -74,12 +92,42 @@ def _splitmix64(x: np.ndarray) -> np.ndarray:
 
 
 def stream_key(*parts: int) -> np.uint64:
-    """One 64-bit key of a tuple of non-negative ints (numpy's SeedSequence mixing)."""
+    """One 64-bit key of a tuple of non-negative ints (numpy's SeedSequence mixing).
+
+    Parameters
+    ----------
+    *parts : int
+        Non-negative integers, e.g. ``(seed, level, split index)``.
+
+    Returns
+    -------
+    numpy.uint64
+        The key; equal parts give equal keys on every platform.
+    """
     return np.uint64(np.random.SeedSequence([int(p) for p in parts]).generate_state(1, np.uint64)[0])
 
 
 def counter_uniforms(key: np.uint64, counters: np.ndarray, draws: int) -> np.ndarray:
-    """``(N, draws)`` uniforms in [0, 1): a hash of ``(key, counter, k)``, 53 random bits each."""
+    """``(N, draws)`` uniforms in [0, 1): a hash of ``(key, counter, k)``, 53 random bits each.
+
+    ``base = splitmix64(splitmix64(counter XOR key))``, then draw ``k`` is
+    ``splitmix64(base + k * 0x9E3779B97F4A7C15) >> 11`` divided by ``2**53``. Sample ``counter``'s
+    numbers depend on ``(key, counter)`` only, not on the other counters of the call.
+
+    Parameters
+    ----------
+    key : numpy.uint64
+        Stream key (:func:`stream_key`).
+    counters : array-like of int, shape (N,)
+        Non-negative counters, e.g. sample indices.
+    draws : int
+        Uniforms per counter.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``(N, draws)`` in [0, 1).
+    """
     counters = np.asarray(counters, dtype=np.uint64)
     with np.errstate(over="ignore"):
         base = _splitmix64(_splitmix64(counters ^ key))
@@ -95,6 +143,34 @@ class CdSpritesPlus:
 
     ``size`` defaults to the paper's (``default_size``); ``textures`` are procedural from
     ``texture_seed`` unless ``texture_dir`` names a folder of photographs.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5; ``L = level`` attributes vary.
+    size : int, optional
+        Number of samples (>= 1); default :func:`default_size` of the level and split.
+    seed : int, default=0
+        Non-negative seed of the samples; with ``level`` and ``split`` it decides every sample.
+    split : {"train", "val", "test"}, default="train"
+        Independent streams of samples.
+    texture_seed : int, default=0
+        Seed of the procedural texture bank (levels 3-5).
+    texture_dir : str or pathlib.Path, optional
+        Folder of photographs to make the textures from (see
+        :func:`~repscope.data.sprites.textures.photo_patterns`).
+
+    Attributes
+    ----------
+    attributes : tuple of str
+        The level's attributes, the columns of attribute tables.
+    combinations : int
+        Distinct attribute combinations of the level (the balance block length ``K``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level``, ``split``, ``size`` or ``seed`` is invalid.
     """
 
     def __init__(self, level: int, size: int | None = None, seed: int = 0, split: str = "train",
@@ -118,11 +194,15 @@ class CdSpritesPlus:
 
     @property
     def params(self) -> dict[str, Any]:
+        """The arguments that decide every sample: ``level``, ``size``, ``seed``, ``split``,
+        ``texture_seed`` and ``texture_dir`` (an absolute path or None)."""
         return {"level": self.level, "size": self.size, "seed": self.seed, "split": self.split,
                 "texture_seed": self.texture_seed, "texture_dir": self.texture_dir}
 
     @property
     def textures(self):
+        """The :class:`~repscope.data.sprites.textures.TextureBank` (96x96 RGB uint8 textures), built on
+        first use."""
         if self._textures is None:  # built on first use, once per process (workers included)
             self._textures = texture_bank(self.texture_seed, texture_dir=self.texture_dir)
         return self._textures
@@ -149,7 +229,23 @@ class CdSpritesPlus:
         return indices
 
     def attribute_table(self, indices: Any) -> np.ndarray:
-        """Attribute classes ``(N, L)`` of samples: the block's seeded permutation of combinations."""
+        """Attribute classes ``(N, L)`` of samples: the block's seeded permutation of combinations.
+
+        Parameters
+        ----------
+        indices : int or array-like of int, shape (N,)
+            Sample indices in ``[0, size)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 ``(N, L)`` attribute table (columns :attr:`attributes`).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is not an integer or out of range.
+        """
         indices = self._check_indices(indices)
         k = self.combinations
         blocks, slots = np.divmod(indices, k)
@@ -164,7 +260,28 @@ class CdSpritesPlus:
         """Every factor of the samples: attribute classes (named as ``ATTRIBUTES``) and the nuisance
         factors ``orientation`` (radians), ``centre_x`` / ``centre_y`` (pixels from the top-left
         corner), ``texture`` / ``background_texture`` (bank index, -1 when untextured) and the
-        texture windows' offsets."""
+        texture windows' offsets.
+
+        Parameters
+        ----------
+        indices : int or array-like of int, shape (N,)
+            Sample indices in ``[0, size)``.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``(N,)`` arrays: one int64 class column per attribute of the level; ``orientation`` float64
+            in [0, 2 pi) radians; ``centre_x``, ``centre_y`` float64 pixels of the 64x64 image (x to the
+            right, y down); ``texture`` and ``background_texture`` int64 index into the bank's textures of
+            the colour or background (-1 below level 3, resp. 5); ``texture_top``, ``texture_left``,
+            ``background_top``, ``background_left`` int64 offsets in pixels (0-32) of the 64x64 window of
+            the 96x96 texture (0 when untextured).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is not an integer or out of range.
+        """
         indices = self._check_indices(indices)
         table = self.attribute_table(indices)
         n = len(indices)
@@ -203,7 +320,19 @@ class CdSpritesPlus:
         return out
 
     def render(self, factors: dict[str, np.ndarray]) -> np.ndarray:
-        """uint8 RGB images ``(N, 64, 64, 3)`` of a factors table (as :meth:`factors` returns)."""
+        """uint8 RGB images ``(N, 64, 64, 3)`` of a factors table (as :meth:`factors` returns).
+
+        Parameters
+        ----------
+        factors : dict of str to numpy.ndarray
+            ``(N,)`` factor columns as :meth:`factors` returns them for this level.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(N, 64, 64, 3)`` RGB, 0-255: a white shape on black (levels 1-2), a textured shape on
+            black (3-4) or on a textured background (5).
+        """
         n = len(factors["shape"])
         size = factors.get("size", np.zeros(n, dtype=np.int64))
         radius = np.asarray(SIZE_SCALES)[size] * SPRITE_RADIUS_PX
@@ -230,7 +359,27 @@ class CdSpritesPlus:
         return images
 
     def batch(self, indices: Any) -> tuple[np.ndarray, list[str], np.ndarray]:
-        """``(images uint8 (N, 64, 64, 3), captions, attribute table (N, L))`` of ``indices``."""
+        """``(images uint8 (N, 64, 64, 3), captions, attribute table (N, L))`` of ``indices``.
+
+        Parameters
+        ----------
+        indices : int or array-like of int, shape (N,)
+            Sample indices in ``[0, size)``.
+
+        Returns
+        -------
+        images : numpy.ndarray
+            uint8 ``(N, 64, 64, 3)`` RGB, 0-255 (channels last).
+        captions : list of str
+            ``N`` captions, e.g. ``"small pink heart at bottom left on dark"``.
+        table : numpy.ndarray
+            int64 ``(N, L)`` attribute table.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is not an integer or out of range.
+        """
         factors = self.factors(indices)
         table = np.stack([factors[name] for name in self.attributes], axis=1)
         captions = [compose_caption(self.level, row) for row in table.tolist()]
@@ -272,7 +421,30 @@ class CdSpritesPlus:
         return {name: out[name] for name in fields}
 
     def batches(self, batch_size: int = 2048, start: int = 0, stop: int | None = None):
-        """``(indices, images, captions, table, factors)`` in index order, ``batch_size`` at a time."""
+        """``(indices, images, captions, table, factors)`` in index order, ``batch_size`` at a time.
+
+        Parameters
+        ----------
+        batch_size : int, default=2048
+            Samples per batch.
+        start : int, default=0
+            First index.
+        stop : int, optional
+            One past the last index; default (and at most) :attr:`size`.
+
+        Yields
+        ------
+        indices : numpy.ndarray
+            int64 ``(B,)``.
+        images : numpy.ndarray
+            uint8 ``(B, 64, 64, 3)`` RGB.
+        captions : list of str
+            ``B`` captions.
+        table : numpy.ndarray
+            int64 ``(B, L)`` attribute table.
+        factors : dict of str to numpy.ndarray
+            As :meth:`factors` returns.
+        """
         stop = self.size if stop is None else min(int(stop), self.size)
         for first in range(int(start), stop, int(batch_size)):
             indices = np.arange(first, min(first + int(batch_size), stop))

@@ -44,7 +44,23 @@ TOTAL = int(np.prod(FACTOR_SIZES))
 
 
 def index_to_classes(index: Any) -> np.ndarray:
-    """Factor classes ``(..., 6)`` of image indices (row-major over ``FACTOR_SIZES``)."""
+    """Factor classes ``(..., 6)`` of image indices (row-major over ``FACTOR_SIZES``).
+
+    Parameters
+    ----------
+    index : int or array-like of int
+        Grid indices in ``[0, 737280)``, any shape ``S``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``S + (6,)`` class of each factor, in :data:`FACTOR_NAMES` order.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When an index is out of range.
+    """
     index = np.asarray(index, dtype=np.int64)
     if np.any((index < 0) | (index >= TOTAL)):
         raise InvalidArgumentError(f"index: must lie in [0, {TOTAL}), got {index.min()}..{index.max()}")
@@ -52,6 +68,23 @@ def index_to_classes(index: Any) -> np.ndarray:
 
 
 def classes_to_index(classes: Any) -> np.ndarray:
+    """Grid indices of factor classes (the inverse of :func:`index_to_classes`).
+
+    Parameters
+    ----------
+    classes : array-like of int, shape (..., 6)
+        Class of each factor in :data:`FACTOR_NAMES` order.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices, shape ``classes.shape[:-1]``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the last axis does not hold 6 factors or a class is out of its factor's range.
+    """
     classes = np.asarray(classes, dtype=np.int64)
     if classes.shape[-1:] != (len(FACTOR_SIZES),):
         raise InvalidArgumentError(f"classes: last axis must hold {len(FACTOR_SIZES)} factors, got shape {classes.shape}")
@@ -62,20 +95,58 @@ def classes_to_index(classes: Any) -> np.ndarray:
 
 
 def classes_to_values(classes: Any) -> np.ndarray:
+    """Factor values of factor classes, as the original's ``latents_values``.
+
+    Parameters
+    ----------
+    classes : array-like of int, shape (..., 6)
+        Class of each factor in :data:`FACTOR_NAMES` order, each in range (not checked here).
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``(..., 6)``: colour 1, shape 1-3, scale 0.5-1 (relative to ``SPRITE_RADIUS_PX``),
+        orientation in radians (0 to 2 pi), posX and posY in [0, 1] (fractions of the span between the
+        margins; posY grows downwards) (:data:`FACTOR_VALUES`).
+    """
     classes = np.asarray(classes, dtype=np.int64)
     return np.stack([FACTOR_VALUES[name][classes[..., k]] for k, name in enumerate(FACTOR_NAMES)], axis=-1)
 
 
 def values_to_classes(values: Any) -> np.ndarray:
-    """Nearest factor classes of factor values (exact for values of the grid)."""
+    """Nearest factor classes of factor values (exact for values of the grid).
+
+    Parameters
+    ----------
+    values : array-like of float, shape (..., 6)
+        Factor values in :data:`FACTOR_NAMES` order and the units of :func:`classes_to_values`.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(..., 6)`` classes (the first of two equally near grid values).
+    """
     values = np.asarray(values, dtype=np.float64)
     out = [np.abs(values[..., k, None] - FACTOR_VALUES[name]).argmin(-1) for k, name in enumerate(FACTOR_NAMES)]
     return np.stack(out, axis=-1).astype(np.int64)
 
 
 def inside_shape(shape: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """Whether points (u, v) of the unit frame (v up) lie inside shape class ``shape``
-    (0 square, 1 ellipse, 2 heart)."""
+    """Whether points (u, v) of the unit frame (v up) lie inside shape class ``shape``.
+
+    Parameters
+    ----------
+    shape : int
+        0 square (half-side 1), 1 ellipse (semi-axes 1 along u and 0.5 along v), anything else heart
+        (scaled into the unit disc).
+    u, v : numpy.ndarray
+        Coordinates in the unit frame (broadcast together), in units of the shape's half-size.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool of the broadcast shape; points on the boundary are inside.
+    """
     if shape == 0:
         return (np.abs(u) <= 1.0) & (np.abs(v) <= 1.0)
     if shape == 1:
@@ -86,8 +157,20 @@ def inside_shape(shape: int, u: np.ndarray, v: np.ndarray) -> np.ndarray:
 
 
 def extent_px(radius_px: Any) -> np.ndarray:
-    """How far any shape of half-size ``radius_px`` reaches from its centre, pixels included: the
-    square's corner ``sqrt(2) r`` plus half a pixel."""
+    """How far any shape of half-size ``radius_px`` reaches from its centre, pixels included.
+
+    The square's corner ``sqrt(2) r`` plus half a pixel, whatever the orientation.
+
+    Parameters
+    ----------
+    radius_px : float or array-like of float
+        Half-size of the shape, in pixels of the 64x64 image.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 reach in pixels, the shape of ``radius_px``.
+    """
     return np.asarray(radius_px, dtype=np.float64) * np.sqrt(2.0) + 0.5
 
 
@@ -97,9 +180,33 @@ def shape_masks(shapes: Any, radius_px: Any, angles: Any, centre_x: Any, centre_
 
     A pixel is on when its centre lies inside the shape rotated by ``angle`` (counter-clockwise on
     screen), scaled to half-size ``radius_px`` and centred at (``centre_x``, ``centre_y``) pixels
-    from the top-left corner. Returns ``(masks bool (N, patch, patch), top (N,), left (N,))``: the
-    window of sample k starts at row ``top[k]``, column ``left[k]``. Only the pixels near each shape
-    are tested, one shape kind at a time, which is what makes drawing fast.
+    from the top-left corner. The window of sample k starts at row ``top[k]``, column ``left[k]``.
+    Only the pixels near each shape are tested, one shape kind at a time, which is what makes drawing
+    fast.
+
+    Parameters
+    ----------
+    shapes : array-like of int, shape (N,)
+        Shape classes (0 square, 1 ellipse, 2 heart).
+    radius_px : array-like of float, shape (N,)
+        Half-size of each shape, in pixels.
+    angles : array-like of float, shape (N,)
+        Orientation, in radians.
+    centre_x, centre_y : array-like of float, shape (N,)
+        Centre, in pixels from the image's top-left corner (x to the right, y down; pixel ``(r, c)``
+        covers ``[c, c + 1) x [r, r + 1)``, so its centre is at ``(c + 0.5, r + 0.5)``).
+    patch : int
+        Side of the window, in pixels; it should hold ``2 * extent_px(radius_px)`` (a shape reaching
+        past its window or the image edge is cut off).
+    image_size : int, default=64
+        Side of the image, in pixels; windows are clipped to lie inside it.
+
+    Returns
+    -------
+    masks : numpy.ndarray
+        bool ``(N, patch, patch)``.
+    top, left : numpy.ndarray
+        int64 ``(N,)`` row and column of each window's top-left pixel in the image.
     """
     shapes = np.asarray(shapes, dtype=np.int64)
     radius, angle = np.asarray(radius_px, dtype=np.float64), np.asarray(angles, dtype=np.float64)
@@ -124,7 +231,18 @@ PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) + 2  # window that hold
 
 
 def render(classes: Any) -> np.ndarray:
-    """Binary uint8 images ``(N, 64, 64)`` (values 0 and 1) of factor classes ``(N, 6)``."""
+    """Binary uint8 images ``(N, 64, 64)`` (values 0 and 1) of factor classes ``(N, 6)``.
+
+    Parameters
+    ----------
+    classes : array-like of int, shape (N, 6) or (6,)
+        Factor classes in :data:`FACTOR_NAMES` order (one row is treated as ``N = 1``).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(N, 64, 64)``, 1 on the shape and 0 elsewhere.
+    """
     classes = np.atleast_2d(np.asarray(classes, dtype=np.int64))
     values = classes_to_values(classes)
     span = IMAGE_SIZE - 2.0 * MARGIN_PX
@@ -142,6 +260,19 @@ class DSprites:
     Also a generator of the framework (:class:`repscope.data.datasets.SampleGenerator`):
     ``sample(indices)`` gives the fields ``image`` (uint8 ``(N, 1, 64, 64)``, 0 or 255), ``factors``
     (int64 ``(N, 6)`` classes in :data:`FACTOR_NAMES` order), one int64 column per factor, and ``index``.
+
+    The class takes no parameters: the grid is fixed.
+
+    Attributes
+    ----------
+    name : str
+        ``"dsprites"``, the generator's registry name.
+    size : int
+        737,280 images.
+    factor_names : tuple of str
+        :data:`FACTOR_NAMES`.
+    factor_sizes : tuple of int
+        :data:`FACTOR_SIZES`.
     """
 
     name = "dsprites"
@@ -169,20 +300,79 @@ class DSprites:
         return render(classes[None])[0], classes
 
     def images(self, indices: Any) -> np.ndarray:
+        """Binary images of grid indices.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (N,)
+            Grid indices in ``[0, 737280)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(N, 64, 64)``, values 0 and 1.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is out of range.
+        """
         return render(index_to_classes(indices))
 
     def batches(self, indices: Any = None, batch_size: int = 4096) -> Iterator[tuple[np.ndarray, np.ndarray]]:
-        """``(images, classes)`` in order, ``batch_size`` at a time (all 737,280 when ``indices`` is None)."""
+        """``(images, classes)`` in order, ``batch_size`` at a time (all 737,280 when ``indices`` is None).
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (N,), optional
+            Grid indices to draw, in the order given; default the whole grid.
+        batch_size : int, default=4096
+            Images per batch.
+
+        Yields
+        ------
+        images : numpy.ndarray
+            uint8 ``(B, 64, 64)``, values 0 and 1 (``B <= batch_size``).
+        classes : numpy.ndarray
+            int64 ``(B, 6)`` factor classes.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is out of range (raised at the batch holding it).
+        """
         indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)
         for start in range(0, len(indices), batch_size):
             classes = index_to_classes(indices[start:start + batch_size])
             yield render(classes), classes
 
     def sample_indices(self, n: int, rng: np.random.Generator | int) -> np.ndarray:
+        """``n`` random grid indices, without replacement unless ``n`` exceeds the grid.
+
+        Parameters
+        ----------
+        n : int
+            Number of indices.
+        rng : numpy.random.Generator or int
+            Generator or seed.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 ``(n,)`` indices in ``[0, 737280)``.
+        """
         return np.random.default_rng(rng).choice(TOTAL, size=n, replace=n > TOTAL)
 
 
 def metadata() -> dict[str, Any]:
+    """The ``metadata`` dict of the original dSprites ``.npz``, describing this procedural grid.
+
+    Returns
+    -------
+    dict
+        ``description``, ``latents_names`` (:data:`FACTOR_NAMES`), ``latents_sizes`` (int array (6,)),
+        ``latents_possible_values`` (``{name: float array}``), ``author`` and ``title``.
+    """
     return {
         "description": "dSprites drawn procedurally by repscope: binary 64x64 images of a square, an ellipse or "
                        "a heart over the full grid of scale, orientation and position.",
@@ -195,9 +385,33 @@ def metadata() -> dict[str, Any]:
 
 
 def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> Path:
-    """Write the original dSprites layout (compressed ``.npz``): ``imgs`` uint8 (N, 64, 64),
-    ``latents_values`` float64 (N, 6), ``latents_classes`` int64 (N, 6), ``metadata`` (a dict, stored
-    as a pickled object array as the original stores it)."""
+    """Write the original dSprites layout (compressed ``.npz``), atomically.
+
+    Keys: ``imgs`` uint8 (N, 64, 64) (values 0 and 1), ``latents_values`` float64 (N, 6),
+    ``latents_classes`` int64 (N, 6), ``metadata`` (a dict, stored as a pickled object array as the
+    original stores it).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        Destination file; an existing file is replaced.
+    indices : array-like of int, shape (N,), optional
+        Grid indices to write, in that order; default the whole grid (737,280 images).
+    batch_size : int, default=8192
+        Images drawn at a time.
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    OutputWriteError
+        When the folder of ``path`` cannot be created or written to (checked before drawing).
+    InvalidArgumentError
+        When an index is out of range.
+    """
     from repscope.fileio import atomic_write, check_writable_dir
 
     path = Path(path)
@@ -216,8 +430,26 @@ def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> 
 
 
 def read_npz(path: str | Path) -> dict[str, np.ndarray]:
-    """Read ``imgs``, ``latents_values`` and ``latents_classes`` of a dSprites-layout ``.npz`` (ours or
-    the original). ``metadata`` is not unpickled: a data file is untrusted input."""
+    """Read ``imgs``, ``latents_values`` and ``latents_classes`` of a dSprites-layout ``.npz``.
+
+    Works for ours and the original. ``metadata`` is not unpickled: a data file is untrusted input.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The ``.npz`` file.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``imgs`` ``(N, 64, 64)`` (uint8 0/1 in both), ``latents_values`` ``(N, 6)`` and
+        ``latents_classes`` ``(N, 6)``, dtypes as stored.
+
+    Raises
+    ------
+    DataFormatError
+        When the file cannot be read as ``.npz``, lacks a key, or the shapes do not form a dSprites set.
+    """
     path = Path(path)
     try:
         with np.load(path, allow_pickle=False) as archive:

@@ -25,6 +25,30 @@ from repscope.data.sprites.cdsprites import CdSpritesPlus
 
 
 def to_sample_batch(indices: np.ndarray, images: np.ndarray, captions: list[str], table: np.ndarray) -> dict[str, torch.Tensor]:
+    """The batch dict of the module docstring from the arrays of :meth:`CdSpritesPlus.batch`.
+
+    Parameters
+    ----------
+    indices : numpy.ndarray
+        int ``(B,)`` sample indices.
+    images : numpy.ndarray
+        uint8 ``(B, 64, 64, 3)`` RGB images, 0-255 (channels last).
+    captions : list of str
+        ``B`` captions of at most 45 characters.
+    table : numpy.ndarray
+        int ``(B, L)`` attribute table.
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        ``image`` uint8 ``(B, 3, 64, 64)`` (channels first), ``text`` float32 ``(B, 45, 27)``, ``mask``
+        bool ``(B, 45)``, ``attributes`` int64 ``(B, L)``, ``index`` int64 ``(B,)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a caption is too long or holds a character outside the alphabet.
+    """
     onehot, mask = encode_captions(captions)
     return {
         "image": torch.from_numpy(np.ascontiguousarray(images.transpose(0, 3, 1, 2))),
@@ -36,13 +60,33 @@ def to_sample_batch(indices: np.ndarray, images: np.ndarray, captions: list[str]
 
 
 def image_to_float(images: torch.Tensor) -> torch.Tensor:
-    """uint8 images -> float32 in [0, 1] (do it on the device, after the transfer); float images
-    pass as float32, never scaled in place."""
+    """uint8 images -> float32 in [0, 1] (do it on the device, after the transfer).
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        uint8 images, 0-255, any shape (e.g. ``(B, 3, 64, 64)``); or float images, already in [0, 1].
+
+    Returns
+    -------
+    torch.Tensor
+        float32 of the same shape and device: ``images / 255`` for uint8, float images converted to
+        float32 unscaled; ``images`` itself is never modified.
+    """
     return images.float().div_(255.0) if images.dtype == torch.uint8 else images.float()
 
 
 class CdSpritesDataset(Dataset):
-    """A torch view of a :class:`CdSpritesPlus` split (deterministic in the index and the seed)."""
+    """A torch view of a :class:`CdSpritesPlus` split (deterministic in the index and the seed).
+
+    ``dataset[i]`` is the sample dict of the module docstring; ``dataset.__getitems__(indices)``
+    builds a whole batch (leading axis ``B``) with one vectorised call.
+
+    Parameters
+    ----------
+    generator : CdSpritesPlus
+        The generator (one split) to serve.
+    """
 
     def __init__(self, generator: CdSpritesPlus) -> None:
         self.generator = generator
@@ -65,7 +109,28 @@ def _already_batched(batch: Any) -> Any:
 
 def cdsprites_loader(generator: CdSpritesPlus, batch_size: int = 256, shuffle: bool = False, seed: int = 0,
                      num_workers: int = 0, drop_last: bool = False) -> DataLoader:
-    """A DataLoader generating whole batches at once (shuffling seeded by ``seed``)."""
+    """A DataLoader generating whole batches at once (shuffling seeded by ``seed``).
+
+    Parameters
+    ----------
+    generator : CdSpritesPlus
+        The split to load.
+    batch_size : int, default=256
+        Samples per batch.
+    shuffle : bool, default=False
+        Visit the indices in a random order, reproducible from ``seed``.
+    seed : int, default=0
+        Seed of the shuffling (unused without ``shuffle``).
+    num_workers : int, default=0
+        Worker processes (persistent when > 0); 0 generates in the calling process.
+    drop_last : bool, default=False
+        Drop the last, incomplete batch.
+
+    Returns
+    -------
+    torch.utils.data.DataLoader
+        Yields the batch dicts of :func:`to_sample_batch` (``image`` uint8 ``(B, 3, 64, 64)``, ...).
+    """
     return DataLoader(
         CdSpritesDataset(generator), batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
         generator=torch.Generator().manual_seed(seed) if shuffle else None, num_workers=num_workers,

@@ -34,7 +34,26 @@ PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
 
 def noise_patterns(count: int, rng: np.random.Generator, size: int = TEXTURE_SIZE) -> np.ndarray:
-    """``count`` standardised multi-octave value-noise patterns ``(count, size, size)`` float32."""
+    """``count`` standardised multi-octave value-noise patterns ``(count, size, size)`` float32.
+
+    Each pattern is the sum of four octaves of Gaussian noise on grids of 3, 6, 12 and 24 columns (and
+    0.5 to 2 times as many rows, at random, for streaks), each upsampled by cubic splines with
+    wrap-around and weighted by a random weight in [0.1, 1]; the sum is then standardised.
+
+    Parameters
+    ----------
+    count : int
+        Number of patterns.
+    rng : numpy.random.Generator
+        Source of randomness (advanced by the call).
+    size : int, default=96
+        Side of each pattern, in pixels (:data:`TEXTURE_SIZE`).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 ``(count, size, size)``, each pattern with mean 0 and standard deviation 1 (unitless).
+    """
     out = np.empty((count, size, size), dtype=np.float32)
     for k in range(count):
         pattern = np.zeros((size, size))
@@ -50,7 +69,36 @@ def noise_patterns(count: int, rng: np.random.Generator, size: int = TEXTURE_SIZ
 
 def photo_patterns(texture_dir: str | Path, count: int, rng: np.random.Generator,
                    size: int = TEXTURE_SIZE) -> np.ndarray:
-    """``count`` standardised luminance crops ``(count, size, size)`` from the photographs in ``texture_dir``."""
+    """``count`` standardised luminance crops ``(count, size, size)`` from the photographs in ``texture_dir``.
+
+    Photographs (sorted by name) are used in turn; each crop is a random ``size x size`` window of the
+    photograph's luminance, mirrored left-right with probability 1/2, then standardised. A photograph
+    smaller than ``size`` on its short side is first enlarged (bilinear) to that side.
+
+    Parameters
+    ----------
+    texture_dir : str or pathlib.Path
+        Folder of images with a suffix in :data:`PHOTO_SUFFIXES` (subfolders are not read).
+    count : int
+        Number of patterns.
+    rng : numpy.random.Generator
+        Source of randomness (advanced by the call).
+    size : int, default=96
+        Side of each pattern, in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 ``(count, size, size)``, each crop with mean 0 and standard deviation 1 (a flat crop
+        stays all zero).
+
+    Raises
+    ------
+    SourceNotFoundError
+        When ``texture_dir`` is not a folder.
+    DataFormatError
+        When it holds no images or an image cannot be read.
+    """
     from PIL import Image, UnidentifiedImageError
 
     folder = Path(texture_dir)
@@ -82,7 +130,23 @@ def photo_patterns(texture_dir: str | Path, count: int, rng: np.random.Generator
 
 
 def tint(patterns: np.ndarray, base: tuple[float, float, float], amplitude: float) -> np.ndarray:
-    """uint8 ``(count, size, size, 3)`` textures: ``clip(base + amplitude * pattern)``."""
+    """uint8 ``(count, size, size, 3)`` textures: ``clip(round(base + amplitude * pattern), 0, 255)``.
+
+    Parameters
+    ----------
+    patterns : numpy.ndarray
+        float ``(count, size, size)`` standardised patterns (:func:`noise_patterns`,
+        :func:`photo_patterns`).
+    base : tuple of 3 floats
+        RGB base colour, grey levels 0-255.
+    amplitude : float
+        Grey levels per unit of pattern.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(count, size, size, 3)`` RGB textures.
+    """
     rgb = np.asarray(base, dtype=np.float32)[None, None, None, :] + amplitude * patterns[..., None]
     return np.clip(np.round(rgb), 0, 255).astype(np.uint8)
 
@@ -90,8 +154,32 @@ def tint(patterns: np.ndarray, base: tuple[float, float, float], amplitude: floa
 class TextureBank:
     """Tinted textures for every colour and background, built once from ``seed`` (or photographs).
 
-    ``colours[c]``: uint8 ``(per_colour, 96, 96, 3)`` for colour class ``c``;
-    ``backgrounds[b]``: the same for background class ``b`` (0 dark, 1 light).
+    Parameters
+    ----------
+    seed : int, default=0
+        Seed of the patterns; the same seed (and photographs) gives the same bank.
+    per_colour : int, default=48
+        Textures per shape colour and per background.
+    texture_dir : str or pathlib.Path, optional
+        Folder of photographs to take the patterns from (:func:`photo_patterns`); default procedural
+        noise (:func:`noise_patterns`).
+
+    Attributes
+    ----------
+    colours : numpy.ndarray
+        uint8 ``(5, per_colour, 96, 96, 3)`` RGB: ``colours[c]`` are the textures of colour class ``c``
+        (order of ``ATTRIBUTE_VALUES["colour"]``), tinted around :data:`COLOUR_RGB` by
+        :data:`COLOUR_AMPLITUDE` grey levels per unit of pattern.
+    backgrounds : numpy.ndarray
+        uint8 ``(2, per_colour, 96, 96, 3)``: the same for background class ``b`` (0 dark, 1 light),
+        around :data:`BACKGROUND_BASE` by :data:`BACKGROUND_AMPLITUDE`.
+    seed, per_colour, texture_dir
+        The arguments (``texture_dir`` as a string or None).
+
+    Raises
+    ------
+    SourceNotFoundError, DataFormatError
+        When ``texture_dir`` is given and unusable (see :func:`photo_patterns`).
     """
 
     def __init__(self, seed: int = 0, per_colour: int = 48, texture_dir: str | Path | None = None) -> None:
@@ -114,5 +202,25 @@ class TextureBank:
 
 @lru_cache(maxsize=4)
 def texture_bank(seed: int = 0, per_colour: int = 48, texture_dir: str | None = None) -> TextureBank:
-    """A process-wide cached :class:`TextureBank` (DataLoader workers build theirs once each)."""
+    """A process-wide cached :class:`TextureBank` (DataLoader workers build theirs once each).
+
+    Parameters
+    ----------
+    seed : int, default=0
+        Seed of the patterns.
+    per_colour : int, default=48
+        Textures per colour and background.
+    texture_dir : str, optional
+        Folder of photographs (a string, so the call can be cached).
+
+    Returns
+    -------
+    TextureBank
+        The bank of these arguments, shared by later calls with the same ones (up to 4 are kept).
+
+    Raises
+    ------
+    SourceNotFoundError, DataFormatError
+        When ``texture_dir`` is given and unusable.
+    """
     return TextureBank(seed, per_colour, texture_dir)
