@@ -3,7 +3,8 @@ loading is the bottleneck.
 
 For each model, in one run on the same real digits:
 
-* ``trainer``: one epoch through ``lightning.pytorch.Trainer`` with our ``ArrayDataModule``;
+* ``trainer``: one epoch through ``lightning.pytorch.Trainer`` with our ``DatasetModule`` (dict
+  batches of a registered dataset: the digits in memory, dSprites drawn on demand);
 * ``preloaded``: the same number of optimisation steps in a plain loop over batches sliced in
   advance from one tensor (no DataLoader, no Lightning): the ceiling the model itself allows;
 * ``loader only``: iterating the DataModule's train loader without any model.
@@ -49,7 +50,8 @@ def _preloaded_epoch(task, x: torch.Tensor, y: torch.Tensor, batch_size: int) ->
     import warnings
 
     warnings.filterwarnings("ignore", message=".*self.log.*")  # no Trainer here to log to
-    batches = [(x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, len(x) - batch_size + 1, batch_size)]
+    batches = [{"image": x[i:i + batch_size], "target": y[i:i + batch_size]}
+               for i in range(0, len(x) - batch_size + 1, batch_size)]
     optimisers = task.configure_optimizers()
     optimiser = optimisers[0] if isinstance(optimisers, (list, tuple)) else optimisers
     task.train()
@@ -77,27 +79,39 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
 
-    from repscope.train.datamodule import ArrayDataModule, images_to_tensor, targets_to_tensor
+    from repscope.data.morpho.training_sets import TrainingSet, as_dataset
+    from repscope.data.sprites.datasets import dsprites_dataset
+    from repscope.train.datamodule import DatasetModule
     from repscope.train.run import quiet_lightning
     from repscope.train.tasks import SupervisedTask, VAETask
 
     quiet_lightning()
     images, labels = _digits(args.digits)
-    module = ArrayDataModule(images, labels, batch_size=args.batch_size, val_fraction=0.0, seed=0)
-    steps = len(module.train_dataloader())
-    n = steps * args.batch_size
-    x, y = images_to_tensor(images), targets_to_tensor(labels)
+    digits = as_dataset(TrainingSet(images, labels, images[:1], labels[:1], "label", 10, "benchmark", labels,
+                                    labels[:1]), "digits")
+    sprites = dsprites_dataset(size=args.digits, test_size=1)
 
-    print(f"# training throughput, images/s, {args.digits} real digits, batch {args.batch_size}, {args.threads} threads")
-    print(f"{'model':<12}{'trainer':>10}{'preloaded':>11}{'ratio':>8}{'loader only':>13}")
-    loader_rate = n / _loader_only(module)
-    for name, make in (("beta-VAE 64", lambda: VAETask(latent_dim=64, beta=4.0)),
-                       ("LeNet-5", lambda: SupervisedTask(network="lenet5", kind="classification", num_outputs=10))):
+    print(f"# training throughput, images/s, {args.digits} images, batch {args.batch_size}, {args.threads} threads")
+    print(f"{'model':<22}{'trainer':>10}{'preloaded':>11}{'ratio':>8}{'loader only':>13}")
+    cases = (("beta-VAE 64, digits", digits, lambda: VAETask(latent_dim=64, beta=4.0)),
+             ("LeNet-5, digits", digits,
+              lambda: SupervisedTask(network="lenet5", kind="classification", num_outputs=10)),
+             ("beta-VAE conv64, dSprites", sprites,
+              lambda: VAETask(latent_dim=10, beta=4.0, image_shape=(1, 64, 64), architecture="conv64")))
+    for name, dataset, make in cases:
+        fields = make().batch_fields
+        module = DatasetModule(dataset, fields, batch_size=args.batch_size, val_fraction=0.0, seed=0)
+        steps = len(module.train_dataloader())
+        n = steps * args.batch_size
+        everything = module.train_set.__getitems__(list(range(len(module.train_set))))
+        x, y = everything["image"], everything.get("target", torch.zeros(len(everything["image"])))
+        loader_rate = n / _loader_only(module)
         torch.manual_seed(0)
         trainer_rate = n / _trainer_epoch(make(), module)
         torch.manual_seed(0)
         preloaded_rate = n / _preloaded_epoch(make(), x, y, args.batch_size)
-        print(f"{name:<12}{trainer_rate:>10.0f}{preloaded_rate:>11.0f}{trainer_rate / preloaded_rate:>7.2f}x{loader_rate:>13.0f}")
+        print(f"{name:<22}{trainer_rate:>10.0f}{preloaded_rate:>11.0f}{trainer_rate / preloaded_rate:>7.2f}x"
+              f"{loader_rate:>13.0f}")
 
 
 if __name__ == "__main__":

@@ -306,14 +306,14 @@ def test_read_only_output_directory(tmp_path, capsys):
 @pytest.mark.parametrize("spelling", ["thick", "thic", "Thickening"])
 def test_sets_and_perturbations_accept_either_name(spelling):
     config = BuildConfig(sets=("plain", spelling), perturbations={spelling: {"amount": 0.5}}, **SMALL)
-    config.validate()
+    config.check()
     assert config.sets == ("plain", "thic")  # the published set name is what is written
     assert config.perturbations == {"thick": {"amount": 0.5}}
     assert config.make_perturbations()["thick"].amount == 0.5
 
 
 def test_one_perturbation_named_twice_is_refused():
-    with pytest.raises(InvalidArgumentError, match="perturbations: 'thic'"):
+    with pytest.raises(InvalidArgumentError, match="key perturbations: .*'thic' names the perturbation 'thick' given already"):
         BuildConfig(perturbations={"thick": {}, "thic": {}})
 
 

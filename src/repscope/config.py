@@ -25,9 +25,17 @@ Schema = TypeVar("Schema", bound=BaseModel)
 
 
 class Section(BaseModel):
-    """The base of every config schema (training, studies, dataset builds): unknown keys are errors."""
+    """The base of every config schema (training, studies, dataset builds): unknown keys are errors,
+    and building one from Python with a bad value raises :class:`InvalidArgumentError` naming the key
+    (a config file goes through :func:`validate_config`, whose message also names the file)."""
 
     model_config = ConfigDict(extra="forbid")
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise InvalidArgumentError(format_validation_error(exc, type(self).__name__)) from None
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:

@@ -9,10 +9,12 @@ busy-waiting makes the waiting thread compete for CPU as well. Measured on a 2-c
 ``while True: pass`` process beside a small CNN training (:class:`~repscope.models.sprite_cnn.AttributeCNN`,
 batches of 64, seconds per 2,048 images): alone, 2 threads 0.78 s, 1 thread 1.14-1.4 s; beside the
 busy process, 2 threads 10.7-17.4 s (mean over epochs; best epoch 2.9-3.8 s), 2 threads with
-``OMP_WAIT_POLICY=PASSIVE`` 2.0-2.5 s, 1 thread 1.3-1.5 s. Hence :func:`configure_torch_threads`
-uses only the cores that are free when it is called (at least one), and :func:`passive_wait` is
-there for long trainings on machines shared with other jobs (it costs about 40% when the machine is
-quiet, so it is not the default).
+``OMP_WAIT_POLICY=PASSIVE`` 2.0-2.5 s, 1 thread 1.3-1.5 s. The thread count changes the last bits of
+a training's results, so the CLI keeps torch's count (every usable core: the same seed gives the
+same bytes whatever the load) and, when cores are busy as it starts, makes OpenMP wait passively
+(:func:`wait_passively_when_busy`; it costs about 40% on a quiet machine, so only then).
+:func:`configure_torch_threads` sets a count explicitly (``REPSCOPE_TORCH_THREADS``, or the cores
+free right now for a user who prefers speed to identical bytes).
 """
 
 from __future__ import annotations
@@ -149,6 +151,24 @@ def passive_wait() -> bool:
 
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return "torch" not in sys.modules
+
+
+def wait_passively_when_busy() -> bool:
+    """Before torch loads: when other processes keep cores busy, let OpenMP's idle threads sleep
+    (``OMP_WAIT_POLICY=PASSIVE``) instead of spinning against them; return whether it did.
+
+    The thread count itself is left alone: it changes the last bits of a training's results (a
+    LeNet-5 trained with 1 and with 2 threads ends with different weights), so choosing it by the
+    machine's load would make the same seed give different bytes from run to run. The wait policy
+    changes only the speed: beside a busy process, 2 threads took 2.0-2.5 s instead of 10.7-17.4 s.
+    A value the user set is kept; ``REPSCOPE_TORCH_THREADS`` sets the thread count explicitly.
+    """
+    import sys
+
+    if "torch" in sys.modules or "OMP_WAIT_POLICY" in os.environ or busy_cores() < 1:
+        return False
+    os.environ["OMP_WAIT_POLICY"] = "PASSIVE"
+    return True
 
 
 def ignore_interrupts() -> None:

@@ -174,15 +174,12 @@ class RunDirectory:
 
     @staticmethod
     def check_free(out: Path | str, resumable: bool = False) -> None:
-        """Refuse ``out`` when it is a file or a directory holding files (nothing is touched); the
-        message offers ``--resume`` only where the command can continue a run (``resumable``)."""
-        out = Path(out)
-        if out.exists() and not out.is_dir():
-            raise OutputExistsError(f"out: {out} exists and is not a directory; choose another --out")
-        if out.is_dir() and any(out.iterdir()):
-            hint = ", or pass --resume to continue that run" if resumable else ""
-            raise OutputExistsError(f"out: {out} already holds files; nothing was overwritten. "
-                                    f"Choose another --out{hint}")
+        """Refuse ``out`` when it is a file or a directory holding files (nothing is touched), with
+        the one output rule's message (:mod:`repscope.outputs`): ``--overwrite`` replaces it, and
+        ``--resume`` continues it where the command can continue a run (``resumable``)."""
+        from repscope.outputs import prepare_output
+
+        prepare_output(out, resume=False if resumable else None, kind="directory")
 
     def _record_existing(self) -> None:
         for name, suffix, record in (("tables", ".csv", self._tables), ("figures", ".png", self._figures)):

@@ -111,6 +111,9 @@ def main(argv: list[str] | None = None) -> None:
         previous = signal.signal(signal.SIGINT, _on_interrupt)
     except ValueError:  # not the main thread (embedded use): leave signals alone
         previous = None
+    from repscope.resources import wait_passively_when_busy
+
+    wait_passively_when_busy()  # before torch loads (a training beside busy cores stays fast)
     try:
         app(args=argv, prog_name="repscope")
     except RepscopeError as exc:

@@ -62,8 +62,8 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
         headline[f"constant_prediction_{name}"] = value
         score = metrics.get(name)
         if score is not None and ((name == "test_accuracy" and score <= value) or (name == "test_rmse" and score >= value)):
-            report.add_paragraph(f"Warning: {name} {score:.4g} is no better than always predicting the "
-                                 f"commonest class / the mean ({value:.4g}): the model has not learnt the target.")
+            report.add_warning(f"{name} {score:.4g} is no better than always predicting the commonest class / "
+                               f"the mean ({value:.4g}): the model has not learnt the target.")
     report.add_metrics(headline, title="Test metrics")
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")

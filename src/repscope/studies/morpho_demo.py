@@ -10,13 +10,14 @@ morphometrics, and a self-contained ``report.html``.
 from __future__ import annotations
 
 import time
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field
 
+from repscope.config import Section
 from repscope.data import idx
 from repscope.data.morpho.build import SETS, BuildConfig, build_dataset
 from repscope.data.morpho.morphometrics import MORPHOMETRICS
@@ -32,24 +33,18 @@ MORPHOMETRIC_LABELS = {
 }
 
 
-@dataclass
-class DemoConfig:
+class DemoConfig(Section):
     source: str = "mnist-sample"
     seed: int = 0
-    max_train: int = 600
-    max_test: int = 200
-    jobs: int = 1
-    examples: int = 10
+    max_train: int = Field(600, ge=1)
+    max_test: int = Field(200, ge=1)
+    jobs: int = Field(1, ge=1)
+    examples: int = Field(10, ge=1)
     # the small diversity study: a low- and a higher-dimensional generator vs the test digits
     diversity: bool = True
-    diversity_epochs: int = 5
-    diversity_samples: int = 2000
-    diversity_train: int | None = None  # generators' training digits (None: the whole train split)
-
-    def validate(self) -> None:
-        for name in ("max_train", "max_test", "examples", "jobs", "diversity_epochs", "diversity_samples"):
-            if getattr(self, name) < 1:
-                raise InvalidArgumentError(f"{name}: must be >= 1, got {getattr(self, name)}")
+    diversity_epochs: int = Field(5, ge=1)
+    diversity_samples: int = Field(2000, ge=1)
+    diversity_train: int | None = Field(None, ge=1)  # generators' training digits (None: the whole train split)
 
 
 def _read_set(root: Path, set_name: str, split: str) -> dict[str, Any]:
@@ -152,12 +147,11 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
     from repscope.report.figures import distributions_by_class, image_grid
     from repscope.runs import RunDirectory
 
-    config.validate()
     run = RunDirectory.create("demo", out=out, root=root)
     build_config = BuildConfig(
         source=config.source, seed=config.seed, max_train=config.max_train, max_test=config.max_test
     )
-    run.write_config({"study": "morpho-demo", **asdict(config), "build": build_config.to_dict()})
+    run.write_config({"study": "morpho-demo", **config.model_dump(mode="json"), "build": build_config.to_dict()})
 
     started = time.perf_counter()
     dataset_dir = run.path("dataset")

@@ -101,9 +101,9 @@ def traversals(task: Any, codes: Any, code: str, config: DisentangleConfig, seed
 
 
 def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Path = Path("runs"),
-                    source: str = "config") -> Path:
+                    source: str = "config", quick: bool = False) -> Path:
     from repscope.data.morpho import measure
-    from repscope.data.training_sets import load_morpho_mnist
+    from repscope.data.morpho.training_sets import load_morpho_mnist
     from repscope.metrics.partial_correlation import code_partial_correlations
     from repscope.models.codes import INFOGAN_SETTINGS
     from repscope.report import Report
@@ -112,7 +112,7 @@ def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Pa
 
     run = RunDirectory.create("morpho-disentangle", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
-    report = Report("Morpho-MNIST disentanglement (InfoGAN)", subtitle=f"{config.data.source}, seed {config.seed}")
+    report = Report("Morpho-MNIST disentanglement (InfoGAN)", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
     report.add_paragraph(__doc__.split("\n\n", 1)[1].replace("\n", " "))
     metrics: dict[str, Any] = {"settings": {}}
     data_params = config.data.params()
@@ -176,4 +176,4 @@ def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Pa
             report.add_figure(path, caption=f"Traversal of {code}; each row keeps the other codes and the noise (cf. Fig. 7).")
     run.write_metrics(metrics)
     report.add_metrics(metrics, title="Headline numbers")
-    return report.write(run.path("report.html"))
+    return run.write_report(report)

@@ -75,25 +75,27 @@ def compare_morphometrics(reference: pd.DataFrame, sample: pd.DataFrame, columns
 
 
 def run_diversity(config: DiversityConfig, out: Path | None = None, root: Path = Path("runs"),
-                  source: str = "config") -> Path:
+                  source: str = "config", quick: bool = False) -> Path:
     """Run the study in its own run directory and return the path of its ``report.html``."""
     from repscope.report import Report
     from repscope.runs import RunDirectory
 
     run = RunDirectory.create("morpho-diversity", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
-    report = Report("Morpho-MNIST sample diversity", subtitle=f"{config.data.source}, seed {config.seed}")
+    report = Report("Morpho-MNIST sample diversity", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
     metrics = add_diversity(config, run, report, source)
     run.write_metrics(metrics)
-    report.add_metrics(metrics, title="Headline numbers")
-    return report.write(run.path("report.html"))
+    # only the quadratic test's p-values come from permutations (the linear-time test's are asymptotic)
+    permuted = {f"models.{name}.quadratic_p_value": config.permutations for name in metrics["models"]}
+    report.add_metrics(metrics, title="Headline numbers", permutations=permuted)
+    return run.write_report(report)
 
 
 def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = "config") -> dict[str, Any]:
     """Train, sample, measure and compare; write tables and figures into ``run``, add a section to
     ``report`` and return the headline metrics (the demo adds this section to its own report)."""
     from repscope.data.morpho import measure
-    from repscope.data.training_sets import load_digits
+    from repscope.data.morpho.training_sets import load_digits
     from repscope.report.figures import image_grid
     from repscope.report.morpho_figures import morphometric_pairplot
 
@@ -149,7 +151,10 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
         "A small p-value means the samples' morphometrics differ from the test digits'. "
         f"Replica groups: clusters of samples within {config.replica_threshold} (standardised units)."
     )
-    report.add_table(table.round(6), title="MMD² against the test digits (cf. Table 1)")
+    # no rounding here: the report writes p-values in scientific notation, and a permutation p-value
+    # at its floor as <= 1/(B+1)
+    report.add_table(table, title="MMD² against the test digits (cf. Table 1)",
+                     permutations={"quadratic_p_value": config.permutations})
     report.add_figure(grid, caption="Samples of each model.")
     for name, path in figures.items():
         report.add_figure(path, caption=f"Morphometrics of {name} (cf. Fig. 4): marginals on the diagonal, "

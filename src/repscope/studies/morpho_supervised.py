@@ -73,9 +73,9 @@ def _score(kind: str, predicted: np.ndarray, truth: np.ndarray) -> float:
 
 
 def run_supervised(config: SupervisedConfig, out: Path | None = None, root: Path = Path("runs"),
-                   source: str = "config") -> Path:
+                   source: str = "config", quick: bool = False) -> Path:
     """Run the study and return the path of its ``report.html``."""
-    from repscope.data.training_sets import load_morpho_mnist
+    from repscope.data.morpho.training_sets import load_morpho_mnist
     from repscope.report import Report
     from repscope.runs import RunDirectory
 
@@ -133,18 +133,27 @@ def run_supervised(config: SupervisedConfig, out: Path | None = None, root: Path
     metrics["test_digits"] = {d["task"]: d["test_digits"] for d in details}
     run.write_metrics(metrics)
 
-    report = Report("Morpho-MNIST supervised tasks", subtitle=f"{config.data.source}, seed {config.seed}")
+    report = Report("Morpho-MNIST supervised tasks", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
     report.add_paragraph(
         "Digit recognition trained on PLAIN and tested on PLAIN and LOCAL (domain shift); abnormality "
         "detection (normal vs swollen or fractured) on LOCAL; stroke-thickness regression on GLOBAL. "
         "Laid out as Table 3 of the Morpho-MNIST paper (accuracy in %, RMSE in pixels)."
     )
-    report.add_table(table.round(4), title="Table 3")
+    accuracy_baselines = {COLUMNS[key]: chance[key[0]] for key in COLUMNS
+                          if key[0] in chance and key[0] != "thickness" and COLUMNS[key] in table}
+    report.add_table(table, title="Table 3", baseline=accuracy_baselines,
+                     baseline_label="constant prediction (commonest class)")
+    thickness = COLUMNS[("thickness", "global")]
+    if thickness in table and "thickness" in chance:
+        worse = table.loc[table[thickness] >= chance["thickness"], "Model"].tolist()
+        if worse:
+            report.add_warning(f"Thickness regression: {', '.join(worse)} no better than predicting the mean "
+                               f"thickness (RMSE {chance['thickness']:.4g} px)")
     report.add_paragraph(
         "Constant-prediction baselines (commonest class, % / mean thickness, RMSE px): "
         + ", ".join(f"{task} {value:.4g}" for task, value in chance.items())
         + ". Two thirds of LOCAL digits are perturbed, so abnormality detection starts from about 67%."
     )
     report.add_metrics({k: v for k, v in metrics.items() if k != "table3"}, title="Headline")
-    report.add_table(pd.DataFrame(details).round(4), title="Every evaluation")
-    return report.write(run.path("report.html"))
+    report.add_table(pd.DataFrame(details), title="Every evaluation")
+    return run.write_report(report)

@@ -13,6 +13,7 @@ Checkpoints are untrusted input: every load goes through ``torch.load(..., weigh
 from __future__ import annotations
 
 import logging
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ import numpy as np
 import yaml
 
 from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
+from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.train.config import TrainConfig
 from repscope.train.tasks.base import DIGIT_SHAPE
 
@@ -259,6 +261,8 @@ def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False
     elif out is not None:
         RunDirectory.check_free(out, resumable=True)
 
+    if os.environ.get(THREADS_ENV, "").strip():
+        configure_torch_threads()  # the user chose the thread count (it changes the last bits of results)
     pl.seed_everything(config.seed, workers=True, verbose=False)
     dataset = load_data(config) if dataset is None else dataset
     task = build_task(config, dataset)

@@ -39,7 +39,6 @@ import io
 import json
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +58,9 @@ from repscope.data.morpho.perturb import (
     perturbation_set_name,
 )
 from repscope.data.morpho.pool import ordered_map, pool_context
+from pydantic import Field, field_validator
+
+from repscope.config import Section
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
 from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 
@@ -93,8 +95,7 @@ def canonical_set(name: Any) -> Any:
 CSV_FLOAT_FORMAT = "%.8g"
 
 
-@dataclass
-class BuildConfig:
+class BuildConfig(Section):
     """What to build. Perturbation parameters default to the paper's (see ``perturb``)."""
 
     source: str = "mnist-sample"
@@ -105,27 +106,33 @@ class BuildConfig:
     max_train: int | None = None
     max_test: int | None = None
     chunk_size: int = 500
-    perturbations: dict[str, dict[str, Any]] = field(default_factory=dict)
-    pipeline: dict[str, Any] = field(default_factory=dict)
+    perturbations: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    pipeline: dict[str, Any] = Field(default_factory=dict)
 
-    def __post_init__(self) -> None:
-        # one vocabulary: sets may be named by their perturbation ("thick" is the set "thic") and
-        # perturbations by their set ("thic" is "thick"); what is recorded is the canonical form
-        sets = (self.sets,) if isinstance(self.sets, str) else tuple(self.sets)
-        self.sets = tuple(dict.fromkeys(canonical_set(name) for name in sets))
-        if isinstance(self.perturbations, dict):
-            renamed: dict[str, dict[str, Any]] = {}
-            for key, params in self.perturbations.items():
-                name = key
-                with contextlib.suppress(InvalidArgumentError):
-                    name = canonical_perturbation(key)
-                if name in renamed:
-                    raise InvalidArgumentError(
-                        f"perturbations: {key!r} names the perturbation {name!r} given already")
-                renamed[name] = params
-            self.perturbations = renamed
+    @field_validator("sets", mode="before")
+    @classmethod
+    def _canonical_sets(cls, sets: Any) -> Any:
+        # one vocabulary: sets may be named by their perturbation ("thick" is the set "thic");
+        # what is recorded is the canonical form
+        sets = (sets,) if isinstance(sets, str) else sets
+        return tuple(dict.fromkeys(canonical_set(name) for name in sets)) if isinstance(sets, (list, tuple)) else sets
 
-    def validate(self) -> None:
+    @field_validator("perturbations", mode="after")
+    @classmethod
+    def _canonical_perturbations(cls, perturbations: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        # perturbations may be named by their set ("thic" is "thick")
+        renamed: dict[str, dict[str, Any]] = {}
+        for key, params in perturbations.items():
+            name = key
+            with contextlib.suppress(InvalidArgumentError):
+                name = canonical_perturbation(key)
+            if name in renamed:
+                raise ValueError(f"{key!r} names the perturbation {name!r} given already")
+            renamed[name] = params
+        return renamed
+
+    def check(self) -> None:
+        """The checks that need more than types (known sets and perturbations, ranges)."""
         unknown = [str(name) for name in self.sets if name not in SETS]
         if unknown or not self.sets:
             raise InvalidArgumentError(
@@ -162,9 +169,7 @@ class BuildConfig:
         return tuple(kind for kind in KINDS if kind in needed)
 
     def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out["sets"] = list(self.sets)
-        return out
+        return self.model_dump(mode="json")
 
 
 # --------------------------------------------------------------------------------------------
@@ -424,7 +429,7 @@ def build_dataset(
     continues it; the worker processes ignore Ctrl-C and the running chunks are finished and
     kept (see :mod:`repscope.data.morpho.pool`).
     """
-    config.validate()
+    config.check()
     if jobs < 1:
         raise InvalidArgumentError(f"jobs: must be >= 1, got {jobs}")
     out = Path(out)

@@ -110,7 +110,7 @@ def load_digits(
 
     config = BuildConfig(source=source, data_dir=data_dir, seed=seed, test_fraction=test_fraction,
                          max_train=max_train, max_test=max_test, sets=("plain",))
-    config.validate()
+    config.check()
     splits, rule = load_build_source(config)
     (train_images, train_labels, origin), (test_images, test_labels, _) = splits["train"], splits["t10k"]
     where = f"data {source!r}"
