@@ -61,6 +61,38 @@ def stroke_measures(
 
     ``labels`` gives each pixel's digit index (-1: none); digits must not touch (a background
     gap separates them) so that skeleton neighbours always belong to the same digit.
+
+    With the hi-res scale ``f`` (Castro et al., section 2.2-2.3)::
+
+        area      = #{foreground pixels} / f^2
+        length    = (#{side-sharing skeleton pairs} + sqrt(2) #{corner-sharing skeleton pairs}) / f
+        thickness = 2 * mean_{skeleton pixels} distance / f
+
+    Parameters
+    ----------
+    binary : numpy.ndarray
+        bool ``(H, W)`` hi-res foreground canvas.
+    distance : numpy.ndarray
+        float ``(H, W)`` Euclidean distance to the background, in hi-res pixels.
+    medial : numpy.ndarray
+        bool ``(H, W)`` medial-axis skeleton.
+    labels : numpy.ndarray
+        int ``(H, W)`` digit index 0 .. n_digits-1 of each pixel, -1 for none.
+    n_digits : int
+        Number of digits.
+    scale : int
+        Upscaling factor f of the canvas (hi-res pixels per image pixel).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        float64 ``(n_digits,)`` arrays ``area`` (pixels^2 of the original image), ``length`` and
+        ``thickness`` (pixels of the original image; thickness NaN without skeleton).
+
+    References
+    ----------
+    Castro et al., Morpho-MNIST: quantitative assessment and diagnostics for representation
+    learning, sections 2.2-2.3.
     """
     labels_fg = labels[binary]
     area = np.bincount(labels_fg[labels_fg >= 0], minlength=n_digits).astype(np.float64)
@@ -122,7 +154,39 @@ def _quantile_bounds(
 
 
 def grey_measures(hires: np.ndarray, scale: int, bound_fraction: float = 0.02) -> dict[str, np.ndarray]:
-    """Slant, width and height of a batch of hi-res grey images ``(N, H, W)``."""
+    """Slant, width and height of a batch of hi-res grey images ``(N, H, W)``.
+
+    With grey levels ``x[r, c]`` (r: row, downwards; c: column), their centroid and second-order
+    central moments ``mu_rr = sum x (r - r_mean)^2``, ``mu_rc = sum x (r - r_mean)(c - c_mean)``
+    (Castro et al., section 2.4, eq. 1)::
+
+        slant  = arctan(-mu_rc / mu_rr)                   (radians, positive = leaning right)
+        height = (q(1 - b/2) - q(b/2)) / f    of the row marginal
+        width  = (q(1 - b/2) - q(b/2)) / f    of the marginal along c' = c - (mu_rc / mu_rr)(r - r_mean)
+
+    where ``q`` is the quantile of the marginal read as a piecewise-uniform density and ``b`` is
+    ``bound_fraction`` (section 2.5; see the module docstring).
+
+    Parameters
+    ----------
+    hires : numpy.ndarray
+        float ``(N, H, W)`` hi-res grey levels in [0, 1].
+    scale : int
+        Upscaling factor f (hi-res pixels per image pixel).
+    bound_fraction : float, default=0.02
+        Image mass left outside the width/height bounds, half on each side.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        float64 ``(N,)`` arrays ``slant`` (radians), ``width`` and ``height`` (pixels of the original
+        image); NaN for an image with no mass.
+
+    References
+    ----------
+    Castro et al., Morpho-MNIST: quantitative assessment and diagnostics for representation
+    learning, sections 2.4-2.5.
+    """
     n, height, width = hires.shape
     rows = np.arange(height, dtype=np.float64)
     cols = np.arange(width, dtype=np.float64)
@@ -198,7 +262,20 @@ def grey_measures(hires: np.ndarray, scale: int, bound_fraction: float = 0.02) -
 
 
 def measure_batch(batch: MorphologyBatch) -> pd.DataFrame:
-    """Morphometrics of an analysed batch (see :func:`analyse_batch`)."""
+    """Morphometrics of an analysed batch (see :func:`analyse_batch`).
+
+    Parameters
+    ----------
+    batch : MorphologyBatch
+        The output of :func:`~repscope.data.morpho.pipeline.analyse_batch`.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per digit, columns :data:`COLUMNS` (``index`` int64 from 0, ``area`` in pixels^2,
+        ``length``, ``thickness``, ``width``, ``height`` in pixels of the original image, ``slant`` in
+        radians, ``valid`` bool; NaN morphometrics where not valid).
+    """
     config = batch.config
     n = len(batch)
     stroke = stroke_measures(
@@ -209,7 +286,22 @@ def measure_batch(batch: MorphologyBatch) -> pd.DataFrame:
 
 
 def measure_digit(hires: np.ndarray, morph: DigitMorphology) -> dict[str, float]:
-    """Morphometrics of one digit from its hi-res grey image and morphology."""
+    """Morphometrics of one digit from its hi-res grey image and morphology.
+
+    Parameters
+    ----------
+    hires : numpy.ndarray
+        float ``(f H, f W)`` hi-res grey levels in [0, 1].
+    morph : DigitMorphology
+        Its binary image, distance transform and skeleton
+        (:func:`~repscope.data.morpho.pipeline.analyse_reference`).
+
+    Returns
+    -------
+    dict of str to float or bool
+        ``area`` (pixels^2), ``length``, ``thickness``, ``width``, ``height`` (pixels of the original
+        image), ``slant`` (radians), ``valid``; NaN morphometrics when not valid.
+    """
     config = morph.config
     labels = np.zeros(morph.binary.shape, dtype=np.int32)
     stroke = stroke_measures(morph.binary, morph.distance, morph.skeleton, labels, 1, config.scale)
@@ -255,25 +347,40 @@ def measure(
 
     Parameters
     ----------
-    images : array (N, H, W), or one digit (H, W)
+    images : array-like of shape (N, H, W), or one digit (H, W)
         uint8 (0-255), or float / bool in [0, 1] without NaN or infinity; zero-size images and a
         channel axis such as (28, 28, 1) or (N, 28, 28, 1) are refused
         (:func:`repscope.validation.check_images`), whatever the method.
-    config : pipeline parameters (paper defaults).
-    method : "fast" (batched) or "reference" (plain per-image scikit-image procedure).
-    jobs : worker processes; results do not depend on it.
-    chunk_size : digits per batch handed to a worker.
-    progress : called with the number of digits finished after each chunk.
+    config : PipelineConfig, optional
+        Pipeline parameters (paper defaults: scale 4, threshold 0.5, bound_fraction 0.02).
+    method : {"fast", "reference"}, default="fast"
+        ``"fast"`` (batched) or ``"reference"`` (plain per-image scikit-image procedure); both give
+        the same numbers.
+    jobs : int, default=1
+        Worker processes; results do not depend on it.
+    chunk_size : int, default=500
+        Digits per batch handed to a worker.
+    progress : callable, optional
+        Called with the number of digits finished after each chunk.
 
     Returns
     -------
-    DataFrame with columns ``index, area, length, thickness, slant, width, height, valid``
-    (``index``: position in ``images``).
+    pandas.DataFrame
+        Columns ``index, area, length, thickness, slant, width, height, valid``: ``index`` int64
+        (position in ``images``), ``area`` in pixels^2 and ``length``, ``thickness``, ``width``,
+        ``height`` in pixels of the input images (not the hi-res ones), ``slant`` in radians
+        (positive = leaning right), ``valid`` bool (False, with NaN morphometrics, for a digit
+        without foreground).
 
     Raises
     ------
     InvalidArgumentError
         Images against the rules above, or a bad method, jobs or chunk_size.
+
+    References
+    ----------
+    Castro et al., Morpho-MNIST: quantitative assessment and diagnostics for representation
+    learning, section 2.
     """
     if method not in METHODS:
         raise InvalidArgumentError(f"method: must be one of {', '.join(METHODS)}, got {method!r}")
@@ -303,6 +410,13 @@ def measure(
 
 
 def default_jobs() -> int:
+    """Worker processes to use by default: the CPU cores this process may run on, at most 8.
+
+    Returns
+    -------
+    int
+        Between 1 and 8.
+    """
     return max(1, min(len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1, 8))
 
 

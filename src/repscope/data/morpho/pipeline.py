@@ -37,16 +37,27 @@ METHODS: tuple[str, ...] = ("fast", "reference")
 class PipelineConfig:
     """Parameters of the processing pipeline (defaults: the paper's).
 
-    Attributes
+    Parameters
     ----------
-    scale : upscaling factor f (hi-res pixels per image pixel).
-    threshold : binarisation threshold as a fraction of the intensity range [0, 1]
-        (a hi-res pixel is foreground when its intensity >= threshold).
-    sigma : Gaussian smoothing bandwidth after bicubic upscaling, in hi-res pixels;
-        None means scikit-image's ``2 f / 6``.
-    order : spline order of the upscaling interpolation (3: bicubic).
-    skeleton_seed : seed of the medial axis' tie-breaking.
-    bound_fraction : image mass left outside the width/height bounds (half on each side).
+    scale : int, default=4
+        Upscaling factor f (hi-res pixels per image pixel, along each axis), >= 1.
+    threshold : float, default=0.5
+        Binarisation threshold as a fraction of the intensity range [0, 1], in (0, 1) (a hi-res pixel
+        is foreground when its intensity >= threshold).
+    sigma : float, optional
+        Gaussian smoothing bandwidth after bicubic upscaling, in hi-res pixels, >= 0; None means
+        scikit-image's ``2 f / 6``.
+    order : int, default=3
+        Spline order of the upscaling interpolation, 0-5 (3: bicubic).
+    skeleton_seed : int, default=0
+        Seed of the medial axis' tie-breaking.
+    bound_fraction : float, default=0.02
+        Image mass left outside the width/height bounds (half on each side), in [0, 1).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a parameter is outside the ranges above.
     """
 
     scale: int = 4
@@ -71,10 +82,12 @@ class PipelineConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
+        """The parameters as a plain dict (field name -> value), e.g. for a ``config.yaml``."""
         return dataclasses.asdict(self)
 
     @property
     def effective_sigma(self) -> float:
+        """The smoothing bandwidth used, in hi-res pixels: ``sigma``, or ``2 scale / 6`` when None."""
         return resample.default_sigma(self.scale) if self.sigma is None else float(self.sigma)
 
 
@@ -85,6 +98,22 @@ class DigitMorphology:
     ``binary``, ``distance`` (Euclidean distance to the background, hi-res pixels) and
     ``skeleton`` are crops whose top-left corner sits at ``origin`` in the hi-res image of shape
     ``shape``. An image without foreground has empty (0 x 0) crops and ``valid`` False.
+
+    Parameters
+    ----------
+    shape : tuple of 2 ints
+        ``(f H, f W)``, the hi-res image's shape.
+    origin : tuple of 2 ints
+        Hi-res (row, column) of the crops' top-left pixel.
+    binary : numpy.ndarray
+        bool ``(h, w)`` foreground (hi-res intensity >= threshold).
+    distance : numpy.ndarray
+        float64 ``(h, w)`` Euclidean distance of each pixel to the nearest background pixel, in hi-res
+        pixels (0 on the background).
+    skeleton : numpy.ndarray
+        bool ``(h, w)`` medial axis.
+    config : PipelineConfig
+        The parameters that made it.
     """
 
     shape: tuple[int, int]
@@ -96,14 +125,29 @@ class DigitMorphology:
 
     @property
     def valid(self) -> bool:
+        """Whether the digit has foreground (its morphometrics are defined)."""
         return bool(self.binary.any())
 
     @property
     def scale(self) -> int:
+        """The upscaling factor f (hi-res pixels per image pixel)."""
         return self.config.scale
 
     def embed(self, crop: np.ndarray, fill: Any = 0) -> np.ndarray:
-        """The crop placed into a full hi-res image."""
+        """The crop placed into a full hi-res image.
+
+        Parameters
+        ----------
+        crop : numpy.ndarray
+            ``(h, w)`` array of the crop's shape (``binary``, ``distance`` or ``skeleton``).
+        fill : scalar, default=0
+            Value outside the crop.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``shape``-sized array of ``crop``'s dtype.
+        """
         full = np.full(self.shape, fill, dtype=crop.dtype)
         r0, c0 = self.origin
         full[r0 : r0 + crop.shape[0], c0 : c0 + crop.shape[1]] = crop
@@ -111,18 +155,27 @@ class DigitMorphology:
 
     @property
     def binary_image(self) -> np.ndarray:
+        """bool ``(f H, f W)`` foreground of the whole hi-res image."""
         return self.embed(self.binary, False)
 
     @property
     def distance_map(self) -> np.ndarray:
+        """float64 ``(f H, f W)`` distance to the background, in hi-res pixels."""
         return self.embed(self.distance, 0.0)
 
     @property
     def skeleton_image(self) -> np.ndarray:
+        """bool ``(f H, f W)`` medial axis of the whole hi-res image."""
         return self.embed(self.skeleton, False)
 
     def skeleton_points(self) -> np.ndarray:
-        """(K, 2) hi-res (row, col) coordinates of the skeleton pixels, in raster order."""
+        """(K, 2) hi-res (row, col) coordinates of the skeleton pixels, in raster order.
+
+        Returns
+        -------
+        numpy.ndarray
+            int ``(K, 2)``, in pixels of the hi-res image (``K = 0`` for an empty digit).
+        """
         rows, cols = np.nonzero(self.skeleton)
         return np.stack([rows + self.origin[0], cols + self.origin[1]], axis=1)
 
@@ -146,9 +199,18 @@ def _bounding_box(mask: np.ndarray) -> tuple[int, int, int, int] | None:
 class TiledCanvas:
     """Cropped binary digits packed into one canvas, each surrounded by background.
 
-    ``labels`` holds, per canvas pixel, the index of the digit whose crop covers it (-1 in the
-    gaps); ``placements[k]`` is (canvas row, canvas col, height, width) of digit k's crop, or
-    None when digit k has no foreground; ``origins[k]`` the crop's corner in its hi-res image.
+    Parameters
+    ----------
+    binary : numpy.ndarray
+        bool ``(canvas height, canvas width)`` foreground of all digits.
+    labels : numpy.ndarray
+        int32, the same shape: per canvas pixel, the index of the digit whose crop covers it (-1 in
+        the gaps).
+    placements : list of (int, int, int, int) or None
+        ``placements[k]`` is (canvas row, canvas col, height, width) of digit k's crop, in hi-res
+        pixels, or None when digit k has no foreground.
+    origins : list of (int, int)
+        ``origins[k]`` is the crop's top-left (row, col) in its hi-res image ((0, 0) when empty).
     """
 
     binary: np.ndarray
@@ -158,7 +220,25 @@ class TiledCanvas:
 
 
 def tile_crops(binaries: np.ndarray, gap: int = 1, canvas_width: int = 2048) -> TiledCanvas:
-    """Shelf-pack the bounding-box crops of a batch of binary images with ``gap`` pixels apart."""
+    """Shelf-pack the bounding-box crops of a batch of binary images with ``gap`` pixels apart.
+
+    Crops are placed left to right in rows (shelves) as tall as their tallest crop; the canvas has
+    ``gap`` background pixels around every crop, including at its border.
+
+    Parameters
+    ----------
+    binaries : numpy.ndarray
+        bool ``(N, H, W)`` binary images (e.g. hi-res foreground).
+    gap : int, default=1
+        Background pixels between crops and around the canvas.
+    canvas_width : int, default=2048
+        Canvas width in pixels, widened when the widest crop needs more.
+
+    Returns
+    -------
+    TiledCanvas
+        The canvas, its labels and each digit's placement and origin.
+    """
     crops: list[np.ndarray | None] = []
     origins: list[tuple[int, int]] = []
     for image in binaries:
@@ -199,7 +279,21 @@ def tile_crops(binaries: np.ndarray, gap: int = 1, canvas_width: int = 2048) -> 
 
 @dataclass
 class MorphologyBatch:
-    """Steps 1-4 for a batch of digits: hi-res grey images plus the tiled binary analysis."""
+    """Steps 1-4 for a batch of digits: hi-res grey images plus the tiled binary analysis.
+
+    Parameters
+    ----------
+    hires : numpy.ndarray
+        float64 ``(N, f H, f W)`` upscaled grey levels in [0, 1].
+    canvas : TiledCanvas
+        The binarised digits, cropped and tiled.
+    distance : numpy.ndarray
+        float64, the canvas' shape: Euclidean distance to the background, in hi-res pixels.
+    skeleton : numpy.ndarray
+        bool, the canvas' shape: medial axis.
+    config : PipelineConfig
+        The parameters that made it.
+    """
 
     hires: np.ndarray  # (N, fH, fW) float64 grey levels in [0, 1]
     canvas: TiledCanvas
@@ -212,9 +306,11 @@ class MorphologyBatch:
 
     @property
     def valid(self) -> np.ndarray:
+        """bool ``(N,)``: whether each digit has foreground."""
         return np.array([p is not None for p in self.canvas.placements], dtype=bool)
 
     def digit(self, index: int) -> DigitMorphology:
+        """Digit ``index`` (0 to N-1) as a :class:`DigitMorphology` (copies of its crops)."""
         shape = self.hires.shape[1:]
         place = self.canvas.placements[index]
         if place is None:
@@ -232,12 +328,33 @@ class MorphologyBatch:
         )
 
     def digits(self) -> list[DigitMorphology]:
+        """Every digit as a :class:`DigitMorphology`, in batch order."""
         return [self.digit(k) for k in range(len(self))]
 
 
 def check_digits(images: np.ndarray, name: str = "images", min_count: int = 1) -> np.ndarray:
     """A batch (N, H, W) of digits (one (H, W) digit is a batch of one) that follows the rules
-    of :func:`repscope.validation.check_images`: no zero-size image, no channel axis."""
+    of :func:`repscope.validation.check_images`: no zero-size image, no channel axis.
+
+    Parameters
+    ----------
+    images : array-like of shape (N, H, W) or (H, W)
+        uint8 (0-255), or float / bool in [0, 1] without NaN or infinity.
+    name : str, default="images"
+        What to call the argument in error messages.
+    min_count : int, default=1
+        The least number of digits accepted.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, H, W)``, values not converted.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the images break those rules or are fewer than ``min_count``.
+    """
     images = as_array(images, name)
     if images.ndim == 2:
         images = images[None]
@@ -245,7 +362,29 @@ def check_digits(images: np.ndarray, name: str = "images", min_count: int = 1) -
 
 
 def analyse_batch(images: np.ndarray, config: PipelineConfig | None = None) -> MorphologyBatch:
-    """Steps 1-4 for a batch ``(N, H, W)`` (uint8 0-255 or float 0-1), the fast way."""
+    """Steps 1-4 for a batch ``(N, H, W)`` (uint8 0-255 or float 0-1), the fast way.
+
+    Upscale by ``f = config.scale`` (bicubic + Gaussian, :func:`repscope.data.morpho.resample.upscale`),
+    binarise at ``config.threshold``, tile the crops (:func:`tile_crops`), then one Euclidean distance
+    transform and one medial-axis pass over the canvas.
+
+    Parameters
+    ----------
+    images : array-like of shape (N, H, W) or (H, W)
+        uint8 (0-255), or float / bool in [0, 1]; ``N = 0`` is allowed.
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's.
+
+    Returns
+    -------
+    MorphologyBatch
+        Hi-res grey images ``(N, f H, f W)`` and the canvas analysis.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``images`` breaks the rules of :func:`check_digits`.
+    """
     import edt
 
     config = config or PipelineConfig()
@@ -260,7 +399,24 @@ def analyse_batch(images: np.ndarray, config: PipelineConfig | None = None) -> M
 def analyse_reference(image: np.ndarray, config: PipelineConfig | None = None) -> tuple[np.ndarray, DigitMorphology]:
     """Steps 1-4 for one image with the plain per-image scikit-image / SciPy procedure.
 
-    Returns the hi-res grey image and the digit's morphology.
+    Parameters
+    ----------
+    image : array-like of shape (H, W)
+        uint8 (0-255), or float / bool in [0, 1] without NaN or infinity.
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's.
+
+    Returns
+    -------
+    hires : numpy.ndarray
+        float64 ``(f H, f W)`` upscaled grey levels in [0, 1].
+    morphology : DigitMorphology
+        Binary image, distance transform and skeleton of the digit.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``image`` is not one valid grey image.
     """
     from scipy import ndimage
     from skimage.morphology import medial_axis

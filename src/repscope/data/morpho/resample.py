@@ -25,7 +25,18 @@ from repscope.validation import as_array, check_pixel_values, to_float01
 
 
 def default_sigma(factor: int) -> float:
-    """Gaussian bandwidth of scikit-image's pyramids: 2 f / 6 covers > 99% of the kernel."""
+    """Gaussian bandwidth of scikit-image's pyramids: 2 f / 6 covers > 99% of the kernel.
+
+    Parameters
+    ----------
+    factor : int
+        Scaling factor f.
+
+    Returns
+    -------
+    float
+        ``2 f / 6``, in pixels of the high-resolution image.
+    """
     return 2.0 * factor / 6.0
 
 
@@ -69,6 +80,28 @@ def upscale(
 
     uint8 input is read as intensity / 255. Equivalent, image by image, to
     ``skimage.transform.pyramid_expand(image, factor, sigma, order)``.
+
+    Parameters
+    ----------
+    images : array-like of shape (N, H, W) or (H, W)
+        uint8 (0-255), or float / bool in [0, 1] without NaN or infinity.
+    factor : int, default=4
+        Upscaling factor f (>= 1); 1 returns a float64 copy.
+    order : int, default=3
+        Spline order of the interpolation (3: bicubic).
+    sigma : float, optional
+        Gaussian bandwidth after interpolation, in high-resolution pixels; default ``2 f / 6``;
+        0 for none.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``(N, f H, f W)``, within each image's input range (so in [0, 1]).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``images`` is not such a batch or ``factor < 1``.
     """
     batch = _as_float_batch(images)
     n, height, width = batch.shape
@@ -96,6 +129,28 @@ def downscale(
 
     Gaussian smoothing (``sigma = 2 f / 6``) then resampling of order ``order`` (bilinear).
     Linear interpolation never leaves the input's range, so no clip is needed.
+
+    Parameters
+    ----------
+    images : array-like of shape (N, H, W) or (H, W)
+        Floats (or bool) in [0, 1], or uint8 read as intensity / 255; ``H`` and ``W`` multiples of f.
+    factor : int, default=4
+        Downscaling factor f; 1 returns a float64 copy.
+    order : int, default=1
+        Spline order of the resampling (1: bilinear; above 1 the output is clipped to the smoothed
+        input's range).
+    sigma : float, optional
+        Gaussian bandwidth before resampling, in pixels of the input; default ``2 f / 6``; 0 for none.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``(N, H / f, W / f)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``images`` is not such a batch or its size is not a multiple of ``factor``.
     """
     batch = _as_float_batch(images)
     n, height, width = batch.shape
@@ -119,5 +174,16 @@ def downscale(
 
 
 def to_uint8(images: np.ndarray) -> np.ndarray:
-    """Floats in [0, 1] to uint8 intensities, rounding to nearest (:func:`repscope.validation.to_uint8`)."""
+    """Floats in [0, 1] to uint8 intensities, rounding to nearest (:func:`repscope.validation.to_uint8`).
+
+    Parameters
+    ----------
+    images : array-like
+        Floats, any shape; values outside [0, 1] are clipped, NaN gives 0.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 of the same shape, ``round(255 x)``.
+    """
     return validation.to_uint8(images)

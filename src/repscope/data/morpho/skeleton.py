@@ -47,6 +47,16 @@ def lookup_tables() -> tuple[np.ndarray, np.ndarray]:
     keep: the centre is foreground and removing it changes the number of 8-connected components,
     or the neighbourhood holds fewer than 3 pixels (an end point). cornerness: the number of
     background pixels in the neighbourhood (pixels with more are processed later).
+
+    Configuration ``k`` has neighbour ``j`` (raster order in the 3x3 window, centre 4) on when bit
+    ``j`` of ``k`` is set, as :func:`neighbourhood_index` computes it. Built once per process.
+
+    Returns
+    -------
+    keep : numpy.ndarray
+        uint8 ``(512,)``, 1 where the centre pixel must stay; read-only.
+    cornerness : numpy.ndarray
+        int64 ``(512,)``, 0-9; read-only.
     """
     keep = np.zeros(512, dtype=np.uint8)
     cornerness = np.zeros(512, dtype=np.int64)
@@ -66,14 +76,38 @@ def lookup_tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 def neighbourhood_index(binary: np.ndarray) -> np.ndarray:
-    """Index (0..511) of each pixel's 3x3 neighbourhood; outside the image counts as background."""
+    """Index (0..511) of each pixel's 3x3 neighbourhood; outside the image counts as background.
+
+    Parameters
+    ----------
+    binary : numpy.ndarray
+        bool (or 0/1) ``(H, W)``.
+
+    Returns
+    -------
+    numpy.ndarray
+        int32 ``(H, W)``: ``sum_j 2**j * binary[neighbour j]`` over the 3x3 window in raster order.
+    """
     return ndimage.correlate(
         binary.astype(np.int32), _NEIGHBOURHOOD_WEIGHTS.astype(np.int32), mode="constant", cval=0
     )
 
 
 def tiebreak_permutation(n_pixels: int, seed: int) -> np.ndarray:
-    """The tie-breaker ``medial_axis(..., rng=seed)`` draws for a shape of ``n_pixels`` pixels."""
+    """The tie-breaker ``medial_axis(..., rng=seed)`` draws for a shape of ``n_pixels`` pixels.
+
+    Parameters
+    ----------
+    n_pixels : int
+        Foreground pixels of the shape.
+    seed : int
+        Tie-breaking seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(n_pixels,)`` permutation of ``0 .. n_pixels - 1``: ``default_rng(seed).permutation``.
+    """
     return np.random.default_rng(seed).permutation(np.arange(n_pixels))
 
 
@@ -99,19 +133,28 @@ def medial_axis_tiled(
 
     Parameters
     ----------
-    binary : bool (H, W)
-        Foreground of all shapes; the outermost rows and columns must be background.
-    distance_sq : (H, W)
-        Squared Euclidean distance of each pixel to the background (integers).
-    labels : int (H, W)
-        Index (0..n-1) of the shape each foreground pixel belongs to. Each shape must occupy a
-        rectangle of the canvas no other shape's pixels enter, so that the canvas raster order
-        of its pixels is its own raster order.
-    seed : tie-breaking seed; shape k gets ``tiebreak_permutation(n_k, seed)`` over its pixels.
+    binary : numpy.ndarray
+        bool ``(H, W)`` foreground of all shapes; the outermost rows and columns must be background.
+    distance_sq : numpy.ndarray
+        ``(H, W)`` squared Euclidean distance of each pixel to the background, in pixels squared
+        (integer values, any numeric dtype).
+    labels : numpy.ndarray
+        int ``(H, W)``: index (0..n-1) of the shape each foreground pixel belongs to. Each shape must
+        occupy a rectangle of the canvas no other shape's pixels enter, so that the canvas raster
+        order of its pixels is its own raster order.
+    seed : int
+        Tie-breaking seed; shape k gets ``tiebreak_permutation(n_k, seed)`` over its pixels.
 
     Returns
     -------
-    bool (H, W): the medial axis.
+    numpy.ndarray
+        bool ``(H, W)``: the medial axis.
+
+    Raises
+    ------
+    ValueError
+        When the canvas border holds foreground or a shape has ``2**24`` pixels or more (internal
+        preconditions, not user input).
     """
     keep_table, cornerness_table = lookup_tables()
     binary = np.ascontiguousarray(binary, dtype=bool)
@@ -168,6 +211,18 @@ def medial_axis(binary: np.ndarray, seed: int = 0) -> np.ndarray:
     """Medial axis of one binary image with the tie-breaking of ``medial_axis(binary, rng=seed)``.
 
     The image is taken as surrounded by background.
+
+    Parameters
+    ----------
+    binary : array-like of shape (H, W)
+        Foreground (converted to bool).
+    seed : int, default=0
+        Tie-breaking seed.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``(H, W)``: the medial axis.
     """
     import edt
 
