@@ -117,6 +117,26 @@ def offset_boundary(binary: np.ndarray, radius_hires: float) -> tuple[np.ndarray
     the stroke width, once downscaled, follows the radius continuously instead of in steps of
     two hi-res pixels. An erosion deeper than the strokes is clamped so that their deepest
     pixels stay at >= 1/2 (the second value returned says whether it was).
+
+    Parameters
+    ----------
+    binary : array-like of shape (H, W)
+        Hi-res foreground (converted to bool).
+    radius_hires : float
+        Signed offset in hi-res pixels: > 0 dilation, < 0 erosion; dilations beyond
+        :func:`max_dilation` give the same image as that.
+
+    Returns
+    -------
+    values : numpy.ndarray
+        float64 ``(H, W)`` coverage in [0, 1].
+    clamped : bool
+        Whether the erosion was limited to the strokes' depth.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``radius_hires`` is not finite.
     """
     import edt
 
@@ -153,7 +173,18 @@ def offset_boundary(binary: np.ndarray, radius_hires: float) -> tuple[np.ndarray
 
 
 def max_dilation(shape: tuple[int, ...]) -> float:
-    """The largest boundary offset that still changes an image of ``shape`` (its diagonal + 1)."""
+    """The largest boundary offset that still changes an image of ``shape`` (its diagonal + 1).
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(H, W, ...)``; only the first two sizes count.
+
+    Returns
+    -------
+    float
+        ``hypot(H, W) + 1``, in the pixels of that image.
+    """
     return float(math.hypot(*shape[:2])) + 1.0
 
 
@@ -162,6 +193,16 @@ def max_thickness(shape: tuple[int, ...]) -> float:
 
     Thickness is twice the mean distance to the background on the skeleton, and the outside of
     the image counts as background: no pixel is farther than half the shorter side from it.
+
+    Parameters
+    ----------
+    shape : tuple of int
+        ``(H, W, ...)`` of the image (not the hi-res one); only the first two sizes count.
+
+    Returns
+    -------
+    float
+        ``min(H, W)``, in image pixels.
     """
     return float(min(shape[:2]))
 
@@ -246,21 +287,28 @@ def set_thickness(
 
     Parameters
     ----------
-    image : (H, W) digit, uint8 or float in [0, 1], with foreground.
-    target : thickness in image pixels, > 0 and at most ``min(H, W)`` (no stroke of the image
-        can be thicker: see :func:`max_thickness`).
-    config : pipeline parameters.
+    image : array-like of shape (H, W)
+        One digit, uint8 (0-255) or float in [0, 1], with foreground.
+    target : float
+        Thickness in image pixels, > 0 and at most ``min(H, W)`` (no stroke of the image can be
+        thicker: see :func:`max_thickness`).
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's.
 
     Returns
     -------
-    The uint8 image and params ``{"target", "original", "achieved", "reached", "radius",
-    "iterations"}``; ``radius`` (image pixels) is the signed disk radius: > 0 dilation, < 0
-    erosion, bounded by the image diagonal. A target within the bound that the digit cannot
-    reach (thicker than its frame lets it grow, thinner than its strokes can be eroded and
-    still measured) gives the closest result found and ``reached`` False; ``achieved`` is
-    always a measured, finite thickness. When no radius tried leaves a measurable digit (a
-    one-pixel digit, whose re-rendered binary image falls under the threshold), the digit is
-    returned as it was (radius 0, ``achieved`` = ``original``, ``reached`` False).
+    image : numpy.ndarray
+        uint8 ``(H, W)``.
+    params : dict
+        ``{"target", "original", "achieved", "reached", "radius", "iterations"}``: thicknesses in
+        image pixels; ``reached`` whether ``achieved`` is within 2% of ``target``; ``radius`` (image
+        pixels) is the signed disk radius: > 0 dilation, < 0 erosion, bounded by the image diagonal;
+        ``iterations`` the number of radii tried. A target within the bound that the digit cannot
+        reach (thicker than its frame lets it grow, thinner than its strokes can be eroded and
+        still measured) gives the closest result found and ``reached`` False; ``achieved`` is
+        always a measured, finite thickness. When no radius tried leaves a measurable digit (a
+        one-pixel digit, whose re-rendered binary image falls under the threshold), the digit is
+        returned as it was (radius 0, ``achieved`` = ``original``, ``reached`` False).
 
     Raises
     ------
@@ -335,6 +383,27 @@ def set_slant(
     "iterations"}`` (``shear``: k, hi-res columns per row, the same in image pixels; ``reached``:
     within the tolerance). A shear that pushes the digit out of the image keeps the best result
     measured, or the digit as it was, with ``reached`` False.
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W)
+        One digit, uint8 (0-255) or float in [0, 1], with foreground.
+    target : float
+        Slant in radians, strictly within (-pi/2, pi/2).
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's.
+
+    Returns
+    -------
+    image : numpy.ndarray
+        uint8 ``(H, W)``.
+    params : dict
+        As above; ``target``, ``original`` and ``achieved`` in radians.
+    Raises
+    ------
+    InvalidArgumentError
+        A bad image (see :func:`repscope.validation.check_image`), an image without foreground,
+        or a target that is not a finite number strictly within (-pi/2, pi/2).
     """
     target = _check_target(target, bound=math.pi / 2)
     config = config or PipelineConfig()
@@ -410,6 +479,31 @@ def set_width(
     Returns the uint8 image and params ``{"target", "original", "achieved", "reached", "scale",
     "shear", "thickness_radius", "slant_original", "slant_achieved", "iterations"}``;
     ``reached``: the width within 1% of the target.
+
+    Parameters
+    ----------
+    image : array-like of shape (H, W)
+        One digit, uint8 (0-255) or float in [0, 1], with foreground.
+    target : float
+        Width in image pixels, > 0.
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's.
+
+    Returns
+    -------
+    image : numpy.ndarray
+        uint8 ``(H, W)``.
+    params : dict
+        As above: widths in image pixels, slants in radians, ``scale`` the factor ``a``, ``shear``
+        the slant-correcting shear (columns per row), ``thickness_radius`` the signed radius of the
+        thickness restoration in image pixels.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A bad image (see :func:`repscope.validation.check_image`), an image without foreground, a
+        target that is not a finite number > 0, or a target that leaves nothing of the digit in the
+        image.
     """
     target = _check_target(target, low=0.0)
     config = config or PipelineConfig()

@@ -79,6 +79,18 @@ def dilate(binary: np.ndarray, radius: float) -> np.ndarray:
     The pixels whose Euclidean distance to the foreground is ``<= radius`` (exact: squared
     integer distances against ``radius^2``). Equal to ``skimage.morphology.binary_dilation(
     binary, disk(radius))`` for integer radii; pixels beyond the image border are dropped.
+
+    Parameters
+    ----------
+    binary : array-like of shape (H, W)
+        Foreground (converted to bool).
+    radius : float
+        Disk radius, in pixels of ``binary`` (hi-res pixels in the pipeline); ``<= 0`` returns a copy.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``(H, W)``.
     """
     import edt
 
@@ -105,6 +117,18 @@ def erode(binary: np.ndarray, radius: float) -> np.ndarray:
     """Erosion by the same disk: pixels whose distance to the background is ``> radius``.
 
     The outside of the image counts as background (as in the pipeline's distance transform).
+
+    Parameters
+    ----------
+    binary : array-like of shape (H, W)
+        Foreground (converted to bool).
+    radius : float
+        Disk radius, in pixels of ``binary``; ``<= 0`` returns a copy.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``(H, W)``.
     """
     import edt
 
@@ -124,13 +148,37 @@ def skeleton_stroke(morph: DigitMorphology) -> np.ndarray:
     """The digit's medial axis drawn one image pixel wide (radius f/2), inside its binary image.
 
     The thinnest rendering of a digit that still survives downscaling; thinning falls back to it.
+
+    Parameters
+    ----------
+    morph : DigitMorphology
+        The analysed digit.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``(f H, f W)`` hi-res image: the skeleton dilated by ``f / 2`` hi-res pixels, within the
+        digit's foreground, plus the skeleton itself.
     """
     stroke = dilate(morph.skeleton_image, morph.scale / 2.0) & morph.binary_image
     return stroke | morph.skeleton_image
 
 
 def hires_to_image(points: Any, scale: int) -> np.ndarray:
-    """Hi-res pixel coordinates to image pixel coordinates: ``(i + 0.5) / f - 0.5``."""
+    """Hi-res pixel coordinates to image pixel coordinates: ``(i + 0.5) / f - 0.5``.
+
+    Parameters
+    ----------
+    points : array-like
+        Hi-res coordinates (pixel indices or fractional positions), any shape.
+    scale : int
+        Upscaling factor f.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 of the same shape, in pixels of the original image (pixel ``k``'s centre at ``k``).
+    """
     return (np.asarray(points, dtype=np.float64) + 0.5) / scale - 0.5
 
 
@@ -139,7 +187,18 @@ def _point(values: Any) -> list[float]:
 
 
 def skeleton_neighbours(skeleton: np.ndarray) -> np.ndarray:
-    """Number of 8-neighbours on the skeleton of every pixel (any value off the skeleton)."""
+    """Number of 8-neighbours on the skeleton of every pixel (any value off the skeleton).
+
+    Parameters
+    ----------
+    skeleton : numpy.ndarray
+        bool ``(H, W)``; outside the array counts as off the skeleton.
+
+    Returns
+    -------
+    numpy.ndarray
+        int8 ``(H, W)``, 0-8.
+    """
     padded = np.pad(skeleton.astype(np.int8), 1)
     height, width = skeleton.shape
     total = np.zeros(skeleton.shape, dtype=np.int8)
@@ -159,8 +218,13 @@ def skeleton_neighbours(skeleton: np.ndarray) -> np.ndarray:
 class PerturbationResult:
     """A perturbed digit at hi-res.
 
-    hires : float64 (f H, f W) in [0, 1] (binary for thin/thick/frac, grey after swelling).
-    params : JSON-serialisable ground truth of what was done (locations, radii, counts).
+    Parameters
+    ----------
+    hires : numpy.ndarray
+        float64 ``(f H, f W)`` in [0, 1] (binary for thin/thick/frac, grey after swelling).
+    params : dict
+        JSON-serialisable ground truth of what was done (locations in image pixels as (row, col),
+        radii, counts; see the module docstring).
     """
 
     hires: np.ndarray
@@ -180,7 +244,19 @@ def _check_number(owner: str, name: str, value: Any, low: float, inclusive: bool
 
 
 class Perturbation(abc.ABC):
-    """A parametrised perturbation of an analysed digit (pipeline step 5)."""
+    """A parametrised perturbation of an analysed digit (pipeline step 5).
+
+    ``perturbation(morph, rng)`` returns a :class:`PerturbationResult`; a digit without foreground
+    or skeleton gives an all-zero image with ``{"skipped": "no foreground"}``. Subclasses are frozen
+    dataclasses whose fields are the parameters and implement ``_perturb``.
+
+    Attributes
+    ----------
+    name : str
+        Canonical name (``"thin"``, ``"thick"``, ``"swel"``, ``"frac"``).
+    code : int
+        Label code in the perturbed datasets (1-4; 0 is the plain digit).
+    """
 
     name: ClassVar[str]
     code: ClassVar[int]
@@ -195,7 +271,13 @@ class Perturbation(abc.ABC):
         """Perturb a digit with foreground."""
 
     def describe(self) -> dict[str, Any]:
-        """Name, label code and parameters, for ``dataset.json``."""
+        """Name, label code and parameters, for ``dataset.json``.
+
+        Returns
+        -------
+        dict
+            ``{"name": ..., "code": ..., <parameter>: <value>, ...}``.
+        """
         return {"name": self.name, "code": self.code, **dataclasses.asdict(self)}  # type: ignore[call-overload]
 
 
@@ -206,7 +288,19 @@ def _thickness(morph: DigitMorphology) -> float:
 
 @dataclass(frozen=True)
 class Thinning(Perturbation):
-    """Erosion by a disk of radius ``amount * thickness / 2`` (paper: thickness -70%)."""
+    """Erosion by a disk of radius ``amount * thickness / 2`` (paper: thickness -70%).
+
+    Parameters
+    ----------
+    amount : float, default=0.7
+        Fraction of the digit's mean stroke thickness removed (> 0); the disk radius is
+        ``amount * thickness / 2`` image pixels (times f in hi-res).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``amount`` is not a finite number > 0.
+    """
 
     amount: float = 0.7
     name: ClassVar[str] = "thin"
@@ -234,7 +328,19 @@ class Thinning(Perturbation):
 
 @dataclass(frozen=True)
 class Thickening(Perturbation):
-    """Dilation by a disk of radius ``amount * thickness / 2`` (paper: thickness +100%)."""
+    """Dilation by a disk of radius ``amount * thickness / 2`` (paper: thickness +100%).
+
+    Parameters
+    ----------
+    amount : float, default=1.0
+        Fraction of the digit's mean stroke thickness added (> 0); the disk radius is
+        ``amount * thickness / 2`` image pixels (times f in hi-res).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``amount`` is not a finite number > 0.
+    """
 
     amount: float = 1.0
     name: ClassVar[str] = "thick"
@@ -257,6 +363,19 @@ class Swelling(Perturbation):
     """Radial power warp around a random skeleton pixel (paper eq. 2).
 
     ``R = radius * sqrt(thickness) / 2`` image pixels; ``strength`` is the exponent gamma > 1.
+
+    Parameters
+    ----------
+    strength : float, default=3.0
+        Exponent gamma of the warp (> 1; larger magnifies more).
+    radius : float, default=7.0
+        Radius factor (> 0): ``R = radius * sqrt(thickness) / 2`` image pixels, ``thickness`` the
+        digit's mean stroke thickness in image pixels.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a parameter is not a finite number in its range.
     """
 
     strength: float = 3.0
@@ -311,6 +430,24 @@ class Fracturing(Perturbation):
     All lengths in image pixels: ``thickness`` the brush diameter, ``prune`` the minimum
     distance of a centre to tips and forks, ``window`` the side of the orientation box,
     ``extension`` how far the break reaches past the stroke on each side.
+
+    Parameters
+    ----------
+    num_fractures : int, default=3
+        Fractures asked for (>= 0); fewer are drawn when the digit has too few candidate centres.
+    thickness : float, default=1.5
+        Brush diameter, image pixels (> 0).
+    prune : float, default=2.0
+        Minimum distance of a centre to skeleton tips and forks, image pixels (>= 0).
+    window : float, default=5.0
+        Side of the box the stroke direction is measured in, image pixels (> 0).
+    extension : float, default=0.5
+        How far the break reaches past the stroke on each side, image pixels (>= 0).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a parameter is not a finite number in its range (``num_fractures``: an integer).
     """
 
     num_fractures: int = 3
@@ -336,7 +473,21 @@ class Fracturing(Perturbation):
         )
 
     def candidates(self, morph: DigitMorphology) -> tuple[np.ndarray, np.ndarray]:
-        """Crop coordinates (K, 2) of all skeleton pixels and the mask of allowed centres."""
+        """Crop coordinates (K, 2) of all skeleton pixels and the mask of allowed centres.
+
+        Parameters
+        ----------
+        morph : DigitMorphology
+            The analysed digit.
+
+        Returns
+        -------
+        points : numpy.ndarray
+            int ``(K, 2)`` (row, col) of the skeleton pixels in the crop (hi-res pixels from
+            ``morph.origin``), raster order.
+        allowed : numpy.ndarray
+            bool ``(K,)``: farther than ``prune * f`` hi-res pixels from every tip and fork.
+        """
         skeleton = morph.skeleton
         points = np.argwhere(skeleton)
         neighbours = skeleton_neighbours(skeleton)[skeleton]
@@ -349,7 +500,23 @@ class Fracturing(Perturbation):
         return points, allowed
 
     def stroke_direction(self, skeleton: np.ndarray, centre: np.ndarray, half: float) -> np.ndarray:
-        """Unit (row, col) principal axis of the skeleton pixels near ``centre`` (crop coords)."""
+        """Unit (row, col) principal axis of the skeleton pixels near ``centre`` (crop coords).
+
+        Parameters
+        ----------
+        skeleton : numpy.ndarray
+            bool ``(h, w)`` cropped skeleton.
+        centre : numpy.ndarray
+            int ``(2,)`` (row, col) of a skeleton pixel in the crop.
+        half : float
+            Half-side of the box, in hi-res pixels; only the skeleton pixels in the box that are
+            8-connected to ``centre`` inside it count.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 ``(2,)`` unit vector (its sign is arbitrary).
+        """
         reach = int(math.floor(half))
         top, left = max(centre[0] - reach, 0), max(centre[1] - reach, 0)
         box = skeleton[top : centre[0] + reach + 1, left : centre[1] + reach + 1]
@@ -449,8 +616,24 @@ def canonical_perturbation(name: Any, argument: str = "perturbation") -> str:
     """The canonical name ("thin", "thick", "swel", "frac") of a perturbation name.
 
     Accepts the canonical names, the published set names ("thic" for "thick") and the long
-    names ("thickening"), in any case. Raises InvalidArgumentError naming ``argument`` and the
-    valid names otherwise.
+    names ("thickening"), in any case.
+
+    Parameters
+    ----------
+    name : str
+        A perturbation name (surrounding whitespace ignored).
+    argument : str, default="perturbation"
+        What to call the argument in the error message.
+
+    Returns
+    -------
+    str
+        ``"thin"``, ``"thick"``, ``"swel"`` or ``"frac"``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``argument`` and the valid names, when ``name`` is not one of them.
     """
     canonical = PERTURBATION_ALIASES.get(name.strip().lower()) if isinstance(name, str) else None
     if canonical is None:
@@ -462,15 +645,45 @@ def canonical_perturbation(name: Any, argument: str = "perturbation") -> str:
 
 
 def perturbation_set_name(name: Any) -> str:
-    """The published dataset name of a perturbation ("thic" for "thick" or "thic")."""
+    """The published dataset name of a perturbation ("thic" for "thick" or "thic").
+
+    Parameters
+    ----------
+    name : str
+        Any spelling :func:`canonical_perturbation` accepts.
+
+    Returns
+    -------
+    str
+        ``"thin"``, ``"thic"``, ``"swel"`` or ``"frac"``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``name`` is unknown.
+    """
     return PERTURBATION_SET_NAMES[canonical_perturbation(name)]
 
 
 def perturbation_from_name(name: str, **params: Any) -> Perturbation:
     """The perturbation called ``name`` with ``params``.
 
-    ``name`` is any spelling :func:`canonical_perturbation` accepts ("thick" or "thic", ...).
-    Raises InvalidArgumentError naming an unknown perturbation or parameter, with the valid ones.
+    Parameters
+    ----------
+    name : str
+        Any spelling :func:`canonical_perturbation` accepts ("thick" or "thic", ...).
+    **params
+        Parameters of that perturbation (e.g. ``amount=0.7`` for ``"thin"``; lengths in image pixels).
+
+    Returns
+    -------
+    Perturbation
+        A :class:`Thinning`, :class:`Thickening`, :class:`Swelling` or :class:`Fracturing`.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming an unknown perturbation or parameter, with the valid ones, or a parameter out of range.
     """
     cls = PERTURBATIONS[canonical_perturbation(name)]
     valid = [f.name for f in dataclasses.fields(cls)]  # type: ignore[arg-type]
@@ -507,7 +720,29 @@ def apply_batch(
     perturbation of a digit without foreground (params ``{"skipped": ...}``). Every other
     digit's params hold ``"perturbation"``: its name.
 
-    Returns the perturbed images (N, H, W) uint8 and the list of params.
+    Parameters
+    ----------
+    images : array-like of shape (N, H, W)
+        uint8 (0-255), or float / bool in [0, 1]; ``N = 0`` is allowed.
+    perturbations : sequence of Perturbation or None
+        One per image.
+    rngs : sequence of numpy.random.Generator
+        One per image (the same generator may serve several, drawn from in image order).
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's (scale f = 4).
+
+    Returns
+    -------
+    images : numpy.ndarray
+        uint8 ``(N, H, W)`` perturbed images (unperturbed ones are the input as uint8, bytes unchanged).
+    params : list of dict
+        One per image, as above.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``images`` is not such a batch, or ``perturbations`` or ``rngs`` has the wrong length or
+        type.
     """
     images = _check_batch(images)
     n = images.shape[0]
@@ -559,6 +794,31 @@ def perturb(
     channel axes are refused with InvalidArgumentError). Returns the uint8 image(s) and the
     params (a dict for one image, a list for a batch), whose ``"perturbation"`` is the
     canonical name.
+
+    Parameters
+    ----------
+    image_or_images : array-like of shape (H, W) or (N, H, W)
+        uint8 (0-255), or float / bool in [0, 1].
+    perturbation : str or Perturbation
+        A name (see :func:`perturbation_from_name`) or an instance.
+    rng : numpy.random.Generator or int, optional
+        Generator or seed; None draws fresh entropy (not reproducible).
+    config : PipelineConfig, optional
+        Pipeline parameters; default the paper's.
+    **params
+        Parameters of a perturbation given by name; not allowed with an instance.
+
+    Returns
+    -------
+    images : numpy.ndarray
+        uint8 ``(H, W)`` or ``(N, H, W)``, the shape of the input.
+    params : dict or list of dict
+        Ground truth of what was done (see the module docstring), in image pixels.
+
+    Raises
+    ------
+    InvalidArgumentError
+        On invalid images, an unknown perturbation or parameter, or ``params`` with an instance.
     """
     if isinstance(perturbation, Perturbation):
         if params:
