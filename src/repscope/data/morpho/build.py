@@ -83,7 +83,19 @@ STATE_DIR = ".build"
 
 def canonical_set(name: Any) -> Any:
     """The published name of a set: a set name as it is, a perturbation name as its set's
-    ("thick" -> "thic", "thinning" -> "thin"); anything else unchanged, for validate to refuse."""
+    ("thick" -> "thic", "thinning" -> "thin"); anything else unchanged, for validate to refuse.
+
+    Parameters
+    ----------
+    name : str or any
+        A set or perturbation name, in any case, surrounding whitespace ignored.
+
+    Returns
+    -------
+    str or any
+        A key of :data:`SETS` (lower case), or ``name`` itself when it is not a known name or not a
+        string.
+    """
     if not isinstance(name, str):
         return name
     key = name.strip().lower()
@@ -177,7 +189,24 @@ class BuildConfig(Section):
 
 
 def split_single(labels: np.ndarray | None, n: int, test_fraction: float, seed: int) -> dict[str, np.ndarray]:
-    """Indices of the train and t10k splits of a one-split source (rule in the module docstring)."""
+    """Indices of the train and t10k splits of a one-split source (rule in the module docstring).
+
+    Parameters
+    ----------
+    labels : numpy.ndarray or None
+        ``(n,)`` class labels, or None to treat all digits as one class.
+    n : int
+        Number of digits.
+    test_fraction : float
+        Share of each class that goes to t10k, in (0, 1).
+    seed : int
+        Seed of the order.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``{"train": indices, "t10k": indices}``, int64, each sorted (source order).
+    """
     groups = [np.arange(n)] if labels is None else [np.flatnonzero(labels == c) for c in np.unique(labels)]
     rng = np.random.default_rng(seed)
     test: list[np.ndarray] = []
@@ -195,6 +224,22 @@ def limit_indices(labels: np.ndarray, limit: int, seed: int, split: str) -> np.n
     Every digit gets a random key from ``default_rng([seed, 99, split_code])``; within each class
     the digits are ranked by key, and digits are taken in order of (rank / class size, key), so
     every class contributes in proportion to its size whatever the limit.
+
+    Parameters
+    ----------
+    labels : numpy.ndarray
+        ``(n,)`` class labels of the split's digits.
+    limit : int
+        Number of digits to keep; ``>= n`` keeps all.
+    seed : int
+        Build seed.
+    split : {"train", "t10k"}
+        The split (it selects the random stream).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(min(limit, n),)`` sorted indices into the split.
     """
     n = len(labels)
     if limit >= n:
@@ -213,7 +258,29 @@ def limit_indices(labels: np.ndarray, limit: int, seed: int, split: str) -> np.n
 
 def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, np.ndarray, str]], str]:
     """The digits of each split, ``{split: (images, labels, origin)}`` with limits applied, and
-    how the splits were made."""
+    how the splits were made.
+
+    Parameters
+    ----------
+    config : BuildConfig
+        Uses ``source``, ``data_dir``, ``seed``, ``test_fraction``, ``max_train`` and ``max_test``.
+
+    Returns
+    -------
+    splits : dict of str to (numpy.ndarray, numpy.ndarray, str)
+        For ``"train"`` and ``"t10k"``: images uint8 ``(N, 28, 28)`` (0-255), labels uint8 ``(N,)``
+        (all 0 for an unlabelled source) and the file(s) read.
+    rule : str
+        How the splits were made, for ``dataset.json``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a split is empty or its images are not 28x28 uint8 digits (and the errors of
+        :func:`repscope.data.sources.load_splits`).
+    SourceNotFoundError, DataFormatError
+        When the source cannot be found or read.
+    """
     from repscope.data.sources import load_splits
 
     splits = load_splits(config.source, data_dir=config.data_dir)
@@ -256,6 +323,24 @@ def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, 
 
 
 def digit_rng(seed: int, kind: str, split: str, index: int) -> np.random.Generator:
+    """The generator of one digit's perturbation: ``default_rng([seed, kind code, split code, index])``.
+
+    Parameters
+    ----------
+    seed : int
+        Build seed.
+    kind : {"thin", "thick", "swel", "frac"}
+        Perturbation (its code in :data:`PERTURBATION_CODES`).
+    split : {"train", "t10k"}
+        Split (its code in :data:`SPLIT_CODES`).
+    index : int
+        The digit's index in the split (after limits).
+
+    Returns
+    -------
+    numpy.random.Generator
+        The same stream whatever the chunking or number of workers.
+    """
     return np.random.default_rng([seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index])
 
 
@@ -268,7 +353,33 @@ def process_chunk(
     pipeline: PipelineConfig,
     seed: int,
 ) -> dict[str, Any]:
-    """Perturb and measure digits ``start .. start + len(images)`` of a split."""
+    """Perturb and measure digits ``start .. start + len(images)`` of a split.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        uint8 ``(B, 28, 28)`` digits of the chunk.
+    split : {"train", "t10k"}
+        Their split.
+    start : int
+        Index of the first digit in the split (seeds the digits' generators).
+    kinds : sequence of str
+        Perturbations to apply (each to every digit).
+    perturbations : dict of str to Perturbation
+        The perturbation of each kind.
+    pipeline : PipelineConfig
+        Pipeline parameters.
+    seed : int
+        Build seed.
+
+    Returns
+    -------
+    dict
+        ``morpho_plain`` (DataFrame of the morphometrics of the digits, columns ``area, length,
+        thickness, slant, width, height, valid``; pixels of the 28x28 image, slant in radians), and for
+        each kind ``images_<kind>`` (uint8 ``(B, 28, 28)``), ``params_<kind>`` (list of JSON strings)
+        and ``morpho_<kind>`` (morphometrics measured after the perturbation).
+    """
     batch = analyse_batch(images, pipeline)
     result: dict[str, Any] = {"morpho_plain": measure_batch(batch)[list(COLUMNS[1:])]}
     digits = batch.digits()
@@ -335,7 +446,26 @@ def _chunk_task(args: tuple) -> str:
 
 
 def mixed_assignment(n: int, members: Sequence[str], seed: int, set_name: str, split: str) -> np.ndarray:
-    """Perturbation code of each digit of a mixed set: equal shares, in seeded random order."""
+    """Perturbation code of each digit of a mixed set: equal shares, in seeded random order.
+
+    Parameters
+    ----------
+    n : int
+        Number of digits.
+    members : sequence of str
+        The set's members, e.g. ``("plain", "thin", "thick")``.
+    seed : int
+        Build seed.
+    set_name : str
+        A key of :data:`SETS` (it selects the random stream).
+    split : {"train", "t10k"}
+        The split (it selects the random stream).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(n,)`` codes of :data:`PERTURBATION_CODES`; the members' counts differ by at most one.
+    """
     set_code = list(SETS).index(set_name)
     codes = np.array([PERTURBATION_CODES[m] for m in members], dtype=np.uint8)
     shares = np.resize(codes, n)  # m0 m1 m2 m0 m1 m2 ...: shares differ by at most one
@@ -369,7 +499,30 @@ def assemble_split(
     results: dict[str, Any],
     seed: int,
 ) -> dict[str, bytes]:
-    """The files of one set and split, as bytes keyed by file name."""
+    """The files of one set and split, as bytes keyed by file name.
+
+    Parameters
+    ----------
+    set_name : str
+        A key of :data:`SETS`.
+    split : {"train", "t10k"}
+        The split.
+    images : numpy.ndarray
+        uint8 ``(N, 28, 28)`` plain digits of the split.
+    labels : numpy.ndarray
+        ``(N,)`` class labels (written as uint8).
+    results : dict
+        The chunk results of the whole split concatenated (keys of :func:`process_chunk`).
+    seed : int
+        Build seed (for the mixed sets' assignment).
+
+    Returns
+    -------
+    dict of str to bytes
+        ``<split>-images-idx3-ubyte.gz``, ``<split>-labels-idx1-ubyte.gz`` and ``<split>-morpho.csv``;
+        ``<split>-pert-idx1-ubyte.gz`` for mixed sets and ``<split>-pert-params.csv`` for every set but
+        ``plain``.
+    """
     members = SETS[set_name]
     n = len(images)
     if len(members) == 1:
@@ -428,6 +581,41 @@ def build_dataset(
     build (Ctrl-C, or a failure after some chunks) keeps ``out/.build/`` so that ``resume``
     continues it; the worker processes ignore Ctrl-C and the running chunks are finished and
     kept (see :mod:`repscope.data.morpho.pool`).
+
+    Parameters
+    ----------
+    out : str or pathlib.Path
+        Output folder: one subfolder per set, plus ``dataset.json``.
+    config : BuildConfig
+        What to build.
+    resume : bool, default=False
+        Continue an interrupted build in ``out`` (a complete build with the same configuration is
+        returned as it is).
+    jobs : int, default=1
+        Worker processes (>= 1); the bytes written do not depend on it.
+    progress : callable, optional
+        ``progress(done, total)`` with digit counts.
+    stop_after_chunks : int, optional
+        Stop after that many new chunks (for tests of resume).
+
+    Returns
+    -------
+    dict
+        The manifest written as ``dataset.json`` (format version, source, seed, configuration,
+        perturbation and pipeline parameters, split rule, counts and sha256 of every file), or
+        ``{"complete": False}`` when stopped by ``stop_after_chunks``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the configuration is invalid, ``jobs < 1``, the source's digits are unusable, or
+        ``resume`` meets a build started with another configuration.
+    OutputExistsError
+        When ``out`` is a file, a non-empty folder without ``resume``, not an interrupted build, or a
+        complete build of another configuration.
+    RepscopeError
+        When the saved build state or a saved chunk cannot be read (and the errors of the source:
+        SourceNotFoundError, DataFormatError).
     """
     config.check()
     if jobs < 1:
@@ -571,7 +759,24 @@ def _build(
 
 
 def verify_dataset(out: str | Path) -> list[str]:
-    """Files whose sha256 differs from ``dataset.json`` (empty when all match)."""
+    """Files whose sha256 differs from ``dataset.json`` (empty when all match).
+
+    Parameters
+    ----------
+    out : str or pathlib.Path
+        A folder written by :func:`build_dataset`.
+
+    Returns
+    -------
+    list of str
+        Paths relative to ``out`` (e.g. ``"thin/train-images-idx3-ubyte.gz"``) that are missing or
+        differ, in manifest order.
+
+    Raises
+    ------
+    RepscopeError
+        When ``out`` holds no ``dataset.json``.
+    """
     out = Path(out)
     manifest_path = out / "dataset.json"
     if not manifest_path.exists():
