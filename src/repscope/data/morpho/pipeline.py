@@ -82,7 +82,14 @@ class PipelineConfig:
             )
 
     def to_dict(self) -> dict[str, Any]:
-        """The parameters as a plain dict (field name -> value), e.g. for a ``config.yaml``."""
+        """The parameters as a plain dict, e.g. for a ``config.yaml``.
+
+        Returns
+        -------
+        dict
+            Field name -> value (``scale``, ``threshold``, ``sigma``, ``order``, ``skeleton_seed``,
+            ``bound_fraction``).
+        """
         return dataclasses.asdict(self)
 
     @property
@@ -310,7 +317,19 @@ class MorphologyBatch:
         return np.array([p is not None for p in self.canvas.placements], dtype=bool)
 
     def digit(self, index: int) -> DigitMorphology:
-        """Digit ``index`` (0 to N-1) as a :class:`DigitMorphology` (copies of its crops)."""
+        """Digit ``index`` as a :class:`DigitMorphology` (copies of its crops).
+
+        Parameters
+        ----------
+        index : int
+            Position in the batch, 0 to N-1.
+
+        Returns
+        -------
+        DigitMorphology
+            Its crops and origin in the ``(f H, f W)`` hi-res image; empty (0 x 0) crops when it has no
+            foreground.
+        """
         shape = self.hires.shape[1:]
         place = self.canvas.placements[index]
         if place is None:
@@ -328,7 +347,13 @@ class MorphologyBatch:
         )
 
     def digits(self) -> list[DigitMorphology]:
-        """Every digit as a :class:`DigitMorphology`, in batch order."""
+        """Every digit as a :class:`DigitMorphology`, in batch order.
+
+        Returns
+        -------
+        list of DigitMorphology
+            ``N`` digits, as :meth:`digit` gives them.
+        """
         return [self.digit(k) for k in range(len(self))]
 
 
