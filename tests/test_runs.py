@@ -62,6 +62,9 @@ def test_refuses_non_empty_out_and_leaves_it_untouched(tmp_path):
 
     with pytest.raises(OutputExistsError, match="previous") as info:
         RunDirectory.create("demo", out=out)
+    assert "--overwrite" in str(info.value) and "--resume" not in str(info.value)  # demo runs cannot resume
+    with pytest.raises(OutputExistsError, match="previous") as info:
+        RunDirectory.create("train", out=out, resumable=True)
     assert "--resume" in str(info.value)
     assert _snapshot(out) == before
     assert sorted(p.name for p in out.iterdir()) == ["metrics.json", "tables"]

@@ -11,6 +11,7 @@ a string).
 
 from __future__ import annotations
 
+import contextvars
 import copy
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -32,10 +33,21 @@ class Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     def __init__(self, **data: Any) -> None:
+        # pydantic calls a custom __init__ for nested sections too: only the outermost call turns
+        # the validation error (which then names every nested key) into a repscope error
+        if _VALIDATING.get():
+            super().__init__(**data)
+            return
+        token = _VALIDATING.set(True)
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise InvalidArgumentError(format_validation_error(exc, type(self).__name__)) from None
+        finally:
+            _VALIDATING.reset(token)
+
+
+_VALIDATING: contextvars.ContextVar[bool] = contextvars.ContextVar("repscope_validating", default=False)
 
 
 def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
@@ -111,10 +123,14 @@ def format_validation_error(exc: ValidationError, source: str, prefix: str = "")
 
 
 def validate_config(data: Mapping[str, Any], schema: type[Schema], source: str) -> Schema:
+    """``data`` validated against ``schema``; an error names every bad key and ``source``."""
+    token = _VALIDATING.set(True)
     try:
         return schema.model_validate(dict(data))
     except ValidationError as exc:
         raise InvalidArgumentError(format_validation_error(exc, source)) from None
+    finally:
+        _VALIDATING.reset(token)
 
 
 def load_config(

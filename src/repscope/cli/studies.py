@@ -125,7 +125,7 @@ def study_command(entry: StudyEntry) -> Any:
                                         default=typer.Argument(None, help=config_help)))
     params += [inspect.Parameter(a.key, keyword, annotation=Optional[a.type],
                                  default=typer.Option(None if positional else ..., f"--{a.key.replace('_', '-')}",
-                                                      help=a.help)) for a in options]
+                                                      help=a.help, metavar=a.metavar)) for a in options]
     if entry.quick:
         params.append(inspect.Parameter("quick", keyword, annotation=bool, default=typer.Option(
             False, "--quick", help="shrink to minutes on 2 CPU cores")))

@@ -26,6 +26,7 @@ class StudyArgument:
     help: str
     positional: bool = False
     type: type = str
+    metavar: str | None = None
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ STUDIES: tuple[StudyEntry, ...] = (
                quick=None, arguments=(
                    StudyArgument("folder", "folder of a model's outputs: text_to_image/, image_to_text/, joint/ "
                                  "(see --help)", positional=True),
-                   StudyArgument("level", "CdSprites+ level 1-5", type=int))),
+                   StudyArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"))),
 )
 
 
