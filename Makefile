@@ -7,7 +7,7 @@ STAMP := $(VENV)/.repscope-installed
 FASHION_DIR := /usr/share/datasets/fashion-mnist
 PYTEST_ARGS ?=
 
-.PHONY: demo test install bench clean
+.PHONY: demo test lint install bench clean
 
 install: $(STAMP)
 
@@ -30,8 +30,13 @@ $(STAMP): $(PY) pyproject.toml
 demo: $(STAMP)
 	$(VENV)/bin/repscope demo
 
-test: $(STAMP)
+test: $(STAMP) lint
 	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+
+# the style every file keeps (pyproject.toml [tool.ruff]): lint, then formatting
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks tools
+	$(VENV)/bin/ruff format --check src tests benchmarks tools
 
 bench: $(STAMP)
 	$(PY) benchmarks/morpho_throughput.py

@@ -48,7 +48,9 @@ def cdsprites_rates(level: int, samples: int, batch_size: int) -> dict[str, floa
         start = time.perf_counter()
         for batch in iterator:
             seen += len(batch["index"])
-        rates[f"loader, {workers} worker{'s' if workers > 1 else ''}"] = _rate(samples - batch_size, time.perf_counter() - start)
+        rates[f"loader, {workers} worker{'s' if workers > 1 else ''}"] = _rate(
+            samples - batch_size, time.perf_counter() - start
+        )
     return rates
 
 
@@ -62,12 +64,14 @@ def _whole_frame_render(classes: np.ndarray) -> np.ndarray:
     span = d.IMAGE_SIZE - 2.0 * d.MARGIN_PX
     cx = (d.MARGIN_PX + values[:, 4] * span)[:, None, None]
     cy = (d.MARGIN_PX + values[:, 5] * span)[:, None, None]
-    rows, cols = np.mgrid[0:d.IMAGE_SIZE, 0:d.IMAGE_SIZE].astype(np.float64) + 0.5
+    rows, cols = np.mgrid[0 : d.IMAGE_SIZE, 0 : d.IMAGE_SIZE].astype(np.float64) + 0.5
     dx, dy = cols[None] - cx, cy - rows[None]
     cos, sin = np.cos(angle), np.sin(angle)
     radius = scale * d.SPRITE_RADIUS_PX
     u, v = (cos * dx + sin * dy) / radius, (-sin * dx + cos * dy) / radius
-    inside = np.where(shape == 0, d.inside_shape(0, u, v), np.where(shape == 1, d.inside_shape(1, u, v), d.inside_shape(2, u, v)))
+    inside = np.where(
+        shape == 0, d.inside_shape(0, u, v), np.where(shape == 1, d.inside_shape(1, u, v), d.inside_shape(2, u, v))
+    )
     return inside.astype(np.uint8)
 
 
@@ -78,7 +82,7 @@ def dsprites_rates(samples: int) -> tuple[dict[str, float], bool]:
     rates, images = {}, {}
     for name, render in (("whole frame (before)", _whole_frame_render), ("windows", dsprites.render)):
         start = time.perf_counter()
-        images[name] = np.concatenate([render(classes[k:k + 4096]) for k in range(0, samples, 4096)])
+        images[name] = np.concatenate([render(classes[k : k + 4096]) for k in range(0, samples, 4096)])
         rates[name] = _rate(samples, time.perf_counter() - start)
     return rates, bool(np.array_equal(images["whole frame (before)"], images["windows"]))
 
@@ -104,8 +108,11 @@ def main() -> None:
         print(f"{level:>5}  " + "  ".join(f"{cell:>22}" for cell in cells))
     rates, same = dsprites_rates(min(args.samples, 20_000))
     before = rates["whole frame (before)"]
-    print("dSprites images/s: " + ", ".join(f"{name} {rate:,.0f}" for name, rate in rates.items())
-          + f"; windows / whole frame = {rates['windows'] / before:.1f}x; identical images: {same}")
+    print(
+        "dSprites images/s: "
+        + ", ".join(f"{name} {rate:,.0f}" for name, rate in rates.items())
+        + f"; windows / whole frame = {rates['windows'] / before:.1f}x; identical images: {same}"
+    )
 
 
 if __name__ == "__main__":

@@ -37,9 +37,17 @@ def _digits(n: int) -> tuple[np.ndarray, np.ndarray]:
 def _trainer_epoch(task, module) -> float:
     import lightning.pytorch as pl
 
-    trainer = pl.Trainer(accelerator="cpu", devices=1, max_epochs=1, logger=False, enable_checkpointing=False,
-                         enable_progress_bar=False, enable_model_summary=False, num_sanity_val_steps=0,
-                         limit_val_batches=0)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        max_epochs=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        num_sanity_val_steps=0,
+        limit_val_batches=0,
+    )
     start = time.perf_counter()
     trainer.fit(task, train_dataloaders=module.train_dataloader())
     return time.perf_counter() - start
@@ -50,8 +58,10 @@ def _preloaded_epoch(task, x: torch.Tensor, y: torch.Tensor, batch_size: int) ->
     import warnings
 
     warnings.filterwarnings("ignore", message=".*self.log.*")  # no Trainer here to log to
-    batches = [{"image": x[i:i + batch_size], "target": y[i:i + batch_size]}
-               for i in range(0, len(x) - batch_size + 1, batch_size)]
+    batches = [
+        {"image": x[i : i + batch_size], "target": y[i : i + batch_size]}
+        for i in range(0, len(x) - batch_size + 1, batch_size)
+    ]
     optimisers = task.configure_optimizers()
     optimiser = optimisers[0] if isinstance(optimisers, (list, tuple)) else optimisers
     task.train()
@@ -87,17 +97,22 @@ def main() -> None:
 
     quiet_lightning()
     images, labels = _digits(args.digits)
-    digits = as_dataset(TrainingSet(images, labels, images[:1], labels[:1], "label", 10, "benchmark", labels,
-                                    labels[:1]), "digits")
+    digits = as_dataset(
+        TrainingSet(images, labels, images[:1], labels[:1], "label", 10, "benchmark", labels, labels[:1]), "digits"
+    )
     sprites = dsprites_dataset(size=args.digits, test_size=1)
 
     print(f"# training throughput, images/s, {args.digits} images, batch {args.batch_size}, {args.threads} threads")
     print(f"{'model':<22}{'trainer':>10}{'preloaded':>11}{'ratio':>8}{'loader only':>13}")
-    cases = (("beta-VAE 64, digits", digits, lambda: VAETask(latent_dim=64, beta=4.0)),
-             ("LeNet-5, digits", digits,
-              lambda: SupervisedTask(network="lenet5", kind="classification", num_outputs=10)),
-             ("beta-VAE conv64, dSprites", sprites,
-              lambda: VAETask(latent_dim=10, beta=4.0, image_shape=(1, 64, 64), architecture="conv64")))
+    cases = (
+        ("beta-VAE 64, digits", digits, lambda: VAETask(latent_dim=64, beta=4.0)),
+        ("LeNet-5, digits", digits, lambda: SupervisedTask(network="lenet5", kind="classification", num_outputs=10)),
+        (
+            "beta-VAE conv64, dSprites",
+            sprites,
+            lambda: VAETask(latent_dim=10, beta=4.0, image_shape=(1, 64, 64), architecture="conv64"),
+        ),
+    )
     for name, dataset, make in cases:
         fields = make().batch_fields
         module = DatasetModule(dataset, fields, batch_size=args.batch_size, val_fraction=0.0, seed=0)
@@ -110,8 +125,10 @@ def main() -> None:
         trainer_rate = n / _trainer_epoch(make(), module)
         torch.manual_seed(0)
         preloaded_rate = n / _preloaded_epoch(make(), x, y, args.batch_size)
-        print(f"{name:<22}{trainer_rate:>10.0f}{preloaded_rate:>11.0f}{trainer_rate / preloaded_rate:>7.2f}x"
-              f"{loader_rate:>13.0f}")
+        print(
+            f"{name:<22}{trainer_rate:>10.0f}{preloaded_rate:>11.0f}{trainer_rate / preloaded_rate:>7.2f}x"
+            f"{loader_rate:>13.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -33,7 +33,9 @@ def tiny_mnist_dir(tmp_path, tiny_mnist):
     """A directory holding the four standard gzipped MNIST files of ``tiny_mnist``."""
     directory = tmp_path / "tiny-mnist"
     for split, (images, labels) in tiny_mnist.items():
-        write_mnist_pair(directory / f"{split}-images-idx3-ubyte.gz", directory / f"{split}-labels-idx1-ubyte.gz", images, labels)
+        write_mnist_pair(
+            directory / f"{split}-images-idx3-ubyte.gz", directory / f"{split}-labels-idx1-ubyte.gz", images, labels
+        )
     return directory
 
 
@@ -47,8 +49,12 @@ def isolated_home(tmp_path, monkeypatch):
 
 FASHION_PACKAGE_DIR = Path("/usr/share/datasets/fashion-mnist")
 FASHION_SAMPLE_DIR = Path(__file__).parent / "data" / "fashion-mnist-sample"
-FASHION_FILES = ("train-images-idx3-ubyte.gz", "train-labels-idx1-ubyte.gz",
-                 "t10k-images-idx3-ubyte.gz", "t10k-labels-idx1-ubyte.gz")
+FASHION_FILES = (
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz",
+)
 # the first 20 labels of each Fashion-MNIST split, read from the original files
 FASHION_FIRST_LABELS = {
     "train": [9, 0, 0, 3, 0, 2, 7, 2, 5, 5, 0, 9, 5, 5, 7, 9, 1, 0, 6, 4],

@@ -98,8 +98,10 @@ def test_morphometrics_are_measured_after_perturbation(built):
 
 def test_mixed_sets_take_each_digit_from_its_perturbed_set(built):
     out, _ = built
-    for set_name, members in (("global", {0: "plain", 1: "thin", 2: "thic"}),
-                              ("local", {0: "plain", 3: "swel", 4: "frac"})):
+    for set_name, members in (
+        ("global", {0: "plain", 1: "thin", 2: "thic"}),
+        ("local", {0: "plain", 3: "swel", 4: "frac"}),
+    ):
         codes = read(out, set_name, "train", "pert-idx1-ubyte.gz")
         assert sorted(np.unique(codes)) == sorted(members)
         assert np.bincount(codes)[list(members)].tolist() == [20, 20, 20]  # equal shares of 60
@@ -133,7 +135,10 @@ def test_same_seed_same_bytes_other_seed_other_bytes(tmp_path, built):
     _, manifest = built
     again = build_dataset(tmp_path / "again", BuildConfig(seed=3, **SMALL), jobs=2)
     assert again["files"] == manifest["files"]
-    other = build_dataset(tmp_path / "other", BuildConfig(seed=4, **SMALL), )
+    other = build_dataset(
+        tmp_path / "other",
+        BuildConfig(seed=4, **SMALL),
+    )
     assert other["files"]["swel/t10k-images-idx3-ubyte.gz"] != manifest["files"]["swel/t10k-images-idx3-ubyte.gz"]
 
 
@@ -185,8 +190,23 @@ def test_cli_build_then_measure_the_built_set(tmp_path):
 
     runner = CliRunner()
     out = tmp_path / "cli"
-    result = runner.invoke(app, ["morpho", "build", "--out", str(out), "--sets", "plain,thic",
-                                 "--max-train", "20", "--max-test", "10", "--seed", "1"])
+    result = runner.invoke(
+        app,
+        [
+            "morpho",
+            "build",
+            "--out",
+            str(out),
+            "--sets",
+            "plain,thic",
+            "--max-train",
+            "20",
+            "--max-test",
+            "10",
+            "--seed",
+            "1",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "plain: 20+10" in result.output
     csv = tmp_path / "thic.csv"
@@ -220,8 +240,22 @@ def test_bad_source_leaves_nothing_that_blocks_the_corrected_command(tmp_path, c
 
     out = tmp_path / "out"
     with pytest.raises(SystemExit) as exit_info:
-        main(["morpho", "build", "--source", "no-such-source", "--out", str(out),
-              "--sets", "plain", "--max-train", "10", "--max-test", "5"])
+        main(
+            [
+                "morpho",
+                "build",
+                "--source",
+                "no-such-source",
+                "--out",
+                str(out),
+                "--sets",
+                "plain",
+                "--max-train",
+                "10",
+                "--max-test",
+                "5",
+            ]
+        )
     assert exit_info.value.code == 1
     assert "no-such-source" in capsys.readouterr().err
     assert not out.exists()
@@ -294,8 +328,20 @@ def test_read_only_output_directory(tmp_path, capsys):
     parent.chmod(0o555)
     try:
         with pytest.raises(SystemExit) as exit_info:
-            main(["morpho", "build", "--out", str(parent / "set"), "--sets", "plain",
-                  "--max-train", "10", "--max-test", "5"])
+            main(
+                [
+                    "morpho",
+                    "build",
+                    "--out",
+                    str(parent / "set"),
+                    "--sets",
+                    "plain",
+                    "--max-train",
+                    "10",
+                    "--max-test",
+                    "5",
+                ]
+            )
         assert exit_info.value.code == 1
         err = capsys.readouterr().err.strip()
         assert err.startswith("repscope: error:") and str(parent / "set") in err and "\n" not in err
@@ -313,7 +359,9 @@ def test_sets_and_perturbations_accept_either_name(spelling):
 
 
 def test_one_perturbation_named_twice_is_refused():
-    with pytest.raises(InvalidArgumentError, match="key perturbations: .*'thic' names the perturbation 'thick' given already"):
+    with pytest.raises(
+        InvalidArgumentError, match="key perturbations: .*'thic' names the perturbation 'thick' given already"
+    ):
         BuildConfig(perturbations={"thick": {}, "thic": {}})
 
 
@@ -335,7 +383,7 @@ def test_ctrl_c_in_the_loop_cancels_pending_tasks_and_stops_the_workers(tmp_path
     tasks = [str(tmp_path / f"task-{k}") for k in range(12)]
     with pytest.raises(KeyboardInterrupt):
         with ordered_map(_marker_task, tasks, jobs=2) as results:
-            for task, _ in zip(tasks, results):
+            for _task, _ in zip(tasks, results):
                 raise KeyboardInterrupt  # as Ctrl-C during a progress update
     assert multiprocessing.active_children() == []
     time.sleep(0.7)  # what a surviving worker would need to finish more tasks

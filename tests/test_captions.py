@@ -39,7 +39,9 @@ def test_longest_level_five_caption_fits():
     assert decode_captions(*encode_captions([longest])) == [longest]
 
 
-@pytest.mark.parametrize("caption, message", [("Heart", "'H'"), ("red-heart", "'-'"), ("a" * 46, "more than max_length")])
+@pytest.mark.parametrize(
+    "caption, message", [("Heart", "'H'"), ("red-heart", "'-'"), ("a" * 46, "more than max_length")]
+)
 def test_bad_captions_are_clear_errors(caption, message):
     with pytest.raises(InvalidArgumentError, match=message):
         encode_captions(["ok", caption])

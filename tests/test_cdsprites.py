@@ -6,7 +6,11 @@ import torch
 from PIL import Image
 
 from repscope.data.sprites.attributes import (
-    ATTRIBUTE_VALUES, COLOUR_RGB, combination_count, compose_caption, parse_caption,
+    ATTRIBUTE_VALUES,
+    COLOUR_RGB,
+    combination_count,
+    compose_caption,
+    parse_caption,
 )
 from repscope.data.sprites.cdsprites import CdSpritesPlus, counter_uniforms, default_size, stream_key
 from repscope.data.sprites.loader import CdSpritesDataset, cdsprites_loader, image_to_float
@@ -55,8 +59,8 @@ def test_every_block_holds_each_combination_once(level):
     sizes = [len(ATTRIBUTE_VALUES[name]) for name in gen.attributes]
     combos = np.ravel_multi_index(tuple(table.T), sizes)
     for block in range(4):
-        assert sorted(combos[block * k:(block + 1) * k]) == list(range(k))
-    assert not np.array_equal(combos[:k], combos[k:2 * k])  # blocks are shuffled differently
+        assert sorted(combos[block * k : (block + 1) * k]) == list(range(k))
+    assert not np.array_equal(combos[:k], combos[k : 2 * k])  # blocks are shuffled differently
 
 
 def test_captions_are_the_attribute_words_in_order():
@@ -91,7 +95,9 @@ def test_level_4_shapes_lie_inside_their_quadrant():
         vertical, horizontal = divmod(int(table[k, 3]), 2)
         rows, cols = np.nonzero(on[k])
         assert rows.size > 0
-        assert np.all(rows // 32 == vertical) and np.all(cols // 32 == horizontal), ATTRIBUTE_VALUES["position"][table[k, 3]]
+        assert np.all(rows // 32 == vertical) and np.all(cols // 32 == horizontal), ATTRIBUTE_VALUES["position"][
+            table[k, 3]
+        ]
 
 
 def test_level_3_colours_are_the_named_rgb_with_texture():
@@ -124,8 +130,11 @@ def test_texture_dir_uses_photographs(tmp_path):
     photo = CdSpritesPlus(5, size=10, texture_dir=tmp_path).batch(np.arange(10))[0]
     noise = CdSpritesPlus(5, size=10).batch(np.arange(10))[0]
     assert not np.array_equal(photo, noise)
+
     # stripes make strong column-to-column jumps in the background
-    jumps = lambda imgs: np.abs(np.diff(imgs[:, :8].astype(float), axis=2)).mean()
+    def jumps(imgs):
+        return np.abs(np.diff(imgs[:, :8].astype(float), axis=2)).mean()
+
     assert jumps(photo) > 2 * jumps(noise)
 
 
@@ -159,7 +168,9 @@ def test_torch_dataset_and_loader_match_the_generator():
     assert np.array_equal(sample["image"].permute(1, 2, 0).numpy(), image)
     assert float(image_to_float(sample["image"]).max()) == pytest.approx(image.max() / 255)
     assert int(sample["mask"].sum()) == len(caption) and np.array_equal(sample["attributes"].numpy(), row)
-    seen = np.concatenate([batch["index"].numpy() for batch in cdsprites_loader(gen, batch_size=16, shuffle=True, seed=1)])
+    seen = np.concatenate(
+        [batch["index"].numpy() for batch in cdsprites_loader(gen, batch_size=16, shuffle=True, seed=1)]
+    )
     assert sorted(seen.tolist()) == list(range(70)) and not np.array_equal(seen, np.arange(70))
     again = np.concatenate([b["index"].numpy() for b in cdsprites_loader(gen, batch_size=16, shuffle=True, seed=1)])
     assert np.array_equal(seen, again)

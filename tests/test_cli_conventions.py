@@ -49,14 +49,17 @@ def test_version():
     assert result.exit_code == 0 and result.output.strip() == f"repscope {__version__}"
 
 
-@pytest.mark.parametrize("command, shown", [
-    (["morpho", "measure"], ["<train|t10k|all>", "<fast|reference>", "-o, --out"]),
-    (["morpho", "build"], ["-o, --out", "--overwrite", "--resume"]),
-    (["sprites", "generate"], ["<cdsprites|dsprites>", "<train|val|test>", "[1|2|3|4|5]", "-o, --out"]),
-    (["sprites", "import-h5"], ["[1|2|3|4|5]", "-o, --out"]),
-    (["sprites", "evaluate"], ["[1|2|3|4|5]", "-o, --out"]),
-    (["demo"], ["-o, --out", "--overwrite"]),
-])
+@pytest.mark.parametrize(
+    "command, shown",
+    [
+        (["morpho", "measure"], ["<train|t10k|all>", "<fast|reference>", "-o, --out"]),
+        (["morpho", "build"], ["-o, --out", "--overwrite", "--resume"]),
+        (["sprites", "generate"], ["<cdsprites|dsprites>", "<train|val|test>", "[1|2|3|4|5]", "-o, --out"]),
+        (["sprites", "import-h5"], ["[1|2|3|4|5]", "-o, --out"]),
+        (["sprites", "evaluate"], ["[1|2|3|4|5]", "-o, --out"]),
+        (["demo"], ["-o, --out", "--overwrite"]),
+    ],
+)
 def test_help_lists_choices_and_out(command, shown):
     result = invoke(*command, "--help")
     assert result.exit_code == 0
@@ -224,8 +227,12 @@ def test_ctrl_c_in_a_worker_pool_is_one_line_and_130(tmp_path):
     out = tmp_path / "m.csv"
     process = subprocess.Popen(
         [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--jobs", "2"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-        env=_environment(REPSCOPE_PROGRESS="lines", REPSCOPE_PROGRESS_SECONDS="0"))
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env=_environment(REPSCOPE_PROGRESS="lines", REPSCOPE_PROGRESS_SECONDS="0"),
+    )
     lines: list[str] = []
     started = threading.Event()
 
@@ -258,8 +265,12 @@ def test_ctrl_c_under_a_live_bar_on_a_terminal(tmp_path):
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
         [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--jobs", "2"],
-        stdin=terminal, stdout=terminal, stderr=terminal, start_new_session=True,
-        env=_environment(REPSCOPE_PROGRESS="bar", COLUMNS="100", TERM="xterm"))
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+        env=_environment(REPSCOPE_PROGRESS="bar", COLUMNS="100", TERM="xterm"),
+    )
     os.close(terminal)
     seen = b""
 

@@ -58,8 +58,13 @@ def test_misspelt_shape_costs_only_that_attribute():
     assert result["strict"] == 0.0
     assert result["features"] == 4.0
     assert result["letters"] == pytest.approx(37 / 39 * 100)
-    assert result["per_attribute"] == {"shape": 0.0, "size": 100.0, "colour": 100.0, "position": 100.0,
-                                       "background": 100.0}
+    assert result["per_attribute"] == {
+        "shape": 0.0,
+        "size": 100.0,
+        "colour": 100.0,
+        "position": 100.0,
+        "background": 100.0,
+    }
 
 
 def test_misspelt_longest_caption_letters_43_of_45():
@@ -133,10 +138,10 @@ def test_unreadable_captions_are_wrong_and_never_crash(caption):
 def test_image_to_text_averages_over_captions():
     truth = [PINK_HEART, YELLOW_ELLIPSE, RED_SQUARE_LIGHT, PINK_HEART]
     captions = [
-        "small pink heart at bottom left on dark",        # right: 5 features, 39/39 letters
+        "small pink heart at bottom left on dark",  # right: 5 features, 39/39 letters
         "small yellow ellipes at bottom right on light",  # 4 features, 43/45 letters
-        None,                                             # 0 features, 0 letters
-        "big pink heart at bottom left on dark",          # size wrong: 4 features, 0/39 letters
+        None,  # 0 features, 0 letters
+        "big pink heart at bottom left on dark",  # size wrong: 4 features, 0/39 letters
     ]
     # 'big pink heart at bottom left on dark' against 'small pink heart at bottom left on dark',
     # index by index: b/s i/m g/a ' '/l p/l i/' ' n/p k/i ' '/n h/k e/' ' a/h r/e t/a ' '/r a/t
@@ -147,8 +152,13 @@ def test_image_to_text_averages_over_captions():
     result = image_to_text(5, truth, captions)
     assert result["strict"] == 25.0
     assert result["features"] == pytest.approx((5 + 4 + 0 + 4) / 4)
-    assert result["per_attribute"] == {"shape": 50.0, "size": 50.0, "colour": 75.0, "position": 75.0,
-                                       "background": 75.0}
+    assert result["per_attribute"] == {
+        "shape": 50.0,
+        "size": 50.0,
+        "colour": 75.0,
+        "position": 75.0,
+        "background": 75.0,
+    }
     assert result["letters"] == pytest.approx((1 + 43 / 45 + 0 + fourth / 39) / 4 * 100)
 
 
@@ -169,24 +179,28 @@ def test_swapped_images_give_hand_computed_scores():
 def test_joint_rewards_agreement_not_ground_truth():
     # None of these captions need be the test set's: only caption/image agreement counts.
     captions = [
-        "big red square at top left on light",   # image agrees -> right, 5 features
-        "big red sqare at top left on light",    # misspelt: strict wrong, other 4 attributes agree
-        "big red square at top left on light",   # image shows a heart: strict wrong, 4 features
+        "big red square at top left on light",  # image agrees -> right, 5 features
+        "big red sqare at top left on light",  # misspelt: strict wrong, other 4 attributes agree
+        "big red square at top left on light",  # image shows a heart: strict wrong, 4 features
         "big red square at top left  on light",  # double space: not a caption of the level (strict
-    ]                                            # wrong) but every word slot agrees -> 5 features
+    ]  # wrong) but every word slot agrees -> 5 features
     predicted = [RED_SQUARE_LIGHT, RED_SQUARE_LIGHT, [2, 0, 0, 0, 1], RED_SQUARE_LIGHT]
     result = joint(5, captions, predicted)
     assert result["strict"] == 25.0
     assert result["features"] == pytest.approx((5 + 4 + 4 + 5) / 4)
-    assert result["per_attribute"] == {"shape": 50.0, "size": 100.0, "colour": 100.0, "position": 100.0,
-                                       "background": 100.0}
+    assert result["per_attribute"] == {
+        "shape": 50.0,
+        "size": 100.0,
+        "colour": 100.0,
+        "position": 100.0,
+        "background": 100.0,
+    }
 
 
 def test_coherency_report_runs_what_applies():
     truth = [PINK_HEART, YELLOW_ELLIPSE]
     captions = compose_captions(5, truth)
-    report = coherency_report(5, truth=truth, image_predictions_from_text=truth,
-                              captions_from_images=captions)
+    report = coherency_report(5, truth=truth, image_predictions_from_text=truth, captions_from_images=captions)
     assert set(report) == {"text_to_image", "image_to_text"}
     assert report["image_to_text"]["letters"] == 100.0
     report = coherency_report(5, joint_captions=captions, joint_image_predictions=truth)
@@ -194,38 +208,44 @@ def test_coherency_report_runs_what_applies():
     assert report["joint"]["strict"] == 100.0
 
 
-@pytest.mark.parametrize("kwargs, named", [
-    ({}, "nothing to compute"),
-    ({"truth": [PINK_HEART]}, "nothing to compute"),
-    ({"captions_from_images": ["small pink heart at bottom left on dark"]}, "truth"),
-    ({"image_predictions_from_text": [PINK_HEART]}, "truth"),
-    ({"joint_captions": ["small pink heart at bottom left on dark"]}, "joint_image_predictions"),
-    ({"joint_image_predictions": [PINK_HEART]}, "joint_captions"),
-])
+@pytest.mark.parametrize(
+    "kwargs, named",
+    [
+        ({}, "nothing to compute"),
+        ({"truth": [PINK_HEART]}, "nothing to compute"),
+        ({"captions_from_images": ["small pink heart at bottom left on dark"]}, "truth"),
+        ({"image_predictions_from_text": [PINK_HEART]}, "truth"),
+        ({"joint_captions": ["small pink heart at bottom left on dark"]}, "joint_image_predictions"),
+        ({"joint_image_predictions": [PINK_HEART]}, "joint_captions"),
+    ],
+)
 def test_coherency_report_errors(kwargs, named):
     with pytest.raises(InvalidArgumentError, match=named):
         coherency_report(5, **kwargs)
 
 
-@pytest.mark.parametrize("call, named", [
-    (lambda: text_to_image(3, np.zeros((2, 2), int), np.zeros((2, 3), int)), "truth"),
-    (lambda: text_to_image(3, np.zeros((2, 3), int), np.zeros((2, 3, 1), int)), "predicted"),
-    (lambda: text_to_image(3, [[0, 0, 5]], [[0, 0, 0]]), "truth: column colour"),
-    (lambda: text_to_image(3, [[0, 0, 0]], [[3, 0, 0]]), "predicted: column shape"),
-    (lambda: text_to_image(3, [[0.0, 0.0, 0.0]], [[0, 0, 0]]), "truth: expected integer"),
-    (lambda: text_to_image(3, np.zeros((3, 3), int), np.zeros((2, 3), int)), "truth and predicted"),
-    (lambda: text_to_image(3, np.zeros((0, 3), int), np.zeros((0, 3), int)), "truth: is empty"),
-    (lambda: text_to_image(6, [[0] * 6], [[0] * 6]), "level"),
-    (lambda: image_to_text(2, [[0, 0]], ["big square", "big square"]), "truth and captions"),
-    (lambda: image_to_text(2, [[0, 0]], "big square"), "captions"),
-    (lambda: image_to_text(2, [[0, 0]], []), "captions: is empty"),
-    (lambda: image_to_text(0, [[0, 0]], ["big square"]), "level"),
-    (lambda: joint(2, ["big square"], [[0, 0], [0, 0]]), "captions and predicted"),
-    (lambda: joint(2, ["big square"], [[0, 2]]), "predicted: column size"),
-    (lambda: format_features(float("nan"), 5), "value"),
-    (lambda: format_features(6.0, 5), "value"),
-    (lambda: format_features(2.0, 6), "level"),
-])
+@pytest.mark.parametrize(
+    "call, named",
+    [
+        (lambda: text_to_image(3, np.zeros((2, 2), int), np.zeros((2, 3), int)), "truth"),
+        (lambda: text_to_image(3, np.zeros((2, 3), int), np.zeros((2, 3, 1), int)), "predicted"),
+        (lambda: text_to_image(3, [[0, 0, 5]], [[0, 0, 0]]), "truth: column colour"),
+        (lambda: text_to_image(3, [[0, 0, 0]], [[3, 0, 0]]), "predicted: column shape"),
+        (lambda: text_to_image(3, [[0.0, 0.0, 0.0]], [[0, 0, 0]]), "truth: expected integer"),
+        (lambda: text_to_image(3, np.zeros((3, 3), int), np.zeros((2, 3), int)), "truth and predicted"),
+        (lambda: text_to_image(3, np.zeros((0, 3), int), np.zeros((0, 3), int)), "truth: is empty"),
+        (lambda: text_to_image(6, [[0] * 6], [[0] * 6]), "level"),
+        (lambda: image_to_text(2, [[0, 0]], ["big square", "big square"]), "truth and captions"),
+        (lambda: image_to_text(2, [[0, 0]], "big square"), "captions"),
+        (lambda: image_to_text(2, [[0, 0]], []), "captions: is empty"),
+        (lambda: image_to_text(0, [[0, 0]], ["big square"]), "level"),
+        (lambda: joint(2, ["big square"], [[0, 0], [0, 0]]), "captions and predicted"),
+        (lambda: joint(2, ["big square"], [[0, 2]]), "predicted: column size"),
+        (lambda: format_features(float("nan"), 5), "value"),
+        (lambda: format_features(6.0, 5), "value"),
+        (lambda: format_features(2.0, 6), "level"),
+    ],
+)
 def test_validation_names_the_argument(call, named):
     with pytest.raises(InvalidArgumentError, match=named):
         call()

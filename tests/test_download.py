@@ -67,8 +67,10 @@ def test_good_download_lands_with_the_right_bytes(server, tmp_path):
     base, _, requests = server
     dest = tmp_path / "out" / "payload.bin"
     result = download_file(
-        [f"{base}/good/payload.bin"], dest,
-        md5=hashlib.md5(PAYLOAD).hexdigest(), sha256=hashlib.sha256(PAYLOAD).hexdigest().upper(),
+        [f"{base}/good/payload.bin"],
+        dest,
+        md5=hashlib.md5(PAYLOAD).hexdigest(),
+        sha256=hashlib.sha256(PAYLOAD).hexdigest().upper(),
     )
     assert result == dest and dest.read_bytes() == PAYLOAD
     assert requests == ["/good/payload.bin"]
@@ -91,7 +93,9 @@ def test_wrong_checksum_raises_and_leaves_nothing(server, tmp_path):
 def test_first_mirror_404_falls_back_to_second(server, tmp_path):
     base, _, requests = server
     dest = tmp_path / "payload.bin"
-    download_file([f"{base}/missing/payload.bin", f"{base}/good/payload.bin"], dest, md5=hashlib.md5(PAYLOAD).hexdigest())
+    download_file(
+        [f"{base}/missing/payload.bin", f"{base}/good/payload.bin"], dest, md5=hashlib.md5(PAYLOAD).hexdigest()
+    )
     assert dest.read_bytes() == PAYLOAD
     assert requests == ["/missing/payload.bin", "/good/payload.bin"]
 

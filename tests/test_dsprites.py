@@ -86,7 +86,9 @@ def test_position_moves_the_centre_of_mass_and_shapes_stay_whole():
             centre = render(np.array([[0, shape, 5, orientation, 16, 16]]))[0].sum()
             # pixel-grid aliasing changes the area of a shifted shape by a few pixels, a cut-off by far more
             assert np.all(np.abs(images.sum((1, 2)).astype(int) - int(centre)) <= max(6, 0.05 * centre))
-            assert images[:, 0, :].sum() == images[:, -1, :].sum() == images[:, :, 0].sum() == images[:, :, -1].sum() == 0
+            assert (
+                images[:, 0, :].sum() == images[:, -1, :].sum() == images[:, :, 0].sum() == images[:, :, -1].sum() == 0
+            )
 
 
 def test_streaming_matches_random_access_and_sampling_is_seeded():
@@ -144,8 +146,11 @@ def test_window_drawing_equals_whole_frame_drawing():
     # every shape x scale x orientation once, each at a corner, an edge or a random position
     grid = np.stack(np.meshgrid(np.arange(3), np.arange(6), np.arange(40), indexing="ij"), -1).reshape(-1, 3)
     extremes = np.array([[0, 0], [0, 31], [31, 0], [31, 31], [0, 15], [31, 16], [15, 0], [16, 31]])
-    positions = np.where(np.arange(len(grid))[:, None] % 3 == 2, rng.integers(0, 32, size=(len(grid), 2)),
-                         extremes[np.arange(len(grid)) % len(extremes)])
+    positions = np.where(
+        np.arange(len(grid))[:, None] % 3 == 2,
+        rng.integers(0, 32, size=(len(grid), 2)),
+        extremes[np.arange(len(grid)) % len(extremes)],
+    )
     classes_ = np.column_stack([np.zeros(len(grid), np.int64), grid, positions])
     drawn = render(classes_)
     expected = whole_frame(classes_)

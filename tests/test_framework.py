@@ -23,7 +23,10 @@ from repscope.train.config import Named, TrainConfig
 from repscope.train.datamodule import DatasetModule
 from repscope.train.run import build_task, fit, load_task
 
-SMALL_DIGITS = {"name": "digits", "params": {"source": "mnist-sample", "max_train": 120, "max_test": 40, "target": "label"}}
+SMALL_DIGITS = {
+    "name": "digits",
+    "params": {"source": "mnist-sample", "max_train": 120, "max_test": 40, "target": "label"},
+}
 
 
 def cli(argv):
@@ -35,8 +38,13 @@ def cli(argv):
 
 
 def config(tmp_path, **changes):
-    data = {"model": {"name": "lenet5", "params": {"lr": 0.002}}, "data": SMALL_DIGITS,
-            "trainer": {"max_epochs": 1}, "batch_size": 32, "seed": 0}
+    data = {
+        "model": {"name": "lenet5", "params": {"lr": 0.002}},
+        "data": SMALL_DIGITS,
+        "trainer": {"max_epochs": 1},
+        "batch_size": 32,
+        "seed": 0,
+    }
     data.update(changes)
     path = tmp_path / "c.yaml"
     path.write_text(yaml.safe_dump(data))
@@ -140,8 +148,10 @@ def test_generator_split_serves_a_chosen_subset():
 
 def test_tasks_take_the_image_shape_and_target_from_the_data():
     sprites = dsprites_dataset(size=64, test_size=16, target="scale")
-    vae = build_task(TrainConfig(model=Named(name="beta-vae", params={"latent_dim": 3}), data=Named(name="dsprites")),
-                     sprites.with_target(None))
+    vae = build_task(
+        TrainConfig(model=Named(name="beta-vae", params={"latent_dim": 3}), data=Named(name="dsprites")),
+        sprites.with_target(None),
+    )
     assert vae.hparams.image_shape == [1, 64, 64] and vae.hparams.architecture == "conv64"
     assert vae.sample(2, seed=0).shape == (2, 64, 64)
     lenet = build_task(TrainConfig(model=Named(name="lenet5"), data=Named(name="dsprites")), sprites)
@@ -169,10 +179,13 @@ def test_a_vae_regulariser_is_one_hook():
 # fit: failures leave nothing behind
 
 
-@pytest.mark.parametrize("flag, value, message", [
-    ("--precision", "17-bogus", "precision"),
-    ("--accelerator", "tpu9", "accelerator"),
-])
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--precision", "17-bogus", "precision"),
+        ("--accelerator", "tpu9", "accelerator"),
+    ],
+)
 def test_bad_trainer_flags_are_one_line_and_leave_no_run_directory(tmp_path, capsys, flag, value, message):
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exit_info:
@@ -227,10 +240,29 @@ def test_beta_vae_on_dsprites_trains_through_repscope_train_with_the_shipped_con
     from repscope.config import shipped_config_path
 
     out = tmp_path / "bvae"
-    cli(["train", str(shipped_config_path("train-beta-vae-dsprites")), "--out", str(out), "--max-epochs", "1",
-          "--set", "data.params.size=256", "--set", "data.params.test_size=32", "--set", "batch_size=32"])
+    cli(
+        [
+            "train",
+            str(shipped_config_path("train-beta-vae-dsprites")),
+            "--out",
+            str(out),
+            "--max-epochs",
+            "1",
+            "--set",
+            "data.params.size=256",
+            "--set",
+            "data.params.test_size=32",
+            "--set",
+            "batch_size=32",
+        ]
+    )
     metrics = json.loads((out / "metrics.json").read_text())
-    assert (metrics["n_train"], metrics["n_val"], metrics["n_test"], metrics["epochs"]) == (253, 3, 32, 1)  # 1% held out
+    assert (metrics["n_train"], metrics["n_val"], metrics["n_test"], metrics["epochs"]) == (
+        253,
+        3,
+        32,
+        1,
+    )  # 1% held out
     assert np.isfinite(metrics["test_loss"]) and metrics["test_reconstruction"] > 0
     assert (out / "report.html").is_file() and "report.html" in capsys.readouterr().out
     task = load_task(out)

@@ -32,17 +32,20 @@ def digits():
 
 
 @pytest.mark.parametrize("label, function", MORPHO_FUNCTIONS, ids=[m[0] for m in MORPHO_FUNCTIONS])
-@pytest.mark.parametrize("bad, fragment", [
-    (np.zeros((0, 28), np.uint8), "zero-size"),
-    (np.zeros((28, 0), np.uint8), "zero-size"),
-    (np.zeros((28, 28), dtype=object), "dtype object"),
-    (np.full((28, 28), "7"), "dtype <U1"),
-    (np.full((28, 28), np.nan), "NaN"),
-    (np.full((28, 28), np.inf), "NaN or infinite"),
-    (np.full((28, 28), 300, dtype=np.int64), "dtype int64"),  # would overflow uint8
-    (np.full((28, 28), 2.0), "[0, 1]"),
-    (np.zeros((28, 28, 1), np.uint8), "channel axis"),
-])
+@pytest.mark.parametrize(
+    "bad, fragment",
+    [
+        (np.zeros((0, 28), np.uint8), "zero-size"),
+        (np.zeros((28, 0), np.uint8), "zero-size"),
+        (np.zeros((28, 28), dtype=object), "dtype object"),
+        (np.full((28, 28), "7"), "dtype <U1"),
+        (np.full((28, 28), np.nan), "NaN"),
+        (np.full((28, 28), np.inf), "NaN or infinite"),
+        (np.full((28, 28), 300, dtype=np.int64), "dtype int64"),  # would overflow uint8
+        (np.full((28, 28), 2.0), "[0, 1]"),
+        (np.zeros((28, 28, 1), np.uint8), "channel axis"),
+    ],
+)
 def test_every_morpho_function_refuses_bad_images_in_one_line(label, function, bad, fragment):
     with pytest.raises(InvalidArgumentError) as info:
         function(bad)
@@ -184,8 +187,12 @@ def test_pickled_dsprites_npz_is_never_unpickled(tmp_path):
     from repscope.errors import DataFormatError
 
     path = tmp_path / "dsprites.npz"
-    np.savez(path, imgs=np.array([object()], dtype=object), latents_values=np.zeros((1, 6)),
-             latents_classes=np.zeros((1, 6), np.int64))
+    np.savez(
+        path,
+        imgs=np.array([object()], dtype=object),
+        latents_values=np.zeros((1, 6)),
+        latents_classes=np.zeros((1, 6), np.int64),
+    )
     with pytest.raises(DataFormatError, match=str(path)):
         read_npz(path)
     _npz_with_bad_crc(path)
@@ -224,12 +231,15 @@ def _blocked(tmp_path):
     return blocker
 
 
-@pytest.mark.parametrize("command", [
-    ["morpho", "build", "--sets", "plain", "--max-train", "10", "--max-test", "5", "--out", "{out}"],
-    ["morpho", "measure", "{digits}", "-o", "{out}/m.csv"],
-    ["sprites", "generate", "--level", "1", "--n", "6", "--out", "{out}"],
-    ["sprites", "generate", "--dataset", "dsprites", "--out", "{out}/d.npz"],  # the whole grid: must fail first
-])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["morpho", "build", "--sets", "plain", "--max-train", "10", "--max-test", "5", "--out", "{out}"],
+        ["morpho", "measure", "{digits}", "-o", "{out}/m.csv"],
+        ["sprites", "generate", "--level", "1", "--n", "6", "--out", "{out}"],
+        ["sprites", "generate", "--dataset", "dsprites", "--out", "{out}/d.npz"],  # the whole grid: must fail first
+    ],
+)
 def test_cli_writes_under_a_file_end_in_one_line_naming_the_path(tmp_path, capsys, monkeypatch, command):
     from repscope.cli import main
 

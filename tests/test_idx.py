@@ -12,7 +12,6 @@ import pytest
 from repscope.data import idx
 from repscope.errors import DataFormatError, InvalidArgumentError
 
-
 DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.float32, np.float64]
 
 
@@ -95,8 +94,19 @@ GOOD = idx.encode_idx(np.arange(24, dtype=np.uint8).reshape(2, 3, 4))
         (b"\x1f\x8b" + b"not really gzip data", "corrupt gzip stream"),
         (gzip.compress(GOOD[:-1]), "promises 24 data bytes, found 23"),
     ],
-    ids=["empty", "short-magic", "magic", "dtype", "ndim0", "short-dims", "truncated", "trailing",
-         "gzip-truncated", "gzip-corrupt", "gzip-inner-truncated"],
+    ids=[
+        "empty",
+        "short-magic",
+        "magic",
+        "dtype",
+        "ndim0",
+        "short-dims",
+        "truncated",
+        "trailing",
+        "gzip-truncated",
+        "gzip-corrupt",
+        "gzip-inner-truncated",
+    ],
 )
 def test_bad_files_raise_data_format_error_naming_the_file(tmp_path, data, message):
     path = write(tmp_path / "broken-idx3-ubyte", data)
@@ -154,8 +164,9 @@ def test_real_fashion_mnist_labels_and_images(fashion_mnist):
         assert images.shape == (count, 28, 28) and images.dtype == np.uint8
         assert images.min() == 0 and images.max() == 255
     if fashion_mnist.from_package:
-        assert np.array_equal(np.bincount(idx.read_idx(fashion_mnist.directory / "train-labels-idx1-ubyte.gz")),
-                              np.full(10, 6_000))
+        assert np.array_equal(
+            np.bincount(idx.read_idx(fashion_mnist.directory / "train-labels-idx1-ubyte.gz")), np.full(10, 6_000)
+        )
 
 
 # sha256 of the decompressed sample files, taken when they were cut from the package

@@ -124,9 +124,15 @@ def test_soft_offset_agrees_with_binary_morphology_at_whole_pixels():
 @pytest.mark.parametrize(
     "function, target",
     [
-        (set_thickness, 0.0), (set_thickness, -1.0), (set_thickness, float("nan")),
-        (set_slant, math.pi / 2), (set_slant, -2.0), (set_slant, float("nan")),
-        (set_width, 0.0), (set_width, float("inf")), (set_width, "wide"),
+        (set_thickness, 0.0),
+        (set_thickness, -1.0),
+        (set_thickness, float("nan")),
+        (set_slant, math.pi / 2),
+        (set_slant, -2.0),
+        (set_slant, float("nan")),
+        (set_width, 0.0),
+        (set_width, float("inf")),
+        (set_width, "wide"),
     ],
 )
 def test_bad_targets_raise_naming_the_argument(function, target):

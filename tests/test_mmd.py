@@ -55,8 +55,12 @@ def test_linear_statistic_by_hand():
     def k(a, b):
         return np.exp(-np.sum((a - b) ** 2 / (2 * s2)))
 
-    h = np.array([k(x[0], x[1]) + k(y[0], y[1]) - k(x[0], y[1]) - k(x[1], y[0]),
-                  k(x[2], x[3]) + k(y[2], y[3]) - k(x[2], y[3]) - k(x[3], y[2])])
+    h = np.array(
+        [
+            k(x[0], x[1]) + k(y[0], y[1]) - k(x[0], y[1]) - k(x[1], y[0]),
+            k(x[2], x[3]) + k(y[2], y[3]) - k(x[2], y[3]) - k(x[3], y[2]),
+        ]
+    )
     result = mmd_linear_test(x, y, bandwidth_sq=s2)
     assert result["pairs"] == 2  # the fifth row of x is not used
     assert result["mmd2"] == pytest.approx(h.mean())
@@ -97,8 +101,11 @@ def test_quadratic_statistic_by_hand():
 
     kxx, kyy, kxy = gram(x, x), gram(y, y), gram(x, y)
     m, n = len(x), len(y)
-    expected = ((kxx.sum() - np.trace(kxx)) / (m * (m - 1)) + (kyy.sum() - np.trace(kyy)) / (n * (n - 1))
-                - 2 * kxy.sum() / (m * n))
+    expected = (
+        (kxx.sum() - np.trace(kxx)) / (m * (m - 1))
+        + (kyy.sum() - np.trace(kyy)) / (n * (n - 1))
+        - 2 * kxy.sum() / (m * n)
+    )
     result = mmd_quadratic_test(x, y, bandwidth_sq=s2, permutations=50, rng=0)
     assert result["mmd2"] == pytest.approx(expected, rel=1e-10)
     assert result["test"] == "quadratic" and result["permutations"] == 50
@@ -184,8 +191,14 @@ def test_quadratic_test_calibration_and_power_at_small_n():
 
 def test_p_values_under_h0_are_roughly_uniform():
     rng = np.random.default_rng(20246)
-    p = np.array([mmd_quadratic_test(morphometrics_like(rng, 40), morphometrics_like(rng, 40), permutations=99,
-                                     rng=r)["p_value"] for r in range(100)])
+    p = np.array(
+        [
+            mmd_quadratic_test(morphometrics_like(rng, 40), morphometrics_like(rng, 40), permutations=99, rng=r)[
+                "p_value"
+            ]
+            for r in range(100)
+        ]
+    )
     # a broad check of uniformity: each half of [0, 1] holds between 35% and 65% of the p-values
     assert 0.35 <= np.mean(p < 0.5) <= 0.65
     assert 0.1 <= np.mean(p < 0.25) <= 0.4

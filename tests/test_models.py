@@ -53,8 +53,9 @@ def test_gan_modules_have_the_infogan_mnist_shapes():
     spec = INFOGAN_SETTINGS["C"]
     assert RecognitionHead(spec)(torch.randn(5, 1024)).shape == (5, 10 + 2 * 2 + 2)
     # FC 74 -> 1024 -> 6272 and two 4x4 up-convolutions, with their batch norms
-    assert n_parameters(generator) == (74 * 1024 + 1024) + 2 * 1024 + (1024 * 6272 + 6272) + 2 * 6272 \
-        + (128 * 64 * 16 + 64) + 2 * 64 + (64 * 16 + 1)
+    assert n_parameters(generator) == (74 * 1024 + 1024) + 2 * 1024 + (1024 * 6272 + 6272) + 2 * 6272 + (
+        128 * 64 * 16 + 64
+    ) + 2 * 64 + (64 * 16 + 1)
 
 
 def test_lenet5_and_mlp_sizes_match_the_layers():
@@ -101,8 +102,13 @@ def test_code_columns_follow_the_papers_numbering():
 
 def test_assemble_puts_one_hot_then_continuous_then_binary_then_noise():
     spec = CodeSpec((3, 4), continuous=1, binary=1, noise=2)
-    codes = {"c1": np.array([2, 0]), "c2": np.array([1, 3]), "c3": np.array([0.5, -0.25]),
-             "c4": np.array([1.0, 0.0]), "noise": np.array([[7.0, 8.0], [9.0, 10.0]])}
+    codes = {
+        "c1": np.array([2, 0]),
+        "c2": np.array([1, 3]),
+        "c3": np.array([0.5, -0.25]),
+        "c4": np.array([1.0, 0.0]),
+        "noise": np.array([[7.0, 8.0], [9.0, 10.0]]),
+    }
     z = spec.assemble(codes)
     assert z.shape == (2, 3 + 4 + 1 + 1 + 2)
     assert z[0].tolist() == [0, 0, 1, 0, 1, 0, 0, 0.5, 1, 7, 8]
@@ -132,8 +138,11 @@ def test_information_loss_matches_hand_values():
     spec = CodeSpec((3,), continuous=1, binary=1, noise=0)
     # logits (0, 0, 0) -> ln 3; mean 0, log-std 0 at c = 1 -> 1/2 + ln(2 pi)/2; logit 0 -> ln 2
     parameters = torch.zeros(1, spec.parameter_dim)
-    losses = spec.information_loss(parameters, {"c1": torch.tensor([1]), "c2": torch.tensor([1.0]),
-                                                "c3": torch.tensor([1.0])}, continuous_weight=2.0)
+    losses = spec.information_loss(
+        parameters,
+        {"c1": torch.tensor([1]), "c2": torch.tensor([1.0]), "c3": torch.tensor([1.0])},
+        continuous_weight=2.0,
+    )
     assert losses["categorical"].item() == pytest.approx(math.log(3))
     assert losses["continuous"].item() == pytest.approx(0.5 + 0.5 * math.log(2 * math.pi))
     assert losses["binary"].item() == pytest.approx(math.log(2))
@@ -155,9 +164,16 @@ class EpochMetrics(Callback):
 
 
 def make_trainer(epochs: int, callbacks=()) -> pl.Trainer:
-    return pl.Trainer(max_epochs=epochs, accelerator="cpu", logger=False, enable_checkpointing=False,
-                      enable_progress_bar=False, enable_model_summary=False, callbacks=list(callbacks),
-                      num_sanity_val_steps=0)
+    return pl.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=list(callbacks),
+        num_sanity_val_steps=0,
+    )
 
 
 def as_batch(rows):
@@ -167,8 +183,13 @@ def as_batch(rows):
 
 def loader(images, targets, batch_size=64, shuffle=True):
     x = torch.from_numpy(images).float().div(255).unsqueeze(1)
-    return DataLoader(TensorDataset(x, torch.as_tensor(targets)), batch_size=batch_size, shuffle=shuffle,
-                      generator=torch.Generator().manual_seed(0), collate_fn=as_batch)
+    return DataLoader(
+        TensorDataset(x, torch.as_tensor(targets)),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        generator=torch.Generator().manual_seed(0),
+        collate_fn=as_batch,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -217,8 +238,9 @@ def gan(digits):
     images, _ = digits
     torch.manual_seed(0)
     task = GANTask(latent_dim=8)
-    trainer, epochs = fit(task, images[:256], np.zeros(256, np.int64), 1,
-                          val=loader(images[:64], np.zeros(64, np.int64), 64, False))
+    trainer, epochs = fit(
+        task, images[:256], np.zeros(256, np.int64), 1, val=loader(images[:64], np.zeros(64, np.int64), 64, False)
+    )
     return task, trainer, epochs
 
 
@@ -246,8 +268,9 @@ def test_mlp_regression_logs_rmse(digits):
     targets = (images.reshape(len(images), -1).mean(1) / 255 * 10).astype(np.float32)  # ink, 0-10
     torch.manual_seed(0)
     task = SupervisedTask("mlp", "regression", num_outputs=1)
-    trainer, _ = fit(task, images[:256], targets[:256], 10, batch_size=32,
-                     val=loader(images[256:], targets[256:], 128, False))
+    trainer, _ = fit(
+        task, images[:256], targets[:256], 10, batch_size=32, val=loader(images[256:], targets[256:], 128, False)
+    )
     predicted = task.predict(images[256:])
     assert predicted.dtype == np.float32 and predicted.shape == (256,)
     rmse = float(np.sqrt(np.mean((predicted - targets[256:]) ** 2)))
@@ -303,11 +326,16 @@ def test_infogan_codes_regenerate_their_samples(infogan):
     task = infogan[0]
     images, codes = task.sample_with_codes(6, seed=11)
     assert np.array_equal(images, task.sample(6, seed=11))
-    assert codes["c1"].dtype == np.int64 and codes["c2"].dtype == np.float32 and set(codes) == {"c1", "c2", "c3", "c4", "c5"}
+    assert (
+        codes["c1"].dtype == np.int64
+        and codes["c2"].dtype == np.float32
+        and set(codes) == {"c1", "c2", "c3", "c4", "c5"}
+    )
     noise = task.sample_noise(6, seed=11)
     assert np.array_equal(task.generate(codes, noise), images)
-    traversal = task.generate({**{k: np.repeat(v[:1], 10) for k, v in codes.items()}, "c1": np.arange(10)},
-                              np.repeat(noise[:1], 10, axis=0))
+    traversal = task.generate(
+        {**{k: np.repeat(v[:1], 10) for k, v in codes.items()}, "c1": np.arange(10)}, np.repeat(noise[:1], 10, axis=0)
+    )
     assert traversal.shape == (10, 28, 28) and np.array_equal(traversal[codes["c1"][0]], images[0])
     with pytest.raises(InvalidArgumentError, match="c1"):
         task.generate({**codes, "c1": np.full(6, 10)}, noise)

@@ -19,14 +19,16 @@ def morphometrics_table(n: int = 600, seed: int = 0) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     size = rng.gamma(9.0, 1.0, n)
     thickness = rng.gamma(8.0, 0.3, n)
-    return pd.DataFrame({
-        "length": 5 + 3 * size + 2 * rng.standard_normal(n),
-        "thickness": thickness,
-        "slant": 0.25 * rng.standard_normal(n),
-        "width": 1.2 * size + 0.8 * thickness + 2 * rng.standard_normal(n),
-        "height": 18 + 0.2 * size + rng.standard_normal(n),
-        "valid": True,
-    })
+    return pd.DataFrame(
+        {
+            "length": 5 + 3 * size + 2 * rng.standard_normal(n),
+            "thickness": thickness,
+            "slant": 0.25 * rng.standard_normal(n),
+            "width": 1.2 * size + 0.8 * thickness + 2 * rng.standard_normal(n),
+            "height": 18 + 0.2 * size + rng.standard_normal(n),
+            "valid": True,
+        }
+    )
 
 
 def test_pairplot_layout():
@@ -52,8 +54,9 @@ def test_pairplot_layout():
 
 
 def test_pairplot_from_a_one_table_mapping_with_shared_ranges():
-    fig = morphometric_pairplot({"test digits": morphometrics_table()}, ["length", "thickness"],
-                                ranges={"length": (0, 80), "thickness": (0, 7)})
+    fig = morphometric_pairplot(
+        {"test digits": morphometrics_table()}, ["length", "thickness"], ranges={"length": (0, 80), "thickness": (0, 7)}
+    )
     assert len(fig.axes) == 4
     assert fig.get_suptitle() == "test digits"
     # row 1, column 0: length on x, thickness on y
@@ -79,9 +82,10 @@ def test_pairplot_survives_a_constant_column():
 
 def circle_matrix() -> pd.DataFrame:
     return pd.DataFrame(
-        [[0.9, -0.05, 0.3, -0.6, np.nan],
-         [-0.2, 0.7, -0.95, 0.0, 0.45]],
-        index=["thickness", "slant"], columns=["c2", "c1(1)", "c3", "c1(2)", "c4"])
+        [[0.9, -0.05, 0.3, -0.6, np.nan], [-0.2, 0.7, -0.95, 0.0, 0.45]],
+        index=["thickness", "slant"],
+        columns=["c2", "c1(1)", "c3", "c1(2)", "c4"],
+    )
 
 
 def test_circles_area_and_colour_follow_the_correlation():

@@ -10,8 +10,15 @@ import pytest
 from skimage.morphology import medial_axis as skimage_medial_axis
 from skimage.transform import pyramid_expand, pyramid_reduce
 
-from repscope.data.morpho import MORPHOMETRICS, PipelineConfig, analyse_batch, measure
-from repscope.data.morpho import morphometrics, resample, skeleton
+from repscope.data.morpho import (
+    MORPHOMETRICS,
+    PipelineConfig,
+    analyse_batch,
+    measure,
+    morphometrics,
+    resample,
+    skeleton,
+)
 from repscope.errors import InvalidArgumentError
 
 
@@ -64,8 +71,9 @@ def test_fast_path_agrees_with_reference_on_500_real_digits():
     # the two paths compute the same quantities (max difference ~1e-14), so any real disagreement,
     # even on a handful of digits, is a bug in the batched path (tiling, crops, skeleton seeds)
     for name in MORPHOMETRICS:
-        np.testing.assert_allclose(fast[name].to_numpy(float), reference[name].to_numpy(float), rtol=0, atol=1e-9,
-                                   err_msg=name)
+        np.testing.assert_allclose(
+            fast[name].to_numpy(float), reference[name].to_numpy(float), rtol=0, atol=1e-9, err_msg=name
+        )
 
 
 def test_result_does_not_depend_on_batch_company_or_jobs():

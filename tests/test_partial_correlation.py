@@ -64,11 +64,13 @@ def make_codes(n: int, seed: int = 0):
     digit = rng.integers(0, 3, n)
     c2, c3 = rng.standard_normal(n), rng.standard_normal(n)
     noise = rng.standard_normal((n, 3))
-    factors = pd.DataFrame({
-        "slant": 0.8 * c3 + 0.1 * noise[:, 0],
-        "thickness": c2 + c3 + 0.5 * noise[:, 1],
-        "width": np.where(digit == 1, -2.0, 0.0) + 0.3 * c2 + noise[:, 2],
-    })
+    factors = pd.DataFrame(
+        {
+            "slant": 0.8 * c3 + 0.1 * noise[:, 0],
+            "thickness": c2 + c3 + 0.5 * noise[:, 1],
+            "width": np.where(digit == 1, -2.0, 0.0) + 0.3 * c2 + noise[:, 2],
+        }
+    )
     return {"c1": digit, "c2": c2, "c3": c3}, factors
 
 
@@ -123,11 +125,13 @@ def test_nan_factor_rows_are_dropped_per_factor_and_constants_give_nan():
     with_nan["constant"] = 3.0
     matrix = code_partial_correlations(codes, with_nan, categorical=["c1"])
     keep = with_nan["slant"].notna().to_numpy()
-    expected = code_partial_correlations({k: v[keep] for k, v in codes.items()},
-                                         factors.loc[keep, ["slant"]].reset_index(drop=True), categorical=["c1"])
+    expected = code_partial_correlations(
+        {k: v[keep] for k, v in codes.items()}, factors.loc[keep, ["slant"]].reset_index(drop=True), categorical=["c1"]
+    )
     pd.testing.assert_series_equal(matrix.loc["slant"], expected.loc["slant"])
-    pd.testing.assert_series_equal(matrix.loc["thickness"],
-                                   code_partial_correlations(codes, factors, categorical=["c1"]).loc["thickness"])
+    pd.testing.assert_series_equal(
+        matrix.loc["thickness"], code_partial_correlations(codes, factors, categorical=["c1"]).loc["thickness"]
+    )
     assert matrix.loc["constant"].isna().all()
     # a class that never occurs below the largest one gives a constant (all-zero) dummy
     codes["c1"] = np.where(codes["c1"] == 1, 2, codes["c1"])
@@ -164,7 +168,8 @@ def test_metric_convention_wrapper_gives_the_same_numbers():
     assert list(from_arrays.columns) == ["code[0]", "code[1]"]
     np.testing.assert_array_equal(from_arrays.to_numpy(), by_name.to_numpy())
     assert from_arrays.loc["factor[1]", "code[0]"] == partial_correlation(
-        codes["c2"], factors["thickness"].to_numpy(), codes["c3"])
+        codes["c2"], factors["thickness"].to_numpy(), codes["c3"]
+    )
 
     with pytest.raises(InvalidArgumentError, match=r"^factors: expected a pandas.DataFrame or an \(n, F\)"):
         partial_correlation_metric(factors["slant"].to_numpy(), continuous)

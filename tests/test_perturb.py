@@ -46,7 +46,7 @@ def stratified(n: int) -> np.ndarray:
     """n real digits, the same number of each class, in a fixed order."""
     images, labels = real_digits()
     per_class = n // 10
-    idx = np.concatenate([np.flatnonzero(labels == k)[: per_class] for k in range(10)])
+    idx = np.concatenate([np.flatnonzero(labels == k)[:per_class] for k in range(10)])
     return images[np.sort(idx)]
 
 
@@ -163,8 +163,7 @@ def test_fractures_break_strokes_where_they_say():
     out, _ = apply_batch(images, [perturbation] * len(images), rngs(len(images)))
     again = analyse_batch(out)
     gained_low = [
-        components(again.digit(k).binary_image) > components(batch.digit(k).binary_image)
-        for k in range(len(images))
+        components(again.digit(k).binary_image) > components(batch.digit(k).binary_image) for k in range(len(images))
     ]
     assert np.mean(gained_low) >= 0.8
 
@@ -211,8 +210,7 @@ def test_fractures_avoid_tips_and_forks():
         points, allowed = perturbation.candidates(morph)
         padded = np.pad(morph.skeleton, 1).astype(int)
         neighbours = sum(
-            np.roll(np.roll(padded, dr, 0), dc, 1)
-            for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)
+            np.roll(np.roll(padded, dr, 0), dc, 1) for dr in (-1, 0, 1) for dc in (-1, 0, 1) if (dr, dc) != (0, 0)
         )[1:-1, 1:-1]
         special = np.argwhere(morph.skeleton & ((neighbours == 1) | (neighbours > 2)))
         for point in points[allowed]:
@@ -280,9 +278,7 @@ def test_params_are_json_serialisable_and_describe_round_trips():
         description = cls().describe()
         assert description["name"] == name and description["code"] == cls.code
         json.dumps(description)
-        rebuilt = perturbation_from_name(
-            name, **{k: v for k, v in description.items() if k not in ("name", "code")}
-        )
+        rebuilt = perturbation_from_name(name, **{k: v for k, v in description.items() if k not in ("name", "code")})
         assert rebuilt == cls()
     assert [PERTURBATIONS[n].code for n in ("thin", "thick", "swel", "frac")] == [1, 2, 3, 4]
 

@@ -64,8 +64,16 @@ def loader():
 def trainer(callback, epochs=2):
     import lightning.pytorch as pl
 
-    return pl.Trainer(max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
-                      enable_progress_bar=False, enable_model_summary=False, callbacks=[callback])
+    return pl.Trainer(
+        max_epochs=epochs,
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_checkpointing=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        callbacks=[callback],
+    )
 
 
 def test_nested_bars_share_one_display(fake_terminal):
@@ -138,7 +146,8 @@ def test_unknown_total_and_off(pipe, capsys, monkeypatch):
 
 def test_training_lines_name_the_model_and_epoch(pipe, capsys):
     trainer(progress.TrainingProgress("training Tiny size (2 of 2)", every_seconds=0), epochs=2).fit(
-        TinyTask(), train_dataloaders=loader())
+        TinyTask(), train_dataloaders=loader()
+    )
     err = capsys.readouterr().err
     assert "training Tiny size (2 of 2): epoch 1 of 2: 1/8 (12%)" in err
     assert "training Tiny size (2 of 2): epoch 2 of 2: 8/8 done in" in err
@@ -163,4 +172,5 @@ def test_format_seconds_and_line():
     assert progress.format_seconds(125) == "2 min 05 s"
     assert progress.format_seconds(3720) == "1 h 02 min"
     assert progress.progress_line("measuring 5000 digits", 1200, 5000, 3.1) == (
-        "measuring 5000 digits: 1200/5000 (24%), 3.1 s elapsed, ~9.8 s left")
+        "measuring 5000 digits: 1200/5000 (24%), 3.1 s elapsed, ~9.8 s left"
+    )

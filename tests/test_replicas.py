@@ -22,12 +22,14 @@ def spread_points(n: int, seed: int = 0) -> np.ndarray:
 def test_exact_and_near_duplicates_form_groups():
     base = spread_points(100) * [1.0, 50.0]  # columns on different scales: standardising matters
     std = base.std(axis=0, ddof=1)
-    features = np.concatenate([
-        base,
-        base[[3, 3, 3]],                       # three exact copies of row 3: a group of 4
-        base[[10]] + 0.01 * std,               # a near copy of row 10 (0.014 std away)
-        base[[20]] + [0.0, 0.02 * std[1]],     # a near copy of row 20 (0.02 std away in column 1)
-    ])
+    features = np.concatenate(
+        [
+            base,
+            base[[3, 3, 3]],  # three exact copies of row 3: a group of 4
+            base[[10]] + 0.01 * std,  # a near copy of row 10 (0.014 std away)
+            base[[20]] + [0.0, 0.02 * std[1]],  # a near copy of row 20 (0.02 std away in column 1)
+        ]
+    )
     result = near_replicas(features, threshold=0.05)
     labels = result["labels"]
     assert result["groups"] == 3

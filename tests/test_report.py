@@ -51,21 +51,47 @@ def _parse(page: str) -> _Collector:
 
 # -- metrics ----------------------------------------------------------------------------------
 
+
 def test_flatten_metrics_nested_keys_in_order():
-    metrics = {"digits": {"train": 600, "t10k": 200}, "medians": {"plain": {"thickness": 2.5, "slant": 0.1}},
-               "seconds": 1.5, "empty": {}}
+    metrics = {
+        "digits": {"train": 600, "t10k": 200},
+        "medians": {"plain": {"thickness": 2.5, "slant": 0.1}},
+        "seconds": 1.5,
+        "empty": {},
+    }
     flat = flatten_metrics(metrics)
-    assert list(flat) == ["digits.train", "digits.t10k", "medians.plain.thickness", "medians.plain.slant",
-                          "seconds", "empty"]
+    assert list(flat) == [
+        "digits.train",
+        "digits.t10k",
+        "medians.plain.thickness",
+        "medians.plain.slant",
+        "seconds",
+        "empty",
+    ]
     assert flat["medians.plain.thickness"] == 2.5 and flat["digits.t10k"] == 200
 
 
-@pytest.mark.parametrize("value, text", [
-    (0.123456789, "0.1235"), (2.0, "2"), (1234.5678, "1235"), (12345.678, "12346"), (9999.7, "10000"),
-    (0.00012345, "0.0001234"), (1.5e-7, "1.5e-07"), (3.2e9, "3.2e+09"), (-2.71828, "-2.718"),
-    (600, "600"), (np.int64(12345678), "12345678"), (np.float32(0.25), "0.25"), (float("nan"), "NaN"),
-    (float("inf"), "inf"), (0.0, "0"), (True, "True"),
-])
+@pytest.mark.parametrize(
+    "value, text",
+    [
+        (0.123456789, "0.1235"),
+        (2.0, "2"),
+        (1234.5678, "1235"),
+        (12345.678, "12346"),
+        (9999.7, "10000"),
+        (0.00012345, "0.0001234"),
+        (1.5e-7, "1.5e-07"),
+        (3.2e9, "3.2e+09"),
+        (-2.71828, "-2.718"),
+        (600, "600"),
+        (np.int64(12345678), "12345678"),
+        (np.float32(0.25), "0.25"),
+        (float("nan"), "NaN"),
+        (float("inf"), "inf"),
+        (0.0, "0"),
+        (True, "True"),
+    ],
+)
 def test_format_number(value, text):
     assert format_number(value) == text
 
@@ -80,6 +106,7 @@ def test_add_metrics_renders_flattened_names_and_formatted_values():
 
 
 # -- figures in the page ----------------------------------------------------------------------
+
 
 def test_figure_is_embedded_as_the_same_png_bytes(tmp_path):
     png = _png()
@@ -110,6 +137,7 @@ def test_figure_object_is_accepted_and_non_png_refused():
 
 
 # -- self-contained, escaped ------------------------------------------------------------------
+
 
 def test_page_is_self_contained_and_escapes_user_text():
     report = Report(EVIL, subtitle=EVIL)
@@ -158,6 +186,7 @@ def test_contents_list_links_sections():
 
 # -- tables -----------------------------------------------------------------------------------
 
+
 def test_table_truncates_and_formats():
     df = pd.DataFrame({"x": np.arange(60) / 7.0, "name": [f"row{i}" for i in range(60)]})
     df.loc[1, "name"] = None
@@ -180,13 +209,14 @@ def test_table_shows_a_named_index():
     report = Report("r")
     report.add_table(df)
     page = report.render()
-    assert "<thead><tr><th>label</th><th class=\"num\">median</th></tr></thead>" in page
+    assert '<thead><tr><th>label</th><th class="num">median</th></tr></thead>' in page
     assert '<tr><th scope="row">1</th><td class="num">3</td></tr>' in page
     with pytest.raises(InvalidArgumentError, match="df"):
         report.add_table([[1, 2]])
 
 
 # -- figures ----------------------------------------------------------------------------------
+
 
 def test_image_grid_shows_each_image_once():
     rng = np.random.default_rng(0)
@@ -225,13 +255,15 @@ def test_image_grid_rgb_blank_cells_and_validation():
 def test_distributions_by_class_one_panel_per_column_nans_dropped():
     rng = np.random.default_rng(1)
     labels = np.repeat([0, 1, 2], 40)
-    df = pd.DataFrame({
-        "label": labels,
-        "thickness": rng.normal(2 + labels, 0.3),
-        "slant": rng.normal(0, 0.2, size=labels.size),
-    })
+    df = pd.DataFrame(
+        {
+            "label": labels,
+            "thickness": rng.normal(2 + labels, 0.3),
+            "slant": rng.normal(0, 0.2, size=labels.size),
+        }
+    )
     df.loc[df.index[:10], "thickness"] = np.nan  # in class 0
-    df.loc[df.label == 2, "slant"] = 0.5          # a constant class: no violin possible
+    df.loc[df.label == 2, "slant"] = 0.5  # a constant class: no violin possible
     fig = distributions_by_class(df, ["thickness", "slant"], column_labels={"thickness": "thickness (px)"})
 
     visible = [ax for ax in fig.axes if ax.get_visible()]
@@ -256,17 +288,21 @@ def test_distributions_by_class_validates_columns():
 
 # -- p-values, quick runs, baselines ----------------------------------------------------------
 
-@pytest.mark.parametrize("p, permutations, text", [
-    (7e-38, None, "7.0e-38"),        # was rounded to 6 decimals and shown as 0
-    (0.0, None, "< 1e-300"),         # a normal tail that underflowed is not zero either
-    (0.43, None, "0.43"),
-    (0.02134, None, "0.0213"),
-    (0.00099, None, "9.9e-4"),
-    (0.002, 499, "<= 0.002"),        # no permuted statistic reached the observed one: p = 1/(B+1)
-    (0.001, 999, "<= 0.001"),
-    (0.004, 499, "0.004"),           # above the floor: the value itself
-    (float("nan"), None, "NaN"),
-])
+
+@pytest.mark.parametrize(
+    "p, permutations, text",
+    [
+        (7e-38, None, "7.0e-38"),  # was rounded to 6 decimals and shown as 0
+        (0.0, None, "< 1e-300"),  # a normal tail that underflowed is not zero either
+        (0.43, None, "0.43"),
+        (0.02134, None, "0.0213"),
+        (0.00099, None, "9.9e-4"),
+        (0.002, 499, "<= 0.002"),  # no permuted statistic reached the observed one: p = 1/(B+1)
+        (0.001, 999, "<= 0.001"),
+        (0.004, 499, "0.004"),  # above the floor: the value itself
+        (float("nan"), None, "NaN"),
+    ],
+)
 def test_format_p_value(p, permutations, text):
     from repscope.report import format_p_value
 
@@ -282,10 +318,12 @@ def test_p_value_names():
 
 def test_metrics_and_tables_write_p_values_that_never_read_zero():
     report = Report("r")
-    report.add_metrics({"linear": {"p_value": 7e-38, "mmd2": 0.25},
-                        "quadratic_p_value": 0.002, "quadratic_permutations": 499})
-    table = pd.DataFrame({"model": ["vae", "gan"], "p_value": [0.01, 0.5], "permutations": [99, 999],
-                          "quadratic_p": [0.03, 0.001]})
+    report.add_metrics(
+        {"linear": {"p_value": 7e-38, "mmd2": 0.25}, "quadratic_p_value": 0.002, "quadratic_permutations": 499}
+    )
+    table = pd.DataFrame(
+        {"model": ["vae", "gan"], "p_value": [0.01, 0.5], "permutations": [99, 999], "quadratic_p": [0.03, 0.001]}
+    )
     report.add_table(table, float_format=".2f")
     cells = re.findall(r"<td[^>]*>(.*?)</td>", report.render())
     assert cells[:4] == ["7.0e-38", "0.25", "&lt;= 0.002", "499"]
@@ -317,8 +355,13 @@ def test_table_marks_results_below_a_constant_baseline():
     table = pd.DataFrame({"task": ["recognition", "abnormality"], "accuracy": [0.95, 0.70], "rmse": [0.4, 0.9]})
     report = Report("r")
     report.add_table(table, title="Table 3", baseline={"accuracy": 0.80})
-    report.add_table(table, title="Errors", baseline={"rmse": 0.5}, higher_is_better=False,
-                     baseline_label="constant-prediction baseline")
+    report.add_table(
+        table,
+        title="Errors",
+        baseline={"rmse": 0.5},
+        higher_is_better=False,
+        baseline_label="constant-prediction baseline",
+    )
     page = report.render()
     assert page.count('class="num below-baseline"') == 2
     assert '<td class="num below-baseline">0.7 \u25bc</td>' in page

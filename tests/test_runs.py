@@ -24,7 +24,8 @@ NOW = datetime(2024, 5, 17, 9, 3, 7)
 def _snapshot(folder: Path) -> dict[str, tuple[bytes, int]]:
     return {
         p.relative_to(folder).as_posix(): (p.read_bytes(), p.stat().st_mtime_ns)
-        for p in sorted(folder.rglob("*")) if p.is_file()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
     }
 
 
@@ -36,6 +37,7 @@ def _small_figure():
 
 
 # -- creation ---------------------------------------------------------------------------------
+
 
 def test_default_names_are_distinct_at_the_same_time(tmp_path):
     first = RunDirectory.create("demo", root=tmp_path / "runs", now=NOW)
@@ -112,14 +114,17 @@ def test_kind_is_validated(tmp_path, kind):
 
 # -- writers ----------------------------------------------------------------------------------
 
+
 def test_write_table_round_trip(tmp_path):
     run = RunDirectory.create("demo", out=tmp_path / "run")
-    df = pd.DataFrame({
-        "label": np.arange(5, dtype=np.int64),
-        "thickness": [1.0 / 3.0, 2.718281828459045, np.nan, -1e-12, 123456789.123],
-        "set": ["plain", "thin", "thic", "swel", "frac, with comma"],
-        "valid": [True, False, True, True, False],
-    })
+    df = pd.DataFrame(
+        {
+            "label": np.arange(5, dtype=np.int64),
+            "thickness": [1.0 / 3.0, 2.718281828459045, np.nan, -1e-12, 123456789.123],
+            "set": ["plain", "thin", "thic", "swel", "frac, with comma"],
+            "valid": [True, False, True, True, False],
+        }
+    )
     path = run.write_table("morphometrics", df)
     assert path == run.root / "tables" / "morphometrics.csv"
     pd.testing.assert_frame_equal(pd.read_csv(path), df, check_dtype=False)
@@ -141,8 +146,13 @@ def test_write_config_round_trip_with_version_and_order(tmp_path):
     path = run.write_config(config)
     loaded = yaml.safe_load(path.read_text())
     expected = {
-        "study": "morpho-demo", "seed": 7, "lr": 0.1, "sizes": [3, 4], "weights": [0.5, 0.25],
-        "data": {"source": "/data/mnist", "flag": True, "max_train": 600}, "note": None,
+        "study": "morpho-demo",
+        "seed": 7,
+        "lr": 0.1,
+        "sizes": [3, 4],
+        "weights": [0.5, 0.25],
+        "data": {"source": "/data/mnist", "flag": True, "max_train": 600},
+        "note": None,
         "repscope_version": repscope.__version__,
     }
     assert loaded == expected

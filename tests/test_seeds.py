@@ -13,7 +13,10 @@ from repscope.cli import app
 TINY_TRAIN = {
     # lr 1e-9: Adam moves each weight by ~1e-9 per step, so the final weights show the initialisation
     "model": {"name": "lenet5", "params": {"lr": 1e-9}},
-    "data": {"name": "digits", "params": {"source": "mnist-sample", "max_train": 100, "max_test": 50, "target": "label"}},
+    "data": {
+        "name": "digits",
+        "params": {"source": "mnist-sample", "max_train": 100, "max_test": 50, "target": "label"},
+    },
     "trainer": {"max_epochs": 1},
     "batch_size": 50,
     "seed": 0,
@@ -38,8 +41,21 @@ def largest_difference(a: dict[str, torch.Tensor], b: dict[str, torch.Tensor]) -
 def train_run(config, out, seed: int, global_seed: int, lr: float = 1e-9) -> dict[str, torch.Tensor]:
     """``repscope train CONFIG --set seed=N`` with the process's global torch state set to ``global_seed``."""
     torch.manual_seed(global_seed)
-    result = CliRunner().invoke(app, ["train", str(config), "--set", f"seed={seed}", "--set", "trainer.max_epochs=1",
-                                      "--set", f"model.params.lr={lr:.1e}", "--out", str(out)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(config),
+            "--set",
+            f"seed={seed}",
+            "--set",
+            "trainer.max_epochs=1",
+            "--set",
+            f"model.params.lr={lr:.1e}",
+            "--out",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     return state_dict(out / "checkpoints" / "final.ckpt")
 
@@ -66,8 +82,23 @@ def test_train_seed_makes_training_reproducible(tmp_path, isolated_home):
 def classifier_run(home, seed: int, global_seed: int) -> dict[str, dict[str, torch.Tensor]]:
     """Train level-1 classifiers with ``--seed`` and read every cached checkpoint back."""
     torch.manual_seed(global_seed)
-    result = CliRunner().invoke(app, ["sprites", "train-classifiers", "--level", "1", "--train-size", "64",
-                                      "--val-size", "32", "--epochs", "1", "--seed", str(seed)])
+    result = CliRunner().invoke(
+        app,
+        [
+            "sprites",
+            "train-classifiers",
+            "--level",
+            "1",
+            "--train-size",
+            "64",
+            "--val-size",
+            "32",
+            "--epochs",
+            "1",
+            "--seed",
+            str(seed),
+        ],
+    )
     assert result.exit_code == 0, result.output
     checkpoints = sorted((home / "classifiers" / "cdsprites-level1").glob("*.ckpt"))
     assert checkpoints, "no classifier checkpoint cached"
@@ -83,5 +114,7 @@ def test_classifier_seed_sets_the_weights_whatever_the_global_state(isolated_hom
         assert same_weights(first[name], again[name]), name
         # 64 samples in batches of 64: one Adam step, which moves a weight by at most lr = 2e-3, so
         # larger differences are the initialisation's (batch-norm statistics follow the data: left out)
-        learnt = {key: value for key, value in first[name].items() if "running_" not in key and "num_batches" not in key}
+        learnt = {
+            key: value for key, value in first[name].items() if "running_" not in key and "num_batches" not in key
+        }
         assert largest_difference(learnt, {key: other[name][key] for key in learnt}) > 0.05, name

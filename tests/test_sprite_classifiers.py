@@ -17,7 +17,10 @@ from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoun
 from repscope.models.sprite_cnn import AttributeCNN
 from repscope.train import attribute_classifiers as sc
 from repscope.train.attribute_classifiers import (
-    classifiers_dir, evaluate_classifiers, load_classifiers, train_classifiers,
+    classifiers_dir,
+    evaluate_classifiers,
+    load_classifiers,
+    train_classifiers,
 )
 from repscope.train.tasks import SupervisedTask
 
@@ -48,6 +51,7 @@ def level5(level5_home, monkeypatch):
 def no_training(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("trained although a complete cache was there")
+
     monkeypatch.setattr(sc, "_train_locked", fail)
 
 
@@ -55,7 +59,9 @@ def test_training_writes_every_attribute_of_the_level(level5):
     directory, metadata = level5
     assert directory == classifiers_dir(5) and directory.name == "cdsprites-level5"
     attributes = level_attributes(5)
-    assert sorted(p.name for p in directory.iterdir()) == sorted([f"{a}.ckpt" for a in attributes] + ["classifiers.json"])
+    assert sorted(p.name for p in directory.iterdir()) == sorted(
+        [f"{a}.ckpt" for a in attributes] + ["classifiers.json"]
+    )
     stored = json.loads((directory / "classifiers.json").read_text())
     assert stored["level"] == 5 and list(stored["attributes"]) == list(attributes)
     assert metadata["directory"] == str(directory)
@@ -70,8 +76,13 @@ def test_training_writes_every_attribute_of_the_level(level5):
         checkpoint = torch.load(directory / f"{attribute}.ckpt", weights_only=True)
         assert (checkpoint["level"], checkpoint["attribute"]) == (5, attribute)
         assert checkpoint["hyper_parameters"] == {
-            "network": "attribute-cnn", "kind": "classification", "num_outputs": len(ATTRIBUTE_VALUES[attribute]),
-            "lr": sc.DEFAULT_LR, "image_shape": [3, 64, 64], "schedule": "cosine"}
+            "network": "attribute-cnn",
+            "kind": "classification",
+            "num_outputs": len(ATTRIBUTE_VALUES[attribute]),
+            "lr": sc.DEFAULT_LR,
+            "image_shape": [3, 64, 64],
+            "schedule": "cosine",
+        }
     # no temporary folder left next to the cache
     assert [p.name for p in directory.parent.iterdir() if p.name.startswith(".tmp-")] == []
 
@@ -103,15 +114,18 @@ def test_predict_gives_a_table_of_valid_classes_in_any_accepted_layout(level5):
         assert accuracies[attribute] == pytest.approx(np.mean(predicted[:, k] == table[:, k]))
 
 
-@pytest.mark.parametrize("images, message", [
-    (np.zeros((4, 64, 64), np.uint8), "shape"),
-    (np.zeros((4, 32, 32, 3), np.uint8), "shape"),
-    (np.zeros((64, 64, 3), np.uint8), "shape"),
-    (np.zeros((0, 64, 64, 3), np.uint8), "got 0"),
-    (np.zeros((4, 64, 64, 3), np.int32), "dtype"),
-    (np.full((4, 64, 64, 3), 2.0, np.float32), "[0, 1]"),
-    (np.full((4, 64, 64, 3), np.nan, np.float32), "NaN"),
-])
+@pytest.mark.parametrize(
+    "images, message",
+    [
+        (np.zeros((4, 64, 64), np.uint8), "shape"),
+        (np.zeros((4, 32, 32, 3), np.uint8), "shape"),
+        (np.zeros((64, 64, 3), np.uint8), "shape"),
+        (np.zeros((0, 64, 64, 3), np.uint8), "got 0"),
+        (np.zeros((4, 64, 64, 3), np.int32), "dtype"),
+        (np.full((4, 64, 64, 3), 2.0, np.float32), "[0, 1]"),
+        (np.full((4, 64, 64, 3), np.nan, np.float32), "NaN"),
+    ],
+)
 def test_bad_images_are_a_clear_error_naming_images(level5, images, message):
     classifiers = load_classifiers(5, train_if_missing=False)
     with pytest.raises(InvalidArgumentError, match="images") as caught:
@@ -221,7 +235,10 @@ def test_training_is_deterministic_in_the_seed(tmp_path):
     a = torch.load(tmp_path / "a" / "shape.ckpt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b" / "shape.ckpt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[key], b[key]) for key in a)
-    assert load_classifiers(1, train_if_missing=False, directory=tmp_path / "a").metadata["attributes"]["shape"]["seed"] == 3
+    assert (
+        load_classifiers(1, train_if_missing=False, directory=tmp_path / "a").metadata["attributes"]["shape"]["seed"]
+        == 3
+    )
 
 
 def test_bad_arguments_are_named():
@@ -251,8 +268,9 @@ def test_attribute_cnn_maps_sprites_to_logits():
 def test_default_training_reaches_the_target_on_every_attribute(tmp_path, monkeypatch):
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
     metadata = train_classifiers(5, progress=False)
-    assert {a: e["val_accuracy"] >= sc.TARGET_ACCURACY for a, e in metadata["attributes"].items()} == \
-        {a: True for a in level_attributes(5)}
+    assert {a: e["val_accuracy"] >= sc.TARGET_ACCURACY for a, e in metadata["attributes"].items()} == {
+        a: True for a in level_attributes(5)
+    }
     classifiers = load_classifiers(5, train_if_missing=False)
     images, _, table = CdSpritesPlus(5, size=2000, seed=0, split="test").batch(np.arange(2000))
     assert min(evaluate_classifiers(classifiers, images, table).values()) >= sc.TARGET_ACCURACY

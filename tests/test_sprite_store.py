@@ -42,8 +42,13 @@ def chunks(images, captions, factors, size: int = 5):
 
 
 def write_cd(out, images, captions, factors, **kwargs):
-    options = dict(generator="cdsprites", level=LEVEL, seed=7, params={"count": len(images), "note": "tiny"},
-                   image_shape=(64, 64, 3))
+    options = dict(
+        generator="cdsprites",
+        level=LEVEL,
+        seed=7,
+        params={"count": len(images), "note": "tiny"},
+        image_shape=(64, 64, 3),
+    )
     options.update(kwargs)
     return store.write_dataset(out, chunks(images, captions, factors), len(images), **options)
 
@@ -117,8 +122,9 @@ def test_refuses_existing_output_and_leaves_it_untouched(tmp_path, cd_data):
             yield batch
 
     with pytest.raises(OutputExistsError, match="cd"):
-        store.write_dataset(out, watched(), N, generator="cdsprites", level=LEVEL, seed=0, params={},
-                            image_shape=(64, 64, 3))
+        store.write_dataset(
+            out, watched(), N, generator="cdsprites", level=LEVEL, seed=0, params={}, image_shape=(64, 64, 3)
+        )
     assert consumed == []  # refused before generating anything
     assert [p.name for p in out.iterdir()] == ["keep.txt"]
     assert (out / "keep.txt").read_text() == "precious"
@@ -148,8 +154,9 @@ def test_interrupted_write_leaves_nothing(tmp_path, cd_data):
 
     out = tmp_path / "cd"
     with pytest.raises(KeyboardInterrupt):
-        store.write_dataset(out, failing(), N, generator="cdsprites", level=LEVEL, seed=0, params={},
-                            image_shape=(64, 64, 3))
+        store.write_dataset(
+            out, failing(), N, generator="cdsprites", level=LEVEL, seed=0, params={}, image_shape=(64, 64, 3)
+        )
     assert not out.exists()
     assert list(tmp_path.iterdir()) == []
 
@@ -157,26 +164,41 @@ def test_interrupted_write_leaves_nothing(tmp_path, cd_data):
 def test_short_batches_leave_nothing(tmp_path, cd_data):
     images, captions, _, factors = cd_data
     with pytest.raises(InvalidArgumentError, match="count=13"):
-        store.write_dataset(tmp_path / "cd", chunks(images, captions, factors), N + 1, generator="cdsprites",
-                            level=LEVEL, seed=0, params={}, image_shape=(64, 64, 3))
+        store.write_dataset(
+            tmp_path / "cd",
+            chunks(images, captions, factors),
+            N + 1,
+            generator="cdsprites",
+            level=LEVEL,
+            seed=0,
+            params={},
+            image_shape=(64, 64, 3),
+        )
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.parametrize("break_chunk, message", [
-    (lambda im, cap, fac: (im.astype(np.float32), cap, fac), "uint8"),
-    (lambda im, cap, fac: (im[:, :32], cap, fac), "shape"),
-    (lambda im, cap, fac: (im, cap[:-1], fac), "4 captions for 5 images"),
-    (lambda im, cap, fac: (im, None, fac), "captions"),
-    (lambda im, cap, fac: (im, cap, fac.iloc[:-1]), "4 rows for 5 images"),
-    (lambda im, cap, fac: (im, cap, fac.drop(columns="colour")), "colour"),
-    (lambda im, cap, fac: (im, cap, fac.assign(shape=7)), "column shape must hold classes 0-2"),
-])
+@pytest.mark.parametrize(
+    "break_chunk, message",
+    [
+        (lambda im, cap, fac: (im.astype(np.float32), cap, fac), "uint8"),
+        (lambda im, cap, fac: (im[:, :32], cap, fac), "shape"),
+        (lambda im, cap, fac: (im, cap[:-1], fac), "4 captions for 5 images"),
+        (lambda im, cap, fac: (im, None, fac), "captions"),
+        (lambda im, cap, fac: (im, cap, fac.iloc[:-1]), "4 rows for 5 images"),
+        (lambda im, cap, fac: (im, cap, fac.drop(columns="colour")), "colour"),
+        (lambda im, cap, fac: (im, cap, fac.assign(shape=7)), "column shape must hold classes 0-2"),
+    ],
+)
 def test_bad_chunks_are_clear_errors(tmp_path, cd_data, break_chunk, message):
     images, captions, _, factors = cd_data
-    batches = [(images[:5], captions[:5], factors.iloc[:5]), break_chunk(images[5:10], captions[5:10], factors.iloc[5:10])]
+    batches = [
+        (images[:5], captions[:5], factors.iloc[:5]),
+        break_chunk(images[5:10], captions[5:10], factors.iloc[5:10]),
+    ]
     with pytest.raises(InvalidArgumentError, match=message) as caught:
-        store.write_dataset(tmp_path / "cd", batches, 10, generator="cdsprites", level=LEVEL, seed=0, params={},
-                            image_shape=(64, 64, 3))
+        store.write_dataset(
+            tmp_path / "cd", batches, 10, generator="cdsprites", level=LEVEL, seed=0, params={}, image_shape=(64, 64, 3)
+        )
     assert "batches[1]" in str(caught.value)
     assert list(tmp_path.iterdir()) == []
 
@@ -374,8 +396,16 @@ def test_dsprites_round_trip(tmp_path):
     images = (rng.random((N, 64, 64)) < 0.3).astype(np.uint8)
     classes = np.stack([rng.integers(0, size, size=N) for size in FACTOR_SIZES], axis=1)
     factors = pd.DataFrame(classes, columns=list(FACTOR_NAMES))
-    out = store.write_dataset(tmp_path / "ds", chunks(images, None, factors, size=4), N, generator="dsprites",
-                              level=None, seed=11, params={"subset": "random"}, image_shape=(64, 64))
+    out = store.write_dataset(
+        tmp_path / "ds",
+        chunks(images, None, factors, size=4),
+        N,
+        generator="dsprites",
+        level=None,
+        seed=11,
+        params={"subset": "random"},
+        image_shape=(64, 64),
+    )
     assert not (out / "captions.txt").exists()
     data = store.read_dataset(out, verify=True)
     assert isinstance(data.images, np.memmap)
@@ -395,8 +425,16 @@ def test_dsprites_rejects_captions(tmp_path):
     images = np.zeros((3, 64, 64), dtype=np.uint8)
     factors = pd.DataFrame(np.zeros((3, 6), dtype=np.int64), columns=list(FACTOR_NAMES))
     with pytest.raises(InvalidArgumentError, match="no captions"):
-        store.write_dataset(tmp_path / "ds", [(images, ["a", "b", "c"], factors)], 3, generator="dsprites",
-                            level=None, seed=0, params={}, image_shape=(64, 64))
+        store.write_dataset(
+            tmp_path / "ds",
+            [(images, ["a", "b", "c"], factors)],
+            3,
+            generator="dsprites",
+            level=None,
+            seed=0,
+            params={},
+            image_shape=(64, 64),
+        )
     assert list(tmp_path.iterdir()) == []
 
 

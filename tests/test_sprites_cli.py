@@ -66,8 +66,12 @@ def test_dsprites_folder_and_npz(tmp_path):
     indices = data.factors["index"].to_numpy()
     assert len(set(indices)) == 30
     assert np.array_equal(np.asarray(data.images), dsprites.DSprites().images(indices))
-    assert invoke("sprites", "generate", "--dataset", "dsprites", "--n", 30, "--seed", 4,
-                  "--out", tmp_path / "ds.npz").exit_code == 0
+    assert (
+        invoke(
+            "sprites", "generate", "--dataset", "dsprites", "--n", 30, "--seed", 4, "--out", tmp_path / "ds.npz"
+        ).exit_code
+        == 0
+    )
     archive = dsprites.read_npz(tmp_path / "ds.npz")
     assert np.array_equal(archive["imgs"], np.asarray(data.images))
 
@@ -99,7 +103,9 @@ def test_h5_export_import_round_trip_through_the_cli(tmp_path):
 
 def test_evaluate_scores_generated_captions_exactly(tmp_path):
     """image -> text needs no classifier: the scores are known by hand."""
-    truth = compose_captions(2, np.array([[0, 0], [1, 1], [2, 0], [0, 1]]))  # big square, small ellipse, big heart, small square
+    truth = compose_captions(
+        2, np.array([[0, 0], [1, 1], [2, 0], [0, 1]])
+    )  # big square, small ellipse, big heart, small square
     generated = ["big square", "small elipse", "big heart extra", "big"]
     folder = tmp_path / "outputs" / "image_to_text"
     folder.mkdir(parents=True)
@@ -142,8 +148,11 @@ def test_output_images_are_read_as_uint8_rgb_or_refused_naming_the_file(tmp_path
     images = read_output_images(tmp_path / "float.npy")
     assert images.dtype == np.uint8 and images.shape == (2, 64, 64, 3)
     assert images[1, 5, 7, 0] == 255 and images[0, 0, 0, 2] == 128 and int(images.sum()) == 255 + 128
-    for bad, why in [(values * 2, "lie in \\[0, 1\\]"), (np.full((1, 64, 64, 3), np.nan, np.float32), "NaN"),
-                     (np.zeros((1, 64, 64, 3), np.int32), "dtype")]:
+    for bad, why in [
+        (values * 2, "lie in \\[0, 1\\]"),
+        (np.full((1, 64, 64, 3), np.nan, np.float32), "NaN"),
+        (np.zeros((1, 64, 64, 3), np.int32), "dtype"),
+    ]:
         np.save(tmp_path / "bad.npy", bad)
         with pytest.raises(DataFormatError, match=f"bad.npy.*{why}"):
             read_output_images(tmp_path / "bad.npy")

@@ -30,7 +30,11 @@ def shared_home(tmp_path_factory):
 
 def test_shipped_study_configs_are_valid_and_match_the_paper():
     diversity = load_config(shipped_config_path("morpho-diversity"), DiversityConfig)
-    assert [(m.name, m.params.get("latent_dim")) for m in diversity.models] == [("beta-vae", 64), ("gan", 64), ("gan", 2)]
+    assert [(m.name, m.params.get("latent_dim")) for m in diversity.models] == [
+        ("beta-vae", 64),
+        ("gan", 64),
+        ("gan", 2),
+    ]
     assert diversity.models[0].params["beta"] == 4.0 and diversity.samples == 10000
     disentangle = load_config(shipped_config_path("morpho-disentangle"), DisentangleConfig)
     assert [s.setting for s in disentangle.settings] == ["A", "B", "C"]
@@ -44,8 +48,12 @@ def test_supervised_study_fills_table_3(tmp_path):
     report = run_supervised(config, out=tmp_path / "run")
     table = pd.read_csv(tmp_path / "run" / "tables" / "table3.csv")
     assert list(table["Model"]) == ["kNN", "SVM", "MLP", "LeNet-5"]
-    assert list(table.columns[1:]) == ["Digit recognition PLAIN (%)", "Digit recognition LOCAL (%)",
-                                       "Abnormality detection (%)", "Thickness regression (RMSE, px)"]
+    assert list(table.columns[1:]) == [
+        "Digit recognition PLAIN (%)",
+        "Digit recognition LOCAL (%)",
+        "Abnormality detection (%)",
+        "Thickness regression (RMSE, px)",
+    ]
     accuracy = table.iloc[:, 1:4].to_numpy()
     assert np.all((accuracy >= 0) & (accuracy <= 100))
     assert table.loc[0, "Digit recognition PLAIN (%)"] > 60  # kNN on 300 real digits; chance is 10
@@ -62,9 +70,14 @@ def test_supervised_study_fills_table_3(tmp_path):
 
 def test_diversity_study_writes_mmd_table_and_pairplots(tmp_path):
     config = DiversityConfig(
-        data=TINY_DATA, training=TINY_TRAINING, samples=300, permutations=50,
-        models=[{"label": "GAN 2-d", "name": "gan", "params": {"latent_dim": 2}},
-                {"label": "VAE 8-d", "name": "beta-vae", "params": {"latent_dim": 8}}],
+        data=TINY_DATA,
+        training=TINY_TRAINING,
+        samples=300,
+        permutations=50,
+        models=[
+            {"label": "GAN 2-d", "name": "gan", "params": {"latent_dim": 2}},
+            {"label": "VAE 8-d", "name": "beta-vae", "params": {"latent_dim": 8}},
+        ],
     )
     run_diversity(config, out=tmp_path / "run")
     metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
@@ -77,10 +90,18 @@ def test_diversity_study_writes_mmd_table_and_pairplots(tmp_path):
 
 
 def test_disentangle_study_partial_correlation_matrices(tmp_path):
-    config = DisentangleConfig(data=TINY_DATA, training=TINY_TRAINING, settings=[{"label": "InfoGAN-A", "setting": "A"}],
-                               generated_samples=200, traversal_rows=2, traversal_steps=5)
+    config = DisentangleConfig(
+        data=TINY_DATA,
+        training=TINY_TRAINING,
+        settings=[{"label": "InfoGAN-A", "setting": "A"}],
+        generated_samples=200,
+        traversal_rows=2,
+        traversal_steps=5,
+    )
     run_disentangle(config, out=tmp_path / "run")
-    matrix = pd.read_csv(tmp_path / "run" / "tables" / "infogan-a_inferential_partial_correlations.csv").set_index("factor")
+    matrix = pd.read_csv(tmp_path / "run" / "tables" / "infogan-a_inferential_partial_correlations.csv").set_index(
+        "factor"
+    )
     assert list(matrix.index) == ["length", "thickness", "slant", "width", "height"]
     assert len(matrix.columns) == 12  # ten category dummies of c1, then c2 and c3
     values = matrix.to_numpy(float)
@@ -92,11 +113,24 @@ def test_disentangle_study_partial_correlation_matrices(tmp_path):
 
 def test_study_cli_quick_with_overrides_and_errors(tmp_path, capsys):
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, [
-        "morpho", "supervised", "--quick", "--out", str(out),
-        "--set", "models=[knn]", "--set", "tasks=[recognition]",
-        "--set", "data.max_train=200", "--set", "data.max_test=100",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "morpho",
+            "supervised",
+            "--quick",
+            "--out",
+            str(out),
+            "--set",
+            "models=[knn]",
+            "--set",
+            "tasks=[recognition]",
+            "--set",
+            "data.max_train=200",
+            "--set",
+            "data.max_test=100",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.output.strip().endswith(f"report: {out / 'report.html'}")
     assert list(pd.read_csv(out / "tables" / "table3.csv")["Model"]) == ["kNN"]
@@ -112,8 +146,16 @@ def test_study_cli_quick_with_overrides_and_errors(tmp_path, capsys):
 # The numbers of a run directory recomputed independently from the data, so a study that measures
 # the wrong split (training digits as the reference, PLAIN digits in the LOCAL column) fails.
 
-SPLIT_OVERRIDES = ["--set", "data.source=mnist-sample", "--set", "data.seed=0",
-                   "--set", "data.max_train=300", "--set", "data.max_test=120"]
+SPLIT_OVERRIDES = [
+    "--set",
+    "data.source=mnist-sample",
+    "--set",
+    "data.seed=0",
+    "--set",
+    "data.max_train=300",
+    "--set",
+    "data.max_test=120",
+]
 
 
 def tiny_set(name: str, target: str):
@@ -136,8 +178,21 @@ def knn_score(train, test, regression: bool = False) -> float:
 
 def test_supervised_columns_use_the_right_test_split(tmp_path):
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, ["morpho", "supervised", "--quick", "--out", str(out), "--set", "models=[knn]",
-                                      "--set", "tasks=[recognition, abnormality, thickness]", *SPLIT_OVERRIDES])
+    result = CliRunner().invoke(
+        app,
+        [
+            "morpho",
+            "supervised",
+            "--quick",
+            "--out",
+            str(out),
+            "--set",
+            "models=[knn]",
+            "--set",
+            "tasks=[recognition, abnormality, thickness]",
+            *SPLIT_OVERRIDES,
+        ],
+    )
     assert result.exit_code == 0, result.output
     row = pd.read_csv(out / "tables" / "table3.csv").set_index("Model").loc["kNN"]
     plain, local = tiny_set("plain", "label"), tiny_set("local", "label")
@@ -149,8 +204,9 @@ def test_supervised_columns_use_the_right_test_split(tmp_path):
     abnormal = tiny_set("local", "abnormal")
     assert row["Abnormality detection (%)"] == pytest.approx(knn_score(abnormal, abnormal), abs=1e-9)
     thickness = tiny_set("global", "thickness")
-    assert row["Thickness regression (RMSE, px)"] == pytest.approx(knn_score(thickness, thickness, regression=True),
-                                                                   rel=1e-6)
+    assert row["Thickness regression (RMSE, px)"] == pytest.approx(
+        knn_score(thickness, thickness, regression=True), rel=1e-6
+    )
 
 
 def test_diversity_compares_samples_with_the_test_digits(tmp_path):
@@ -158,11 +214,25 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
     from repscope.metrics.mmd import mmd_quadratic_test
 
     out = tmp_path / "run"
-    result = CliRunner().invoke(app, [
-        "morpho", "diversity", "--quick", "--out", str(out), *SPLIT_OVERRIDES,
-        "--set", "models=[{label: VAE 4-d, name: beta-vae, params: {latent_dim: 4}}]",
-        "--set", "training.trainer.max_epochs=1", "--set", "samples=200", "--set", "permutations=20",
-    ])
+    result = CliRunner().invoke(
+        app,
+        [
+            "morpho",
+            "diversity",
+            "--quick",
+            "--out",
+            str(out),
+            *SPLIT_OVERRIDES,
+            "--set",
+            "models=[{label: VAE 4-d, name: beta-vae, params: {latent_dim: 4}}]",
+            "--set",
+            "training.trainer.max_epochs=1",
+            "--set",
+            "samples=200",
+            "--set",
+            "permutations=20",
+        ],
+    )
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
     test_digits = tiny_set("plain", "label").test_images
@@ -172,6 +242,10 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
     samples = pd.read_csv(out / "tables" / "samples_vae-4-d_morphometrics.csv")
     valid = samples["valid"].astype(bool)
     # fewer digits than quadratic_max_samples: the quadratic statistic uses them all, in any order
-    expected = mmd_quadratic_test(reference.loc[reference["valid"], columns].to_numpy(float),
-                                  samples.loc[valid, columns].to_numpy(float), permutations=10, rng=0)["mmd2"]
+    expected = mmd_quadratic_test(
+        reference.loc[reference["valid"], columns].to_numpy(float),
+        samples.loc[valid, columns].to_numpy(float),
+        permutations=10,
+        rng=0,
+    )["mmd2"]
     assert metrics["models"]["VAE 4-d"]["quadratic_mmd2"] == pytest.approx(expected, rel=1e-9, abs=1e-12)

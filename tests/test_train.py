@@ -16,7 +16,10 @@ from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsE
 from repscope.train.config import TrainConfig
 from repscope.train.run import load_task, read_checkpoint, train
 
-SMALL_DATA = {"name": "digits", "params": {"source": "mnist-sample", "max_train": 300, "max_test": 100, "target": "label"}}
+SMALL_DATA = {
+    "name": "digits",
+    "params": {"source": "mnist-sample", "max_train": 300, "max_test": 100, "target": "label"},
+}
 
 
 def write_config(path, **changes):
@@ -33,7 +36,9 @@ def write_config(path, **changes):
 
 
 def test_overrides_parse_values_as_yaml():
-    data = apply_overrides({"trainer": {"max_epochs": 3}}, ["trainer.max_epochs=5", "model.params.dims=[1, 2]", "seed=x"])
+    data = apply_overrides(
+        {"trainer": {"max_epochs": 3}}, ["trainer.max_epochs=5", "model.params.dims=[1, 2]", "seed=x"]
+    )
     assert data == {"trainer": {"max_epochs": 5}, "model": {"params": {"dims": [1, 2]}}, "seed": "x"}
     with pytest.raises(InvalidArgumentError, match="key=value"):
         apply_overrides({}, ["no-equals-sign"])
@@ -145,15 +150,30 @@ def test_corrupt_and_mismatched_checkpoints_are_clear_errors(lenet_run, tmp_path
 
 
 def test_supervised_model_needs_a_target(tmp_path):
-    path = write_config(tmp_path / "c.yaml", data={"name": "digits", "params": {"max_train": 50, "max_test": 20, "target": "none"}})
+    path = write_config(
+        tmp_path / "c.yaml", data={"name": "digits", "params": {"max_train": 50, "max_test": 20, "target": "none"}}
+    )
     with pytest.raises(InvalidArgumentError, match="data.params.target"):
         train(load_config(path, TrainConfig), out=tmp_path / "run")
 
 
 def test_cli_train_with_flags_and_one_line_errors(tmp_path, capsys):
     path = write_config(tmp_path / "mlp.yaml", model={"name": "mlp", "params": {}})
-    result = CliRunner().invoke(app, ["train", str(path), "--out", str(tmp_path / "run"), "--max-epochs", "1",
-                                      "--set", "data.params.target=label", "--accelerator", "cpu"])
+    result = CliRunner().invoke(
+        app,
+        [
+            "train",
+            str(path),
+            "--out",
+            str(tmp_path / "run"),
+            "--max-epochs",
+            "1",
+            "--set",
+            "data.params.target=label",
+            "--accelerator",
+            "cpu",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"run: {tmp_path / 'run'}" in result.output
     stored = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text())

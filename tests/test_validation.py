@@ -32,16 +32,19 @@ def test_pixel_values_accepts_uint8_float_bool_without_copy():
         assert check_pixel_values(array, "x") is array
 
 
-@pytest.mark.parametrize("array, fragment", [
-    (np.zeros((2, 2), np.int64), "dtype int64"),
-    (np.zeros((2, 2), np.uint16), "dtype uint16"),
-    (np.array([["a", "b"]]), "dtype <U1"),
-    (np.array([[None, 1]], dtype=object), "dtype object"),
-    (np.array([[0.5, np.nan]]), "NaN or infinite"),
-    (np.array([[0.5, np.inf]]), "NaN or infinite"),
-    (np.array([[0.5, 1.5]]), "[0, 1]"),
-    (np.array([[-0.1, 0.5]]), "[0, 1]"),
-])
+@pytest.mark.parametrize(
+    "array, fragment",
+    [
+        (np.zeros((2, 2), np.int64), "dtype int64"),
+        (np.zeros((2, 2), np.uint16), "dtype uint16"),
+        (np.array([["a", "b"]]), "dtype <U1"),
+        (np.array([[None, 1]], dtype=object), "dtype object"),
+        (np.array([[0.5, np.nan]]), "NaN or infinite"),
+        (np.array([[0.5, np.inf]]), "NaN or infinite"),
+        (np.array([[0.5, 1.5]]), "[0, 1]"),
+        (np.array([[-0.1, 0.5]]), "[0, 1]"),
+    ],
+)
 def test_pixel_values_refused_with_the_name(array, fragment):
     with pytest.raises(InvalidArgumentError, match="digits") as info:
         check_pixel_values(array, "digits")
@@ -66,7 +69,9 @@ def test_check_images_grey_shapes():
     assert check_images(images, image_shape=(28, 28)) is images
     dropped = check_images(np.zeros((4, 1, 28, 28), np.uint8), image_shape=(28, 28))
     assert dropped.shape == (4, 28, 28)
-    assert check_images(np.zeros((2, 5, 7)), ).shape == (2, 5, 7)  # any size by default
+    assert check_images(
+        np.zeros((2, 5, 7)),
+    ).shape == (2, 5, 7)  # any size by default
 
 
 def test_check_images_refuses_a_trailing_channel_axis_clearly():
@@ -99,9 +104,14 @@ def test_check_images_min_count_zero_allows_an_empty_batch():
         check_images(np.zeros((2, 28, 28), np.uint8), min_count=3)
 
 
-@pytest.mark.parametrize("images", [
-    np.zeros((4, 28, 27), np.uint8), np.zeros((28, 28), np.uint8), np.zeros((2, 2, 28, 28), np.uint8),
-])
+@pytest.mark.parametrize(
+    "images",
+    [
+        np.zeros((4, 28, 27), np.uint8),
+        np.zeros((28, 28), np.uint8),
+        np.zeros((2, 2, 28, 28), np.uint8),
+    ],
+)
 def test_check_images_wrong_shapes_name_the_expected_shape(images):
     with pytest.raises(InvalidArgumentError, match=r"expected images of shape \(N, 28, 28\)"):
         check_images(images, image_shape=(28, 28))
@@ -150,8 +160,7 @@ def test_conversions_round_trip_every_uint8_value():
 
 
 def test_to_uint8_rounds_and_clips():
-    np.testing.assert_array_equal(to_uint8(np.array([-0.5, 0.0, 0.5, 1.0, 2.0, np.nan])),
-                                  [0, 0, 128, 255, 255, 0])
+    np.testing.assert_array_equal(to_uint8(np.array([-0.5, 0.0, 0.5, 1.0, 2.0, np.nan])), [0, 0, 128, 255, 255, 0])
     np.testing.assert_array_equal(to_uint8(np.array([True, False])), [255, 0])
     uint8 = np.array([3, 7], np.uint8)
     assert to_uint8(uint8) is uint8

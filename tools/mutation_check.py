@@ -107,8 +107,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "classifier-init-seed-ignored",
         ("src/repscope/train/attribute_classifiers.py",),
-        "batch_size=batch_size, seed=seed)",
-        "batch_size=batch_size, seed=0)",
+        "        batch_size=batch_size,\n        seed=seed,\n    )\n",
+        "        batch_size=batch_size,\n        seed=0,\n    )\n",
         ("tests/test_seeds.py::test_classifier_seed_sets_the_weights_whatever_the_global_state",),
         "attribute classifiers start from the same weights whatever --seed",
     ),
@@ -134,7 +134,10 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/captions.py",),
         "mask[row, : len(codes)] = True",
         "mask[row, : len(codes) - 1] = True",
-        ("tests/test_captions.py::test_encode_one_hot_layout_by_hand", "tests/test_captions.py::test_round_trip_with_and_without_mask"),
+        (
+            "tests/test_captions.py::test_encode_one_hot_layout_by_hand",
+            "tests/test_captions.py::test_round_trip_with_and_without_mask",
+        ),
         "the last character of every caption is masked out",
     ),
     Mutation(

@@ -65,8 +65,8 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise DataFormatError(
-            f"config {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); "
-            "save the file as UTF-8") from None
+            f"config {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save the file as UTF-8"
+        ) from None
     try:
         data = yaml.safe_load(text)
     except RecursionError:

@@ -39,7 +39,9 @@ def output_error(path: str | os.PathLike, exc: OSError, action: str = "cannot wr
     and, when it differs, the file or directory the system refused."""
     reason = exc.strerror or exc.__class__.__name__
     culprit = exc.filename if exc.filename is not None else None
-    where = f" ({culprit}: {reason})" if culprit is not None and os.fspath(culprit) != os.fspath(path) else f" ({reason})"
+    where = (
+        f" ({culprit}: {reason})" if culprit is not None and os.fspath(culprit) != os.fspath(path) else f" ({reason})"
+    )
     return OutputWriteError(f"{os.fspath(path)}: {action}{where}")
 
 

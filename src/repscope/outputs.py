@@ -45,8 +45,14 @@ def existing_output_message(path: str | os.PathLike, option: str = "--out", can_
     return text + (", or --resume to continue it" if can_resume else "")
 
 
-def prepare_output(path: str | os.PathLike, *, overwrite: bool = False, resume: bool | None = None,
-                   kind: Kind = "file", option: str = "--out") -> Path:
+def prepare_output(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    resume: bool | None = None,
+    kind: Kind = "file",
+    option: str = "--out",
+) -> Path:
     """Check ``path`` against the output rule and return it as a ``Path``; nothing is written.
 
     Parameters
@@ -117,8 +123,14 @@ def replace_output(new: Path, path: Path) -> None:
 
 
 @contextlib.contextmanager
-def output_target(path: str | os.PathLike, *, overwrite: bool = False, resume: bool | None = None,
-                  kind: Kind = "file", option: str = "--out") -> Iterator[Path]:
+def output_target(
+    path: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    resume: bool | None = None,
+    kind: Kind = "file",
+    option: str = "--out",
+) -> Iterator[Path]:
     """Apply :func:`prepare_output`, then yield the path to write.
 
     When an existing output is to be replaced (``overwrite``), the yielded path is a temporary

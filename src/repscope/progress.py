@@ -131,13 +131,23 @@ class _SharedDisplay:
     def acquire(self) -> Any:
         with self._lock:
             if self._progress is None:
-                from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                           TimeElapsedColumn, TimeRemainingColumn)
+                from rich.progress import (
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
 
                 progress = Progress(
-                    TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                    TimeElapsedColumn(), TimeRemainingColumn(),
-                    console=_make_console(), transient=True,
+                    TextColumn("{task.description}"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    TimeRemainingColumn(),
+                    console=_make_console(),
+                    transient=True,
                 )
                 progress.start()
                 self._progress = progress
@@ -163,8 +173,9 @@ _DISPLAY = _SharedDisplay()
 class _Bar:
     """One bar: a task of the shared display, or a series of progress lines, or nothing."""
 
-    def __init__(self, description: str, total: int | None, mode: str, every_seconds: float,
-                 stream: TextIO | None = None) -> None:
+    def __init__(
+        self, description: str, total: int | None, mode: str, every_seconds: float, stream: TextIO | None = None
+    ) -> None:
         self.description = description
         self.total = total
         self.mode = mode
@@ -229,8 +240,9 @@ class _Bar:
 
 
 @contextlib.contextmanager
-def progress_bar(description: str, total: int | None = None, enabled: bool | None = None,
-                 every_seconds: float | None = None) -> Iterator[Update]:
+def progress_bar(
+    description: str, total: int | None = None, enabled: bool | None = None, every_seconds: float | None = None
+) -> Iterator[Update]:
     """Show the progress of a loop; yield ``update(done, total=None, description=None)``.
 
     Parameters
@@ -281,8 +293,7 @@ def _training_progress_class() -> type:
         sees an interrupt and exits with status 130.
         """
 
-        def __init__(self, description: str, every_seconds: float | None = None,
-                     enabled: bool | None = None) -> None:
+        def __init__(self, description: str, every_seconds: float | None = None, enabled: bool | None = None) -> None:
             super().__init__()
             self.description = str(description)
             self.every_seconds = every_seconds
@@ -309,8 +320,11 @@ def _training_progress_class() -> type:
         def on_train_start(self, trainer: Any, pl_module: Any) -> None:
             self._close()
             batches = trainer.num_training_batches
-            self._per_epoch = int(batches) if isinstance(batches, int) or (
-                isinstance(batches, float) and math.isfinite(batches)) else None
+            self._per_epoch = (
+                int(batches)
+                if isinstance(batches, int) or (isinstance(batches, float) and math.isfinite(batches))
+                else None
+            )
             epochs = trainer.max_epochs
             self._epochs = int(epochs) if epochs is not None and epochs > 0 else None
             total = self._per_epoch * self._epochs if self._per_epoch and self._epochs else None
@@ -318,9 +332,14 @@ def _training_progress_class() -> type:
             if max_steps is not None and max_steps > 0:
                 total = min(total, max_steps) if total else max_steps
             self._stack = contextlib.ExitStack()
-            self._update = self._stack.enter_context(progress_bar(
-                self._label(trainer.current_epoch), total=total, enabled=self.enabled,
-                every_seconds=self.every_seconds))
+            self._update = self._stack.enter_context(
+                progress_bar(
+                    self._label(trainer.current_epoch),
+                    total=total,
+                    enabled=self.enabled,
+                    every_seconds=self.every_seconds,
+                )
+            )
             self._update(self._done(trainer, trainer.current_epoch, -1))
 
         def _done(self, trainer: Any, epoch: int, batch_idx: int) -> int:
@@ -330,11 +349,11 @@ def _training_progress_class() -> type:
 
         def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
             if self._update is not None:
-                self._update(self._done(trainer, trainer.current_epoch, -1),
-                             description=self._label(trainer.current_epoch))
+                self._update(
+                    self._done(trainer, trainer.current_epoch, -1), description=self._label(trainer.current_epoch)
+                )
 
-        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any,
-                               batch_idx: int) -> None:
+        def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
             if self._update is not None:
                 self._update(self._done(trainer, trainer.current_epoch, batch_idx))
 
@@ -369,5 +388,13 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["TrainingProgress", "quiet_progress", "default_every_seconds", "format_seconds", "interactive", "progress_bar",
-           "progress_line", "progress_mode"]
+__all__ = [  # noqa: F822 -- TrainingProgress is made on first access (module __getattr__)
+    "TrainingProgress",
+    "quiet_progress",
+    "default_every_seconds",
+    "format_seconds",
+    "interactive",
+    "progress_bar",
+    "progress_line",
+    "progress_mode",
+]

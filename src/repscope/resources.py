@@ -54,8 +54,9 @@ def resolve_jobs(jobs: int, name: str = "--jobs") -> int:
         except (TypeError, ValueError):
             raise InvalidArgumentError(f"{name}: expected an integer, got {jobs!r}") from None
     if jobs == 0:
-        raise InvalidArgumentError(f"{name}: must be a positive number of workers, or -1 for all cores "
-                                   "(-2 all but one), got 0")
+        raise InvalidArgumentError(
+            f"{name}: must be a positive number of workers, or -1 for all cores (-2 all but one), got 0"
+        )
     if jobs > 0:
         return jobs
     return max(1, usable_cores() + 1 + jobs)
@@ -181,5 +182,12 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-__all__ = ["busy_cores", "configure_torch_threads", "free_cores", "ignore_interrupts", "passive_wait",
-           "resolve_jobs", "usable_cores"]
+__all__ = [
+    "busy_cores",
+    "configure_torch_threads",
+    "free_cores",
+    "ignore_interrupts",
+    "passive_wait",
+    "resolve_jobs",
+    "usable_cores",
+]

@@ -53,8 +53,7 @@ def validate_name(value: Any, argument: str = "name") -> str:
         raise InvalidArgumentError(f"{argument}: {value!r} must not contain '..'")
     if not _NAME_PATTERN.fullmatch(value):
         raise InvalidArgumentError(
-            f"{argument}: {value!r} must start with a letter or digit and hold only letters, digits, "
-            "'_', '-' and '.'"
+            f"{argument}: {value!r} must start with a letter or digit and hold only letters, digits, '_', '-' and '.'"
         )
     return value
 
@@ -340,4 +339,3 @@ def _close_figure(fig: Any) -> None:
 
 
 __all__ = ["RunDirectory", "validate_name", "to_plain", "FIGURE_DPI", "TIMESTAMP_FORMAT"]
-

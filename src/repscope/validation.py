@@ -81,8 +81,7 @@ def _check_dtype(array: np.ndarray, name: str, error: type[RepscopeError]) -> np
     return array
 
 
-def check_pixel_values(array: Any, name: str,
-                       error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+def check_pixel_values(array: Any, name: str, error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
     """The pixel rule every image input shares, whatever its shape.
 
     Parameters
@@ -116,14 +115,18 @@ def check_pixel_values(array: Any, name: str,
     if not (np.isfinite(low) and np.isfinite(high)):
         raise error(f"{name}: NaN or infinite pixel values")
     if low < 0 or high > 1:
-        raise error(f"{name}: float images must lie in [0, 1] (pass uint8 for 0-255 intensities); "
-                    f"got values in [{low:g}, {high:g}]")
+        raise error(
+            f"{name}: float images must lie in [0, 1] (pass uint8 for 0-255 intensities); "
+            f"got values in [{low:g}, {high:g}]"
+        )
     return array
 
 
 def _shape_text(shape: Sequence[int | None]) -> str:
-    parts = ["H" if k == 0 and size is None else "W" if k == 1 and size is None else
-             "C" if size is None else str(size) for k, size in enumerate(shape)]
+    parts = [
+        "H" if k == 0 and size is None else "W" if k == 1 and size is None else "C" if size is None else str(size)
+        for k, size in enumerate(shape)
+    ]
     return "(" + ", ".join(parts) + ")"
 
 
@@ -140,12 +143,19 @@ def _normalise_image_shape(image_shape: Sequence[int | None] | None) -> tuple[in
         raise InvalidArgumentError(f"image_shape: expected a tuple of sizes, got {image_shape!r}") from None
     if len(shape) not in (2, 3) or any(size is not None and size < 1 for size in shape):
         raise InvalidArgumentError(
-            f"image_shape: expected (H, W) or (H, W, C) with positive sizes, got {image_shape!r}")
+            f"image_shape: expected (H, W) or (H, W, C) with positive sizes, got {image_shape!r}"
+        )
     return shape
 
 
-def check_images(images: Any, name: str = "images", *, image_shape: Sequence[int | None] | None = None,
-                 min_count: int = 1, error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+def check_images(
+    images: Any,
+    name: str = "images",
+    *,
+    image_shape: Sequence[int | None] | None = None,
+    min_count: int = 1,
+    error: type[RepscopeError] = InvalidArgumentError,
+) -> np.ndarray:
     """A batch of images ``(N, *image_shape)`` that follows the pixel rule.
 
     Parameters
@@ -188,31 +198,42 @@ def check_images(images: Any, name: str = "images", *, image_shape: Sequence[int
         if len(shape) == 4 and shape[1] == 1 and _matches(shape[2:], expected):
             array = array[:, 0]
         elif len(shape) == 4 and shape[-1] in _CHANNEL_SIZES and _matches(shape[1:3], expected):
-            raise error(f"{name}: shape {shape} has a channel axis; grey images are expected, "
-                        f"pass (N, {shape[1]}, {shape[2]})" + (", e.g. images[..., 0]" if shape[-1] == 1 else ""))
-        elif (len(shape) == 3 and expected[1] is None and shape[-1] in _CHANNEL_SIZES
-              and shape[-1] < shape[-2]):
-            raise error(f"{name}: shape {shape} looks like one image with a channel axis, not "
-                        f"{shape[0]} images {shape[1]}x{shape[2]}; pass (N, H, W) grey images, "
-                        f"e.g. ({shape[0]}, {shape[1]}) for one")
+            raise error(
+                f"{name}: shape {shape} has a channel axis; grey images are expected, "
+                f"pass (N, {shape[1]}, {shape[2]})" + (", e.g. images[..., 0]" if shape[-1] == 1 else "")
+            )
+        elif len(shape) == 3 and expected[1] is None and shape[-1] in _CHANNEL_SIZES and shape[-1] < shape[-2]:
+            raise error(
+                f"{name}: shape {shape} looks like one image with a channel axis, not "
+                f"{shape[0]} images {shape[1]}x{shape[2]}; pass (N, H, W) grey images, "
+                f"e.g. ({shape[0]}, {shape[1]}) for one"
+            )
     else:
         channels = expected[2]
-        if (len(shape) == 4 and channels is not None and shape[1] == channels
-                and shape[-1] != channels and _matches((shape[2], shape[3], shape[1]), expected)):
+        if (
+            len(shape) == 4
+            and channels is not None
+            and shape[1] == channels
+            and shape[-1] != channels
+            and _matches((shape[2], shape[3], shape[1]), expected)
+        ):
             array = np.transpose(array, (0, 2, 3, 1))
     if array.ndim != len(expected) + 1 or not _matches(array.shape[1:], expected):
-        alternatives = (" (or (N, C, H, W))" if len(expected) == 3 else "")
+        alternatives = " (or (N, C, H, W))" if len(expected) == 3 else ""
         raise error(f"{name}: expected images of shape {wanted}{alternatives}, got shape {shape}")
     if any(size == 0 for size in array.shape[1:]):
         raise error(f"{name}: zero-size images (shape {shape}); each image needs at least one pixel")
     if len(array) < min_count:
-        raise error(f"{name}: expected at least {min_count} image{'s' if min_count != 1 else ''}, "
-                    f"got {len(array)} (shape {shape})")
+        raise error(
+            f"{name}: expected at least {min_count} image{'s' if min_count != 1 else ''}, "
+            f"got {len(array)} (shape {shape})"
+        )
     return check_pixel_values(array, name, error)
 
 
-def check_image(image: Any, name: str = "image", *, ndim: int = 2,
-                error: type[RepscopeError] = InvalidArgumentError) -> np.ndarray:
+def check_image(
+    image: Any, name: str = "image", *, ndim: int = 2, error: type[RepscopeError] = InvalidArgumentError
+) -> np.ndarray:
     """One image: ``(H, W)`` grey (``ndim=2``) or ``(H, W, C)`` colour (``ndim=3``).
 
     Parameters
@@ -240,11 +261,15 @@ def check_image(image: Any, name: str = "image", *, ndim: int = 2,
     array = _check_dtype(as_array(image, name, error), name, error)
     if array.ndim != ndim:
         if ndim == 2 and array.ndim == 3 and array.shape[-1] in _CHANNEL_SIZES:
-            raise error(f"{name}: shape {array.shape} has a channel axis; a grey image is expected, "
-                        f"pass ({array.shape[0]}, {array.shape[1]})")
+            raise error(
+                f"{name}: shape {array.shape} has a channel axis; a grey image is expected, "
+                f"pass ({array.shape[0]}, {array.shape[1]})"
+            )
         if ndim == 2 and array.ndim == 3 and array.shape[0] == 1:
-            raise error(f"{name}: shape {array.shape} is a batch or a channels-first image; "
-                        f"one grey image is expected, pass ({array.shape[1]}, {array.shape[2]})")
+            raise error(
+                f"{name}: shape {array.shape} is a batch or a channels-first image; "
+                f"one grey image is expected, pass ({array.shape[1]}, {array.shape[2]})"
+            )
         layout = "(H, W)" if ndim == 2 else "(H, W, C)"
         raise error(f"{name}: expected one {ndim}-D image {layout}, got shape {array.shape}")
     if array.size == 0:

@@ -41,8 +41,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: Optional[bool] = typer.Option(None, "--version", callback=_version, is_eager=True,
-                                           help="Print the version and exit."),
+    version: Optional[bool] = typer.Option(
+        None, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
 ) -> None:
     """Quantitative assessment of learned representations."""
 
@@ -56,8 +57,11 @@ def _register_areas() -> None:
 
     app.add_typer(data_cli.app, name="data", help="Data sources: inspect, download.")
     app.add_typer(morpho_cli.app, name="morpho", help="Morpho-MNIST: measure, perturb, build datasets.")
-    app.add_typer(sprites_cli.app, name="sprites",
-                  help="dSprites and CdSprites+: generate, show, convert (h5), classify, evaluate coherency.")
+    app.add_typer(
+        sprites_cli.app,
+        name="sprites",
+        help="dSprites and CdSprites+: generate, show, convert (h5), classify, evaluate coherency.",
+    )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)
 

@@ -12,7 +12,9 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command("info")
 def info_command(
-    source: str = typer.Argument(..., help="mnist-sample, fashion-mnist, mnist, a directory of MNIST files, or a .npy/.npz file"),
+    source: str = typer.Argument(
+        ..., help="mnist-sample, fashion-mnist, mnist, a directory of MNIST files, or a .npy/.npz file"
+    ),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
 ) -> None:
     """Per split: image count, image shape and dtype, images per label."""
@@ -47,7 +49,13 @@ def list_command() -> None:
 @app.command("download")
 def download_command(
     name: Literal["mnist", "fashion-mnist"] = typer.Argument(..., help="mnist or fashion-mnist"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="directory to put the files in (default $REPSCOPE_HOME/datasets/NAME); files already there and verified are kept"),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="directory to put the files in (default $REPSCOPE_HOME/datasets/NAME); "
+        "files already there and verified are kept",
+    ),
     dest: Optional[Path] = typer.Option(None, "--dest", hidden=True, help="former name of --out"),
 ) -> None:
     """Download a dataset's files, verify their checksums and that they parse as MNIST IDX."""

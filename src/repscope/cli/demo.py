@@ -14,10 +14,14 @@ def demo(
     test: int = typer.Option(200, help="test digits to build from"),
     seed: int = typer.Option(0, help="seed of every random choice"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
-    diversity: bool = typer.Option(True, "--diversity/--no-diversity", help="include the small sample-diversity study (trains two VAEs)"),
+    diversity: bool = typer.Option(
+        True, "--diversity/--no-diversity", help="include the small sample-diversity study (trains two VAEs)"
+    ),
     diversity_epochs: int = typer.Option(5, "--diversity-epochs", help="epochs of each generator"),
     diversity_samples: int = typer.Option(2000, "--diversity-samples", help="samples drawn from each generator"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it holds files (once the new run is complete)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace OUT if it holds files (once the new run is complete)"
+    ),
 ) -> None:
     """Build a small Morpho-MNIST set from the embedded real digits, measure it, write a report."""
     import contextlib
@@ -26,11 +30,17 @@ def demo(
     from repscope.resources import resolve_jobs
     from repscope.studies.morpho_demo import DemoConfig, run_demo
 
-    config = DemoConfig(seed=seed, max_train=train, max_test=test, jobs=resolve_jobs(jobs), diversity=diversity,
-                        diversity_epochs=diversity_epochs, diversity_samples=diversity_samples)
+    config = DemoConfig(
+        seed=seed,
+        max_train=train,
+        max_test=test,
+        jobs=resolve_jobs(jobs),
+        diversity=diversity,
+        diversity_epochs=diversity_epochs,
+        diversity_samples=diversity_samples,
+    )
     with contextlib.ExitStack() as stack:
-        target = None if out is None else stack.enter_context(
-            output_target(out, overwrite=overwrite, kind="directory"))
+        target = None if out is None else stack.enter_context(output_target(out, overwrite=overwrite, kind="directory"))
         report = run_demo(config, out=target)
     if out is not None:
         report = out / Path(report).relative_to(target)

@@ -18,8 +18,15 @@ METHOD_CHOICES = Literal["fast", "reference"]
 
 @app.command("measure")
 def measure_command(
-    source: str = typer.Argument(..., help="mnist-sample, fashion-mnist, mnist, a directory of MNIST files, or a .npy/.npz file"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="CSV file to write (index, label, area, length, thickness, slant, width, height, valid)"),
+    source: str = typer.Argument(
+        ..., help="mnist-sample, fashion-mnist, mnist, a directory of MNIST files, or a .npy/.npz file"
+    ),
+    out: Optional[Path] = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="CSV file to write (index, label, area, length, thickness, slant, width, height, valid)",
+    ),
     output: Optional[Path] = typer.Option(None, "--output", hidden=True, help="former name of --out"),
     split: SPLIT_CHOICES = typer.Option("all", help="train, t10k, or all (train then t10k)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
@@ -73,13 +80,18 @@ def build_command(
     source: str = typer.Option("mnist-sample", help="source of the plain digits"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
     seed: int = typer.Option(0, help="seed of every random choice"),
-    sets: str = typer.Option(",".join(["plain", "thin", "thic", "swel", "frac", "global", "local"]), help="comma-separated sets to write, of plain thin thic swel frac global local"),
+    sets: str = typer.Option(
+        ",".join(["plain", "thin", "thic", "swel", "frac", "global", "local"]),
+        help="comma-separated sets to write, of plain thin thic swel frac global local",
+    ),
     test_fraction: float = typer.Option(0.2, help="t10k share when the source has a single split"),
     max_train: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N training digits"),
     max_test: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N test digits"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
     resume: bool = typer.Option(False, "--resume", help="finish an interrupted build in OUT"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it holds files (once the new build is complete)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace OUT if it holds files (once the new build is complete)"
+    ),
 ) -> None:
     """Write the Morpho-MNIST sets (plain thin thic swel frac global local) in MNIST format."""
     from repscope.data.morpho.build import BuildConfig, build_dataset

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Literal, Optional
 
@@ -21,16 +20,28 @@ SPLIT_CHOICES = Literal["train", "val", "test"]
 
 @app.command("generate")
 def generate_command(
-    out: Path = typer.Option(..., "--out", "-o", help="dataset directory to create (new or empty); for dsprites a path ending in .npz writes the original single-file layout"),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="dataset directory to create (new or empty); for dsprites a path ending in .npz writes the "
+        "original single-file layout",
+    ),
     dataset: DATASET_CHOICES = typer.Option("cdsprites", help="cdsprites or dsprites"),
     level: int = typer.Option(5, metavar=LEVEL_METAVAR, help=LEVEL_HELP),
-    n: Optional[int] = typer.Option(None, "--n", help="number of samples (default: the paper's size for the split; dsprites: the whole grid)"),
+    n: Optional[int] = typer.Option(
+        None, "--n", help="number of samples (default: the paper's size for the split; dsprites: the whole grid)"
+    ),
     seed: int = typer.Option(0, help="seed of every random choice"),
     split: SPLIT_CHOICES = typer.Option("train", help="train, val or test: independent sample streams"),
     texture_seed: int = typer.Option(0, help="seed of the procedural texture bank"),
-    texture_dir: Optional[Path] = typer.Option(None, "--texture-dir", help="folder of texture photographs to use instead of procedural textures"),
+    texture_dir: Optional[Path] = typer.Option(
+        None, "--texture-dir", help="folder of texture photographs to use instead of procedural textures"
+    ),
     caption_edits: int = typer.Option(0, help="misspell each caption with this many letter edits (robustness tests)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it exists (once the new dataset is complete)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace OUT if it exists (once the new dataset is complete)"
+    ),
 ) -> None:
     """Generate a sprite dataset (images, captions, factors) from a seed."""
     from repscope.data.sprites.attributes import check_level
@@ -48,8 +59,17 @@ def generate_command(
         total = n or default_size(level, split)
         with output_target(out, overwrite=overwrite, kind="directory") as target:
             with progress_bar(f"generating {total} CdSprites+ level-{level} {split} samples", total=total) as update:
-                generate_cdsprites(target, level, n, seed=seed, split=split, texture_seed=texture_seed,
-                                   texture_dir=texture_dir, caption_edits=caption_edits, progress=update)
+                generate_cdsprites(
+                    target,
+                    level,
+                    n,
+                    seed=seed,
+                    split=split,
+                    texture_seed=texture_seed,
+                    texture_dir=texture_dir,
+                    caption_edits=caption_edits,
+                    progress=update,
+                )
         typer.echo(f"wrote {total} CdSprites+ level-{level} samples -> {out}")
     else:
         from repscope.data.sprites.dsprites import TOTAL
@@ -84,7 +104,9 @@ def show_command(
 def export_h5_command(
     dataset_dir: Path = typer.Argument(..., help="a CdSprites+ dataset directory"),
     out_h5: Optional[Path] = typer.Argument(None, help="h5 file to write (same as --out)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="h5 file to write (the reference toolkit's traindata.h5 layout)"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="h5 file to write (the reference toolkit's traindata.h5 layout)"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the h5 file if it exists"),
 ) -> None:
     """Write a dataset as `image` (N x 64 x 64 x 3 uint8 BGR) and `text` (byte strings) in an h5 file."""
@@ -138,12 +160,18 @@ def train_classifiers_command(
     from repscope.train.attribute_classifiers import classifiers_dir, train_classifiers
 
     level = check_level(level, "--level")
-    options = {key: value for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs)) if value is not None}
+    options = {
+        key: value
+        for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs))
+        if value is not None
+    }
     result = train_classifiers(level, seed=seed, **options)
     for name, entry in result["attributes"].items():
         flag = "" if entry["meets_target"] else f"  (below the {result['target_accuracy']} target)"
-        typer.echo(f"{name}: validation accuracy {entry['val_accuracy']:.4f} on {entry['n_val']} fresh images, "
-                   f"{entry['train_seconds']:.0f} s{flag}")
+        typer.echo(
+            f"{name}: validation accuracy {entry['val_accuracy']:.4f} on {entry['n_val']} fresh images, "
+            f"{entry['train_seconds']:.0f} s{flag}"
+        )
     typer.echo(f"-> {classifiers_dir(level)}")
 
 
@@ -151,8 +179,12 @@ def train_classifiers_command(
 def classify_command(
     dataset_dir: Path = typer.Argument(..., help="a CdSprites+ dataset directory"),
     level: Optional[int] = typer.Option(None, metavar=LEVEL_METAVAR, help="CdSprites+ level (default: the dataset's)"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for predictions.csv and classification.json (default: DATASET_DIR)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace predictions.csv and classification.json if they exist"),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="folder for predictions.csv and classification.json (default: DATASET_DIR)"
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace predictions.csv and classification.json if they exist"
+    ),
 ) -> None:
     """Predict every attribute with the level's classifiers; report per-attribute accuracy."""
     import os

@@ -18,12 +18,26 @@ from repscope.studies.registry import StudyEntry, studies
 LOGGER_CHOICES = Literal["csv", "tensorboard", "none"]
 
 
-def trainer_overrides(prefix: str, accelerator: str | None, devices: str | None, num_nodes: int | None,
-                      precision: str | None, deterministic: bool | None, logger: str | None,
-                      max_epochs: int | None = None) -> list[str]:
+def trainer_overrides(
+    prefix: str,
+    accelerator: str | None,
+    devices: str | None,
+    num_nodes: int | None,
+    precision: str | None,
+    deterministic: bool | None,
+    logger: str | None,
+    max_epochs: int | None = None,
+) -> list[str]:
     """The Lightning flags as ``--set <prefix>.<key>=value`` overrides (flags win over the file)."""
-    flags = {"accelerator": accelerator, "devices": devices, "num_nodes": num_nodes, "precision": precision,
-             "deterministic": deterministic, "logger": logger, "max_epochs": max_epochs}
+    flags = {
+        "accelerator": accelerator,
+        "devices": devices,
+        "num_nodes": num_nodes,
+        "precision": precision,
+        "deterministic": deterministic,
+        "logger": logger,
+        "max_epochs": max_epochs,
+    }
     out = []
     for key, value in flags.items():
         if value is None:
@@ -40,24 +54,68 @@ def trainer_parameters(with_max_epochs: bool = False) -> list[inspect.Parameter]
     """The Lightning flags every command that trains takes."""
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [
-        inspect.Parameter("accelerator", keyword, annotation=Optional[str], default=typer.Option(
-            None, "--accelerator", help="cpu, gpu, mps, auto (Lightning)", rich_help_panel="Trainer")),
-        inspect.Parameter("devices", keyword, annotation=Optional[str], default=typer.Option(
-            None, "--devices", help="number of devices, or a list such as 0,1", rich_help_panel="Trainer")),
-        inspect.Parameter("num_nodes", keyword, annotation=Optional[int], default=typer.Option(
-            None, "--num-nodes", help="machines (Lightning)", rich_help_panel="Trainer")),
-        inspect.Parameter("precision", keyword, annotation=Optional[str], default=typer.Option(
-            None, "--precision", help="32-true, 16-mixed, bf16-mixed, ...", rich_help_panel="Trainer")),
-        inspect.Parameter("deterministic", keyword, annotation=Optional[bool], default=typer.Option(
-            None, "--deterministic/--no-deterministic", help="deterministic algorithms only (Lightning)",
-            rich_help_panel="Trainer")),
-        inspect.Parameter("logger", keyword, annotation=Optional[LOGGER_CHOICES], default=typer.Option(
-            None, "--logger", help="training log: csv, tensorboard (needs the tensorboard package) or none",
-            rich_help_panel="Trainer")),
+        inspect.Parameter(
+            "accelerator",
+            keyword,
+            annotation=Optional[str],
+            default=typer.Option(
+                None, "--accelerator", help="cpu, gpu, mps, auto (Lightning)", rich_help_panel="Trainer"
+            ),
+        ),
+        inspect.Parameter(
+            "devices",
+            keyword,
+            annotation=Optional[str],
+            default=typer.Option(
+                None, "--devices", help="number of devices, or a list such as 0,1", rich_help_panel="Trainer"
+            ),
+        ),
+        inspect.Parameter(
+            "num_nodes",
+            keyword,
+            annotation=Optional[int],
+            default=typer.Option(None, "--num-nodes", help="machines (Lightning)", rich_help_panel="Trainer"),
+        ),
+        inspect.Parameter(
+            "precision",
+            keyword,
+            annotation=Optional[str],
+            default=typer.Option(
+                None, "--precision", help="32-true, 16-mixed, bf16-mixed, ...", rich_help_panel="Trainer"
+            ),
+        ),
+        inspect.Parameter(
+            "deterministic",
+            keyword,
+            annotation=Optional[bool],
+            default=typer.Option(
+                None,
+                "--deterministic/--no-deterministic",
+                help="deterministic algorithms only (Lightning)",
+                rich_help_panel="Trainer",
+            ),
+        ),
+        inspect.Parameter(
+            "logger",
+            keyword,
+            annotation=Optional[LOGGER_CHOICES],
+            default=typer.Option(
+                None,
+                "--logger",
+                help="training log: csv, tensorboard (needs the tensorboard package) or none",
+                rich_help_panel="Trainer",
+            ),
+        ),
     ]
     if with_max_epochs:
-        params.append(inspect.Parameter("max_epochs", keyword, annotation=Optional[int], default=typer.Option(
-            None, "--max-epochs", help="epochs to train", rich_help_panel="Trainer")))
+        params.append(
+            inspect.Parameter(
+                "max_epochs",
+                keyword,
+                annotation=Optional[int],
+                default=typer.Option(None, "--max-epochs", help="epochs to train", rich_help_panel="Trainer"),
+            )
+        )
     return params
 
 
@@ -81,8 +139,16 @@ def load_study_config(entry: StudyEntry, config: Path | None, overrides: list[st
     return validate_config(data, schema, source), source
 
 
-def run_study(entry: StudyEntry, config: Path | None, quick: bool, out: Path | None, overwrite: bool,
-              overrides: list[str], values: dict[str, Any], print_config: bool) -> Path | None:
+def run_study(
+    entry: StudyEntry,
+    config: Path | None,
+    quick: bool,
+    out: Path | None,
+    overwrite: bool,
+    overrides: list[str],
+    values: dict[str, Any],
+    print_config: bool,
+) -> Path | None:
     """Load, shrink (``--quick``) and run a study; return its report path (None for ``--print-config``)."""
     import yaml
 
@@ -112,32 +178,80 @@ def study_command(entry: StudyEntry) -> Any:
     options = [a for a in entry.arguments if not a.positional]
     keyword = inspect.Parameter.KEYWORD_ONLY
     params: list[inspect.Parameter] = [
-        inspect.Parameter(a.key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a.type,
-                          default=typer.Argument(..., help=a.help)) for a in positional
+        inspect.Parameter(
+            a.key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a.type, default=typer.Argument(..., help=a.help)
+        )
+        for a in positional
     ]
-    config_help = ("study config (YAML); default: the shipped config of the paper's setting" if entry.shipped
-                   else "study config (YAML) holding the keys below")
+    config_help = (
+        "study config (YAML); default: the shipped config of the paper's setting"
+        if entry.shipped
+        else "study config (YAML) holding the keys below"
+    )
     if positional:
-        params.append(inspect.Parameter("config", keyword, annotation=Optional[Path],
-                                        default=typer.Option(None, "--config", help=config_help)))
+        params.append(
+            inspect.Parameter(
+                "config", keyword, annotation=Optional[Path], default=typer.Option(None, "--config", help=config_help)
+            )
+        )
     else:
-        params.append(inspect.Parameter("config", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Optional[Path],
-                                        default=typer.Argument(None, help=config_help)))
-    params += [inspect.Parameter(a.key, keyword, annotation=Optional[a.type],
-                                 default=typer.Option(None if positional else ..., f"--{a.key.replace('_', '-')}",
-                                                      help=a.help, metavar=a.metavar)) for a in options]
-    if entry.quick:
-        params.append(inspect.Parameter("quick", keyword, annotation=bool, default=typer.Option(
-            False, "--quick", help="shrink to minutes on 2 CPU cores")))
+        params.append(
+            inspect.Parameter(
+                "config",
+                inspect.Parameter.POSITIONAL_OR_KEYWORD,
+                annotation=Optional[Path],
+                default=typer.Argument(None, help=config_help),
+            )
+        )
     params += [
-        inspect.Parameter("out", keyword, annotation=Optional[Path], default=typer.Option(
-            None, "--out", "-o", help=f"run directory (default runs/{entry.kind}-<time>)")),
-        inspect.Parameter("overwrite", keyword, annotation=bool, default=typer.Option(
-            False, "--overwrite", help="replace --out if it holds files (once the new run is complete)")),
-        inspect.Parameter("set_", keyword, annotation=List[str], default=typer.Option(
-            [], "--set", help="override a config key, e.g. --set seed=1")),
-        inspect.Parameter("print_config", keyword, annotation=bool, default=typer.Option(
-            False, "--print-config", help="print the config as it would run (after --set and --quick) and exit")),
+        inspect.Parameter(
+            a.key,
+            keyword,
+            annotation=Optional[a.type],
+            default=typer.Option(
+                None if positional else ..., f"--{a.key.replace('_', '-')}", help=a.help, metavar=a.metavar
+            ),
+        )
+        for a in options
+    ]
+    if entry.quick:
+        params.append(
+            inspect.Parameter(
+                "quick",
+                keyword,
+                annotation=bool,
+                default=typer.Option(False, "--quick", help="shrink to minutes on 2 CPU cores"),
+            )
+        )
+    params += [
+        inspect.Parameter(
+            "out",
+            keyword,
+            annotation=Optional[Path],
+            default=typer.Option(None, "--out", "-o", help=f"run directory (default runs/{entry.kind}-<time>)"),
+        ),
+        inspect.Parameter(
+            "overwrite",
+            keyword,
+            annotation=bool,
+            default=typer.Option(
+                False, "--overwrite", help="replace --out if it holds files (once the new run is complete)"
+            ),
+        ),
+        inspect.Parameter(
+            "set_",
+            keyword,
+            annotation=List[str],
+            default=typer.Option([], "--set", help="override a config key, e.g. --set seed=1"),
+        ),
+        inspect.Parameter(
+            "print_config",
+            keyword,
+            annotation=bool,
+            default=typer.Option(
+                False, "--print-config", help="print the config as it would run (after --set and --quick) and exit"
+            ),
+        ),
     ]
     trains = _trains(schema)
     if trains:
@@ -147,10 +261,23 @@ def study_command(entry: StudyEntry) -> Any:
         values = {a.key: kwargs.pop(a.key) for a in entry.arguments}
         overrides = list(kwargs.pop("set_"))
         if trains:
-            overrides += trainer_overrides("training.trainer", *(kwargs.pop(k) for k in (
-                "accelerator", "devices", "num_nodes", "precision", "deterministic", "logger")))
-        report = run_study(entry, kwargs["config"], kwargs.get("quick", False), kwargs["out"], kwargs["overwrite"],
-                           overrides, values, kwargs["print_config"])
+            overrides += trainer_overrides(
+                "training.trainer",
+                *(
+                    kwargs.pop(k)
+                    for k in ("accelerator", "devices", "num_nodes", "precision", "deterministic", "logger")
+                ),
+            )
+        report = run_study(
+            entry,
+            kwargs["config"],
+            kwargs.get("quick", False),
+            kwargs["out"],
+            kwargs["overwrite"],
+            overrides,
+            values,
+            kwargs["print_config"],
+        )
         if report is not None:
             typer.echo(f"report: {report}")
 

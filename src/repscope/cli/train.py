@@ -15,13 +15,16 @@ def train_command(
     set_: List[str] = typer.Option([], "--set", help="override a config key, e.g. --set trainer.max_epochs=5"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/train-<time>)"),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it holds a run (once the new one is complete)"),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="replace --out if it holds a run (once the new one is complete)"
+    ),
     accelerator: Optional[str] = typer.Option(None, help="cpu, gpu, mps, auto (Lightning)"),
     devices: Optional[str] = typer.Option(None, help="number of devices, or a list such as 0,1"),
     num_nodes: Optional[int] = typer.Option(None, "--num-nodes", help="machines (Lightning)"),
     precision: Optional[str] = typer.Option(None, help="32-true, 16-mixed, bf16-mixed, ..."),
-    deterministic: Optional[bool] = typer.Option(None, "--deterministic/--no-deterministic",
-                                                 help="deterministic algorithms only (Lightning)"),
+    deterministic: Optional[bool] = typer.Option(
+        None, "--deterministic/--no-deterministic", help="deterministic algorithms only (Lightning)"
+    ),
     logger: Optional[LOGGER_CHOICES] = typer.Option(None, "--logger", help="training log: csv, tensorboard or none"),
     max_epochs: Optional[int] = typer.Option(None, "--max-epochs", help="epochs to train"),
     print_config: bool = typer.Option(False, "--print-config", help="print the config as it would run and exit"),
@@ -34,8 +37,9 @@ def train_command(
     from repscope.train.config import TrainConfig
     from repscope.train.run import fit
 
-    overrides = list(set_) + trainer_overrides("trainer", accelerator, devices, num_nodes, precision, deterministic,
-                                               logger, max_epochs)
+    overrides = list(set_) + trainer_overrides(
+        "trainer", accelerator, devices, num_nodes, precision, deterministic, logger, max_epochs
+    )
     loaded = load_config(config, TrainConfig, overrides)
     if print_config:
         typer.echo(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False).rstrip())
@@ -51,7 +55,9 @@ def train_command(
         where = out
     shown = {k: v for k, v in outcome.metrics.items() if k.startswith("test_")}
     summary = ", ".join(f"{k} {v:.4g}" for k, v in shown.items())
-    typer.echo(f"trained {loaded.model.name} for {outcome.metrics['epochs']} epochs in "
-               f"{outcome.metrics['fit_seconds']:.1f} s" + (f"; {summary}" if summary else ""))
+    typer.echo(
+        f"trained {loaded.model.name} for {outcome.metrics['epochs']} epochs in "
+        f"{outcome.metrics['fit_seconds']:.1f} s" + (f"; {summary}" if summary else "")
+    )
     typer.echo(f"run: {where}")
     typer.echo(f"report: {Path(where) / 'report.html'}")

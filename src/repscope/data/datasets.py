@@ -71,8 +71,14 @@ class FieldSpec:
             raise InvalidArgumentError(f"kind: must be one of {', '.join(FIELD_KINDS)}, got {self.kind!r}")
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype, "classes": self.classes,
-                "names": list(self.names), "description": self.description}
+        return {
+            "kind": self.kind,
+            "shape": list(self.shape),
+            "dtype": self.dtype,
+            "classes": self.classes,
+            "names": list(self.names),
+            "description": self.description,
+        }
 
 
 class Split(Protocol):
@@ -177,7 +183,9 @@ class GeneratorSplit:
             return dict(sample)
         missing = [name for name in fields if name not in sample]
         if missing:
-            raise InvalidArgumentError(f"fields: the generator gives no {', '.join(missing)}; it gives {', '.join(sample)}")
+            raise InvalidArgumentError(
+                f"fields: the generator gives no {', '.join(missing)}; it gives {', '.join(sample)}"
+            )
         return {name: sample[name] for name in fields}
 
 
@@ -212,8 +220,9 @@ class Dataset:
         if "train" not in self.splits:
             raise InvalidArgumentError(f"dataset {self.name}: needs a 'train' split, has {', '.join(self.splits)}")
         if self.target is not None and self.target not in self.fields:
-            raise InvalidArgumentError(f"dataset {self.name}: target {self.target!r} is not one of its fields "
-                                       f"({', '.join(self.fields)})")
+            raise InvalidArgumentError(
+                f"dataset {self.name}: target {self.target!r} is not one of its fields ({', '.join(self.fields)})"
+            )
 
     def split(self, name: str) -> Any:
         if name not in self.splits:
@@ -261,17 +270,23 @@ class Dataset:
     def arrays(self, split: str, fields: Sequence[str], batch_size: int = 4096) -> dict[str, np.ndarray]:
         """Every row of ``split`` for ``fields``, concatenated (for evaluation on a test split)."""
         part = self.split(split)
-        chunks = [self.batch(split, np.arange(s, min(s + batch_size, len(part))), fields)
-                  for s in range(0, len(part), batch_size)]
+        chunks = [
+            self.batch(split, np.arange(s, min(s + batch_size, len(part))), fields)
+            for s in range(0, len(part), batch_size)
+        ]
         if not chunks:
             raise InvalidArgumentError(f"split: {split} of dataset {self.name} is empty")
         return {name: np.concatenate([c[name] for c in chunks]) for name in fields}
 
     def describe(self) -> dict[str, Any]:
         """A plain-dict description (for ``config.yaml``/``metrics.json`` and ``repscope data``)."""
-        return {"name": self.name, "target": self.target, "description": self.description,
-                "splits": {name: len(split) for name, split in self.splits.items()},
-                "fields": {name: spec.to_dict() for name, spec in self.fields.items()}}
+        return {
+            "name": self.name,
+            "target": self.target,
+            "description": self.description,
+            "splits": {name: len(split) for name, split in self.splits.items()},
+            "fields": {name: spec.to_dict() for name, spec in self.fields.items()},
+        }
 
 
 __all__ = ["FieldSpec", "ArraySplit", "GeneratorSplit", "Dataset", "SampleGenerator", "FIELD_KINDS", "TARGET"]

@@ -70,9 +70,7 @@ def encode_idx(array: np.ndarray, gzip: bool = False) -> bytes:
     array = np.asarray(array)
     code = _CODE_OF_KIND.get((array.dtype.kind, array.dtype.itemsize))
     if code is None:
-        raise InvalidArgumentError(
-            f"array: IDX cannot hold dtype {array.dtype}; supported: {_supported_dtypes()}"
-        )
+        raise InvalidArgumentError(f"array: IDX cannot hold dtype {array.dtype}; supported: {_supported_dtypes()}")
     if array.ndim == 0 or array.ndim > 255:
         raise InvalidArgumentError(f"array: IDX needs 1 to 255 dimensions, got {array.ndim}")
     if any(size > _UINT32_MAX for size in array.shape):
@@ -140,8 +138,7 @@ def decode_idx(data: bytes, name: str = "<bytes>") -> np.ndarray:
         )
     if found > expected:
         raise DataFormatError(
-            f"{name}: {found - expected} bytes of trailing garbage after the {expected} data bytes "
-            f"of shape {shape}"
+            f"{name}: {found - expected} bytes of trailing garbage after the {expected} data bytes of shape {shape}"
         )
     values = np.frombuffer(data, dtype=dtype, count=expected // dtype.itemsize, offset=header_size)
     return values.reshape(shape).astype(dtype.newbyteorder("="))
@@ -198,7 +195,10 @@ def write_idx(path: str | os.PathLike, array: np.ndarray) -> None:
 
 
 def check_mnist_pair(
-    images: np.ndarray, labels: np.ndarray, images_name: str = "images", labels_name: str = "labels",
+    images: np.ndarray,
+    labels: np.ndarray,
+    images_name: str = "images",
+    labels_name: str = "labels",
     error: type[Exception] = InvalidArgumentError,
 ) -> None:
     """Raise ``error`` unless images are uint8 (N, H, W) and labels uint8 (N,) with the same N.

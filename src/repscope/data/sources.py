@@ -342,9 +342,7 @@ def images_to_uint8(array: np.ndarray, name: str = "images") -> np.ndarray:
     elif array.ndim == 4 and array.shape[3] == 1:
         array = array[..., 0]
     if array.ndim != 3:
-        raise InvalidArgumentError(
-            f"{name}: images must have shape (N, H, W) or (N, 784), got {array.shape}"
-        )
+        raise InvalidArgumentError(f"{name}: images must have shape (N, H, W) or (N, 784), got {array.shape}")
     if array.shape[-1] in (1, 3, 4) and array.shape[-1] < array.shape[-2]:
         # (28, 28, 1) is one image with a channel axis, not 28 images one pixel wide
         raise InvalidArgumentError(
@@ -360,9 +358,7 @@ def images_to_uint8(array: np.ndarray, name: str = "images") -> np.ndarray:
     if array.dtype.kind in "iu":
         low, high = int(array.min()), int(array.max())
         if low < 0 or high > 255:
-            raise InvalidArgumentError(
-                f"{name}: integer images must lie in 0..255, got values from {low} to {high}"
-            )
+            raise InvalidArgumentError(f"{name}: integer images must lie in 0..255, got values from {low} to {high}")
         return array.astype(np.uint8)
     if array.dtype.kind == "f":
         if not np.isfinite(array).all():
@@ -401,7 +397,9 @@ def labels_to_uint8(array: np.ndarray, count: int, name: str = "labels") -> np.n
     """
     array = np.asarray(array)
     if array.ndim != 1 or array.dtype.kind not in "iu":
-        raise InvalidArgumentError(f"{name}: labels must be a 1-D integer array, got {array.dtype} of shape {array.shape}")
+        raise InvalidArgumentError(
+            f"{name}: labels must be a 1-D integer array, got {array.dtype} of shape {array.shape}"
+        )
     if len(array) != count:
         raise InvalidArgumentError(f"{name}: {len(array)} labels for {count} images")
     if count and (int(array.min()) < 0 or int(array.max()) > 255):
@@ -441,7 +439,8 @@ def _load_array_file(path: Path, source: str) -> dict[str, ImageSet]:
             images = images_to_uint8(_npz_member(archive, path, "images"), str(path))
             labels = (
                 labels_to_uint8(_npz_member(archive, path, "labels"), len(images), f"{path} (key labels)")
-                if "labels" in archive.files else None
+                if "labels" in archive.files
+                else None
             )
         origin = str(path)
     else:
@@ -511,8 +510,12 @@ def load_splits(source: str, data_dir: str | os.PathLike | None = None) -> dict[
     if path.is_file() and path.suffix in (".npy", ".npz"):
         return _load_array_file(path, source)
     if path.is_file():
-        raise InvalidArgumentError(f"source {source!r}: unsupported file type {path.suffix!r}; a source is {ACCEPTED_FORMS}")
-    raise SourceNotFoundError(f"unknown source {source!r}: not a known name nor an existing path; a source is {ACCEPTED_FORMS}")
+        raise InvalidArgumentError(
+            f"source {source!r}: unsupported file type {path.suffix!r}; a source is {ACCEPTED_FORMS}"
+        )
+    raise SourceNotFoundError(
+        f"unknown source {source!r}: not a known name nor an existing path; a source is {ACCEPTED_FORMS}"
+    )
 
 
 def load_source(source: str, split: str = "all", data_dir: str | os.PathLike | None = None) -> ImageSet:
@@ -546,9 +549,7 @@ def load_source(source: str, split: str = "all", data_dir: str | os.PathLike | N
     if split in splits:
         return splits[split]
     if split != "all":
-        raise InvalidArgumentError(
-            f"split: source {source!r} has no {split!r} split, only {', '.join(splits)}"
-        )
+        raise InvalidArgumentError(f"split: source {source!r} has no {split!r} split, only {', '.join(splits)}")
     parts = [splits[name] for name in SPLITS if name in splits]
     if len(parts) == 1:
         only = parts[0]
@@ -557,10 +558,7 @@ def load_source(source: str, split: str = "all", data_dir: str | os.PathLike | N
     if len(shapes) > 1:
         raise DataFormatError(f"source {source!r}: train and t10k images differ in size: {sorted(shapes)}")
     images = np.concatenate([part.images for part in parts])
-    labels = (
-        np.concatenate([part.labels for part in parts])
-        if all(part.labels is not None for part in parts) else None
-    )
+    labels = np.concatenate([part.labels for part in parts]) if all(part.labels is not None for part in parts) else None
     return ImageSet(images, labels, source, "all", " + ".join(part.origin for part in parts))
 
 
@@ -583,7 +581,17 @@ def available_sources() -> list[SourceInfo]:
 
 
 __all__ = [
-    "ImageSet", "SourceInfo", "repscope_home", "datasets_dir", "find_mnist_files", "mnist_sample_path",
-    "images_to_uint8", "labels_to_uint8", "load_splits", "load_source", "available_sources",
-    "KNOWN_SOURCES", "SPLITS",
+    "ImageSet",
+    "SourceInfo",
+    "repscope_home",
+    "datasets_dir",
+    "find_mnist_files",
+    "mnist_sample_path",
+    "images_to_uint8",
+    "labels_to_uint8",
+    "load_splits",
+    "load_source",
+    "available_sources",
+    "KNOWN_SOURCES",
+    "SPLITS",
 ]

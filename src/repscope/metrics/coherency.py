@@ -162,10 +162,12 @@ def image_to_text(level: int, truth: Any, captions: Any) -> dict[str, Any]:
 
     read = np.stack([_read_slots(level, caption) for caption in captions])
     result = _scores(level, read == truth)
-    result["strict"] = 100.0 * float(np.mean([
-        isinstance(caption, str) and caption == true for caption, true in zip(captions, true_captions)]))
-    result["letters"] = 100.0 * float(np.mean([
-        _letter_share(caption, true) for caption, true in zip(captions, true_captions)]))
+    result["strict"] = 100.0 * float(
+        np.mean([isinstance(caption, str) and caption == true for caption, true in zip(captions, true_captions)])
+    )
+    result["letters"] = 100.0 * float(
+        np.mean([_letter_share(caption, true) for caption, true in zip(captions, true_captions)])
+    )
     return result
 
 
@@ -218,7 +220,8 @@ def joint(level: int, captions: Any, predicted: Any) -> dict[str, Any]:
     read = np.stack([_read_slots(level, caption) for caption in captions])
     result = _scores(level, read == predicted)
     parsed_match = [
-        isinstance(caption, str) and (classes := parse_caption(level, caption)) is not None
+        isinstance(caption, str)
+        and (classes := parse_caption(level, caption)) is not None
         and bool(np.array_equal(classes, row))
         for caption, row in zip(captions, predicted)
     ]
@@ -279,8 +282,14 @@ def coherency_report(
     level = check_level(level)
     cross_given = image_predictions_from_text is not None or captions_from_images is not None
     if truth is None and cross_given:
-        needing = [name for name, value in (("image_predictions_from_text", image_predictions_from_text),
-                                            ("captions_from_images", captions_from_images)) if value is not None]
+        needing = [
+            name
+            for name, value in (
+                ("image_predictions_from_text", image_predictions_from_text),
+                ("captions_from_images", captions_from_images),
+            )
+            if value is not None
+        ]
         raise InvalidArgumentError(f"truth: needed to score {' and '.join(needing)}")
     if (joint_captions is None) != (joint_image_predictions is None):
         missing = "joint_captions" if joint_captions is None else "joint_image_predictions"
@@ -289,7 +298,8 @@ def coherency_report(
     if not cross_given and joint_captions is None:
         raise InvalidArgumentError(
             "nothing to compute: give truth with image_predictions_from_text and/or captions_from_images, "
-            "or joint_captions with joint_image_predictions")
+            "or joint_captions with joint_image_predictions"
+        )
 
     report: dict[str, dict[str, Any]] = {}
     if image_predictions_from_text is not None:
@@ -355,7 +365,8 @@ def _captions(captions: Any, name: str) -> list[Any]:
 def _same_length(first: Any, first_name: str, second: Any, second_name: str) -> None:
     if len(first) != len(second):
         raise InvalidArgumentError(
-            f"{first_name} and {second_name}: need one row per sample, got {len(first)} and {len(second)}")
+            f"{first_name} and {second_name}: need one row per sample, got {len(first)} and {len(second)}"
+        )
 
 
 def _read_slots(level: int, caption: Any) -> np.ndarray:
@@ -373,8 +384,9 @@ def _scores(level: int, correct: np.ndarray) -> dict[str, Any]:
     return {
         "strict": 100.0 * float(np.mean(np.all(correct, axis=1))),
         "features": float(np.mean(np.sum(correct, axis=1))),
-        "per_attribute": {name: 100.0 * float(np.mean(correct[:, k]))
-                          for k, name in enumerate(level_attributes(level))},
+        "per_attribute": {
+            name: 100.0 * float(np.mean(correct[:, k])) for k, name in enumerate(level_attributes(level))
+        },
         "level": level,
         "samples": int(correct.shape[0]),
     }

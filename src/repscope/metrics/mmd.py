@@ -123,10 +123,14 @@ def mmd_linear_test(
         x = x[generator.permutation(len(x))]
         y = y[generator.permutation(len(y))]
     pairs = min(len(x), len(y)) // 2
-    x1, x2 = x[0:2 * pairs:2], x[1:2 * pairs:2]
-    y1, y2 = y[0:2 * pairs:2], y[1:2 * pairs:2]
-    h = (_paired_kernel(x1, x2, bandwidth_sq) + _paired_kernel(y1, y2, bandwidth_sq)
-         - _paired_kernel(x1, y2, bandwidth_sq) - _paired_kernel(x2, y1, bandwidth_sq))
+    x1, x2 = x[0 : 2 * pairs : 2], x[1 : 2 * pairs : 2]
+    y1, y2 = y[0 : 2 * pairs : 2], y[1 : 2 * pairs : 2]
+    h = (
+        _paired_kernel(x1, x2, bandwidth_sq)
+        + _paired_kernel(y1, y2, bandwidth_sq)
+        - _paired_kernel(x1, y2, bandwidth_sq)
+        - _paired_kernel(x2, y1, bandwidth_sq)
+    )
     mmd2 = float(h.mean())
     std_error = float(h.std(ddof=1) / np.sqrt(pairs))
     if std_error > 0:
@@ -251,8 +255,7 @@ def _as_sample(values: Any, name: str, min_rows: int = MIN_ROWS) -> np.ndarray:
     array = array.astype(np.float64, copy=False)
     if not np.isfinite(array).all():
         bad = int((~np.isfinite(array)).any(axis=1).sum())
-        raise InvalidArgumentError(
-            f"{name}: {bad} rows hold NaN or infinite values; drop invalid rows before testing")
+        raise InvalidArgumentError(f"{name}: {bad} rows hold NaN or infinite values; drop invalid rows before testing")
     return array
 
 
@@ -269,7 +272,8 @@ def _bandwidth_sq(x: np.ndarray, y: np.ndarray, bandwidth_sq: Any) -> np.ndarray
         if constant.size:
             raise InvalidArgumentError(
                 f"x, y: columns {constant.tolist()} are constant in both samples, so Scott's rule gives a zero "
-                "bandwidth; drop them or pass bandwidth_sq")
+                "bandwidth; drop them or pass bandwidth_sq"
+            )
         return squared
     squared = np.asarray(bandwidth_sq, dtype=np.float64)
     if squared.shape != (dims,):
@@ -286,7 +290,7 @@ def _paired_kernel(a: np.ndarray, b: np.ndarray, bandwidth_sq: np.ndarray) -> np
 
 def _gram(scaled: np.ndarray) -> np.ndarray:
     """Gaussian kernel matrix of rows already divided by their bandwidths."""
-    squared_norms = (scaled ** 2).sum(axis=1)
+    squared_norms = (scaled**2).sum(axis=1)
     distances = squared_norms[:, None] + squared_norms[None, :] - 2.0 * (scaled @ scaled.T)
     np.maximum(distances, 0.0, out=distances)  # rounding can make tiny negatives
     return np.exp(-0.5 * distances, out=distances)

@@ -137,8 +137,7 @@ def code_partial_correlations(
         array = np.asarray(values)
         label = f"codes[{name!r}]"
         if array.ndim == 0 or array.ndim > 2 or array.shape[0] != n:
-            raise InvalidArgumentError(
-                f"{label}: expected {n} rows (one per row of factors), got shape {array.shape}")
+            raise InvalidArgumentError(f"{label}: expected {n} rows (one per row of factors), got shape {array.shape}")
         if array.dtype.kind not in "biuf":
             raise InvalidArgumentError(f"{label}: expected numbers, got dtype {array.dtype}")
         if array.dtype.kind == "f" and not np.isfinite(array).all():
@@ -158,8 +157,11 @@ def code_partial_correlations(
     if duplicated:
         raise InvalidArgumentError(f"codes: names {duplicated} occur twice after expansion; rename the codes")
 
-    continuous = np.column_stack([v for _, v, dummy in columns if not dummy]) if any(
-        not dummy for _, _, dummy in columns) else np.zeros((n, 0))
+    continuous = (
+        np.column_stack([v for _, v, dummy in columns if not dummy])
+        if any(not dummy for _, _, dummy in columns)
+        else np.zeros((n, 0))
+    )
     continuous_index = {name: i for i, name in enumerate(name for name, _, dummy in columns if not dummy)}
 
     result = pd.DataFrame(np.nan, index=[str(c) for c in factors.columns], columns=names, dtype=np.float64)
@@ -231,7 +233,8 @@ def partial_correlation_metric(
         if array.ndim != 2 or array.dtype.kind not in "biuf":
             raise InvalidArgumentError(
                 f"factors: expected a pandas.DataFrame or an (n, F) numeric array, got {array.dtype} of shape "
-                f"{array.shape}")
+                f"{array.shape}"
+            )
         factors = pd.DataFrame(array, columns=[f"factor[{j}]" for j in range(array.shape[1])])
     if not isinstance(codes, Mapping):
         codes = {"code": np.asarray(codes)}

@@ -11,7 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy.cluster.hierarchy import fcluster, linkage as hierarchical_linkage
+from scipy.cluster.hierarchy import fcluster
+from scipy.cluster.hierarchy import linkage as hierarchical_linkage
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import pdist
 from sklearn.neighbors import radius_neighbors_graph

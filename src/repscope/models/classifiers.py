@@ -4,7 +4,8 @@ Four models: k-nearest neighbours (``k = 5``, distance weighting, l1 metric), an
 polynomial kernel and ``C = 100``, a 784-200-200-L multi-layer perceptron and LeNet-5 (LeCun et al.,
 1998). ``L`` is the number of outputs: classes for classification, 1 for regression.
 
-The torch networks take float images ``(B, C, H, W)`` in [0, 1] (``(B, 1, 28, 28)`` digits by default) and return ``(B, L)`` logits (or
+The torch networks take float images ``(B, C, H, W)`` in [0, 1] (``(B, 1, 28, 28)`` digits by default)
+and return ``(B, L)`` logits (or
 regression values). The scikit-learn baselines take flattened float images ``(N, 784)`` in [0, 1].
 """
 
@@ -44,14 +45,20 @@ class LeNet5(nn.Module):
         channels, height, width = _image_shape(image_shape, minimum=12)
         self.num_outputs = int(num_outputs)
         self.features = nn.Sequential(
-            nn.Conv2d(channels, 6, 5, padding=2), nn.Tanh(), nn.MaxPool2d(2),
-            nn.Conv2d(6, 16, 5), nn.Tanh(), nn.MaxPool2d(2),
+            nn.Conv2d(channels, 6, 5, padding=2),
+            nn.Tanh(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(6, 16, 5),
+            nn.Tanh(),
+            nn.MaxPool2d(2),
         )
         # 28x28 -> 5x5 maps (LeNet-5's 32x32 -> 5x5); other sizes scale the same way
         side_h, side_w = (height // 2 - 4) // 2, (width // 2 - 4) // 2
         self.classifier = nn.Sequential(
-            nn.Linear(16 * side_h * side_w, 120), nn.Tanh(),
-            nn.Linear(120, 84), nn.Tanh(),
+            nn.Linear(16 * side_h * side_w, 120),
+            nn.Tanh(),
+            nn.Linear(120, 84),
+            nn.Tanh(),
             nn.Linear(84, self.num_outputs),
         )
 
@@ -63,8 +70,9 @@ class MLP(nn.Module):
     """Multi-layer perceptron ``C*H*W`` - ``hidden`` - ``num_outputs`` with ReLU; the paper's is
     784-200-200-L for 28x28 digits."""
 
-    def __init__(self, num_outputs: int = 10, hidden: tuple[int, ...] = (200, 200),
-                 image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
+    def __init__(
+        self, num_outputs: int = 10, hidden: tuple[int, ...] = (200, 200), image_shape: tuple[int, ...] = (1, 28, 28)
+    ) -> None:
         super().__init__()
         if int(num_outputs) < 1:
             raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
@@ -85,8 +93,10 @@ class MLP(nn.Module):
 def _image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, int, int]:
     shape = tuple(int(s) for s in image_shape)
     if len(shape) != 3 or shape[0] < 1 or min(shape[1:]) < minimum:
-        raise InvalidArgumentError(f"image_shape: expected (channels, height, width) with sides of at least "
-                                   f"{minimum} pixels, got {tuple(image_shape)}")
+        raise InvalidArgumentError(
+            f"image_shape: expected (channels, height, width) with sides of at least "
+            f"{minimum} pixels, got {tuple(image_shape)}"
+        )
     return shape  # type: ignore[return-value]
 
 

@@ -60,7 +60,9 @@ class CodeSpec:
         categorical = tuple(int(k) for k in self.categorical)
         object.__setattr__(self, "categorical", categorical)
         if any(k < 2 for k in categorical):
-            raise InvalidArgumentError(f"codes.categorical: every categorical code needs at least 2 classes, got {categorical}")
+            raise InvalidArgumentError(
+                f"codes.categorical: every categorical code needs at least 2 classes, got {categorical}"
+            )
         for name in ("continuous", "binary", "noise"):
             value = getattr(self, name)
             if isinstance(value, bool) or int(value) != value or value < 0:
@@ -122,8 +124,12 @@ class CodeSpec:
 
     def to_dict(self) -> dict[str, Any]:
         """Plain types only (ints and a list), fit for YAML configs and ``weights_only`` checkpoints."""
-        return {"categorical": list(self.categorical), "continuous": self.continuous, "binary": self.binary,
-                "noise": self.noise}
+        return {
+            "categorical": list(self.categorical),
+            "continuous": self.continuous,
+            "binary": self.binary,
+            "noise": self.noise,
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> CodeSpec:
@@ -131,10 +137,14 @@ class CodeSpec:
         if data is None:
             return cls()
         if not isinstance(data, Mapping):
-            raise InvalidArgumentError(f"codes: expected a mapping with keys categorical, continuous, binary, noise; got {type(data).__name__}")
+            raise InvalidArgumentError(
+                f"codes: expected a mapping with keys categorical, continuous, binary, noise; got {type(data).__name__}"
+            )
         unknown = sorted(set(data) - {"categorical", "continuous", "binary", "noise"})
         if unknown:
-            raise InvalidArgumentError(f"codes: unknown key {unknown[0]!r} (known: categorical, continuous, binary, noise)")
+            raise InvalidArgumentError(
+                f"codes: unknown key {unknown[0]!r} (known: categorical, continuous, binary, noise)"
+            )
         kwargs = dict(data)
         if "categorical" in kwargs:
             value = kwargs["categorical"]
@@ -143,8 +153,9 @@ class CodeSpec:
 
     # -- sampling ------------------------------------------------------------------------------------
 
-    def sample(self, n: int, generator: torch.Generator | None = None,
-               device: torch.device | str | None = None) -> dict[str, torch.Tensor]:
+    def sample(
+        self, n: int, generator: torch.Generator | None = None, device: torch.device | str | None = None
+    ) -> dict[str, torch.Tensor]:
         """Draw ``n`` codes and noise vectors from the prior.
 
         Returns ``{column: (n,) tensor, ..., "noise": (n, noise)}``: int64 class indices ``0..K-1``
@@ -179,7 +190,9 @@ class CodeSpec:
         missing = [key for key in [*self.code_columns(), NOISE_KEY] if key not in sampled]
         if missing:
             raise InvalidArgumentError(f"codes: missing {missing}; expected {[*self.code_columns(), NOISE_KEY]}")
-        noise = torch.as_tensor(np.asarray(sampled[NOISE_KEY]) if not torch.is_tensor(sampled[NOISE_KEY]) else sampled[NOISE_KEY])
+        noise = torch.as_tensor(
+            np.asarray(sampled[NOISE_KEY]) if not torch.is_tensor(sampled[NOISE_KEY]) else sampled[NOISE_KEY]
+        )
         noise = noise.float()
         if noise.ndim != 2 or noise.shape[1] != self.noise:
             raise InvalidArgumentError(f"noise: expected shape (n, {self.noise}), got {tuple(noise.shape)}")
@@ -223,8 +236,9 @@ class CodeSpec:
             out[column] = parameters[:, start + i]
         return out
 
-    def information_loss(self, parameters: torch.Tensor, sampled: Mapping[str, torch.Tensor],
-                         continuous_weight: float = 1.0) -> dict[str, torch.Tensor]:
+    def information_loss(
+        self, parameters: torch.Tensor, sampled: Mapping[str, torch.Tensor], continuous_weight: float = 1.0
+    ) -> dict[str, torch.Tensor]:
         """Negative variational lower bound on the mutual information between codes and images (up
         to the constant prior entropy), averaged over the batch.
 
@@ -253,7 +267,9 @@ class CodeSpec:
 def _column(value: Any, column: str, n: int, device: torch.device) -> torch.Tensor:
     tensor = value if torch.is_tensor(value) else torch.as_tensor(np.asarray(value))
     if tensor.ndim != 1 or tensor.shape[0] != n:
-        raise InvalidArgumentError(f"codes[{column!r}]: expected shape ({n},) like the noise, got {tuple(tensor.shape)}")
+        raise InvalidArgumentError(
+            f"codes[{column!r}]: expected shape ({n},) like the noise, got {tuple(tensor.shape)}"
+        )
     return tensor.to(device)
 
 

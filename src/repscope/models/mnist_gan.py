@@ -40,11 +40,17 @@ class Generator(nn.Module):
             raise InvalidArgumentError(f"input_dim: must be at least 1, got {input_dim}")
         self.input_dim = int(input_dim)
         self.fc = nn.Sequential(
-            nn.Linear(self.input_dim, 1024), nn.BatchNorm1d(1024), nn.ReLU(),
-            nn.Linear(1024, 128 * 7 * 7), nn.BatchNorm1d(128 * 7 * 7), nn.ReLU(),
+            nn.Linear(self.input_dim, 1024),
+            nn.BatchNorm1d(1024),
+            nn.ReLU(),
+            nn.Linear(1024, 128 * 7 * 7),
+            nn.BatchNorm1d(128 * 7 * 7),
+            nn.ReLU(),
         )
         self.deconv = nn.Sequential(
-            nn.ConvTranspose2d(128, 64, 4, stride=2, padding=1), nn.BatchNorm2d(64), nn.ReLU(),  # 7 -> 14
+            nn.ConvTranspose2d(128, 64, 4, stride=2, padding=1),
+            nn.BatchNorm2d(64),
+            nn.ReLU(),  # 7 -> 14
             nn.ConvTranspose2d(64, 1, 4, stride=2, padding=1),  # 14 -> 28
         )
 
@@ -60,8 +66,11 @@ class DiscriminatorTrunk(nn.Module):
     def __init__(self) -> None:
         super().__init__()
         self.conv = nn.Sequential(
-            nn.Conv2d(1, 64, 4, stride=2, padding=1), nn.LeakyReLU(LEAK),  # 28 -> 14
-            nn.Conv2d(64, 128, 4, stride=2, padding=1), nn.BatchNorm2d(128), nn.LeakyReLU(LEAK),  # 14 -> 7
+            nn.Conv2d(1, 64, 4, stride=2, padding=1),
+            nn.LeakyReLU(LEAK),  # 28 -> 14
+            nn.Conv2d(64, 128, 4, stride=2, padding=1),
+            nn.BatchNorm2d(128),
+            nn.LeakyReLU(LEAK),  # 14 -> 7
         )
         self.fc = nn.Sequential(nn.Linear(128 * 7 * 7, FEATURES), nn.BatchNorm1d(FEATURES), nn.LeakyReLU(LEAK))
 
@@ -111,7 +120,9 @@ class RecognitionHead(nn.Module):
         super().__init__()
         self.codes = codes
         self.net = nn.Sequential(
-            nn.Linear(FEATURES, 128), nn.BatchNorm1d(128), nn.LeakyReLU(LEAK),
+            nn.Linear(FEATURES, 128),
+            nn.BatchNorm1d(128),
+            nn.LeakyReLU(LEAK),
             nn.Linear(128, codes.parameter_dim),
         )
 

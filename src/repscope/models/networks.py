@@ -43,8 +43,10 @@ def _infogan_mnist(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Mo
     from repscope.models.mnist_gan import Encoder, Generator
 
     if tuple(image_shape) != (1, 28, 28):
-        raise InvalidArgumentError(f"architecture 'infogan-mnist': takes 28x28 grey digits (1, 28, 28), got "
-                                   f"images {tuple(image_shape)}; use 'conv64' for 64x64 images")
+        raise InvalidArgumentError(
+            f"architecture 'infogan-mnist': takes 28x28 grey digits (1, 28, 28), got "
+            f"images {tuple(image_shape)}; use 'conv64' for 64x64 images"
+        )
     return Encoder(latent_dim), Generator(latent_dim)
 
 

@@ -42,8 +42,12 @@ MODELS: dict[str, ModelEntry] = {
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
     "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
     # CdSprites+ attribute classifiers (one per attribute and level): few epochs, cosine schedule
-    "attribute-cnn": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised",
-                                {"network": "attribute-cnn"}, {"lr": 2e-3, "schedule": "cosine"}),
+    "attribute-cnn": ModelEntry(
+        "repscope.train.tasks.supervised:SupervisedTask",
+        "supervised",
+        {"network": "attribute-cnn"},
+        {"lr": 2e-3, "schedule": "cosine"},
+    ),
 }
 
 

@@ -1,7 +1,8 @@
 """A small CNN that reads one attribute (shape, size, colour, position or background) off a
 64x64 RGB sprite image; CdSprites+ coherency is judged by one of these per attribute.
 
-The network takes float images ``(B, 3, 64, 64)`` in [0, 1] (other sizes: ``image_shape``) and returns ``(B, num_classes)`` logits.
+The network takes float images ``(B, 3, 64, 64)`` in [0, 1] (other sizes: ``image_shape``) and returns
+``(B, num_classes)`` logits.
 """
 
 from __future__ import annotations
@@ -18,8 +19,11 @@ CHANNELS = (3, 16, 32, 64, 64)
 def _block(in_channels: int, out_channels: int) -> list[nn.Module]:
     # stride-2 convolution instead of convolution + max pooling: the same 4x4 grid at the end for
     # about a seventh of the compute (2,900 against 400 training images/s on 2 CPU cores)
-    return [nn.Conv2d(in_channels, out_channels, 3, stride=2, padding=1, bias=False),
-            nn.BatchNorm2d(out_channels), nn.ReLU(inplace=True)]
+    return [
+        nn.Conv2d(in_channels, out_channels, 3, stride=2, padding=1, bias=False),
+        nn.BatchNorm2d(out_channels),
+        nn.ReLU(inplace=True),
+    ]
 
 
 class AttributeCNN(nn.Module):
@@ -48,8 +52,10 @@ class AttributeCNN(nn.Module):
             raise InvalidArgumentError(f"num_classes: must be an integer of at least 2, got {num_classes!r}")
         shape = tuple(int(s) for s in image_shape)
         if len(shape) != 3 or shape[1] % 16 or shape[2] % 16 or shape[1] < 16 or shape[2] < 16:
-            raise InvalidArgumentError(f"image_shape: expected (channels, height, width) with sides that are "
-                                       f"multiples of 16, got {tuple(image_shape)}")
+            raise InvalidArgumentError(
+                f"image_shape: expected (channels, height, width) with sides that are "
+                f"multiples of 16, got {tuple(image_shape)}"
+            )
         self.num_classes = int(num_classes)
         layers: list[nn.Module] = []
         channels = (shape[0], *CHANNELS[1:])

@@ -24,9 +24,7 @@ DEFAULT_DPI = 110
 
 # matplotlib >= 3.10 spells the direction `orientation`; older versions use `vert`
 _HORIZONTAL = (
-    {"orientation": "horizontal"}
-    if "orientation" in inspect.signature(Axes.violinplot).parameters
-    else {"vert": False}
+    {"orientation": "horizontal"} if "orientation" in inspect.signature(Axes.violinplot).parameters else {"vert": False}
 )
 
 
@@ -120,22 +118,29 @@ def distributions_by_class(
                 continue
             medians[position] = np.median(chosen)
             if np.unique(chosen).size >= 2:
-                parts = ax.violinplot(
-                    [chosen], positions=[position], widths=0.8, showextrema=False, **_HORIZONTAL
-                )
+                parts = ax.violinplot([chosen], positions=[position], widths=0.8, showextrema=False, **_HORIZONTAL)
                 for body in parts["bodies"]:
                     body.set_facecolor("#4c72b0")
                     body.set_edgecolor("#2a4a7f")
                     body.set_alpha(0.75)
             else:
                 ax.scatter(chosen, np.full(chosen.size, position), s=10, color="#2a4a7f", zorder=2)
-        ax.plot(medians, positions, linestyle="none", marker="o", markersize=3.5,
-                markerfacecolor="white", markeredgecolor="#222222", markeredgewidth=0.6,
-                zorder=3, gid="medians")
+        ax.plot(
+            medians,
+            positions,
+            linestyle="none",
+            marker="o",
+            markersize=3.5,
+            markerfacecolor="white",
+            markeredgecolor="#222222",
+            markeredgewidth=0.6,
+            zorder=3,
+            gid="medians",
+        )
         ax.set_xlabel(column_labels.get(column, column))
         ax.grid(axis="x", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
-    for ax in axes[len(columns):]:
+    for ax in axes[len(columns) :]:
         ax.set_visible(False)
     first = axes[0]
     first.set_yticks(positions, [str(c) for c in classes])
@@ -204,8 +209,7 @@ def image_grid(
 
     title_space = 0.25 if titles is not None else 0.0
     label_space = 0.6 if row_labels is not None else 0.0
-    fig = new_figure(width=label_space + cell_inches * ncols + 0.1,
-                     height=(cell_inches + title_space) * nrows + 0.1)
+    fig = new_figure(width=label_space + cell_inches * ncols + 0.1, height=(cell_inches + title_space) * nrows + 0.1)
     fig.get_layout_engine().set(w_pad=0.01, h_pad=0.01, wspace=0.02, hspace=0.02)
     axes = fig.subplots(nrows, ncols, squeeze=False)
     for index, ax in enumerate(axes.ravel()):

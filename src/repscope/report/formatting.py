@@ -20,6 +20,7 @@ from repscope.errors import InvalidArgumentError
 # A sequence metric longer than this is shortened on the page (metrics.json keeps it whole).
 MAX_SEQUENCE_ITEMS = 20
 
+
 def format_number(value: Any, digits: int = 4) -> str:
     """A number as text with ``digits`` significant digits for floats.
 
@@ -169,8 +170,9 @@ def _metric_permutations(name: str, flat: Mapping[str, Any], given: int | Mappin
     return None
 
 
-def _table_permutations(column: Any, given: int | Mapping[str, int] | None, per_row: list | None,
-                        position: int) -> int | None:
+def _table_permutations(
+    column: Any, given: int | Mapping[str, int] | None, per_row: list | None, position: int
+) -> int | None:
     if isinstance(given, Mapping):
         return given.get(column)
     if given is not None:
@@ -182,8 +184,9 @@ def _table_permutations(column: Any, given: int | Mapping[str, int] | None, per_
     return None
 
 
-def _column_baselines(columns: Any, numeric: list[bool], p_columns: list[bool],
-                      baseline: float | Mapping[str, float] | None) -> dict[Any, float]:
+def _column_baselines(
+    columns: Any, numeric: list[bool], p_columns: list[bool], baseline: float | Mapping[str, float] | None
+) -> dict[Any, float]:
     if baseline is None:
         return {}
     if isinstance(baseline, Mapping):
@@ -192,8 +195,9 @@ def _column_baselines(columns: Any, numeric: list[bool], p_columns: list[bool],
             raise InvalidArgumentError(f"baseline: no column named {', '.join(missing)}")
         chosen = dict(baseline)
     else:
-        chosen = {column: baseline for column, is_numeric, is_p in zip(columns, numeric, p_columns)
-                  if is_numeric and not is_p}
+        chosen = {
+            column: baseline for column, is_numeric, is_p in zip(columns, numeric, p_columns) if is_numeric and not is_p
+        }
     for column, value in chosen.items():
         if not _is_number(value):
             raise InvalidArgumentError(f"baseline: expected a number for {column!r}, got {value!r}")

@@ -152,7 +152,9 @@ class Report:
                 self._blocks.append(f"<p>{_esc(part.strip())}</p>")
 
     def add_metrics(
-        self, metrics: Mapping[str, Any], title: str | None = None,
+        self,
+        metrics: Mapping[str, Any],
+        title: str | None = None,
         float_format: Callable[[float], str] | str | None = None,
         permutations: int | Mapping[str, int] | None = None,
     ) -> None:
@@ -175,7 +177,7 @@ class Report:
                 text = format_value(value, fmt)
             numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
             cell_class = ' class="num"' if numeric else ""
-            rows.append(f"<tr><th scope=\"row\">{_esc(name)}</th><td{cell_class}>{_esc(text)}</td></tr>")
+            rows.append(f'<tr><th scope="row">{_esc(name)}</th><td{cell_class}>{_esc(text)}</td></tr>')
         if title is not None:
             self.add_heading(title, level=3)
         body = "\n".join(rows) if rows else '<tr><td colspan="2" class="note">no metrics</td></tr>'
@@ -235,12 +237,12 @@ class Report:
             raise InvalidArgumentError(f"max_rows: expected a positive integer or None, got {max_rows!r}")
         fmt = _float_formatter(float_format)
         show_index = not (
-            isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1
-            and df.index.name is None
+            isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1 and df.index.name is None
         )
         shown = df if max_rows is None else df.iloc[:max_rows]
-        numeric_columns = [pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
-                           for dtype in df.dtypes]
+        numeric_columns = [
+            pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) for dtype in df.dtypes
+        ]
 
         def column_name(column: Any) -> str:
             if isinstance(column, tuple):
@@ -256,15 +258,16 @@ class Report:
 
         p_columns = [is_p_value_name(column) for column in df.columns]
         baselines = _column_baselines(df.columns, numeric_columns, p_columns, baseline)
-        row_permutations = (df["permutations"].tolist() if permutations is None and "permutations" in df.columns
-                            else None)
+        row_permutations = (
+            df["permutations"].tolist() if permutations is None and "permutations" in df.columns else None
+        )
         worse = 0
         compared = 0
         body = []
         for position, (index_value, row) in enumerate(zip(shown.index, shown.itertuples(index=False, name=None))):
             cells = []
             if show_index:
-                cells.append(f"<th scope=\"row\">{_esc(format_value(index_value, fmt))}</th>")
+                cells.append(f'<th scope="row">{_esc(format_value(index_value, fmt))}</th>')
             for column, value, numeric, is_p in zip(df.columns, row, numeric_columns, p_columns):
                 # a missing value in a text column reads better blank than "NaN"
                 missing = value is None or (not numeric and isinstance(value, float) and math.isnan(value))
@@ -287,7 +290,7 @@ class Report:
             body.append("<tr>" + "".join(cells) + "</tr>")
         # rows beyond max_rows count for the warning too
         for column, limit in baselines.items():
-            for value in df[column].iloc[len(shown):]:
+            for value in df[column].iloc[len(shown) :]:
                 if _is_number(value):
                     compared += 1
                     worse += bool((value < limit) if higher_is_better else (value > limit))
@@ -304,8 +307,9 @@ class Report:
             described = _describe_baselines(baselines)
             notes.append(f"{BELOW_BASELINE_MARK} marks a value {side} the {baseline_label} ({described}).")
             if worse:
-                self.add_warning(f"{title or 'A table'}: {worse} of {compared} values {side} the {baseline_label} "
-                                 f"({described}).")
+                self.add_warning(
+                    f"{title or 'A table'}: {worse} of {compared} values {side} the {baseline_label} ({described})."
+                )
         caption_html = f"<caption>{' '.join(notes)}</caption>\n" if notes else ""
         self._blocks.append(
             '<div class="table-wrap"><table class="data">\n'
@@ -360,8 +364,12 @@ class Report:
         """A preformatted block, e.g. the command that produced the run."""
         self._blocks.append(f"<pre><code>{_esc(text)}</code></pre>")
 
-    def add_files(self, paths: Iterable[str | os.PathLike] | Mapping[str, Any], base: str | os.PathLike | None = None,
-                  title: str | None = None) -> None:
+    def add_files(
+        self,
+        paths: Iterable[str | os.PathLike] | Mapping[str, Any],
+        base: str | os.PathLike | None = None,
+        title: str | None = None,
+    ) -> None:
         """A list of links to files, e.g. a run's tables and figures.
 
         ``paths`` may be a mapping (name -> path, as :attr:`repscope.runs.RunDirectory.tables`);
@@ -380,8 +388,9 @@ class Report:
             items.append(f'<li><a href="{_esc(href)}">{_esc(href)}</a></li>')
         if title is not None:
             self.add_heading(title, level=3)
-        self._blocks.append("<ul class=\"files\">\n" + "\n".join(items) + "\n</ul>" if items
-                            else '<p class="note">no files</p>')
+        self._blocks.append(
+            '<ul class="files">\n' + "\n".join(items) + "\n</ul>" if items else '<p class="note">no files</p>'
+        )
 
     # -- output -----------------------------------------------------------------------------
 
@@ -428,5 +437,13 @@ class Report:
         return path
 
 
-__all__ = ["Report", "QUICK_RUN_TEXT", "flatten_metrics", "format_number", "format_p_value", "format_value",
-           "is_p_value_name", "PNG_SIGNATURE"]
+__all__ = [
+    "Report",
+    "QUICK_RUN_TEXT",
+    "flatten_metrics",
+    "format_number",
+    "format_p_value",
+    "format_value",
+    "is_p_value_name",
+    "PNG_SIGNATURE",
+]

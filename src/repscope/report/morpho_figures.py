@@ -67,8 +67,9 @@ def morphometric_pairplot(
     if isinstance(tables, Mapping):
         if len(tables) != 1:
             raise InvalidArgumentError(
-                f"tables: expected one table, got {len(tables)}; draw one figure per table and pass the same ranges")
-        (name, table), = tables.items()
+                f"tables: expected one table, got {len(tables)}; draw one figure per table and pass the same ranges"
+            )
+        ((name, table),) = tables.items()
         title = str(name) if title is None else title
     else:
         table = tables
@@ -96,8 +97,9 @@ def morphometric_pairplot(
                 # a sample wholly outside the shared ranges has an empty (all-zero) histogram
                 data = data[(data >= x_low) & (data <= x_high)]
                 if data.size:
-                    ax.hist(data, bins=np.linspace(x_low, x_high, bins + 1), density=True,
-                            color=_HIST_COLOUR, alpha=0.45)
+                    ax.hist(
+                        data, bins=np.linspace(x_low, x_high, bins + 1), density=True, color=_HIST_COLOUR, alpha=0.45
+                    )
                 kde_data = values[col_column][sample]
                 kde_data = kde_data[np.isfinite(kde_data)]
                 try:
@@ -113,10 +115,17 @@ def morphometric_pairplot(
                 x, y = values[col_column][both], values[row_column][both]
                 if i < j:
                     counts, x_edges, y_edges = np.histogram2d(
-                        x, y, bins=[np.linspace(x_low, x_high, bins + 1), np.linspace(y_low, y_high, bins + 1)])
+                        x, y, bins=[np.linspace(x_low, x_high, bins + 1), np.linspace(y_low, y_high, bins + 1)]
+                    )
                     if counts.max() > 0:
-                        ax.pcolormesh(x_edges, y_edges, np.ma.masked_equal(counts.T, 0), cmap="viridis",
-                                      norm=LogNorm(vmin=1, vmax=max(counts.max(), 2)), rasterized=True)
+                        ax.pcolormesh(
+                            x_edges,
+                            y_edges,
+                            np.ma.masked_equal(counts.T, 0),
+                            cmap="viridis",
+                            norm=LogNorm(vmin=1, vmax=max(counts.max(), 2)),
+                            rasterized=True,
+                        )
                 else:
                     in_sample = both[sample]
                     points = np.vstack([values[col_column][sample][in_sample], values[row_column][sample][in_sample]])
@@ -205,19 +214,37 @@ def partial_correlation_circles(
 
     rows, cols = np.indices(values.shape)
     finite = np.isfinite(values)
-    fig = new_figure(width=1.6 + 0.48 * len(codes), height=(1.3 if blocks else 0.9) + 0.48 * len(factors)
-                     + (0.3 if title else 0.0))
+    fig = new_figure(
+        width=1.6 + 0.48 * len(codes), height=(1.3 if blocks else 0.9) + 0.48 * len(factors) + (0.3 if title else 0.0)
+    )
     ax = fig.subplots()
     # colours resolved here (not at draw time) so the artist holds them as soon as it exists
     colours = matplotlib.colormaps[cmap](Normalize(-1.0, 1.0)(values[finite]))
-    ax.scatter(cols[finite], rows[finite], s=max_area * np.abs(values[finite]), color=colours,
-               edgecolors="#555555", linewidths=0.4, gid="partial_correlations", zorder=3)
+    ax.scatter(
+        cols[finite],
+        rows[finite],
+        s=max_area * np.abs(values[finite]),
+        color=colours,
+        edgecolors="#555555",
+        linewidths=0.4,
+        gid="partial_correlations",
+        zorder=3,
+    )
     if (~finite).any():
         ax.scatter(cols[~finite], rows[~finite], s=4, color="#aaaaaa", gid="undefined", zorder=3)
     if annotate:
         for r, c in zip(rows[finite], cols[finite]):
-            ax.annotate(f"{values[r, c]:.2f}", (c, r), xytext=(0, -11), textcoords="offset points",
-                        ha="center", va="top", fontsize=6, color="#333333", zorder=4)
+            ax.annotate(
+                f"{values[r, c]:.2f}",
+                (c, r),
+                xytext=(0, -11),
+                textcoords="offset points",
+                ha="center",
+                va="top",
+                fontsize=6,
+                color="#333333",
+                zorder=4,
+            )
     ax.set_xlim(-0.6, len(codes) - 0.4)
     ax.set_ylim(len(factors) - 0.4, -0.6)  # first factor on top
     ax.set_xticks(np.arange(len(codes)), codes)
@@ -236,8 +263,15 @@ def partial_correlation_circles(
         ax.axvline(n_dummies - 0.5, color="#444444", linewidth=1.0, gid="block_separator")
         transform = ax.get_xaxis_transform()
         ax.text((n_dummies - 1) / 2, -0.02, "categorical", transform=transform, ha="center", va="top", fontsize=9)
-        ax.text(n_dummies + (len(codes) - n_dummies - 1) / 2, -0.02, "continuous", transform=transform,
-                ha="center", va="top", fontsize=9)
+        ax.text(
+            n_dummies + (len(codes) - n_dummies - 1) / 2,
+            -0.02,
+            "continuous",
+            transform=transform,
+            ha="center",
+            va="top",
+            fontsize=9,
+        )
     if title:
         fig.suptitle(title, fontsize=10)
     return fig

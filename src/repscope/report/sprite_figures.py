@@ -14,8 +14,13 @@ from repscope.report.figures import new_figure
 CAPTION_WRAP = 18  # characters per title line at 7 pt in a 1.3-inch cell
 
 
-def captioned_grid(images: np.ndarray, captions: Sequence[str] | None, ncols: int = 8,
-                   row_labels: Sequence[str] | None = None, cell_inches: float = 1.3) -> Figure:
+def captioned_grid(
+    images: np.ndarray,
+    captions: Sequence[str] | None,
+    ncols: int = 8,
+    row_labels: Sequence[str] | None = None,
+    cell_inches: float = 1.3,
+) -> Figure:
     """``images`` (``(N, 64, 64, 3)`` RGB or ``(N, 64, 64)`` binary / grey) in rows of ``ncols``,
     each titled with its caption wrapped to a few lines."""
     images = np.asarray(images)

@@ -52,8 +52,9 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
     """The report of a finished training run (see the module docstring)."""
     from repscope.report.figures import image_grid
 
-    report = Report(f"Training {config.model.name} on {config.data.name}",
-                    subtitle=f"{dataset.description}; seed {config.seed}")
+    report = Report(
+        f"Training {config.model.name} on {config.data.name}", subtitle=f"{dataset.description}; seed {config.seed}"
+    )
     headline = {k: v for k, v in metrics.items() if k.startswith("test_")}
     headline.update({k: metrics[k] for k in ("epochs", "n_train", "n_val", "n_test", "fit_seconds") if k in metrics})
     baseline = _baseline(dataset)
@@ -61,9 +62,13 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
         name, value = baseline
         headline[f"constant_prediction_{name}"] = value
         score = metrics.get(name)
-        if score is not None and ((name == "test_accuracy" and score <= value) or (name == "test_rmse" and score >= value)):
-            report.add_warning(f"{name} {score:.4g} is no better than always predicting the commonest class / "
-                               f"the mean ({value:.4g}): the model has not learnt the target.")
+        if score is not None and (
+            (name == "test_accuracy" and score <= value) or (name == "test_rmse" and score >= value)
+        ):
+            report.add_warning(
+                f"{name} {score:.4g} is no better than always predicting the commonest class / "
+                f"the mean ({value:.4g}): the model has not learnt the target."
+            )
     report.add_metrics(headline, title="Test metrics")
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")
@@ -76,8 +81,10 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
         shown = images[:, 0] if images.shape[1] == 1 else images.transpose(0, 2, 3, 1)
         if hasattr(task, "encode") and hasattr(task, "decode"):
             rebuilt = task.decode(task.encode(shown))
-            report.add_figure(image_grid(np.concatenate([shown, rebuilt]), 2, count, row_labels=["test", "rebuilt"]),
-                              caption="Test images (top) and their reconstructions from the posterior means")
+            report.add_figure(
+                image_grid(np.concatenate([shown, rebuilt]), 2, count, row_labels=["test", "rebuilt"]),
+                caption="Test images (top) and their reconstructions from the posterior means",
+            )
     if hasattr(task, "sample"):
         samples = task.sample(2 * SHOWN, seed=config.seed)
         report.add_figure(image_grid(samples, 2, SHOWN), caption=f"Samples from the prior (seed {config.seed})")

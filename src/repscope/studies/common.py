@@ -42,13 +42,18 @@ class TrainingSection(Section):
 
 def member_config(member: MemberModel, data: Named, training: TrainingSection, seed: int) -> TrainConfig:
     return TrainConfig(
-        model=Named(name=member.name, params=member.params), data=data, trainer=training.trainer,
-        batch_size=training.batch_size, val_fraction=training.val_fraction, seed=seed,
+        model=Named(name=member.name, params=member.params),
+        data=data,
+        trainer=training.trainer,
+        batch_size=training.batch_size,
+        val_fraction=training.val_fraction,
+        seed=seed,
     )
 
 
-def train_or_load(member: MemberModel, data: Named, training: TrainingSection, seed: int,
-                  out: Path, source: str) -> tuple[Any, dict[str, Any]]:
+def train_or_load(
+    member: MemberModel, data: Named, training: TrainingSection, seed: int, out: Path, source: str
+) -> tuple[Any, dict[str, Any]]:
     """The trained task of ``member`` and its training metrics: loaded from ``member.checkpoint``, or
     trained into ``out`` (a run directory of its own, resumable with ``repscope train --resume``)."""
     import json

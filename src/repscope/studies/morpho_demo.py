@@ -21,7 +21,6 @@ from repscope.config import Section
 from repscope.data import idx
 from repscope.data.morpho.build import SETS, BuildConfig, build_dataset
 from repscope.data.morpho.morphometrics import MORPHOMETRICS
-from repscope.errors import InvalidArgumentError
 
 MORPHOMETRIC_LABELS = {
     "area": "area (px²)",
@@ -81,8 +80,7 @@ def _components_added(plain: np.ndarray, perturbed: np.ndarray) -> float:
 
     structure = np.ones((3, 3), dtype=bool)
     gained = [
-        ndimage.label(b >= 128, structure)[1] > ndimage.label(a >= 128, structure)[1]
-        for a, b in zip(plain, perturbed)
+        ndimage.label(b >= 128, structure)[1] > ndimage.label(a >= 128, structure)[1] for a, b in zip(plain, perturbed)
     ]
     return float(np.mean(gained))
 
@@ -93,18 +91,20 @@ def diversity_config(config: DemoConfig) -> Any:
     paper's GANs: a few CPU epochs train them reliably; ``repscope morpho diversity`` runs the GANs.)"""
     from repscope.studies.morpho_diversity import DiversityConfig
 
-    return DiversityConfig.model_validate({
-        "data": {"source": config.source, "seed": config.seed, "max_train": config.diversity_train},
-        "models": [
-            {"label": "VAE 2-d", "name": "beta-vae", "params": {"latent_dim": 2, "beta": 1.0}},
-            {"label": "VAE 16-d", "name": "beta-vae", "params": {"latent_dim": 16, "beta": 1.0}},
-        ],
-        "training": {"trainer": {"max_epochs": config.diversity_epochs}, "batch_size": 64},
-        "samples": config.diversity_samples,
-        "quadratic_max_samples": 1000,
-        "permutations": 200,
-        "seed": config.seed,
-    })
+    return DiversityConfig.model_validate(
+        {
+            "data": {"source": config.source, "seed": config.seed, "max_train": config.diversity_train},
+            "models": [
+                {"label": "VAE 2-d", "name": "beta-vae", "params": {"latent_dim": 2, "beta": 1.0}},
+                {"label": "VAE 16-d", "name": "beta-vae", "params": {"latent_dim": 16, "beta": 1.0}},
+            ],
+            "training": {"trainer": {"max_epochs": config.diversity_epochs}, "batch_size": 64},
+            "samples": config.diversity_samples,
+            "quadratic_max_samples": 1000,
+            "permutations": 200,
+            "seed": config.seed,
+        }
+    )
 
 
 def _add_diversity(config: DemoConfig, run: Any, report: Any) -> dict[str, Any]:
@@ -171,15 +171,20 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
 
     fig_classes = run.save_figure(
         "morphometrics_per_class",
-        distributions_by_class(morpho_train, list(MORPHOMETRICS), class_column="label",
-                               column_labels=MORPHOMETRIC_LABELS),
+        distributions_by_class(
+            morpho_train, list(MORPHOMETRICS), class_column="label", column_labels=MORPHOMETRIC_LABELS
+        ),
     )
     shown = _one_per_class(test_sets["plain"]["labels"], config.examples)
     rows = [test_sets[name]["images"][shown] for name in ("plain", "thin", "thic", "swel", "frac")]
     fig_grid = run.save_figure(
         "perturbation_examples",
-        image_grid(np.concatenate(rows), nrows=5, ncols=len(shown),
-                   row_labels=["plain", "thin", "thick", "swollen", "fractured"]),
+        image_grid(
+            np.concatenate(rows),
+            nrows=5,
+            ncols=len(shown),
+            row_labels=["plain", "thin", "thick", "swollen", "fractured"],
+        ),
     )
     mixed_rows = []
     mixed_titles = []
@@ -190,13 +195,17 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
         mixed_titles += [codes[int(c)] for c in data["pert"][shown]]
     fig_mixed = run.save_figure(
         "mixed_sets_examples",
-        image_grid(np.concatenate(mixed_rows), nrows=2, ncols=len(shown), titles=mixed_titles,
-                   row_labels=["global", "local"]),
+        image_grid(
+            np.concatenate(mixed_rows), nrows=2, ncols=len(shown), titles=mixed_titles, row_labels=["global", "local"]
+        ),
     )
 
     ratio = effects.set_index("set")
     metrics = {
-        "digits": {"train": int(manifest["counts"]["plain"]["train"]), "t10k": int(manifest["counts"]["plain"]["t10k"])},
+        "digits": {
+            "train": int(manifest["counts"]["plain"]["train"]),
+            "t10k": int(manifest["counts"]["plain"]["t10k"]),
+        },
         "build_seconds": round(build_seconds, 2),
         "build_digits_per_second": round(digits_built / build_seconds, 1),
         "plain_test_medians": {m: float(ratio.loc["plain", f"median_{m}"]) for m in MORPHOMETRICS},
@@ -219,7 +228,9 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
     )
     report.add_metrics(metrics, title="Headline numbers")
     report.add_heading("Morphometrics of the plain training digits, per class")
-    report.add_figure(fig_classes, caption="Distribution of each morphometric per digit class (cf. the paper's Fig. 3).")
+    report.add_figure(
+        fig_classes, caption="Distribution of each morphometric per digit class (cf. the paper's Fig. 3)."
+    )
     report.add_table(per_class, title="Median per class")
     report.add_heading("Perturbations")
     report.add_figure(fig_grid, caption="The same test digits, plain and under each perturbation.")

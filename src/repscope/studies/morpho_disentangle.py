@@ -94,14 +94,19 @@ def traversals(task: Any, codes: Any, code: str, config: DisentangleConfig, seed
         labels = [f"{v:+.1f}" for v in values]
     rows = []
     for r in range(config.traversal_rows):
-        varied = {name: np.repeat(np.asarray(value)[r:r + 1], len(values), axis=0) for name, value in base.items()}
+        varied = {name: np.repeat(np.asarray(value)[r : r + 1], len(values), axis=0) for name, value in base.items()}
         varied[code] = np.asarray(values, dtype=varied[code].dtype)
-        rows.append(task.generate(varied, np.repeat(noise[r:r + 1], len(values), axis=0)))
+        rows.append(task.generate(varied, np.repeat(noise[r : r + 1], len(values), axis=0)))
     return np.stack(rows), labels
 
 
-def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Path = Path("runs"),
-                    source: str = "config", quick: bool = False) -> Path:
+def run_disentangle(
+    config: DisentangleConfig,
+    out: Path | None = None,
+    root: Path = Path("runs"),
+    source: str = "config",
+    quick: bool = False,
+) -> Path:
     from repscope.data.morpho import measure
     from repscope.data.morpho.training_sets import load_morpho_mnist
     from repscope.metrics.partial_correlation import code_partial_correlations
@@ -112,18 +117,25 @@ def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Pa
 
     run = RunDirectory.create("morpho-disentangle", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
-    report = Report("Morpho-MNIST disentanglement (InfoGAN)", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
+    report = Report(
+        "Morpho-MNIST disentanglement (InfoGAN)", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick
+    )
     report.add_paragraph(__doc__.split("\n\n", 1)[1].replace("\n", " "))
     metrics: dict[str, Any] = {"settings": {}}
     data_params = config.data.params()
     for k, setting in enumerate(config.settings):
         codes = INFOGAN_SETTINGS[setting.setting]
         set_name = SETTING_SETS[setting.setting]
-        member = MemberModel(label=setting.label, name="infogan", params={"codes": codes.to_dict(), **setting.params},
-                             checkpoint=setting.checkpoint)
+        member = MemberModel(
+            label=setting.label,
+            name="infogan",
+            params={"codes": codes.to_dict(), **setting.params},
+            checkpoint=setting.checkpoint,
+        )
         data_named = Named(name="morpho-mnist", params={**data_params, "set": set_name, "target": "none"})
-        task, train_metrics = train_or_load(member, data_named, config.training, config.seed,
-                                            run.path("models", setting.label.lower()), source)
+        task, train_metrics = train_or_load(
+            member, data_named, config.training, config.seed, run.path("models", setting.label.lower()), source
+        )
         data = load_morpho_mnist(set=set_name, target="none", **data_params)
         categorical = codes.categorical_columns()
 
@@ -134,7 +146,9 @@ def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Pa
             factors["fractured"] = (data.test_perturbations == 4).astype(float)
         inferred = _with_all_categories(task.infer_codes(data.test_images), codes)
         inferred = {name: np.asarray(inferred[name])[valid] for name in codes.code_columns()}
-        inferential = code_partial_correlations(inferred, factors[valid].reset_index(drop=True), categorical=categorical)
+        inferential = code_partial_correlations(
+            inferred, factors[valid].reset_index(drop=True), categorical=categorical
+        )
 
         images, sampled = task.sample_with_codes(config.generated_samples, seed=config.seed + 2000 + k)
         sampled = _with_all_categories(sampled, codes)
@@ -142,38 +156,64 @@ def run_disentangle(config: DisentangleConfig, out: Path | None = None, root: Pa
         ok = generated_morpho["valid"].astype(bool).to_numpy()
         generative = code_partial_correlations(
             {name: np.asarray(sampled[name])[ok] for name in codes.code_columns()},
-            generated_morpho.loc[ok, list(FACTORS)].reset_index(drop=True), categorical=categorical,
+            generated_morpho.loc[ok, list(FACTORS)].reset_index(drop=True),
+            categorical=categorical,
         )
         tag = setting.label.lower()
         run.write_table(f"{tag}_inferential_partial_correlations", inferential.rename_axis("factor").reset_index())
         run.write_table(f"{tag}_generative_partial_correlations", generative.rename_axis("factor").reset_index())
-        fig_inf = run.save_figure(f"{tag}_inferential", partial_correlation_circles(inferential, title=f"{setting.label}: inferred codes vs test morphometrics"))
-        fig_gen = run.save_figure(f"{tag}_generative", partial_correlation_circles(generative, title=f"{setting.label}: sampled codes vs generated morphometrics"))
+        fig_inf = run.save_figure(
+            f"{tag}_inferential",
+            partial_correlation_circles(inferential, title=f"{setting.label}: inferred codes vs test morphometrics"),
+        )
+        fig_gen = run.save_figure(
+            f"{tag}_generative",
+            partial_correlation_circles(generative, title=f"{setting.label}: sampled codes vs generated morphometrics"),
+        )
         traversal_figures = []
         for c, code in enumerate(codes.code_columns()):
             grid, labels = traversals(task, codes, code, config, seed=config.seed + 3000 + c)
-            traversal_figures.append((code, run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels))))
+            traversal_figures.append(
+                (code, run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels)))
+            )
 
         common = [c for c in inferential.columns if c in generative.columns]
         rows = [f for f in FACTORS if f in inferential.index and f in generative.index]
-        agreement = float(np.corrcoef(inferential.loc[rows, common].to_numpy(float).ravel(),
-                                      generative.loc[rows, common].to_numpy(float).ravel())[0, 1])
+        agreement = float(
+            np.corrcoef(
+                inferential.loc[rows, common].to_numpy(float).ravel(),
+                generative.loc[rows, common].to_numpy(float).ravel(),
+            )[0, 1]
+        )
         metrics["settings"][setting.label] = {
-            "set": set_name, "codes": codes.to_dict(),
+            "set": set_name,
+            "codes": codes.to_dict(),
             "inferential_strongest": strongest(inferential),
             "generative_strongest": strongest(generative),
             "inferential_generative_agreement_r": agreement,
             "training": {key: train_metrics.get(key) for key in ("epochs", "fit_seconds") if key in train_metrics},
         }
         report.add_heading(f"{setting.label}: {codes.describe()} on {set_name}")
-        report.add_figure(fig_inf, caption="Inferential: partial correlation of each inferred code with each "
-                                           "morphometric of the test digits (cf. Figs. 5 and 8). Blue positive, red negative.")
-        report.add_figure(fig_gen, caption=f"Generative: {config.generated_samples} sampled codes vs the morphometrics "
-                                           "of the digits generated from them (cf. Fig. 6).")
-        report.add_table(inferential.round(3).rename_axis("factor").reset_index(), title="Inferential partial correlations")
-        report.add_table(generative.round(3).rename_axis("factor").reset_index(), title="Generative partial correlations")
+        report.add_figure(
+            fig_inf,
+            caption="Inferential: partial correlation of each inferred code with each "
+            "morphometric of the test digits (cf. Figs. 5 and 8). Blue positive, red negative.",
+        )
+        report.add_figure(
+            fig_gen,
+            caption=f"Generative: {config.generated_samples} sampled codes vs the morphometrics "
+            "of the digits generated from them (cf. Fig. 6).",
+        )
+        report.add_table(
+            inferential.round(3).rename_axis("factor").reset_index(), title="Inferential partial correlations"
+        )
+        report.add_table(
+            generative.round(3).rename_axis("factor").reset_index(), title="Generative partial correlations"
+        )
         for code, path in traversal_figures:
-            report.add_figure(path, caption=f"Traversal of {code}; each row keeps the other codes and the noise (cf. Fig. 7).")
+            report.add_figure(
+                path, caption=f"Traversal of {code}; each row keeps the other codes and the noise (cf. Fig. 7)."
+            )
     run.write_metrics(metrics)
     report.add_metrics(metrics, title="Headline numbers")
     return run.write_report(report)

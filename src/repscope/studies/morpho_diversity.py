@@ -51,8 +51,9 @@ def quick(config: DiversityConfig) -> DiversityConfig:
     return out
 
 
-def compare_morphometrics(reference: pd.DataFrame, sample: pd.DataFrame, columns: list[str], config: DiversityConfig,
-                          seed: int) -> dict[str, Any]:
+def compare_morphometrics(
+    reference: pd.DataFrame, sample: pd.DataFrame, columns: list[str], config: DiversityConfig, seed: int
+) -> dict[str, Any]:
     """Linear-time and quadratic MMD tests and replica counts between two morphometric tables."""
     from repscope.metrics.mmd import mmd_linear_test, mmd_quadratic_test
     from repscope.metrics.replicas import near_replicas
@@ -67,15 +68,24 @@ def compare_morphometrics(reference: pd.DataFrame, sample: pd.DataFrame, columns
     quadratic = mmd_quadratic_test(xq, yq, permutations=config.permutations, rng=rng)
     replicas = near_replicas(y, threshold=config.replica_threshold)
     return {
-        "mmd2": linear["mmd2"], "mmd2_std_error": linear["std_error"], "p_value": linear["p_value"],
-        "quadratic_mmd2": quadratic["mmd2"], "quadratic_p_value": quadratic["p_value"],
-        "replica_groups": int(replicas["groups"]), "fraction_in_replica_groups": float(replicas["fraction_in_groups"]),
+        "mmd2": linear["mmd2"],
+        "mmd2_std_error": linear["std_error"],
+        "p_value": linear["p_value"],
+        "quadratic_mmd2": quadratic["mmd2"],
+        "quadratic_p_value": quadratic["p_value"],
+        "replica_groups": int(replicas["groups"]),
+        "fraction_in_replica_groups": float(replicas["fraction_in_groups"]),
         "valid_samples": int(len(y)),
     }
 
 
-def run_diversity(config: DiversityConfig, out: Path | None = None, root: Path = Path("runs"),
-                  source: str = "config", quick: bool = False) -> Path:
+def run_diversity(
+    config: DiversityConfig,
+    out: Path | None = None,
+    root: Path = Path("runs"),
+    source: str = "config",
+    quick: bool = False,
+) -> Path:
     """Run the study in its own run directory and return the path of its ``report.html``."""
     from repscope.report import Report
     from repscope.runs import RunDirectory
@@ -107,15 +117,27 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
     columns = list(config.morphometrics)
     reference_replicas = compare_morphometrics(test_morpho, test_morpho, columns, config, config.seed)
     for k, member in enumerate(config.models):
-        task, metrics = train_or_load(member, Named(name="digits", params={**data_params, "target": "none"}),
-                                      config.training, config.seed, run.path("models", slug(member.label)), source)
-        train_metrics[member.label] = {key: metrics.get(key) for key in ("epochs", "fit_seconds", "test_loss") if key in metrics}
+        task, metrics = train_or_load(
+            member,
+            Named(name="digits", params={**data_params, "target": "none"}),
+            config.training,
+            config.seed,
+            run.path("models", slug(member.label)),
+            source,
+        )
+        train_metrics[member.label] = {
+            key: metrics.get(key) for key in ("epochs", "fit_seconds", "test_loss") if key in metrics
+        }
         images = task.sample(config.samples, seed=config.seed + 1000 + k)
         morpho = measure(images)
         tables[member.label] = morpho
         run.write_table(f"samples_{slug(member.label)}_morphometrics", morpho)
-        row = {"model": member.label, "name": member.name, "latent_dim": member.params.get("latent_dim"),
-               **compare_morphometrics(test_morpho, morpho, columns, config, config.seed + k)}
+        row = {
+            "model": member.label,
+            "name": member.name,
+            "latent_dim": member.params.get("latent_dim"),
+            **compare_morphometrics(test_morpho, morpho, columns, config, config.seed + k),
+        }
         rows.append(row)
         examples.append(images[:12])
     table = pd.DataFrame(rows)
@@ -125,9 +147,21 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
         "samples_per_model": config.samples,
         "test_digits": int(len(test_morpho)),
         "morphometrics": columns,
-        "models": {r["model"]: {k: r[k] for k in ("mmd2", "mmd2_std_error", "p_value", "quadratic_mmd2",
-                                                  "quadratic_p_value", "replica_groups", "fraction_in_replica_groups")}
-                   for r in rows},
+        "models": {
+            r["model"]: {
+                k: r[k]
+                for k in (
+                    "mmd2",
+                    "mmd2_std_error",
+                    "p_value",
+                    "quadratic_mmd2",
+                    "quadratic_p_value",
+                    "replica_groups",
+                    "fraction_in_replica_groups",
+                )
+            }
+            for r in rows
+        },
         "test_vs_itself_replica_fraction": reference_replicas["fraction_in_replica_groups"],
         "training": train_metrics,
     }
@@ -135,12 +169,20 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
     # one set of axis ranges for every figure, so the pair plots compare at a glance (Fig. 4)
     reference = test_morpho.loc[test_morpho["valid"].astype(bool), columns]
     low, high = reference.quantile(0.005), reference.quantile(0.995)
-    ranges = {c: (float(low[c] - 0.25 * (high[c] - low[c])), float(high[c] + 0.25 * (high[c] - low[c]))) for c in columns}
+    ranges = {
+        c: (float(low[c] - 0.25 * (high[c] - low[c])), float(high[c] + 0.25 * (high[c] - low[c]))) for c in columns
+    }
     for name, morpho in tables.items():
         valid = morpho[morpho["valid"].astype(bool)]
-        figures[name] = run.save_figure(f"pairplot_{slug(name)}", morphometric_pairplot(valid, columns, ranges=ranges, title=name))
-    grid = run.save_figure("diversity_samples", image_grid(np.concatenate(examples), nrows=len(examples), ncols=12,
-                                                           row_labels=[m.label for m in config.models]))
+        figures[name] = run.save_figure(
+            f"pairplot_{slug(name)}", morphometric_pairplot(valid, columns, ranges=ranges, title=name)
+        )
+    grid = run.save_figure(
+        "diversity_samples",
+        image_grid(
+            np.concatenate(examples), nrows=len(examples), ncols=12, row_labels=[m.label for m in config.models]
+        ),
+    )
 
     report.add_heading("Sample diversity (MMD on morphometrics)")
     report.add_paragraph(
@@ -153,10 +195,16 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
     )
     # no rounding here: the report writes p-values in scientific notation, and a permutation p-value
     # at its floor as <= 1/(B+1)
-    report.add_table(table, title="MMD² against the test digits (cf. Table 1)",
-                     permutations={"quadratic_p_value": config.permutations})
+    report.add_table(
+        table,
+        title="MMD² against the test digits (cf. Table 1)",
+        permutations={"quadratic_p_value": config.permutations},
+    )
     report.add_figure(grid, caption="Samples of each model.")
     for name, path in figures.items():
-        report.add_figure(path, caption=f"Morphometrics of {name} (cf. Fig. 4): marginals on the diagonal, "
-                                        "log-histograms above, KDE contours below.")
+        report.add_figure(
+            path,
+            caption=f"Morphometrics of {name} (cf. Fig. 4): marginals on the diagonal, "
+            "log-histograms above, KDE contours below.",
+        )
     return metrics

@@ -72,8 +72,13 @@ def _score(kind: str, predicted: np.ndarray, truth: np.ndarray) -> float:
     return float(np.sqrt(np.mean((np.asarray(predicted, np.float64) - truth) ** 2)))
 
 
-def run_supervised(config: SupervisedConfig, out: Path | None = None, root: Path = Path("runs"),
-                   source: str = "config", quick: bool = False) -> Path:
+def run_supervised(
+    config: SupervisedConfig,
+    out: Path | None = None,
+    root: Path = Path("runs"),
+    source: str = "config",
+    quick: bool = False,
+) -> Path:
     """Run the study and return the path of its ``report.html``."""
     from repscope.data.morpho.training_sets import load_morpho_mnist
     from repscope.report import Report
@@ -95,27 +100,44 @@ def run_supervised(config: SupervisedConfig, out: Path | None = None, root: Path
         else:
             # the RMSE of always answering the mean training value
             chance[task_name] = float(np.sqrt(np.mean((data.test_targets - data.train_targets.mean()) ** 2)))
-        evaluations = {name: data if name == train_set else load_morpho_mnist(set=name, target=target, **data_params)
-                       for name in test_sets}
+        evaluations = {
+            name: data if name == train_set else load_morpho_mnist(set=name, target=target, **data_params)
+            for name in test_sets
+        }
         for model in config.models:
             started = time.perf_counter()
             if model in SKLEARN:
                 keep = slice(None, config.sklearn_max_train)
                 estimator = _sklearn_model(model, data.target_kind)
                 estimator.fit(_flat(data.train_images[keep]), data.train_targets[keep])
-                predict = lambda images: estimator.predict(_flat(images))  # noqa: E731
+                predict = lambda images, fitted=estimator: fitted.predict(_flat(images))  # noqa: E731
             else:
                 member = MemberModel(label=f"{model}-{task_name}", name=model)
-                task, _ = train_or_load(member, Named(name="morpho-mnist", params={**data_params, "set": train_set, "target": target}),
-                                        config.training, config.seed, run.path("models", f"{model}-{task_name}"), source)
+                task, _ = train_or_load(
+                    member,
+                    Named(name="morpho-mnist", params={**data_params, "set": train_set, "target": target}),
+                    config.training,
+                    config.seed,
+                    run.path("models", f"{model}-{task_name}"),
+                    source,
+                )
                 predict = task.predict
             for test_name, evaluation in evaluations.items():
                 value = _score(data.target_kind, predict(evaluation.test_images), evaluation.test_targets)
                 rows[model][COLUMNS[(task_name, test_name)]] = value
-                details.append({"model": model, "task": task_name, "trained_on": train_set, "tested_on": test_name,
-                                "metric": "accuracy_percent" if data.target_kind == "classification" else "rmse_px",
-                                "value": value, "train_digits": len(data.train_images),
-                                "test_digits": len(evaluation.test_images), "seconds": round(time.perf_counter() - started, 2)})
+                details.append(
+                    {
+                        "model": model,
+                        "task": task_name,
+                        "trained_on": train_set,
+                        "tested_on": test_name,
+                        "metric": "accuracy_percent" if data.target_kind == "classification" else "rmse_px",
+                        "value": value,
+                        "train_digits": len(data.train_images),
+                        "test_digits": len(evaluation.test_images),
+                        "seconds": round(time.perf_counter() - started, 2),
+                    }
+                )
     columns = [c for key, c in COLUMNS.items() if key[0] in config.tasks]
     table = pd.DataFrame.from_dict(rows, orient="index")[columns].rename_axis("Model").reset_index()
     table["Model"] = table["Model"].map({"knn": "kNN", "svm": "SVM", "mlp": "MLP", "lenet5": "LeNet-5"})
@@ -139,16 +161,22 @@ def run_supervised(config: SupervisedConfig, out: Path | None = None, root: Path
         "detection (normal vs swollen or fractured) on LOCAL; stroke-thickness regression on GLOBAL. "
         "Laid out as Table 3 of the Morpho-MNIST paper (accuracy in %, RMSE in pixels)."
     )
-    accuracy_baselines = {COLUMNS[key]: chance[key[0]] for key in COLUMNS
-                          if key[0] in chance and key[0] != "thickness" and COLUMNS[key] in table}
-    report.add_table(table, title="Table 3", baseline=accuracy_baselines,
-                     baseline_label="constant prediction (commonest class)")
+    accuracy_baselines = {
+        COLUMNS[key]: chance[key[0]]
+        for key in COLUMNS
+        if key[0] in chance and key[0] != "thickness" and COLUMNS[key] in table
+    }
+    report.add_table(
+        table, title="Table 3", baseline=accuracy_baselines, baseline_label="constant prediction (commonest class)"
+    )
     thickness = COLUMNS[("thickness", "global")]
     if thickness in table and "thickness" in chance:
         worse = table.loc[table[thickness] >= chance["thickness"], "Model"].tolist()
         if worse:
-            report.add_warning(f"Thickness regression: {', '.join(worse)} no better than predicting the mean "
-                               f"thickness (RMSE {chance['thickness']:.4g} px)")
+            report.add_warning(
+                f"Thickness regression: {', '.join(worse)} no better than predicting the mean "
+                f"thickness (RMSE {chance['thickness']:.4g} px)"
+            )
     report.add_paragraph(
         "Constant-prediction baselines (commonest class, % / mean thickness, RMSE px): "
         + ", ".join(f"{task} {value:.4g}" for task, value in chance.items())

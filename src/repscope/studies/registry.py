@@ -49,28 +49,61 @@ class StudyEntry:
     def load(self) -> tuple[type, Any, Any]:
         """The config schema, the run function and the quick function (None when there is none)."""
         module = importlib.import_module(self.module)
-        return getattr(module, self.schema), getattr(module, self.run), getattr(module, self.quick) if self.quick else None
+        return (
+            getattr(module, self.schema),
+            getattr(module, self.run),
+            getattr(module, self.quick) if self.quick else None,
+        )
 
 
 STUDIES: tuple[StudyEntry, ...] = (
-    StudyEntry("morpho", "diversity", "repscope.studies.morpho_diversity", "DiversityConfig", "run_diversity",
-               "Sample diversity: train generators, compare their samples' morphometrics with the test digits by MMD.",
-               shipped="morpho-diversity"),
-    StudyEntry("morpho", "disentangle", "repscope.studies.morpho_disentangle", "DisentangleConfig", "run_disentangle",
-               "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative.",
-               shipped="morpho-disentangle"),
-    StudyEntry("morpho", "supervised", "repscope.studies.morpho_supervised", "SupervisedConfig", "run_supervised",
-               "Supervised tasks: digit recognition, abnormality detection, thickness regression (Table 3).",
-               shipped="morpho-supervised"),
-    StudyEntry("sprites", "evaluate", "repscope.studies.sprites_coherency", "CoherencyConfig", "run_coherency",
-               "Cross- and joint-coherency (Strict / Features / Letters) of a model's generated outputs.",
-               details="FOLDER/text_to_image/{truth.txt, images.npy}, FOLDER/image_to_text/{truth.txt, captions.txt}, "
-                       "FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: "
-                       "(N, 64, 64, 3) RGB, uint8 or float in [0, 1]. Captions: one per line.",
-               quick=None, arguments=(
-                   StudyArgument("folder", "folder of a model's outputs: text_to_image/, image_to_text/, joint/ "
-                                 "(see --help)", positional=True),
-                   StudyArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"))),
+    StudyEntry(
+        "morpho",
+        "diversity",
+        "repscope.studies.morpho_diversity",
+        "DiversityConfig",
+        "run_diversity",
+        "Sample diversity: train generators, compare their samples' morphometrics with the test digits by MMD.",
+        shipped="morpho-diversity",
+    ),
+    StudyEntry(
+        "morpho",
+        "disentangle",
+        "repscope.studies.morpho_disentangle",
+        "DisentangleConfig",
+        "run_disentangle",
+        "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative.",
+        shipped="morpho-disentangle",
+    ),
+    StudyEntry(
+        "morpho",
+        "supervised",
+        "repscope.studies.morpho_supervised",
+        "SupervisedConfig",
+        "run_supervised",
+        "Supervised tasks: digit recognition, abnormality detection, thickness regression (Table 3).",
+        shipped="morpho-supervised",
+    ),
+    StudyEntry(
+        "sprites",
+        "evaluate",
+        "repscope.studies.sprites_coherency",
+        "CoherencyConfig",
+        "run_coherency",
+        "Cross- and joint-coherency (Strict / Features / Letters) of a model's generated outputs.",
+        details="FOLDER/text_to_image/{truth.txt, images.npy}, FOLDER/image_to_text/{truth.txt, captions.txt}, "
+        "FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: "
+        "(N, 64, 64, 3) RGB, uint8 or float in [0, 1]. Captions: one per line.",
+        quick=None,
+        arguments=(
+            StudyArgument(
+                "folder",
+                "folder of a model's outputs: text_to_image/, image_to_text/, joint/ (see --help)",
+                positional=True,
+            ),
+            StudyArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"),
+        ),
+    ),
 )
 
 

@@ -14,18 +14,26 @@ import numpy as np
 import pandas as pd
 
 from repscope.data.sprites import dsprites
-from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, LEVELS, check_level, level_attributes
+from repscope.data.sprites.attributes import LEVELS, check_level, level_attributes
 from repscope.data.sprites.cdsprites import CdSpritesPlus
 from repscope.data.sprites.store import read_dataset, write_dataset
-from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError, SourceNotFoundError
+from repscope.errors import InvalidArgumentError, OutputExistsError
 
 GENERATE_BATCH = 4096
 Progress = Callable[[int], None]
 
 
-def generate_cdsprites(out: str | Path, level: int, n: int | None = None, seed: int = 0, split: str = "train",
-                       texture_seed: int = 0, texture_dir: str | Path | None = None, caption_edits: int = 0,
-                       progress: Progress | None = None) -> Path:
+def generate_cdsprites(
+    out: str | Path,
+    level: int,
+    n: int | None = None,
+    seed: int = 0,
+    split: str = "train",
+    texture_seed: int = 0,
+    texture_dir: str | Path | None = None,
+    caption_edits: int = 0,
+    progress: Progress | None = None,
+) -> Path:
     """Write ``n`` CdSprites+ samples of ``level`` (the paper's size of ``split`` when None) as a
     dataset directory (``images.npy``, ``captions.txt``, ``factors.csv``, ``dataset.json``).
 
@@ -36,30 +44,42 @@ def generate_cdsprites(out: str | Path, level: int, n: int | None = None, seed: 
 
     if caption_edits < 0:
         raise InvalidArgumentError(f"--caption-edits: must be >= 0, got {caption_edits}")
-    generator = CdSpritesPlus(level, size=n, seed=seed, split=split, texture_seed=texture_seed,
-                              texture_dir=texture_dir)
+    generator = CdSpritesPlus(level, size=n, seed=seed, split=split, texture_seed=texture_seed, texture_dir=texture_dir)
 
     def batches():
         for indices, images, captions, _, factors in generator.batches(GENERATE_BATCH):
             if caption_edits:
-                captions = [corrupt_caption(c, np.random.default_rng([seed, 99, int(i)]), caption_edits)
-                            for c, i in zip(captions, indices)]
+                captions = [
+                    corrupt_caption(c, np.random.default_rng([seed, 99, int(i)]), caption_edits)
+                    for c, i in zip(captions, indices)
+                ]
             yield images, captions, pd.DataFrame({"index": indices, **factors})
 
     params = {**generator.params, "caption_edits": int(caption_edits)}
-    return write_dataset(out, batches(), len(generator), generator="cdsprites", level=generator.level,
-                         seed=generator.seed, params=params, image_shape=(64, 64, 3), progress=progress)
+    return write_dataset(
+        out,
+        batches(),
+        len(generator),
+        generator="cdsprites",
+        level=generator.level,
+        seed=generator.seed,
+        params=params,
+        image_shape=(64, 64, 3),
+        progress=progress,
+    )
 
 
-def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0,
-                      progress: Progress | None = None) -> Path:
+def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0, progress: Progress | None = None) -> Path:
     """Write dSprites images: the whole grid in its order (``n`` None) or ``n`` distinct images drawn
     with ``seed``. ``out`` ending in ``.npz`` writes the original single-file layout instead of a
     dataset directory."""
     if n is not None and not 1 <= int(n) <= dsprites.TOTAL:
         raise InvalidArgumentError(f"--n: must lie in 1..{dsprites.TOTAL} for dsprites, got {n}")
-    indices = (np.arange(dsprites.TOTAL) if n is None
-               else np.random.default_rng(seed).choice(dsprites.TOTAL, size=int(n), replace=False))
+    indices = (
+        np.arange(dsprites.TOTAL)
+        if n is None
+        else np.random.default_rng(seed).choice(dsprites.TOTAL, size=int(n), replace=False)
+    )
     out = Path(out)
     if out.suffix == ".npz":
         if out.exists():
@@ -68,7 +88,7 @@ def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0,
 
     def batches():
         for start in range(0, len(indices), GENERATE_BATCH):
-            chunk = indices[start:start + GENERATE_BATCH]
+            chunk = indices[start : start + GENERATE_BATCH]
             classes = dsprites.index_to_classes(chunk)
             values = dsprites.classes_to_values(classes)
             factors = {"index": chunk}
@@ -77,8 +97,17 @@ def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0,
             yield dsprites.render(classes), None, pd.DataFrame(factors)
 
     params = {"n": None if n is None else int(n), "order": "grid" if n is None else "random"}
-    return write_dataset(out, batches(), len(indices), generator="dsprites", level=None, seed=seed,
-                         params=params, image_shape=(64, 64), progress=progress)
+    return write_dataset(
+        out,
+        batches(),
+        len(indices),
+        generator="dsprites",
+        level=None,
+        seed=seed,
+        params=params,
+        image_shape=(64, 64),
+        progress=progress,
+    )
 
 
 def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncols: int = 8, seed: int = 0) -> Path:
@@ -98,8 +127,9 @@ def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncol
     if data.captions is not None:
         titles = [data.captions[k] for k in chosen]
     else:
-        titles = [" ".join(f"{name[:3]}{data.factors[name].iloc[k]}" for name in dsprites.FACTOR_NAMES[1:4])
-                  for k in chosen]
+        titles = [
+            " ".join(f"{name[:3]}{data.factors[name].iloc[k]}" for name in dsprites.FACTOR_NAMES[1:4]) for k in chosen
+        ]
     fig = captioned_grid(np.asarray(data.images[chosen]), titles, ncols=ncols)
     return write_bytes_atomic(out, save_png_bytes(fig))
 
@@ -111,11 +141,13 @@ def cdsprites_panel(seed: int = 0, per_level: int = 8) -> Any:
     images, captions = [], []
     for level in LEVELS:
         batch_images, batch_captions, _ = CdSpritesPlus(level, size=per_level, seed=seed, split="test").batch(
-            np.arange(per_level))
+            np.arange(per_level)
+        )
         images.append(batch_images)
         captions += batch_captions
-    return captioned_grid(np.concatenate(images), captions, ncols=per_level,
-                          row_labels=[f"level {level}" for level in LEVELS])
+    return captioned_grid(
+        np.concatenate(images), captions, ncols=per_level, row_labels=[f"level {level}" for level in LEVELS]
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -133,8 +165,13 @@ def _dataset_level(data: Any, level: int | None, where: str) -> int:
     return level
 
 
-def classify_dataset(dataset_dir: str | Path, level: int | None = None, out: str | Path | None = None,
-                     batch_size: int = 1024, progress: Progress | None = None) -> dict[str, Any]:
+def classify_dataset(
+    dataset_dir: str | Path,
+    level: int | None = None,
+    out: str | Path | None = None,
+    batch_size: int = 1024,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
     """Predict every attribute of every image of a CdSprites+ dataset directory with the level's
     classifiers (trained and cached on first use) and compare with the stored attributes.
 
@@ -155,12 +192,14 @@ def classify_dataset(dataset_dir: str | Path, level: int | None = None, out: str
     classifiers = load_classifiers(level)
     predicted = np.empty((len(data), level), dtype=np.int64)
     for start in range(0, len(data), batch_size):
-        predicted[start:start + batch_size] = classifiers.predict(np.asarray(data.images[start:start + batch_size]))
+        predicted[start : start + batch_size] = classifiers.predict(np.asarray(data.images[start : start + batch_size]))
         if progress is not None:
             progress(min(start + batch_size, len(data)))
     truth = data.attribute_table()
     attributes = level_attributes(level)
-    table = pd.DataFrame({"index": np.arange(len(data)), **{name: predicted[:, k] for k, name in enumerate(attributes)}})
+    table = pd.DataFrame(
+        {"index": np.arange(len(data)), **{name: predicted[:, k] for k, name in enumerate(attributes)}}
+    )
     out.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(targets[0], table.to_csv(index=False, lineterminator="\n").encode())
     result = {

@@ -29,8 +29,9 @@ class CoherencyConfig(Section):
     level: int = Field(ge=1, le=5)
 
 
-def run_coherency(config: CoherencyConfig, out: Path | None = None, root: Path = Path("runs"),
-                  source: str = "config") -> Path:
+def run_coherency(
+    config: CoherencyConfig, out: Path | None = None, root: Path = Path("runs"), source: str = "config"
+) -> Path:
     """Score the outputs in ``config.folder`` and write a run directory; return its report's path."""
     from repscope.report import Report
     from repscope.runs import RunDirectory
@@ -43,9 +44,11 @@ def run_coherency(config: CoherencyConfig, out: Path | None = None, root: Path =
     table = coherency_table(results)
     run.write_table("coherency", table)
     report = Report("CdSprites+ coherency", subtitle=f"{folder}, level {config.level}")
-    report.add_paragraph("Strict: % of samples with every attribute right. Features: mean number of right "
-                         "attributes per sample (of the level's). Letters: % of caption characters right, "
-                         "position by position. Images are judged by the level's attribute classifiers.")
+    report.add_paragraph(
+        "Strict: % of samples with every attribute right. Features: mean number of right "
+        "attributes per sample (of the level's). Letters: % of caption characters right, "
+        "position by position. Images are judged by the level's attribute classifiers."
+    )
     report.add_table(table, title="Coherency")
     return run.write_report(report)
 
@@ -123,7 +126,9 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
     parts = {name: folder / name for name in ("text_to_image", "image_to_text", "joint")}
     present = {name: path for name, path in parts.items() if path.is_dir()}
     if not present:
-        raise SourceNotFoundError(f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})")
+        raise SourceNotFoundError(
+            f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})"
+        )
     classifiers = None
     results: dict[str, Any] = {"level": level, "counts": {}}
     if "text_to_image" in present:
@@ -161,14 +166,16 @@ def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
     for direction in ("text_to_image", "image_to_text", "joint"):
         if direction in results:
             scores = results[direction]
-            rows.append({
-                "direction": direction.replace("_", " "),
-                "samples": results["counts"][direction],
-                "strict_percent": round(float(scores["strict"]), 2),
-                "features": f"{scores['features']:.2f}/{level}",
-                "letters_percent": round(float(scores["letters"]), 2) if "letters" in scores else None,
-                **{f"{name}_percent": round(float(value), 2) for name, value in scores["per_attribute"].items()},
-            })
+            rows.append(
+                {
+                    "direction": direction.replace("_", " "),
+                    "samples": results["counts"][direction],
+                    "strict_percent": round(float(scores["strict"]), 2),
+                    "features": f"{scores['features']:.2f}/{level}",
+                    "letters_percent": round(float(scores["letters"]), 2) if "letters" in scores else None,
+                    **{f"{name}_percent": round(float(value), 2) for name, value in scores["per_attribute"].items()},
+                }
+            )
     return pd.DataFrame(rows)
 
 

@@ -161,36 +161,64 @@ def _positive(value: Any, name: str) -> int:
     return int(value)
 
 
-def attribute_config(level: int, attribute: str, train_size: int, val_size: int, epochs: int, batch_size: int,
-                     lr: float, seed: int) -> Any:
+def attribute_config(
+    level: int, attribute: str, train_size: int, val_size: int, epochs: int, batch_size: int, lr: float, seed: int
+) -> Any:
     """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``."""
     from repscope.train.config import Named, TrainConfig, TrainerSection
 
-    data = {"level": level, "target": attribute, "train_size": train_size, "val_size": val_size, "test_size": 0,
-            "seed": seed, "in_memory": True}
-    return TrainConfig(model=Named(name=MODEL, params={"lr": lr}), data=Named(name="cdsprites", params=data),
-                       trainer=TrainerSection(accelerator="auto", max_epochs=epochs, logger="none"),
-                       batch_size=batch_size, seed=seed)
+    data = {
+        "level": level,
+        "target": attribute,
+        "train_size": train_size,
+        "val_size": val_size,
+        "test_size": 0,
+        "seed": seed,
+        "in_memory": True,
+    }
+    return TrainConfig(
+        model=Named(name=MODEL, params={"lr": lr}),
+        data=Named(name="cdsprites", params=data),
+        trainer=TrainerSection(accelerator="auto", max_epochs=epochs, logger="none"),
+        batch_size=batch_size,
+        seed=seed,
+    )
 
 
-def _fit_attribute(level: int, attribute: str, dataset: Any, config: Any, runs: Path,
-                   description: str) -> tuple[SupervisedTask, float, float]:
+def _fit_attribute(
+    level: int, attribute: str, dataset: Any, config: Any, runs: Path, description: str
+) -> tuple[SupervisedTask, float, float]:
     """Train one attribute's classifier through ``fit``; its accuracy on the dataset's ``val`` split."""
     from repscope.train.run import fit
 
     # the caller's global random state is left as it was; the initial weights depend on the seed only
     with torch.random.fork_rng(devices=[]):
-        outcome = fit(config, out=runs / attribute, dataset=dataset.with_target(attribute), kind="classifier",
-                      description=description, report=False)
+        outcome = fit(
+            config,
+            out=runs / attribute,
+            dataset=dataset.with_target(attribute),
+            kind="classifier",
+            description=description,
+            report=False,
+        )
     task = outcome.task.cpu().eval()
     val = dataset.arrays("val", ["image", attribute])
     accuracy = float(np.mean(task.predict(val["image"]) == val[attribute]))
     return task, accuracy, float(outcome.metrics["fit_seconds"])
 
 
-def train_classifiers(level: int, *, train_size: int = DEFAULT_TRAIN_SIZE, val_size: int = DEFAULT_VAL_SIZE,
-                      epochs: int = DEFAULT_EPOCHS, batch_size: int = DEFAULT_BATCH_SIZE, lr: float = DEFAULT_LR,
-                      seed: int = 0, out: str | os.PathLike | None = None, progress: bool = True) -> dict[str, Any]:
+def train_classifiers(
+    level: int,
+    *,
+    train_size: int = DEFAULT_TRAIN_SIZE,
+    val_size: int = DEFAULT_VAL_SIZE,
+    epochs: int = DEFAULT_EPOCHS,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    lr: float = DEFAULT_LR,
+    seed: int = 0,
+    out: str | os.PathLike | None = None,
+    progress: bool = True,
+) -> dict[str, Any]:
     """Train one classifier per attribute of ``level`` and write them to ``out`` (default
     :func:`classifiers_dir`), replacing what was there once every file is written.
 
@@ -210,8 +238,17 @@ def train_classifiers(level: int, *, train_size: int = DEFAULT_TRAIN_SIZE, val_s
         return _train_locked(level, directory, train_size, val_size, epochs, batch_size, float(lr), int(seed), progress)
 
 
-def _train_locked(level: int, directory: Path, train_size: int, val_size: int, epochs: int, batch_size: int,
-                  lr: float, seed: int, progress: bool) -> dict[str, Any]:
+def _train_locked(
+    level: int,
+    directory: Path,
+    train_size: int,
+    val_size: int,
+    epochs: int,
+    batch_size: int,
+    lr: float,
+    seed: int,
+    progress: bool,
+) -> dict[str, Any]:
     from repscope import __version__
     from repscope.data.sprites.datasets import cdsprites_dataset
     from repscope.progress import quiet_progress
@@ -222,8 +259,9 @@ def _train_locked(level: int, directory: Path, train_size: int, val_size: int, e
     runs = Path(tempfile.mkdtemp(prefix="runs-", dir=built))
     try:
         with quiet_progress(not progress):
-            dataset = cdsprites_dataset(level, train_size=train_size, val_size=val_size, test_size=0, seed=seed,
-                                        in_memory=True)
+            dataset = cdsprites_dataset(
+                level, train_size=train_size, val_size=val_size, test_size=0, seed=seed, in_memory=True
+            )
             entries: dict[str, dict[str, Any]] = {}
             for k, attribute in enumerate(attributes):
                 config = attribute_config(level, attribute, train_size, val_size, epochs, batch_size, lr, seed)
@@ -231,25 +269,47 @@ def _train_locked(level: int, directory: Path, train_size: int, val_size: int, e
                 task, accuracy, seconds = _fit_attribute(level, attribute, dataset, config, runs, description)
                 meets = accuracy >= TARGET_ACCURACY
                 if not meets:
-                    warnings.warn(f"CdSprites+ level {level} classifier of {attribute}: validation accuracy "
-                                  f"{accuracy:.4f} is below the target {TARGET_ACCURACY} (train_size={train_size}, "
-                                  f"epochs={epochs}); coherency judged with it will be off by that much",
-                                  RuntimeWarning, stacklevel=3)
-                checkpoint = {"state_dict": task.state_dict(), "hyper_parameters": dict(task.hparams),
-                              "level": level, "attribute": attribute, "architecture": ARCHITECTURE,
-                              "format_version": FORMAT_VERSION}
+                    warnings.warn(
+                        f"CdSprites+ level {level} classifier of {attribute}: validation accuracy "
+                        f"{accuracy:.4f} is below the target {TARGET_ACCURACY} (train_size={train_size}, "
+                        f"epochs={epochs}); coherency judged with it will be off by that much",
+                        RuntimeWarning,
+                        stacklevel=3,
+                    )
+                checkpoint = {
+                    "state_dict": task.state_dict(),
+                    "hyper_parameters": dict(task.hparams),
+                    "level": level,
+                    "attribute": attribute,
+                    "architecture": ARCHITECTURE,
+                    "format_version": FORMAT_VERSION,
+                }
                 with atomic_write(built / f"{attribute}.ckpt") as handle:
                     torch.save(checkpoint, handle)
                 entries[attribute] = {
-                    "val_accuracy": round(accuracy, 6), "meets_target": meets, "n_train": train_size,
-                    "n_val": val_size, "epochs": epochs, "batch_size": batch_size, "lr": lr, "seed": seed,
-                    "classes": list(ATTRIBUTE_VALUES[attribute]), "architecture": ARCHITECTURE,
-                    "repscope_version": __version__, "train_seconds": round(seconds, 2),
-                    "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    "val_accuracy": round(accuracy, 6),
+                    "meets_target": meets,
+                    "n_train": train_size,
+                    "n_val": val_size,
+                    "epochs": epochs,
+                    "batch_size": batch_size,
+                    "lr": lr,
+                    "seed": seed,
+                    "classes": list(ATTRIBUTE_VALUES[attribute]),
+                    "architecture": ARCHITECTURE,
+                    "repscope_version": __version__,
+                    "train_seconds": round(seconds, 2),
+                    "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 }
         shutil.rmtree(runs)  # the training runs' checkpoints are in {attribute}.ckpt now
-        metadata = {"format_version": FORMAT_VERSION, "level": level, "generator": GENERATOR, "model": MODEL,
-                    "target_accuracy": TARGET_ACCURACY, "attributes": entries}
+        metadata = {
+            "format_version": FORMAT_VERSION,
+            "level": level,
+            "generator": GENERATOR,
+            "model": MODEL,
+            "target_accuracy": TARGET_ACCURACY,
+            "attributes": entries,
+        }
         # written last: a folder holding it has every checkpoint
         write_json_atomic(built / METADATA_FILE, metadata)
         replace_directory(built, directory)
@@ -267,18 +327,26 @@ def _task_of_checkpoint(checkpoint: dict[str, Any], path: Path, level: int, attr
     hyper_parameters = dict(checkpoint.get("hyper_parameters", {}))
     if "level" in hyper_parameters:  # format 1: the task of the stack before the framework
         stored = (hyper_parameters.get("level"), hyper_parameters.get("attribute"))
-        hyper_parameters = {"network": "attribute-cnn", "num_outputs": hyper_parameters.get("num_classes"),
-                            "lr": hyper_parameters.get("lr", DEFAULT_LR), "image_shape": list(SPRITE_SHAPE),
-                            "schedule": "cosine"}
+        hyper_parameters = {
+            "network": "attribute-cnn",
+            "num_outputs": hyper_parameters.get("num_classes"),
+            "lr": hyper_parameters.get("lr", DEFAULT_LR),
+            "image_shape": list(SPRITE_SHAPE),
+            "schedule": "cosine",
+        }
     else:
         stored = (checkpoint.get("level"), checkpoint.get("attribute"))
     if stored != (level, attribute):
-        raise DataFormatError(f"checkpoint {path}: holds the classifier of {stored[1]!r} at level {stored[0]!r}, "
-                              f"not {attribute} at level {level}")
+        raise DataFormatError(
+            f"checkpoint {path}: holds the classifier of {stored[1]!r} at level {stored[0]!r}, "
+            f"not {attribute} at level {level}"
+        )
     if hyper_parameters.get("network") != "attribute-cnn" or hyper_parameters.get("num_outputs") != len(
-            ATTRIBUTE_VALUES[attribute]):
-        raise DataFormatError(f"checkpoint {path}: not an {ARCHITECTURE} with {len(ATTRIBUTE_VALUES[attribute])} "
-                              f"classes of {attribute}")
+        ATTRIBUTE_VALUES[attribute]
+    ):
+        raise DataFormatError(
+            f"checkpoint {path}: not an {ARCHITECTURE} with {len(ATTRIBUTE_VALUES[attribute])} classes of {attribute}"
+        )
     try:
         module = SupervisedTask(**hyper_parameters)
         module.load_state_dict(checkpoint["state_dict"], strict=True)
@@ -302,7 +370,9 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
         entries = metadata["attributes"]
         stored_level = metadata["level"]
     except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"{metadata_path}: not a readable classifiers.json ({type(exc).__name__}: {exc})") from None
+        raise DataFormatError(
+            f"{metadata_path}: not a readable classifiers.json ({type(exc).__name__}: {exc})"
+        ) from None
     if stored_level != level or not isinstance(entries, dict):
         raise DataFormatError(f"{metadata_path}: holds level {stored_level!r} classifiers, expected level {level}")
     modules: dict[str, SupervisedTask] = {}
@@ -314,8 +384,9 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
     return AttributeClassifiers(level, modules, metadata, directory)
 
 
-def load_classifiers(level: int, train_if_missing: bool = True, *, directory: str | os.PathLike | None = None,
-                     progress: bool = True) -> AttributeClassifiers:
+def load_classifiers(
+    level: int, train_if_missing: bool = True, *, directory: str | os.PathLike | None = None, progress: bool = True
+) -> AttributeClassifiers:
     """The cached classifiers of ``level`` (from ``directory``, default :func:`classifiers_dir`).
 
     When the cache is missing, incomplete or corrupt: with ``train_if_missing`` they are trained once
@@ -335,11 +406,23 @@ def load_classifiers(level: int, train_if_missing: bool = True, *, directory: st
             return _loaded(folder, level)
         except (SourceNotFoundError, DataFormatError) as exc:
             minutes = max(1, round(0.5 * level * DEFAULT_TRAIN_SIZE / 20_000))
-            print(f"CdSprites+ level {level} attribute classifiers: {exc}; training them once with the defaults "
-                  f"into {folder} (about {minutes} min on 2 CPU cores, once for this machine)",
-                  file=sys.stderr, flush=True)
-            _train_locked(level, folder, DEFAULT_TRAIN_SIZE, DEFAULT_VAL_SIZE, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE,
-                          DEFAULT_LR, 0, progress)
+            print(
+                f"CdSprites+ level {level} attribute classifiers: {exc}; training them once with the defaults "
+                f"into {folder} (about {minutes} min on 2 CPU cores, once for this machine)",
+                file=sys.stderr,
+                flush=True,
+            )
+            _train_locked(
+                level,
+                folder,
+                DEFAULT_TRAIN_SIZE,
+                DEFAULT_VAL_SIZE,
+                DEFAULT_EPOCHS,
+                DEFAULT_BATCH_SIZE,
+                DEFAULT_LR,
+                0,
+                progress,
+            )
     return _loaded(folder, level)
 
 
@@ -347,12 +430,24 @@ def _loaded(folder: Path, level: int) -> AttributeClassifiers:
     classifiers = read_classifiers(folder, level)
     below = [a for a, entry in classifiers.metadata["attributes"].items() if not entry.get("meets_target", True)]
     if below:
-        warnings.warn(f"{folder}: the classifiers of {', '.join(below)} were below {TARGET_ACCURACY} validation "
-                      "accuracy when trained", RuntimeWarning, stacklevel=3)
+        warnings.warn(
+            f"{folder}: the classifiers of {', '.join(below)} were below {TARGET_ACCURACY} validation "
+            "accuracy when trained",
+            RuntimeWarning,
+            stacklevel=3,
+        )
     return classifiers
 
 
 __all__ = [
-    "AttributeClassifiers", "SpriteClassifiers", "classifiers_dir", "train_classifiers", "read_classifiers",
-    "load_classifiers", "evaluate_classifiers", "check_sprite_images", "attribute_config", "TARGET_ACCURACY",
+    "AttributeClassifiers",
+    "SpriteClassifiers",
+    "classifiers_dir",
+    "train_classifiers",
+    "read_classifiers",
+    "load_classifiers",
+    "evaluate_classifiers",
+    "check_sprite_images",
+    "attribute_config",
+    "TARGET_ACCURACY",
 ]

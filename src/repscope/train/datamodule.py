@@ -63,12 +63,25 @@ def _already_batched(batch: Any) -> Any:
     return batch
 
 
-def loader(view: SplitView, batch_size: int, shuffle: bool = False, seed: int = 0, num_workers: int = 0,
-           drop_last: bool = False) -> DataLoader:
+def loader(
+    view: SplitView,
+    batch_size: int,
+    shuffle: bool = False,
+    seed: int = 0,
+    num_workers: int = 0,
+    drop_last: bool = False,
+) -> DataLoader:
     """A DataLoader fetching whole batches of ``view`` (shuffling seeded by ``seed``)."""
-    return DataLoader(view, batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
-                      generator=torch.Generator().manual_seed(seed) if shuffle else None,
-                      num_workers=num_workers, collate_fn=_already_batched, persistent_workers=num_workers > 0)
+    return DataLoader(
+        view,
+        batch_size=batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        generator=torch.Generator().manual_seed(seed) if shuffle else None,
+        num_workers=num_workers,
+        collate_fn=_already_batched,
+        persistent_workers=num_workers > 0,
+    )
 
 
 class DatasetModule(pl.LightningDataModule):
@@ -88,8 +101,15 @@ class DatasetModule(pl.LightningDataModule):
         DataLoader worker processes.
     """
 
-    def __init__(self, dataset: Dataset, fields: Sequence[str], batch_size: int = 64, val_fraction: float = 0.1,
-                 seed: int = 0, num_workers: int = 0) -> None:
+    def __init__(
+        self,
+        dataset: Dataset,
+        fields: Sequence[str],
+        batch_size: int = 64,
+        val_fraction: float = 0.1,
+        seed: int = 0,
+        num_workers: int = 0,
+    ) -> None:
         super().__init__()
         if "target" in fields and dataset.target is None:
             raise InvalidArgumentError(f"data: dataset {dataset.name} has no target; set data.params.target")
@@ -107,8 +127,14 @@ class DatasetModule(pl.LightningDataModule):
         self.test_set = SplitView(dataset, "test", self.fields) if "test" in dataset.splits else None
 
     def train_dataloader(self) -> DataLoader:
-        return loader(self.train_set, self.batch_size, shuffle=True, seed=self.seed, num_workers=self.num_workers,
-                      drop_last=len(self.train_set) > self.batch_size)
+        return loader(
+            self.train_set,
+            self.batch_size,
+            shuffle=True,
+            seed=self.seed,
+            num_workers=self.num_workers,
+            drop_last=len(self.train_set) > self.batch_size,
+        )
 
     def val_dataloader(self) -> DataLoader | list:
         return [] if self.val_set is None else loader(self.val_set, EVAL_BATCH, num_workers=self.num_workers)

@@ -2,7 +2,8 @@
 
 The run directory holds ``config.yaml`` (the validated config as run), ``metrics.json`` (final
 training and validation losses, test metrics, time), ``tables/training_curves.csv`` (one row per
-epoch), ``logs/`` (Lightning's CSV log, every logged step; ``logs-resume-N/`` after a resume) and ``checkpoints/`` (``last.ckpt``
+epoch), ``logs/`` (Lightning's CSV log, every logged step; ``logs-resume-N/`` after a resume) and
+``checkpoints/`` (``last.ckpt``
 every epoch, for ``--resume``; ``final.ckpt`` when training ends).
 
 Checkpoints are untrusted input: every load goes through ``torch.load(..., weights_only=True)``
@@ -67,8 +68,10 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
             raise InvalidArgumentError(f"data {dataset.name!r}: has no image field for model {config.model.name!r}")
         kwargs["image_shape"] = list(image_shape)
     elif image_shape is not None and tuple(image_shape) != DIGIT_SHAPE:
-        raise InvalidArgumentError(f"model {config.model.name!r}: trains on 28x28 grey digits; data "
-                                   f"{dataset.name!r} gives images of shape {tuple(image_shape)}")
+        raise InvalidArgumentError(
+            f"model {config.model.name!r}: trains on 28x28 grey digits; data "
+            f"{dataset.name!r} gives images of shape {tuple(image_shape)}"
+        )
     if entry.supervised:
         if dataset.target_kind == "none":
             raise InvalidArgumentError(
@@ -118,21 +121,32 @@ def check_trainer(config: TrainConfig) -> None:
         import importlib.util
 
         if importlib.util.find_spec("tensorboard") is None and importlib.util.find_spec("tensorboardX") is None:
-            raise InvalidArgumentError("trainer.logger: 'tensorboard' needs the tensorboard package "
-                                       "(pip install tensorboard); or use csv")
+            raise InvalidArgumentError(
+                "trainer.logger: 'tensorboard' needs the tensorboard package (pip install tensorboard); or use csv"
+            )
     t = config.trainer
     try:
-        pl.Trainer(accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
-                   precision=t.precision, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-                   enable_model_summary=False)
+        pl.Trainer(
+            accelerator=t.accelerator,
+            devices=t.devices,
+            num_nodes=t.num_nodes,
+            strategy=t.strategy,
+            precision=t.precision,
+            logger=False,
+            enable_checkpointing=False,
+            enable_progress_bar=False,
+            enable_model_summary=False,
+        )
     except Exception as exc:  # Lightning raises ValueError / MisconfigurationException / RuntimeError
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise InvalidArgumentError(f"trainer: accelerator={t.accelerator!r}, devices={t.devices!r}, "
-                                   f"precision={t.precision!r}: {first[:240]}") from None
+        raise InvalidArgumentError(
+            f"trainer: accelerator={t.accelerator!r}, devices={t.devices!r}, precision={t.precision!r}: {first[:240]}"
+        ) from None
 
 
-def make_trainer(config: TrainConfig, run_root: Path | None, extra_callbacks: list | None = None,
-                 description: str | None = None) -> Any:
+def make_trainer(
+    config: TrainConfig, run_root: Path | None, extra_callbacks: list | None = None, description: str | None = None
+) -> Any:
     """A Lightning ``Trainer`` of ``config.trainer``: checkpoints and logs in ``run_root`` (none when
     None), our progress reporting (a bar on a terminal, lines elsewhere) naming ``description``."""
     import lightning.pytorch as pl
@@ -148,11 +162,22 @@ def make_trainer(config: TrainConfig, run_root: Path | None, extra_callbacks: li
         logger = _logger(config, run_root)
     t = config.trainer
     return pl.Trainer(
-        accelerator=t.accelerator, devices=t.devices, num_nodes=t.num_nodes, strategy=t.strategy,
-        precision=t.precision, max_epochs=t.max_epochs, limit_train_batches=t.limit_train_batches,
-        gradient_clip_val=t.gradient_clip_val, logger=logger, callbacks=callbacks,
-        enable_checkpointing=run_root is not None, enable_progress_bar=False,
-        enable_model_summary=False, log_every_n_steps=10, deterministic=t.deterministic, num_sanity_val_steps=0,
+        accelerator=t.accelerator,
+        devices=t.devices,
+        num_nodes=t.num_nodes,
+        strategy=t.strategy,
+        precision=t.precision,
+        max_epochs=t.max_epochs,
+        limit_train_batches=t.limit_train_batches,
+        gradient_clip_val=t.gradient_clip_val,
+        logger=logger,
+        callbacks=callbacks,
+        enable_checkpointing=run_root is not None,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        log_every_n_steps=10,
+        deterministic=t.deterministic,
+        num_sanity_val_steps=0,
     )
 
 
@@ -161,7 +186,9 @@ def epoch_curves(run_root: Path) -> Any:
     mean of what was logged in it)."""
     import pandas as pd
 
-    logs = [pd.read_csv(folder / "metrics.csv") for folder in log_versions(run_root) if (folder / "metrics.csv").exists()]
+    logs = [
+        pd.read_csv(folder / "metrics.csv") for folder in log_versions(run_root) if (folder / "metrics.csv").exists()
+    ]
     if not logs:
         return pd.DataFrame()
     log = pd.concat(logs, ignore_index=True)
@@ -190,8 +217,14 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, floa
     from repscope.train.datamodule import DatasetModule
 
     module = module or DatasetModule(dataset, task.batch_fields)
-    trainer = pl.Trainer(accelerator="cpu", devices=1, logger=False, enable_progress_bar=False,
-                         enable_model_summary=False, enable_checkpointing=False)
+    trainer = pl.Trainer(
+        accelerator="cpu",
+        devices=1,
+        logger=False,
+        enable_progress_bar=False,
+        enable_model_summary=False,
+        enable_checkpointing=False,
+    )
     results = trainer.validate(task, dataloaders=module.test_dataloader(), verbose=False)
     return {f"test_{k.removeprefix('val_')}": float(v) for k, v in (results[0] if results else {}).items()}
 
@@ -202,9 +235,17 @@ def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False,
-        root: Path | str = Path("runs"), source: str = "config", kind: str = "train",
-        dataset: Any = None, description: str | None = None, report: bool = True) -> TrainOutcome:
+def fit(
+    config: TrainConfig,
+    out: Path | str | None = None,
+    resume: bool = False,
+    root: Path | str = Path("runs"),
+    source: str = "config",
+    kind: str = "train",
+    dataset: Any = None,
+    description: str | None = None,
+    report: bool = True,
+) -> TrainOutcome:
     """Train ``config`` and write its run directory: the one training entry point (``repscope train``,
     every study, the CdSprites+ attribute classifiers).
 
@@ -251,7 +292,9 @@ def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False
             raise InvalidArgumentError("--resume: continuing a run needs --out, the run directory to continue")
         last = run_root / "checkpoints" / LAST_CHECKPOINT
         if not (run_root / "config.yaml").exists() or not last.exists():
-            raise InvalidArgumentError(f"--resume: {run_root} holds no config.yaml and checkpoints/{LAST_CHECKPOINT} to continue")
+            raise InvalidArgumentError(
+                f"--resume: {run_root} holds no config.yaml and checkpoints/{LAST_CHECKPOINT} to continue"
+            )
         stored = _read_run_config(run_root / "config.yaml")
         if _comparable(stored) != _comparable(as_dict):
             raise InvalidArgumentError(
@@ -268,15 +311,21 @@ def fit(config: TrainConfig, out: Path | str | None = None, resume: bool = False
     task = build_task(config, dataset)
     if resume:
         check_resumable(last, task)  # fail early, with a clear message, on a corrupt or mismatched file
-    module = DatasetModule(dataset, task.batch_fields, config.batch_size, config.val_fraction, config.seed,
-                           config.num_workers)
+    module = DatasetModule(
+        dataset, task.batch_fields, config.batch_size, config.val_fraction, config.seed, config.num_workers
+    )
     run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
     run.write_config(as_dict)
-    trainer = make_trainer(config, run.root, description=description or
-                           f"training {config.model.name} on {config.data.name}")
+    trainer = make_trainer(
+        config, run.root, description=description or f"training {config.model.name} on {config.data.name}"
+    )
     started = time.perf_counter()
-    trainer.fit(task, datamodule=module, ckpt_path=str(run.root / "checkpoints" / LAST_CHECKPOINT) if resume else None,
-                weights_only=True)
+    trainer.fit(
+        task,
+        datamodule=module,
+        ckpt_path=str(run.root / "checkpoints" / LAST_CHECKPOINT) if resume else None,
+        weights_only=True,
+    )
     seconds = time.perf_counter() - started
     trainer.save_checkpoint(run.root / "checkpoints" / FINAL_CHECKPOINT)
 
@@ -348,8 +397,9 @@ def check_resumable(path: Path, task: Any) -> None:
     checkpoint = read_checkpoint(path)
     missing = [key for key in ("epoch", "global_step", "optimizer_states") if key not in checkpoint]
     if missing:
-        raise DataFormatError(f"checkpoint {path}: lacks Lightning's training state ({', '.join(missing)}); "
-                              "it cannot be resumed")
+        raise DataFormatError(
+            f"checkpoint {path}: lacks Lightning's training state ({', '.join(missing)}); it cannot be resumed"
+        )
     _load_weights(task, checkpoint, path, "the configured model")
 
 

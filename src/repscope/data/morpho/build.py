@@ -44,12 +44,13 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import Field, field_validator
 
 from repscope import __version__
+from repscope.config import Section
 from repscope.data import idx
 from repscope.data.morpho import resample
 from repscope.data.morpho.morphometrics import COLUMNS, measure_batch
-from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
 from repscope.data.morpho.perturb import (
     PERTURBATION_ALIASES,
     Perturbation,
@@ -57,10 +58,8 @@ from repscope.data.morpho.perturb import (
     perturbation_from_name,
     perturbation_set_name,
 )
+from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
 from repscope.data.morpho.pool import ordered_map, pool_context
-from pydantic import Field, field_validator
-
-from repscope.config import Section
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
 from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 
@@ -104,6 +103,8 @@ def canonical_set(name: Any) -> Any:
     if key in PERTURBATION_ALIASES:
         return perturbation_set_name(key)
     return name
+
+
 CSV_FLOAT_FORMAT = "%.8g"
 
 
@@ -701,8 +702,18 @@ def _build(
             path = state_dir / f"{split}-{start:07d}.npz"
             chunk_paths[split].append(path)
             if not path.exists():
-                tasks.append((str(path), images[start : start + config.chunk_size], split, start,
-                              kinds, perturbations, pipeline, config.seed))
+                tasks.append(
+                    (
+                        str(path),
+                        images[start : start + config.chunk_size],
+                        split,
+                        start,
+                        kinds,
+                        perturbations,
+                        pipeline,
+                        config.seed,
+                    )
+                )
     total = sum(len(images) for images, _, _ in splits.values())
     done = total - sum(len(task[1]) for task in tasks)
     if progress:
@@ -782,5 +793,8 @@ def verify_dataset(out: str | Path) -> list[str]:
     if not manifest_path.exists():
         raise RepscopeError(f"{out}: no dataset.json; not a complete Morpho-MNIST build")
     manifest = json.loads(manifest_path.read_text())
-    return [name for name, digest in manifest["files"].items()
-            if not (out / name).exists() or sha256_file(out / name) != digest]
+    return [
+        name
+        for name, digest in manifest["files"].items()
+        if not (out / name).exists() or sha256_file(out / name) != digest
+    ]

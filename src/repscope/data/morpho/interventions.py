@@ -55,8 +55,9 @@ def _check_image(image: Any) -> np.ndarray:
     return check_image(image, "image")
 
 
-def _check_target(target: Any, low: float | None = None, bound: float | None = None,
-                  high: float | None = None, why: str = "") -> float:
+def _check_target(
+    target: Any, low: float | None = None, bound: float | None = None, high: float | None = None, why: str = ""
+) -> float:
     try:
         value = float(target)
     except (TypeError, ValueError):
@@ -240,7 +241,7 @@ def _thickness_to(
     radius = float(np.clip((target - current) / 2.0, -limit, limit))
     best: tuple[float, np.ndarray, _Digit, float] | None = None
     iterations = 0
-    for iterations in range(1, corrections + 2):
+    for iterations in range(1, corrections + 2):  # noqa: B007 -- the count is reported after the loop
         image = _render(offset_boundary(binary, radius * config.scale)[0], config)
         result = _measure(image, config)
         achieved = result["thickness"] if result.valid else float("nan")
@@ -317,14 +318,16 @@ def set_thickness(
         or a target that is not a finite number in ``(0, min(H, W)]``.
     """
     image = _check_image(image)
-    target = _check_target(target, low=0.0, high=max_thickness(image.shape),
-                           why=f" (the shorter side of the {image.shape[0]}x{image.shape[1]} image)")
+    target = _check_target(
+        target,
+        low=0.0,
+        high=max_thickness(image.shape),
+        why=f" (the shorter side of the {image.shape[0]}x{image.shape[1]} image)",
+    )
     config = config or PipelineConfig()
     digit = _analyse(image, config)
     original = digit["thickness"]
-    out, result, radius, iterations = _thickness_to(
-        digit.morph.binary_image, original, target, config
-    )
+    out, result, radius, iterations = _thickness_to(digit.morph.binary_image, original, target, config)
     achieved = result["thickness"] if result.valid else float("nan")
     if not math.isfinite(achieved):
         out, achieved, radius = to_uint8(image).copy(), original, 0.0
@@ -358,9 +361,7 @@ def _centroid_and_shear(hires: np.ndarray) -> tuple[float, float, float]:
 def _warp_columns(binary: np.ndarray, source_col: np.ndarray) -> np.ndarray:
     """Resample each pixel (r, c) of a binary image from (r, source_col[r, c]), bilinear, >= 0.5."""
     rows = np.broadcast_to(np.arange(binary.shape[0], dtype=np.float64)[:, None], source_col.shape)
-    values = ndimage.map_coordinates(
-        binary.astype(np.float64), [rows, source_col], order=1, mode="constant", cval=0.0
-    )
+    values = ndimage.map_coordinates(binary.astype(np.float64), [rows, source_col], order=1, mode="constant", cval=0.0)
     return values >= 0.5
 
 
@@ -414,7 +415,7 @@ def set_slant(
     shear = math.tan(original) - math.tan(target)
     best: tuple[float, np.ndarray, float] | None = None
     iterations = 0
-    for iterations in range(1, MAX_CORRECTIONS + 2):
+    for iterations in range(1, MAX_CORRECTIONS + 2):  # noqa: B007 -- the count is reported after the loop
         out = _render(_shear(binary, shear, row_mean), config)
         achieved = _measure(out, config)["slant"]
         if math.isfinite(achieved) and (best is None or abs(achieved - target) < abs(best[0] - target)):
@@ -523,9 +524,7 @@ def set_width(
         if not scaled_digit.valid:
             return scaled_image, scaled_digit, 0.0
         # one correction is enough here: the width loop corrects again
-        out, result, radius, _ = _thickness_to(
-            scaled, scaled_digit["thickness"], thickness, config, corrections=1
-        )
+        out, result, radius, _ = _thickness_to(scaled, scaled_digit["thickness"], thickness, config, corrections=1)
         return out, result, radius
 
     def error(width: float, new_slant: float) -> tuple[bool, float]:
@@ -544,7 +543,7 @@ def set_width(
     factor, extra_shear = first_factor, 0.0
     best: tuple[tuple[bool, float], float, float, np.ndarray, _Digit, float] | None = None
     iterations = 0
-    for iterations in range(1, MAX_CORRECTIONS + 2):
+    for iterations in range(1, MAX_CORRECTIONS + 2):  # noqa: B007 -- the count is reported after the loop
         out, result, radius = attempt(factor, extra_shear)
         if not result.valid:
             break
@@ -559,8 +558,7 @@ def set_width(
             proposal = factor * target / achieved
         previous = (factor, achieved)
         # an unreachable width (a '1', the image frame) must not drive the scale to extremes
-        factor = float(np.clip(proposal, max(first_factor / 2.0, factor_low),
-                               min(first_factor * 2.0, factor_high)))
+        factor = float(np.clip(proposal, max(first_factor / 2.0, factor_low), min(first_factor * 2.0, factor_high)))
         extra_shear += math.tan(new_slant) - math.tan(slant)
     if best is None:
         raise InvalidArgumentError(f"target: a width of {target} leaves nothing of the digit in the image")

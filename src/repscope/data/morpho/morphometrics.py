@@ -100,9 +100,7 @@ def stroke_measures(
     # skeleton neighbour counts: straight (shared side) and diagonal (shared corner)
     skel = np.pad(medial, 1)
     centre = skel[1:-1, 1:-1]
-    straight = (
-        skel[:-2, 1:-1].astype(np.int8) + skel[2:, 1:-1] + skel[1:-1, :-2] + skel[1:-1, 2:]
-    )
+    straight = skel[:-2, 1:-1].astype(np.int8) + skel[2:, 1:-1] + skel[1:-1, :-2] + skel[1:-1, 2:]
     diagonal = skel[:-2, :-2].astype(np.int8) + skel[:-2, 2:] + skel[2:, :-2] + skel[2:, 2:]
     skel_labels = labels[centre]
     on_digit = skel_labels >= 0
@@ -125,9 +123,7 @@ def stroke_measures(
 # grey-level measures (moments and mass bounds of the hi-res image), vectorised over a batch
 
 
-def _quantile_bounds(
-    masses: np.ndarray, lower_fraction: float, upper_fraction: float
-) -> tuple[np.ndarray, np.ndarray]:
+def _quantile_bounds(masses: np.ndarray, lower_fraction: float, upper_fraction: float) -> tuple[np.ndarray, np.ndarray]:
     """Quantiles of piecewise-uniform densities: bin k spreads masses[:, k] over [k-0.5, k+0.5].
 
     The lower bound is the last position where the cumulative mass is still <= the lower
@@ -278,9 +274,7 @@ def measure_batch(batch: MorphologyBatch) -> pd.DataFrame:
     """
     config = batch.config
     n = len(batch)
-    stroke = stroke_measures(
-        batch.canvas.binary, batch.distance, batch.skeleton, batch.canvas.labels, n, config.scale
-    )
+    stroke = stroke_measures(batch.canvas.binary, batch.distance, batch.skeleton, batch.canvas.labels, n, config.scale)
     grey = grey_measures(batch.hires, config.scale, config.bound_fraction)
     return _frame(np.arange(n), stroke, grey, batch.valid)
 
@@ -393,9 +387,7 @@ def measure(
     images = check_digits(images, "images", min_count=0)
     n = images.shape[0]
     if n == 0:
-        return pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).astype(
-            {"index": np.int64, "valid": bool}
-        )
+        return pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).astype({"index": np.int64, "valid": bool})
     starts = list(range(0, n, chunk_size))
     tasks = [(images[s : s + chunk_size], config, method) for s in starts]
     frames: list[pd.DataFrame] = []

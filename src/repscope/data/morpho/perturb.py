@@ -314,7 +314,10 @@ class Thinning(Perturbation):
         radius = self.amount * thickness / 2.0
         radius_hires = radius * morph.scale
         params: dict[str, Any] = {
-            "radius": radius, "radius_hires": radius_hires, "thickness": thickness, "clamped": False,
+            "radius": radius,
+            "radius_hires": radius_hires,
+            "thickness": thickness,
+            "clamped": False,
         }
         # the eroded strokes are max(distance) - r deep; under half an image pixel, nothing of
         # the digit would survive downscaling: keep its medial axis one image pixel wide instead
@@ -461,16 +464,12 @@ class Fracturing(Perturbation):
     def __post_init__(self) -> None:
         count = self.num_fractures
         if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 0:
-            raise InvalidArgumentError(
-                f"frac.num_fractures: must be an integer >= 0, got {count!r}"
-            )
+            raise InvalidArgumentError(f"frac.num_fractures: must be an integer >= 0, got {count!r}")
         object.__setattr__(self, "num_fractures", int(count))
         object.__setattr__(self, "thickness", _check_number("frac", "thickness", self.thickness, 0.0))
         object.__setattr__(self, "prune", _check_number("frac", "prune", self.prune, 0.0, inclusive=True))
         object.__setattr__(self, "window", _check_number("frac", "window", self.window, 0.0))
-        object.__setattr__(
-            self, "extension", _check_number("frac", "extension", self.extension, 0.0, inclusive=True)
-        )
+        object.__setattr__(self, "extension", _check_number("frac", "extension", self.extension, 0.0, inclusive=True))
 
     def candidates(self, morph: DigitMorphology) -> tuple[np.ndarray, np.ndarray]:
         """Crop coordinates (K, 2) of all skeleton pixels and the mask of allowed centres.
@@ -554,14 +553,16 @@ class Fracturing(Perturbation):
             start = centre_hires - half_length * normal
             end = centre_hires + half_length * normal
             _erase_segment(out, start, end, brush_radius)
-            fractures.append({
-                "centre": _point(hires_to_image(centre_hires, scale)),
-                "start": _point(hires_to_image(start, scale)),
-                "end": _point(hires_to_image(end, scale)),
-                "centre_hires": [int(centre_hires[0]), int(centre_hires[1])],
-                "start_hires": _point(start),
-                "end_hires": _point(end),
-            })
+            fractures.append(
+                {
+                    "centre": _point(hires_to_image(centre_hires, scale)),
+                    "start": _point(hires_to_image(start, scale)),
+                    "end": _point(hires_to_image(end, scale)),
+                    "centre_hires": [int(centre_hires[0]), int(centre_hires[1])],
+                    "start_hires": _point(start),
+                    "end_hires": _point(end),
+                }
+            )
         params = {
             "fractures": fractures,
             "requested": self.num_fractures,
@@ -595,9 +596,7 @@ def _erase_segment(image: np.ndarray, start: np.ndarray, end: np.ndarray, radius
 # --------------------------------------------------------------------------------------------
 # registry and batch application
 
-PERTURBATIONS: dict[str, type[Perturbation]] = {
-    cls.name: cls for cls in (Thinning, Thickening, Swelling, Fracturing)
-}
+PERTURBATIONS: dict[str, type[Perturbation]] = {cls.name: cls for cls in (Thinning, Thickening, Swelling, Fracturing)}
 
 # The one vocabulary of perturbation names. Each perturbation has a canonical name (the keys of
 # PERTURBATIONS, written into params and dataset.json) and the name of the published dataset
@@ -607,8 +606,12 @@ PERTURBATION_SET_NAMES: dict[str, str] = {"thin": "thin", "thick": "thic", "swel
 PERTURBATION_ALIASES: dict[str, str] = {
     **{name: name for name in PERTURBATIONS},
     **{set_name: name for name, set_name in PERTURBATION_SET_NAMES.items()},
-    "thinning": "thin", "thickening": "thick", "swelling": "swel", "fracture": "frac",
-    "fractures": "frac", "fracturing": "frac",
+    "thinning": "thin",
+    "thickening": "thick",
+    "swelling": "swel",
+    "fracture": "frac",
+    "fractures": "frac",
+    "fracturing": "frac",
 }
 
 
@@ -690,8 +693,7 @@ def perturbation_from_name(name: str, **params: Any) -> Perturbation:
     unknown = [key for key in params if key not in valid]
     if unknown:
         raise InvalidArgumentError(
-            f"perturbation {name!r}: unknown parameter {unknown[0]!r}; "
-            f"valid parameters: {', '.join(valid)}"
+            f"perturbation {name!r}: unknown parameter {unknown[0]!r}; valid parameters: {', '.join(valid)}"
         )
     return cls(**params)
 
@@ -747,9 +749,7 @@ def apply_batch(
     images = _check_batch(images)
     n = images.shape[0]
     if len(perturbations) != n:
-        raise InvalidArgumentError(
-            f"perturbations: expected one per image ({n}), got {len(perturbations)}"
-        )
+        raise InvalidArgumentError(f"perturbations: expected one per image ({n}), got {len(perturbations)}")
     if len(rngs) != n:
         raise InvalidArgumentError(f"rngs: expected one generator per image ({n}), got {len(rngs)}")
     for k, perturbation in enumerate(perturbations):
@@ -823,8 +823,7 @@ def perturb(
     if isinstance(perturbation, Perturbation):
         if params:
             raise InvalidArgumentError(
-                f"params: {', '.join(params)} given with a Perturbation instance; "
-                "pass a name to set parameters"
+                f"params: {', '.join(params)} given with a Perturbation instance; pass a name to set parameters"
             )
         instance = perturbation
     else:
@@ -833,9 +832,7 @@ def perturb(
     images = as_array(image_or_images, "image")
     single = images.ndim == 2
     batch = check_image(images, "image")[None] if single else _check_batch(images, "images")
-    out, params_list = apply_batch(
-        batch, [instance] * len(batch), [generator] * len(batch), config
-    )
+    out, params_list = apply_batch(batch, [instance] * len(batch), [generator] * len(batch), config)
     if single:
         return out[0], params_list[0]
     return out, params_list

@@ -77,9 +77,7 @@ class PipelineConfig:
         if self.order not in range(6):
             raise InvalidArgumentError(f"order: must be 0..5, got {self.order!r}")
         if not 0.0 <= float(self.bound_fraction) < 1.0:
-            raise InvalidArgumentError(
-                f"bound_fraction: must lie in [0, 1), got {self.bound_fraction!r}"
-            )
+            raise InvalidArgumentError(f"bound_fraction: must lie in [0, 1), got {self.bound_fraction!r}")
 
     def to_dict(self) -> dict[str, Any]:
         """The parameters as a plain dict, e.g. for a ``config.yaml``.
@@ -451,8 +449,7 @@ def analyse_reference(image: np.ndarray, config: PipelineConfig | None = None) -
     # the same rules as the fast path: NaN, infinity, integers and zero-size images are refused
     image = to_float01(check_image(image, "image"), dtype=np.float64)
     if config.scale > 1:
-        hires = pyramid_expand(image, upscale=config.scale, sigma=config.effective_sigma,
-                               order=config.order)
+        hires = pyramid_expand(image, upscale=config.scale, sigma=config.effective_sigma, order=config.order)
     else:
         hires = image.astype(np.float64)
     binary = hires >= config.threshold

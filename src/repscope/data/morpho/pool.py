@@ -49,8 +49,9 @@ def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: i
     if jobs <= 1 or len(tasks) <= 1:
         yield (function(task) for task in tasks)
         return
-    executor = ProcessPoolExecutor(max_workers=min(jobs, len(tasks)), mp_context=pool_context(),
-                                   initializer=_ignore_interrupts)
+    executor = ProcessPoolExecutor(
+        max_workers=min(jobs, len(tasks)), mp_context=pool_context(), initializer=_ignore_interrupts
+    )
     try:
         yield executor.map(function, tasks)
     except KeyboardInterrupt:

@@ -54,9 +54,7 @@ def _resize_matrix(n_in: int, n_out: int, order: int) -> np.ndarray:
     for k in range(n_in):
         indicator = np.zeros((n_in, 2))
         indicator[k, :] = 1.0
-        resized = resize(
-            indicator, (n_out, 2), order=order, mode="reflect", anti_aliasing=False, clip=False
-        )
+        resized = resize(indicator, (n_out, 2), order=order, mode="reflect", anti_aliasing=False, clip=False)
         columns[:, k] = resized[:, 0]
     columns.setflags(write=False)
     return columns
@@ -73,9 +71,7 @@ def _as_float_batch(images: np.ndarray, name: str = "images") -> np.ndarray:
     return to_float01(check_pixel_values(images, name), dtype=np.float64)
 
 
-def upscale(
-    images: np.ndarray, factor: int = 4, order: int = 3, sigma: float | None = None
-) -> np.ndarray:
+def upscale(images: np.ndarray, factor: int = 4, order: int = 3, sigma: float | None = None) -> np.ndarray:
     """Upscale a batch ``(N, H, W)`` to ``(N, f H, f W)`` floats, as ``pyramid_expand`` per image.
 
     uint8 input is read as intensity / 255. Equivalent, image by image, to
@@ -122,9 +118,7 @@ def upscale(
     return resized
 
 
-def downscale(
-    images: np.ndarray, factor: int = 4, order: int = 1, sigma: float | None = None
-) -> np.ndarray:
+def downscale(images: np.ndarray, factor: int = 4, order: int = 1, sigma: float | None = None) -> np.ndarray:
     """Downscale a batch ``(N, H, W)`` of floats in [0, 1], as ``pyramid_reduce`` per image.
 
     Gaussian smoothing (``sigma = 2 f / 6``) then resampling of order ``order`` (bilinear).
@@ -157,9 +151,7 @@ def downscale(
     if factor == 1:
         return batch.copy()
     if height % factor or width % factor:
-        raise InvalidArgumentError(
-            f"images: size {height}x{width} is not a multiple of the factor {factor}"
-        )
+        raise InvalidArgumentError(f"images: size {height}x{width} is not a multiple of the factor {factor}")
     sigma = default_sigma(factor) if sigma is None else float(sigma)
     smoothed = batch
     if sigma > 0:
@@ -168,8 +160,7 @@ def downscale(
     cols = _resize_matrix(width, width // factor, order)
     out = np.matmul(np.matmul(rows, smoothed), cols.T)
     if order > 1:
-        np.clip(out, smoothed.min(axis=(1, 2))[:, None, None],
-                smoothed.max(axis=(1, 2))[:, None, None], out=out)
+        np.clip(out, smoothed.min(axis=(1, 2))[:, None, None], smoothed.max(axis=(1, 2))[:, None, None], out=out)
     return out
 
 

@@ -88,9 +88,7 @@ def neighbourhood_index(binary: np.ndarray) -> np.ndarray:
     numpy.ndarray
         int32 ``(H, W)``: ``sum_j 2**j * binary[neighbour j]`` over the 3x3 window in raster order.
     """
-    return ndimage.correlate(
-        binary.astype(np.int32), _NEIGHBOURHOOD_WEIGHTS.astype(np.int32), mode="constant", cval=0
-    )
+    return ndimage.correlate(binary.astype(np.int32), _NEIGHBOURHOOD_WEIGHTS.astype(np.int32), mode="constant", cval=0)
 
 
 def tiebreak_permutation(n_pixels: int, seed: int) -> np.ndarray:
@@ -126,9 +124,7 @@ def _rank_within_label(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return rank
 
 
-def medial_axis_tiled(
-    binary: np.ndarray, distance_sq: np.ndarray, labels: np.ndarray, seed: int
-) -> np.ndarray:
+def medial_axis_tiled(binary: np.ndarray, distance_sq: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
     """Medial axis of a canvas of shapes separated by background.
 
     Parameters
@@ -174,9 +170,7 @@ def medial_axis_tiled(
     counts = np.bincount(pixel_labels)
     if counts.size and counts.max() >= (1 << _TIEBREAK_BITS):
         raise ValueError("a shape has more than 2**24 pixels")
-    permutations = np.concatenate(
-        [tiebreak_permutation(int(n), seed) for n in counts] or [np.zeros(0, np.int64)]
-    )
+    permutations = np.concatenate([tiebreak_permutation(int(n), seed) for n in counts] or [np.zeros(0, np.int64)])
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     ties = permutations[starts[pixel_labels] + _rank_within_label(pixel_labels, counts)]
     dist_sq = distance_sq.ravel()[pixels].astype(np.int64)  # exact integers

@@ -67,7 +67,9 @@ class TrainingSet:
         return TARGET_KINDS[self.target]
 
 
-def _targets(target: str, labels: np.ndarray, pert: np.ndarray | None, morpho: pd.DataFrame | None, where: str) -> np.ndarray:
+def _targets(
+    target: str, labels: np.ndarray, pert: np.ndarray | None, morpho: pd.DataFrame | None, where: str
+) -> np.ndarray:
     if target == "label":
         return labels.astype(np.int64)
     if target in ("abnormal", "perturbation"):
@@ -108,8 +110,15 @@ def load_digits(
     splits them (the source's own splits, or a seeded stratified split; limits stratified)."""
     from repscope.data.morpho.build import BuildConfig, load_build_source
 
-    config = BuildConfig(source=source, data_dir=data_dir, seed=seed, test_fraction=test_fraction,
-                         max_train=max_train, max_test=max_test, sets=("plain",))
+    config = BuildConfig(
+        source=source,
+        data_dir=data_dir,
+        seed=seed,
+        test_fraction=test_fraction,
+        max_train=max_train,
+        max_test=max_test,
+        sets=("plain",),
+    )
     config.check()
     splits, rule = load_build_source(config)
     (train_images, train_labels, origin), (test_images, test_labels, _) = splits["train"], splits["t10k"]
@@ -117,14 +126,21 @@ def load_digits(
     train_targets = _targets(target, train_labels, None, None, where)
     test_targets = _targets(target, test_labels, None, None, where)
     return TrainingSet(
-        train_images, train_targets, test_images, test_targets, target,
+        train_images,
+        train_targets,
+        test_images,
+        test_targets,
+        target,
         _num_classes(target, train_targets, test_targets),
-        f"{source} ({origin}); {rule}", train_labels.astype(np.int64), test_labels.astype(np.int64),
+        f"{source} ({origin}); {rule}",
+        train_labels.astype(np.int64),
+        test_labels.astype(np.int64),
     )
 
 
-def morpho_cache_dir(source: str, data_dir: str | None, seed: int, test_fraction: float,
-                     max_train: int | None, max_test: int | None) -> Path:
+def morpho_cache_dir(
+    source: str, data_dir: str | None, seed: int, test_fraction: float, max_train: int | None, max_test: int | None
+) -> Path:
     """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``)."""
     from repscope.data.sources import repscope_home
 
@@ -134,9 +150,15 @@ def morpho_cache_dir(source: str, data_dir: str | None, seed: int, test_fraction
     return repscope_home() / "morpho-mnist" / f"{safe_source}-seed{seed}-{digest}"
 
 
-def ensure_morpho_dataset(source: str = "mnist-sample", data_dir: str | None = None, seed: int = 0,
-                          test_fraction: float = 0.2, max_train: int | None = None,
-                          max_test: int | None = None, jobs: int = 1) -> Path:
+def ensure_morpho_dataset(
+    source: str = "mnist-sample",
+    data_dir: str | None = None,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    max_train: int | None = None,
+    max_test: int | None = None,
+    jobs: int = 1,
+) -> Path:
     """A complete Morpho-MNIST build of these parameters: cached, built once (under a file lock,
     so parallel runs wait for one build), resumed if an earlier build was interrupted."""
     from repscope.data.morpho.build import BuildConfig, build_dataset
@@ -146,8 +168,14 @@ def ensure_morpho_dataset(source: str = "mnist-sample", data_dir: str | None = N
         return out
     with exclusive_lock(out):
         if not (out / "dataset.json").exists():
-            config = BuildConfig(source=source, data_dir=data_dir, seed=seed, test_fraction=test_fraction,
-                                 max_train=max_train, max_test=max_test)
+            config = BuildConfig(
+                source=source,
+                data_dir=data_dir,
+                seed=seed,
+                test_fraction=test_fraction,
+                max_train=max_train,
+                max_test=max_test,
+            )
             build_dataset(out, config, resume=out.exists(), jobs=jobs)
     return out
 
@@ -166,8 +194,10 @@ def load_morpho_mnist(
     """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``)."""
     from repscope.data import idx
 
-    root = Path(dataset_dir) if dataset_dir else ensure_morpho_dataset(
-        source, data_dir, seed, test_fraction, max_train, max_test
+    root = (
+        Path(dataset_dir)
+        if dataset_dir
+        else ensure_morpho_dataset(source, data_dir, seed, test_fraction, max_train, max_test)
     )
     folder = root / set
     if not (root / "dataset.json").exists() or not folder.is_dir():
@@ -194,9 +224,17 @@ def load_morpho_mnist(
         parts[split] = (images, targets, labels, morpho, pert)
     train, test = parts["train"], parts["t10k"]
     return TrainingSet(
-        train[0], train[1], test[0], test[1], target, _num_classes(target, train[1], test[1]),
+        train[0],
+        train[1],
+        test[0],
+        test[1],
+        target,
+        _num_classes(target, train[1], test[1]),
         f"Morpho-MNIST {set} built from {source} (seed {seed}) in {root}",
-        train[2].astype(np.int64), test[2].astype(np.int64), test[3], test[4],
+        train[2].astype(np.int64),
+        test[2].astype(np.int64),
+        test[3],
+        test[4],
     )
 
 
@@ -205,10 +243,12 @@ def load_morpho_mnist(
 
 DIGIT_SHAPE = (1, 28, 28)
 TARGET_FIELDS = {
-    "abnormal": FieldSpec("categorical", (), "int64", 2, ("normal", "abnormal"),
-                          "1 when the digit was swollen or fractured"),
-    "perturbation": FieldSpec("categorical", (), "int64", 5, ("plain", "thin", "thick", "swollen", "fractured"),
-                              "perturbation code"),
+    "abnormal": FieldSpec(
+        "categorical", (), "int64", 2, ("normal", "abnormal"), "1 when the digit was swollen or fractured"
+    ),
+    "perturbation": FieldSpec(
+        "categorical", (), "int64", 5, ("plain", "thin", "thick", "swollen", "fractured"), "perturbation code"
+    ),
     "thickness": FieldSpec("continuous", (), "float32", description="stroke thickness after perturbation, pixels"),
 }
 
@@ -229,8 +269,10 @@ def as_dataset(data: TrainingSet, name: str) -> Dataset:
     if target not in (None, "label"):
         fields[target] = TARGET_FIELDS[target]
     splits = {}
-    for split, images, targets in (("train", data.train_images, data.train_targets),
-                                   ("test", data.test_images, data.test_targets)):
+    for split, images, targets in (
+        ("train", data.train_images, data.train_targets),
+        ("test", data.test_images, data.test_targets),
+    ):
         arrays = {"image": images}
         if has_labels:
             arrays["label"] = (targets if target == "label" else labels[split]).astype(np.int64)

@@ -171,7 +171,8 @@ def check_table(level: int, table: Any, name: str = "attributes") -> np.ndarray:
     if array.ndim != 2 or array.shape[1] != len(attributes):
         raise InvalidArgumentError(
             f"{name}: expected shape (N, {len(attributes)}) with columns {', '.join(attributes)} for level {level}, "
-            f"got {array.shape}")
+            f"got {array.shape}"
+        )
     if array.dtype.kind not in "iu":
         raise InvalidArgumentError(f"{name}: expected integer class indices, got dtype {array.dtype}")
     for k, attribute in enumerate(attributes):

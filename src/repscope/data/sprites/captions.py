@@ -100,8 +100,9 @@ def decode_captions(onehot: np.ndarray, mask: np.ndarray | None = None) -> list[
 NOISE_KINDS = ("swap", "drop", "substitute", "repeat")
 
 
-def corrupt_caption(caption: str, rng: np.random.Generator | int, edits: int = 1,
-                    kinds: Sequence[str] = NOISE_KINDS) -> str:
+def corrupt_caption(
+    caption: str, rng: np.random.Generator | int, edits: int = 1, kinds: Sequence[str] = NOISE_KINDS
+) -> str:
     """``caption`` with ``edits`` random letter edits, each one of ``kinds``.
 
     An edit swaps two different neighbouring letters (``sqaure``), drops a letter (``sqare``),

@@ -33,8 +33,15 @@ from typing import Any
 import numpy as np
 
 from repscope.data.sprites.attributes import (
-    ATTRIBUTE_VALUES, ATTRIBUTES, DEFAULT_SIZES, VALIDATION_FRACTION, check_level, combination_count, combinations_to_table,
-    compose_caption, level_attributes,
+    ATTRIBUTE_VALUES,
+    ATTRIBUTES,
+    DEFAULT_SIZES,
+    VALIDATION_FRACTION,
+    check_level,
+    combination_count,
+    combinations_to_table,
+    compose_caption,
+    level_attributes,
 )
 from repscope.data.sprites.dsprites import SPRITE_RADIUS_PX, extent_px, shape_masks
 from repscope.data.sprites.textures import IMAGE_SIZE, TEXTURE_SIZE, texture_bank
@@ -173,8 +180,15 @@ class CdSpritesPlus:
         When ``level``, ``split``, ``size`` or ``seed`` is invalid.
     """
 
-    def __init__(self, level: int, size: int | None = None, seed: int = 0, split: str = "train",
-                 texture_seed: int = 0, texture_dir: str | Path | None = None) -> None:
+    def __init__(
+        self,
+        level: int,
+        size: int | None = None,
+        seed: int = 0,
+        split: str = "train",
+        texture_seed: int = 0,
+        texture_dir: str | Path | None = None,
+    ) -> None:
         self.level = check_level(level)
         if split not in SPLITS:
             raise InvalidArgumentError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
@@ -196,8 +210,14 @@ class CdSpritesPlus:
     def params(self) -> dict[str, Any]:
         """The arguments that decide every sample: ``level``, ``size``, ``seed``, ``split``,
         ``texture_seed`` and ``texture_dir`` (an absolute path or None)."""
-        return {"level": self.level, "size": self.size, "seed": self.seed, "split": self.split,
-                "texture_seed": self.texture_seed, "texture_dir": self.texture_dir}
+        return {
+            "level": self.level,
+            "size": self.size,
+            "seed": self.seed,
+            "split": self.split,
+            "texture_seed": self.texture_seed,
+            "texture_dir": self.texture_dir,
+        }
 
     @property
     def textures(self):
@@ -286,7 +306,6 @@ class CdSpritesPlus:
         table = self.attribute_table(indices)
         n = len(indices)
         column = dict(zip(self.attributes, table.T))
-        shape = column["shape"]
         size = column.get("size", np.zeros(n, dtype=np.int64))
         u = counter_uniforms(self._key, indices, _DRAWS)
         radius = np.asarray(SIZE_SCALES)[size] * SPRITE_RADIUS_PX
@@ -305,18 +324,29 @@ class CdSpritesPlus:
         textured = self.level >= 3
         backed = self.level >= 5
         out = {name: column[name] for name in self.attributes}
-        out.update({
-            "orientation": 2 * np.pi * u[:, 0],
-            "centre_x": centre_x,
-            "centre_y": centre_y,
-            "texture": np.floor(u[:, 3] * per_colour).astype(np.int64) if textured else np.full(n, -1),
-            "texture_top": np.floor(u[:, 4] * windows).astype(np.int64) if textured else np.zeros(n, dtype=np.int64),
-            "texture_left": np.floor(u[:, 5] * windows).astype(np.int64) if textured else np.zeros(n, dtype=np.int64),
-            "background_texture": np.floor(u[:, 6] * self.textures.per_colour).astype(np.int64) if backed
-            else np.full(n, -1),
-            "background_top": np.floor(u[:, 7] * windows).astype(np.int64) if backed else np.zeros(n, dtype=np.int64),
-            "background_left": np.floor(u[:, 8] * windows).astype(np.int64) if backed else np.zeros(n, dtype=np.int64),
-        })
+        out.update(
+            {
+                "orientation": 2 * np.pi * u[:, 0],
+                "centre_x": centre_x,
+                "centre_y": centre_y,
+                "texture": np.floor(u[:, 3] * per_colour).astype(np.int64) if textured else np.full(n, -1),
+                "texture_top": np.floor(u[:, 4] * windows).astype(np.int64)
+                if textured
+                else np.zeros(n, dtype=np.int64),
+                "texture_left": np.floor(u[:, 5] * windows).astype(np.int64)
+                if textured
+                else np.zeros(n, dtype=np.int64),
+                "background_texture": np.floor(u[:, 6] * self.textures.per_colour).astype(np.int64)
+                if backed
+                else np.full(n, -1),
+                "background_top": np.floor(u[:, 7] * windows).astype(np.int64)
+                if backed
+                else np.zeros(n, dtype=np.int64),
+                "background_left": np.floor(u[:, 8] * windows).astype(np.int64)
+                if backed
+                else np.zeros(n, dtype=np.int64),
+            }
+        )
         return out
 
     def render(self, factors: dict[str, np.ndarray]) -> np.ndarray:
@@ -336,13 +366,14 @@ class CdSpritesPlus:
         n = len(factors["shape"])
         size = factors.get("size", np.zeros(n, dtype=np.int64))
         radius = np.asarray(SIZE_SCALES)[size] * SPRITE_RADIUS_PX
-        masks, top, left = shape_masks(factors["shape"], radius, factors["orientation"],
-                                       factors["centre_x"], factors["centre_y"], PATCH_PX)
+        masks, top, left = shape_masks(
+            factors["shape"], radius, factors["orientation"], factors["centre_x"], factors["centre_y"], PATCH_PX
+        )
         images = np.zeros((n, IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
         p = PATCH_PX
         if self.level < 3:
             for k in range(n):
-                images[k, top[k]:top[k] + p, left[k]:left[k] + p][masks[k]] = SHAPE_WHITE
+                images[k, top[k] : top[k] + p, left[k] : left[k] + p][masks[k]] = SHAPE_WHITE
             return images
         bank = self.textures
         colour, texture = factors["colour"], factors["texture"]
@@ -350,12 +381,16 @@ class CdSpritesPlus:
         for k in range(n):
             if self.level >= 5:
                 b_top, b_left = factors["background_top"][k], factors["background_left"][k]
-                images[k] = bank.backgrounds[factors["background"][k], factors["background_texture"][k],
-                                             b_top:b_top + IMAGE_SIZE, b_left:b_left + IMAGE_SIZE]
+                images[k] = bank.backgrounds[
+                    factors["background"][k],
+                    factors["background_texture"][k],
+                    b_top : b_top + IMAGE_SIZE,
+                    b_left : b_left + IMAGE_SIZE,
+                ]
             r, c = top[k], left[k]
             rows, cols = t_top[k] + r, t_left[k] + c
-            fill = bank.colours[colour[k], texture[k], rows:rows + p, cols:cols + p]
-            images[k, r:r + p, c:c + p][masks[k]] = fill[masks[k]]
+            fill = bank.colours[colour[k], texture[k], rows : rows + p, cols : cols + p]
+            images[k, r : r + p, c : c + p][masks[k]] = fill[masks[k]]
         return images
 
     def batch(self, indices: Any) -> tuple[np.ndarray, list[str], np.ndarray]:

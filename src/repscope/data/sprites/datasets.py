@@ -28,8 +28,12 @@ def _positive(value: int | None, name: str) -> int | None:
     return None if value is None else int(value)
 
 
-def dsprites_dataset(size: int | None = None, test_size: int = 10_000, seed: int = 0,
-                     target: Literal["shape", "scale", "orientation", "posX", "posY"] | None = None) -> Dataset:
+def dsprites_dataset(
+    size: int | None = None,
+    test_size: int = 10_000,
+    seed: int = 0,
+    target: Literal["shape", "scale", "orientation", "posX", "posY"] | None = None,
+) -> Dataset:
     """dSprites (Matthey et al., 2017) drawn on demand: 64x64 binary images of the full factor grid.
 
     Parameters
@@ -55,29 +59,51 @@ def dsprites_dataset(size: int | None = None, test_size: int = 10_000, seed: int
     size = _positive(size, "size")
     train_size = dsprites.TOTAL - test_size if size is None else size
     if train_size + test_size > dsprites.TOTAL:
-        raise InvalidArgumentError(f"size: {train_size} training + {test_size} test images exceed the "
-                                   f"{dsprites.TOTAL} of the grid")
+        raise InvalidArgumentError(
+            f"size: {train_size} training + {test_size} test images exceed the {dsprites.TOTAL} of the grid"
+        )
     order = np.random.default_rng([seed, 23]).permutation(dsprites.TOTAL)
     generator = dsprites.DSprites()
-    splits = {"train": GeneratorSplit(generator, np.sort(order[:train_size])),
-              "test": GeneratorSplit(generator, np.sort(order[-test_size:]))}
+    splits = {
+        "train": GeneratorSplit(generator, np.sort(order[:train_size])),
+        "test": GeneratorSplit(generator, np.sort(order[-test_size:])),
+    }
     fields = {
-        "image": FieldSpec("image", (1, dsprites.IMAGE_SIZE, dsprites.IMAGE_SIZE), "uint8",
-                           description="binary sprite, 0 or 255"),
-        "factors": FieldSpec("categorical", (len(dsprites.FACTOR_NAMES),), "int64", max(dsprites.FACTOR_SIZES),
-                             dsprites.FACTOR_NAMES, "factor classes"),
+        "image": FieldSpec(
+            "image", (1, dsprites.IMAGE_SIZE, dsprites.IMAGE_SIZE), "uint8", description="binary sprite, 0 or 255"
+        ),
+        "factors": FieldSpec(
+            "categorical",
+            (len(dsprites.FACTOR_NAMES),),
+            "int64",
+            max(dsprites.FACTOR_SIZES),
+            dsprites.FACTOR_NAMES,
+            "factor classes",
+        ),
         "index": FieldSpec("index", (), "int64", description="index in the dSprites grid"),
     }
     for name, count in zip(dsprites.FACTOR_NAMES, dsprites.FACTOR_SIZES):
         fields[name] = FieldSpec("categorical", (), "int64", count, description=f"{name} class")
-    return Dataset("dsprites", splits, fields, target,
-                   f"dSprites: {train_size} training and {test_size} test images of the grid (seed {seed})")
+    return Dataset(
+        "dsprites",
+        splits,
+        fields,
+        target,
+        f"dSprites: {train_size} training and {test_size} test images of the grid (seed {seed})",
+    )
 
 
-def cdsprites_dataset(level: int = 5, target: Literal["shape", "size", "colour", "position", "background"] | None = None,
-                      train_size: int | None = None, val_size: int | None = None, test_size: int | None = None,
-                      seed: int = 0, texture_seed: int = 0, texture_dir: str | None = None,
-                      in_memory: bool = False) -> Dataset:
+def cdsprites_dataset(
+    level: int = 5,
+    target: Literal["shape", "size", "colour", "position", "background"] | None = None,
+    train_size: int | None = None,
+    val_size: int | None = None,
+    test_size: int | None = None,
+    seed: int = 0,
+    texture_seed: int = 0,
+    texture_dir: str | None = None,
+    in_memory: bool = False,
+) -> Dataset:
     """CdSprites+ (Sejnova et al., Sec. 3): captioned 64x64 RGB sprites of one level.
 
     Parameters
@@ -105,27 +131,38 @@ def cdsprites_dataset(level: int = 5, target: Literal["shape", "size", "colour",
     level = check_level(level)
     attributes = level_attributes(level)
     if target is not None and target not in attributes:
-        raise InvalidArgumentError(f"target: level {level} has the attributes {', '.join(attributes)}, "
-                                   f"not {target!r}")
+        raise InvalidArgumentError(f"target: level {level} has the attributes {', '.join(attributes)}, not {target!r}")
     sizes = {"train": _positive(train_size, "train_size"), "val": _positive(val_size, "val_size")}
     if test_size != 0:  # 0: no test split (the attribute classifiers are measured on val)
         sizes["test"] = _positive(test_size, "test_size")
-    generators = {split: CdSpritesPlus(level, size=sizes[split], seed=seed, split=split, texture_seed=texture_seed,
-                                       texture_dir=texture_dir) for split in sizes}
+    generators = {
+        split: CdSpritesPlus(
+            level, size=sizes[split], seed=seed, split=split, texture_seed=texture_seed, texture_dir=texture_dir
+        )
+        for split in sizes
+    }
     fields = {
         "image": FieldSpec("image", (3, 64, 64), "uint8", description="RGB sprite, 0-255"),
-        "attributes": FieldSpec("categorical", (level,), "int64", max(len(ATTRIBUTE_VALUES[a]) for a in attributes),
-                                attributes, "attribute classes"),
+        "attributes": FieldSpec(
+            "categorical",
+            (level,),
+            "int64",
+            max(len(ATTRIBUTE_VALUES[a]) for a in attributes),
+            attributes,
+            "attribute classes",
+        ),
     }
     for name in attributes:
-        fields[name] = FieldSpec("categorical", (), "int64", len(ATTRIBUTE_VALUES[name]), ATTRIBUTE_VALUES[name],
-                                 f"{name} class")
+        fields[name] = FieldSpec(
+            "categorical", (), "int64", len(ATTRIBUTE_VALUES[name]), ATTRIBUTE_VALUES[name], f"{name} class"
+        )
     if in_memory:
         splits = {split: ArraySplit(generate_arrays(generator)) for split, generator in generators.items()}
     else:
         splits = {split: GeneratorSplit(generator) for split, generator in generators.items()}
-        fields["text"] = FieldSpec("text", (MAX_CAPTION_LENGTH, VOCABULARY_SIZE), "float32",
-                                   description="one-hot caption characters")
+        fields["text"] = FieldSpec(
+            "text", (MAX_CAPTION_LENGTH, VOCABULARY_SIZE), "float32", description="one-hot caption characters"
+        )
         fields["mask"] = FieldSpec("mask", (MAX_CAPTION_LENGTH,), "bool", description="True on caption characters")
         fields["index"] = FieldSpec("index", (), "int64", description="sample index in its split")
     counts = ", ".join(f"{len(g)} {split}" for split, g in generators.items())

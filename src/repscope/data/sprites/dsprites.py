@@ -87,7 +87,9 @@ def classes_to_index(classes: Any) -> np.ndarray:
     """
     classes = np.asarray(classes, dtype=np.int64)
     if classes.shape[-1:] != (len(FACTOR_SIZES),):
-        raise InvalidArgumentError(f"classes: last axis must hold {len(FACTOR_SIZES)} factors, got shape {classes.shape}")
+        raise InvalidArgumentError(
+            f"classes: last axis must hold {len(FACTOR_SIZES)} factors, got shape {classes.shape}"
+        )
     for k, (name, size) in enumerate(zip(FACTOR_NAMES, FACTOR_SIZES)):
         if np.any((classes[..., k] < 0) | (classes[..., k] >= size)):
             raise InvalidArgumentError(f"classes: factor {name} must lie in [0, {size})")
@@ -174,8 +176,9 @@ def extent_px(radius_px: Any) -> np.ndarray:
     return np.asarray(radius_px, dtype=np.float64) * np.sqrt(2.0) + 0.5
 
 
-def shape_masks(shapes: Any, radius_px: Any, angles: Any, centre_x: Any, centre_y: Any,
-                patch: int, image_size: int = IMAGE_SIZE) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def shape_masks(
+    shapes: Any, radius_px: Any, angles: Any, centre_x: Any, centre_y: Any, patch: int, image_size: int = IMAGE_SIZE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Binary masks of N shapes, each drawn in a ``patch`` x ``patch`` window of the image.
 
     A pixel is on when its centre lies inside the shape rotated by ``angle`` (counter-clockwise on
@@ -216,7 +219,7 @@ def shape_masks(shapes: Any, radius_px: Any, angles: Any, centre_x: Any, centre_
     left = np.clip(np.floor(cx - reach), 0, image_size - patch).astype(np.int64)
     offsets = np.arange(patch, dtype=np.float64) + 0.5
     dx = (left[:, None] + offsets[None, :] - cx[:, None])[:, None, :]  # (N, 1, P) columns
-    dy = (cy[:, None] - top[:, None] - offsets[None, :])[:, :, None]   # (N, P, 1) rows, y up
+    dy = (cy[:, None] - top[:, None] - offsets[None, :])[:, :, None]  # (N, P, 1) rows, y up
     cos, sin = (np.cos(angle) / radius)[:, None, None], (np.sin(angle) / radius)[:, None, None]
     masks = np.zeros((len(shapes), patch, patch), dtype=bool)
     for shape in np.unique(shapes):
@@ -246,11 +249,17 @@ def render(classes: Any) -> np.ndarray:
     classes = np.atleast_2d(np.asarray(classes, dtype=np.int64))
     values = classes_to_values(classes)
     span = IMAGE_SIZE - 2.0 * MARGIN_PX
-    masks, top, left = shape_masks(classes[:, 1], values[:, 2] * SPRITE_RADIUS_PX, values[:, 3],
-                                   MARGIN_PX + values[:, 4] * span, MARGIN_PX + values[:, 5] * span, PATCH_PX)
+    masks, top, left = shape_masks(
+        classes[:, 1],
+        values[:, 2] * SPRITE_RADIUS_PX,
+        values[:, 3],
+        MARGIN_PX + values[:, 4] * span,
+        MARGIN_PX + values[:, 5] * span,
+        PATCH_PX,
+    )
     out = np.zeros((len(classes), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
     for k in range(len(classes)):
-        out[k, top[k]:top[k] + PATCH_PX, left[k]:left[k] + PATCH_PX] = masks[k]
+        out[k, top[k] : top[k] + PATCH_PX, left[k] : left[k] + PATCH_PX] = masks[k]
     return out
 
 
@@ -343,7 +352,7 @@ class DSprites:
         """
         indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)
         for start in range(0, len(indices), batch_size):
-            classes = index_to_classes(indices[start:start + batch_size])
+            classes = index_to_classes(indices[start : start + batch_size])
             yield render(classes), classes
 
     def sample_indices(self, n: int, rng: np.random.Generator | int) -> np.ndarray:
@@ -375,7 +384,7 @@ def metadata() -> dict[str, Any]:
     """
     return {
         "description": "dSprites drawn procedurally by repscope: binary 64x64 images of a square, an ellipse or "
-                       "a heart over the full grid of scale, orientation and position.",
+        "a heart over the full grid of scale, orientation and position.",
         "latents_names": FACTOR_NAMES,
         "latents_sizes": np.array(FACTOR_SIZES),
         "latents_possible_values": {name: FACTOR_VALUES[name] for name in FACTOR_NAMES},
@@ -420,12 +429,17 @@ def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> 
     images = np.empty((len(indices), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
     classes = np.empty((len(indices), len(FACTOR_SIZES)), dtype=np.int64)
     for k, (batch_images, batch_classes) in enumerate(DSprites().batches(indices, batch_size)):
-        images[k * batch_size:k * batch_size + len(batch_images)] = batch_images
-        classes[k * batch_size:k * batch_size + len(batch_classes)] = batch_classes
+        images[k * batch_size : k * batch_size + len(batch_images)] = batch_images
+        classes[k * batch_size : k * batch_size + len(batch_classes)] = batch_classes
     path = Path(path)
     with atomic_write(path, "wb") as handle:
-        np.savez_compressed(handle, imgs=images, latents_values=classes_to_values(classes),
-                            latents_classes=classes, metadata=np.array(metadata(), dtype=object))
+        np.savez_compressed(
+            handle,
+            imgs=images,
+            latents_values=classes_to_values(classes),
+            latents_classes=classes,
+            metadata=np.array(metadata(), dtype=object),
+        )
     return path
 
 
@@ -461,8 +475,11 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
         # a truncated file, a bad member CRC, a pickled object (never unpickled)
         raise DataFormatError(f"{path}: not a readable .npz ({exc})") from None
     n = len(out["imgs"])
-    if out["imgs"].shape[1:] != (IMAGE_SIZE, IMAGE_SIZE) or out["latents_classes"].shape != (n, 6) \
-            or out["latents_values"].shape != (n, 6):
+    if (
+        out["imgs"].shape[1:] != (IMAGE_SIZE, IMAGE_SIZE)
+        or out["latents_classes"].shape != (n, 6)
+        or out["latents_values"].shape != (n, 6)
+    ):
         raise DataFormatError(
             f"{path}: shapes imgs {out['imgs'].shape}, latents_classes {out['latents_classes'].shape}, "
             f"latents_values {out['latents_values'].shape} do not form a dSprites set"

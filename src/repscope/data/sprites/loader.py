@@ -24,7 +24,9 @@ from repscope.data.sprites.captions import encode_captions
 from repscope.data.sprites.cdsprites import CdSpritesPlus
 
 
-def to_sample_batch(indices: np.ndarray, images: np.ndarray, captions: list[str], table: np.ndarray) -> dict[str, torch.Tensor]:
+def to_sample_batch(
+    indices: np.ndarray, images: np.ndarray, captions: list[str], table: np.ndarray
+) -> dict[str, torch.Tensor]:
     """The batch dict of the module docstring from the arrays of :meth:`CdSpritesPlus.batch`.
 
     Parameters
@@ -107,8 +109,14 @@ def _already_batched(batch: Any) -> Any:
     return batch
 
 
-def cdsprites_loader(generator: CdSpritesPlus, batch_size: int = 256, shuffle: bool = False, seed: int = 0,
-                     num_workers: int = 0, drop_last: bool = False) -> DataLoader:
+def cdsprites_loader(
+    generator: CdSpritesPlus,
+    batch_size: int = 256,
+    shuffle: bool = False,
+    seed: int = 0,
+    num_workers: int = 0,
+    drop_last: bool = False,
+) -> DataLoader:
     """A DataLoader generating whole batches at once (shuffling seeded by ``seed``).
 
     Parameters
@@ -132,7 +140,12 @@ def cdsprites_loader(generator: CdSpritesPlus, batch_size: int = 256, shuffle: b
         Yields the batch dicts of :func:`to_sample_batch` (``image`` uint8 ``(B, 3, 64, 64)``, ...).
     """
     return DataLoader(
-        CdSpritesDataset(generator), batch_size=batch_size, shuffle=shuffle, drop_last=drop_last,
-        generator=torch.Generator().manual_seed(seed) if shuffle else None, num_workers=num_workers,
-        collate_fn=_already_batched, persistent_workers=num_workers > 0,
+        CdSpritesDataset(generator),
+        batch_size=batch_size,
+        shuffle=shuffle,
+        drop_last=drop_last,
+        generator=torch.Generator().manual_seed(seed) if shuffle else None,
+        num_workers=num_workers,
+        collate_fn=_already_batched,
+        persistent_workers=num_workers > 0,
     )

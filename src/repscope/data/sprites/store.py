@@ -134,17 +134,27 @@ def _check_generator(generator: Any, level: Any) -> int | None:
 def _check_output_free(out: Path) -> None:
     """Refuse ``out`` unless it is absent or an empty directory (nothing written is overwritten)."""
     if out.is_symlink() or (out.exists() and (not out.is_dir() or any(out.iterdir()))):
-        raise OutputExistsError(f"{out}: already exists and is not an empty directory; "
-                                "choose another --out or remove it first")
+        raise OutputExistsError(
+            f"{out}: already exists and is not an empty directory; choose another --out or remove it first"
+        )
 
 
 # --------------------------------------------------------------------------------------------
 # writing
 
 
-def write_dataset(out: str | os.PathLike, batches: Iterable[tuple[np.ndarray, Sequence[str] | None, pd.DataFrame]],
-                  count: int, *, generator: str, level: int | None, seed: int | None, params: dict[str, Any],
-                  image_shape: Sequence[int], progress: Progress | None = None) -> Path:
+def write_dataset(
+    out: str | os.PathLike,
+    batches: Iterable[tuple[np.ndarray, Sequence[str] | None, pd.DataFrame]],
+    count: int,
+    *,
+    generator: str,
+    level: int | None,
+    seed: int | None,
+    params: dict[str, Any],
+    image_shape: Sequence[int],
+    progress: Progress | None = None,
+) -> Path:
     """Write a dataset directory from chunks of ``(images, captions or None, factors)``.
 
     Parameters
@@ -212,8 +222,11 @@ def write_dataset(out: str | os.PathLike, batches: Iterable[tuple[np.ndarray, Se
             "seed": None if seed is None else int(seed),
             "params": params,
             "files": {name: sha256_file(partial / name) for name in files},
-            "images_sample": {"blocks": SAMPLE_BLOCKS, "block_bytes": SAMPLE_BLOCK_BYTES,
-                              "sha256": sample_digest(partial / IMAGES_FILE)},
+            "images_sample": {
+                "blocks": SAMPLE_BLOCKS,
+                "block_bytes": SAMPLE_BLOCK_BYTES,
+                "sha256": sample_digest(partial / IMAGES_FILE),
+            },
             "created_by": _package_version(),
         }
         write_json_atomic(partial / META_FILE, meta)
@@ -230,19 +243,30 @@ def write_dataset(out: str | os.PathLike, batches: Iterable[tuple[np.ndarray, Se
     return out
 
 
-def _write_files(directory: Path, batches: Iterable[Any], count: int, generator: str, level: int | None,
-                 image_shape: tuple[int, ...], progress: Progress | None) -> list[str]:
+def _write_files(
+    directory: Path,
+    batches: Iterable[Any],
+    count: int,
+    generator: str,
+    level: int | None,
+    image_shape: tuple[int, ...],
+    progress: Progress | None,
+) -> list[str]:
     required = class_columns(generator, level)
     with_captions = layout(generator).captions
-    images_out = np.lib.format.open_memmap(directory / IMAGES_FILE, mode="w+", dtype=np.uint8,
-                                           shape=(count, *image_shape))
+    images_out = np.lib.format.open_memmap(
+        directory / IMAGES_FILE, mode="w+", dtype=np.uint8, shape=(count, *image_shape)
+    )
     columns: list[str] | None = None
     done = 0
     try:
         with contextlib.ExitStack() as stack:
             factors_file = stack.enter_context(open(directory / FACTORS_FILE, "w", encoding="utf-8", newline=""))
-            captions_file = (stack.enter_context(open(directory / CAPTIONS_FILE, "w", encoding="utf-8", newline=""))
-                             if with_captions else None)
+            captions_file = (
+                stack.enter_context(open(directory / CAPTIONS_FILE, "w", encoding="utf-8", newline=""))
+                if with_captions
+                else None
+            )
             for k, batch in enumerate(batches):
                 where = f"batches[{k}] (rows {done}..)"
                 try:
@@ -254,7 +278,7 @@ def _write_files(directory: Path, batches: Iterable[Any], count: int, generator:
                     raise InvalidArgumentError(f"{where}: batches hold more than count={count} rows")
                 lines = _check_captions(captions, n, with_captions, where)
                 factors, columns = _check_factors(factors, n, required, columns, generator, level, where)
-                images_out[done:done + n] = images
+                images_out[done : done + n] = images
                 if captions_file is not None:
                     captions_file.write("".join(line + "\n" for line in lines))
                 factors.to_csv(factors_file, header=(done == 0), index=False, lineterminator="\n")
@@ -279,8 +303,9 @@ def _check_images(images: Any, image_shape: tuple[int, ...], where: str) -> int:
     if images.dtype != np.uint8:
         raise InvalidArgumentError(f"{where}: images must have dtype uint8, got {images.dtype}")
     if images.ndim != len(image_shape) + 1 or images.shape[1:] != image_shape:
-        raise InvalidArgumentError(f"{where}: images must have shape (n, {', '.join(map(str, image_shape))}), "
-                                   f"got {images.shape}")
+        raise InvalidArgumentError(
+            f"{where}: images must have shape (n, {', '.join(map(str, image_shape))}), got {images.shape}"
+        )
     return int(images.shape[0])
 
 
@@ -302,16 +327,24 @@ def _check_captions(captions: Any, n: int, with_captions: bool, where: str) -> l
     return lines
 
 
-def _check_factors(factors: Any, n: int, required: tuple[str, ...], columns: list[str] | None,
-                   generator: str, level: int | None, where: str) -> tuple[pd.DataFrame, list[str]]:
+def _check_factors(
+    factors: Any,
+    n: int,
+    required: tuple[str, ...],
+    columns: list[str] | None,
+    generator: str,
+    level: int | None,
+    where: str,
+) -> tuple[pd.DataFrame, list[str]]:
     if not isinstance(factors, pd.DataFrame):
         raise InvalidArgumentError(f"{where}: factors must be a pandas DataFrame, got {type(factors).__name__}")
     if len(factors) != n:
         raise InvalidArgumentError(f"{where}: factors have {len(factors)} rows for {n} images")
     missing = [name for name in required if name not in factors.columns]
     if missing:
-        raise InvalidArgumentError(f"{where}: factors lack the class columns {', '.join(missing)} "
-                                   f"(needed: {', '.join(required)})")
+        raise InvalidArgumentError(
+            f"{where}: factors lack the class columns {', '.join(missing)} (needed: {', '.join(required)})"
+        )
     factors = factors.rename(columns=str)
     if factors.columns.duplicated().any():
         raise InvalidArgumentError(f"{where}: factors have duplicated column names")
@@ -346,8 +379,9 @@ class SpriteDatasetDir:
     level : int or None
     """
 
-    def __init__(self, path: Path, meta: dict[str, Any], images: np.ndarray, captions: list[str] | None,
-                 factors: pd.DataFrame) -> None:
+    def __init__(
+        self, path: Path, meta: dict[str, Any], images: np.ndarray, captions: list[str] | None, factors: pd.DataFrame
+    ) -> None:
         self.path = path
         self.meta = meta
         self.images = images
@@ -368,7 +402,8 @@ class SpriteDatasetDir:
         if self.generator != "cdsprites":
             raise InvalidArgumentError(
                 f"{self.path}: attribute tables belong to cdsprites datasets; this one is {self.generator} "
-                f"(its classes are factors[{list(FACTOR_NAMES)}])")
+                f"(its classes are factors[{list(FACTOR_NAMES)}])"
+            )
         return _attribute_table(self.path / FACTORS_FILE, self.factors, self.level)  # type: ignore[arg-type]
 
 
@@ -434,12 +469,15 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Sprite
     except (ValueError, OSError, EOFError) as error:
         raise DataFormatError(f"{images_file}: not a readable .npy array, truncated or corrupt ({error})") from None
     if images.dtype != np.uint8 or images.shape != (count, *image_shape):
-        raise DataFormatError(f"{images_file}: holds {images.dtype} {images.shape}, but {META_FILE} says "
-                              f"uint8 {(count, *image_shape)}")
+        raise DataFormatError(
+            f"{images_file}: holds {images.dtype} {images.shape}, but {META_FILE} says uint8 {(count, *image_shape)}"
+        )
     size = images_file.stat().st_size
     if size != images.offset + images.nbytes:
-        raise DataFormatError(f"{images_file}: {size} bytes, but a {images.shape} uint8 array takes "
-                              f"{images.offset + images.nbytes}; the file was changed after writing")
+        raise DataFormatError(
+            f"{images_file}: {size} bytes, but a {images.shape} uint8 array takes "
+            f"{images.offset + images.nbytes}; the file was changed after writing"
+        )
 
     captions = None
     if layout(generator).captions:
@@ -464,8 +502,9 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Sprite
     required = class_columns(generator, level)
     missing = [name for name in required if name not in factors.columns]
     if missing:
-        raise DataFormatError(f"{factors_file}: missing the class columns {', '.join(missing)} "
-                              f"(needed: {', '.join(required)})")
+        raise DataFormatError(
+            f"{factors_file}: missing the class columns {', '.join(missing)} (needed: {', '.join(required)})"
+        )
     if layout(generator).check_classes is not None:
         try:
             layout(generator).check_classes(level, factors[list(required)].to_numpy(), name="class columns")
@@ -484,8 +523,7 @@ def _verify_files(path: Path, meta: dict[str, Any], expected: list[str], full: b
     for name in expected:
         if name not in meta["files"]:
             raise DataFormatError(f"{meta_file}: 'files' has no checksum for {name}")
-    changed = ("the file is corrupt or was changed after writing; "
-               "write the dataset again (or restore the file)")
+    changed = "the file is corrupt or was changed after writing; write the dataset again (or restore the file)"
     for name, digest in meta["files"].items():
         file = path / name
         if not isinstance(name, str) or Path(name).name != name or not file.is_file():
@@ -498,8 +536,9 @@ def _verify_files(path: Path, meta: dict[str, Any], expected: list[str], full: b
                 except (KeyError, TypeError, ValueError):
                     raise DataFormatError(f"{meta_file}: images_sample is malformed") from None
                 if actual != sample["sha256"]:
-                    raise ChecksumError(f"{file}: sampled blocks do not match the digest recorded in "
-                                        f"{META_FILE}; {changed}")
+                    raise ChecksumError(
+                        f"{file}: sampled blocks do not match the digest recorded in {META_FILE}; {changed}"
+                    )
             continue
         try:
             actual = sha256_file(file)
@@ -517,8 +556,10 @@ def _read_meta(meta_file: Path) -> dict[str, Any]:
     if not isinstance(meta, dict):
         raise DataFormatError(f"{meta_file}: must hold a JSON object, got {type(meta).__name__}")
     if meta.get("format_version") != FORMAT_VERSION:
-        raise DataFormatError(f"{meta_file}: format_version {meta.get('format_version')!r} is not supported "
-                              f"(this repscope reads version {FORMAT_VERSION})")
+        raise DataFormatError(
+            f"{meta_file}: format_version {meta.get('format_version')!r} is not supported "
+            f"(this repscope reads version {FORMAT_VERSION})"
+        )
     missing = [key for key in ("generator", "level", "count", "image_shape", "files") if key not in meta]
     if missing:
         raise DataFormatError(f"{meta_file}: missing keys {', '.join(missing)}")
@@ -548,8 +589,12 @@ def _h5py() -> Any:
     return h5py
 
 
-def export_h5(dataset_dir: str | os.PathLike | SpriteDatasetDir, out_h5: str | os.PathLike, chunk: int = 4096,
-              progress: Progress | None = None) -> Path:
+def export_h5(
+    dataset_dir: str | os.PathLike | SpriteDatasetDir,
+    out_h5: str | os.PathLike,
+    chunk: int = 4096,
+    progress: Progress | None = None,
+) -> Path:
     """Write a CdSprites+ dataset directory as the reference toolkit's ``traindata.h5``.
 
     ``image`` is ``N x 64 x 64 x 3`` ``uint8`` in BGR order, ``text`` the captions as ASCII byte
@@ -564,8 +609,10 @@ def export_h5(dataset_dir: str | os.PathLike | SpriteDatasetDir, out_h5: str | o
         raise OutputExistsError(f"{out_h5}: already exists; choose another output file or remove it first")
     dataset = dataset_dir if isinstance(dataset_dir, SpriteDatasetDir) else read_dataset(dataset_dir)
     if dataset.generator != "cdsprites" or dataset.images.ndim != 4 or dataset.images.shape[-1] != 3:
-        raise InvalidArgumentError(f"dataset_dir: {dataset.path} is a {dataset.generator} dataset of images "
-                                   f"{dataset.images.shape}; the .h5 layout holds captioned RGB CdSprites+ images")
+        raise InvalidArgumentError(
+            f"dataset_dir: {dataset.path} is a {dataset.generator} dataset of images "
+            f"{dataset.images.shape}; the .h5 layout holds captioned RGB CdSprites+ images"
+        )
     captions = dataset.captions or []
     for i, caption in enumerate(captions):
         if not caption.isascii():
@@ -579,8 +626,9 @@ def export_h5(dataset_dir: str | os.PathLike | SpriteDatasetDir, out_h5: str | o
     os.close(fd)
     try:
         with h5py.File(tmp_name, "w") as handle:
-            image = handle.create_dataset(H5_IMAGE, shape=dataset.images.shape, dtype=np.uint8,
-                                          chunks=(min(n, 256), *dataset.images.shape[1:]))
+            image = handle.create_dataset(
+                H5_IMAGE, shape=dataset.images.shape, dtype=np.uint8, chunks=(min(n, 256), *dataset.images.shape[1:])
+            )
             text = handle.create_dataset(H5_TEXT, shape=(n,), dtype=h5py.string_dtype(encoding="ascii"))
             for start in range(0, n, chunk):
                 stop = min(start + chunk, n)
@@ -605,8 +653,9 @@ def export_h5(dataset_dir: str | os.PathLike | SpriteDatasetDir, out_h5: str | o
     return out_h5
 
 
-def import_h5(in_h5: str | os.PathLike, level: int, out: str | os.PathLike, chunk: int = 4096,
-              progress: Progress | None = None) -> Path:
+def import_h5(
+    in_h5: str | os.PathLike, level: int, out: str | os.PathLike, chunk: int = 4096, progress: Progress | None = None
+) -> Path:
     """Convert the reference toolkit's ``traindata.h5`` of CdSprites+ ``level`` into a dataset directory.
 
     Images are turned from BGR to RGB; the attribute table is recovered by parsing every caption
@@ -641,13 +690,23 @@ def import_h5(in_h5: str | os.PathLike, level: int, out: str | os.PathLike, chun
                 for i, caption in enumerate(captions):
                     classes = attrs.parse_caption(level, caption)
                     if classes is None:
-                        raise DataFormatError(f"{in_h5}: row {start + i}: caption {caption!r} is not a "
-                                              f"level-{level} CdSprites+ caption")
+                        raise DataFormatError(
+                            f"{in_h5}: row {start + i}: caption {caption!r} is not a level-{level} CdSprites+ caption"
+                        )
                     table[i] = classes
                 yield rgb, captions, pd.DataFrame(table, columns=columns)
 
-        return write_dataset(out, batches(), n, generator="cdsprites", level=level, seed=None,
-                             params={"imported_from": str(in_h5)}, image_shape=image.shape[1:], progress=progress)
+        return write_dataset(
+            out,
+            batches(),
+            n,
+            generator="cdsprites",
+            level=level,
+            seed=None,
+            params={"imported_from": str(in_h5)},
+            image_shape=image.shape[1:],
+            progress=progress,
+        )
 
 
 def _check_h5_layout(h5py: Any, handle: Any, in_h5: Path) -> tuple[Any, Any]:
@@ -655,16 +714,20 @@ def _check_h5_layout(h5py: Any, handle: Any, in_h5: Path) -> tuple[Any, Any]:
     for name in (H5_IMAGE, H5_TEXT):
         node = handle.get(name)
         if not isinstance(node, h5py.Dataset):
-            raise DataFormatError(f"{in_h5}: no dataset '{name}' (found: {', '.join(sorted(handle.keys())) or 'nothing'}); "
-                                  "expected the toolkit's 'image' and 'text'")
+            raise DataFormatError(
+                f"{in_h5}: no dataset '{name}' (found: {', '.join(sorted(handle.keys())) or 'nothing'}); "
+                "expected the toolkit's 'image' and 'text'"
+            )
         found.append(node)
     image, text = found
     if image.dtype != np.uint8 or image.ndim != 4 or image.shape[1:] != (64, 64, 3):
-        raise DataFormatError(f"{in_h5}: dataset '{H5_IMAGE}' holds {image.dtype} {image.shape}; "
-                              "expected uint8 N x 64 x 64 x 3 (BGR)")
+        raise DataFormatError(
+            f"{in_h5}: dataset '{H5_IMAGE}' holds {image.dtype} {image.shape}; expected uint8 N x 64 x 64 x 3 (BGR)"
+        )
     if text.ndim != 1 or text.shape[0] != image.shape[0]:
-        raise DataFormatError(f"{in_h5}: dataset '{H5_TEXT}' has shape {text.shape}; expected "
-                              f"({image.shape[0]},), one caption per image")
+        raise DataFormatError(
+            f"{in_h5}: dataset '{H5_TEXT}' has shape {text.shape}; expected ({image.shape[0]},), one caption per image"
+        )
     if text.dtype.kind not in "SUO":
         raise DataFormatError(f"{in_h5}: dataset '{H5_TEXT}' holds {text.dtype}; expected strings")
     return image, text

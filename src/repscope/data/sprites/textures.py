@@ -61,14 +61,19 @@ def noise_patterns(count: int, rng: np.random.Generator, size: int = TEXTURE_SIZ
             # anisotropic grids give streaks; random weights decide which scale dominates
             cells_y = max(2, int(round(cells * rng.uniform(0.5, 2.0))))
             grid = rng.standard_normal((cells_y, cells))
-            pattern += rng.uniform(0.1, 1.0) * ndimage.zoom(grid, (size / cells_y, size / cells), order=3,
-                                                             mode="grid-wrap", grid_mode=True)[:size, :size]
+            pattern += (
+                rng.uniform(0.1, 1.0)
+                * ndimage.zoom(grid, (size / cells_y, size / cells), order=3, mode="grid-wrap", grid_mode=True)[
+                    :size, :size
+                ]
+            )
         out[k] = (pattern - pattern.mean()) / (pattern.std() + 1e-9)
     return out
 
 
-def photo_patterns(texture_dir: str | Path, count: int, rng: np.random.Generator,
-                   size: int = TEXTURE_SIZE) -> np.ndarray:
+def photo_patterns(
+    texture_dir: str | Path, count: int, rng: np.random.Generator, size: int = TEXTURE_SIZE
+) -> np.ndarray:
     """``count`` standardised luminance crops ``(count, size, size)`` from the photographs in ``texture_dir``.
 
     Photographs (sorted by name) are used in turn; each crop is a random ``size x size`` window of the
@@ -122,7 +127,7 @@ def photo_patterns(texture_dir: str | Path, count: int, rng: np.random.Generator
         photo = photos[k % len(photos)]
         top = int(rng.integers(0, photo.shape[0] - size + 1))
         left = int(rng.integers(0, photo.shape[1] - size + 1))
-        crop = photo[top:top + size, left:left + size]
+        crop = photo[top : top + size, left : left + size]
         if rng.random() < 0.5:
             crop = crop[:, ::-1]
         out[k] = (crop - crop.mean()) / (crop.std() + 1e-6)  # a flat crop stays flat (zero pattern)
@@ -194,10 +199,15 @@ class TextureBank:
         else:
             patterns = photo_patterns(self.texture_dir, total, rng)
         patterns = patterns.reshape(len(colours) + len(backgrounds), self.per_colour, TEXTURE_SIZE, TEXTURE_SIZE)
-        self.colours = np.stack([tint(patterns[c], COLOUR_RGB[name], COLOUR_AMPLITUDE)
-                                 for c, name in enumerate(colours)])
-        self.backgrounds = np.stack([tint(patterns[len(colours) + b], BACKGROUND_BASE[name], BACKGROUND_AMPLITUDE)
-                                     for b, name in enumerate(backgrounds)])
+        self.colours = np.stack(
+            [tint(patterns[c], COLOUR_RGB[name], COLOUR_AMPLITUDE) for c, name in enumerate(colours)]
+        )
+        self.backgrounds = np.stack(
+            [
+                tint(patterns[len(colours) + b], BACKGROUND_BASE[name], BACKGROUND_AMPLITUDE)
+                for b, name in enumerate(backgrounds)
+            ]
+        )
 
 
 @lru_cache(maxsize=4)

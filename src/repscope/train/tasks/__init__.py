@@ -11,13 +11,32 @@
 """
 
 from repscope.train.tasks.base import (
-    EVAL_BATCH, ImageTask, check_images, check_pixel_values, evaluating, image_batches, seeded, to_uint8,
+    EVAL_BATCH,
+    ImageTask,
+    check_images,
+    check_pixel_values,
+    evaluating,
+    image_batches,
+    seeded,
+    to_uint8,
 )
 from repscope.train.tasks.gan import GANTask, InfoGANTask, discriminator_loss, generator_loss
 from repscope.train.tasks.supervised import SupervisedTask
 from repscope.train.tasks.vae import VAETask
 
 __all__ = [
-    "SupervisedTask", "VAETask", "GANTask", "InfoGANTask", "ImageTask", "discriminator_loss", "generator_loss",
-    "check_images", "check_pixel_values", "image_batches", "evaluating", "seeded", "to_uint8", "EVAL_BATCH",
+    "SupervisedTask",
+    "VAETask",
+    "GANTask",
+    "InfoGANTask",
+    "ImageTask",
+    "discriminator_loss",
+    "generator_loss",
+    "check_images",
+    "check_pixel_values",
+    "image_batches",
+    "evaluating",
+    "seeded",
+    "to_uint8",
+    "EVAL_BATCH",
 ]

@@ -111,12 +111,24 @@ class ImageTask(pl.LightningModule):
 
     def _decode(self, network: torch.nn.Module, latent: torch.Tensor) -> np.ndarray:
         with evaluating(self):
-            chunks = [to_uint8(network(latent[s : s + EVAL_BATCH].to(self.device)))
-                      for s in range(0, len(latent), EVAL_BATCH)]
+            chunks = [
+                to_uint8(network(latent[s : s + EVAL_BATCH].to(self.device))) for s in range(0, len(latent), EVAL_BATCH)
+            ]
         if chunks:
             return np.concatenate(chunks)
         return np.zeros((0, *channels_last_shape(self.image_shape)), np.uint8)
 
 
-__all__ = ["ImageTask", "check_images", "image_batches", "to_uint8", "seeded", "count", "evaluating", "EVAL_BATCH",
-           "channels_last_shape", "checked_shape", "DIGIT_SHAPE"]
+__all__ = [
+    "ImageTask",
+    "check_images",
+    "image_batches",
+    "to_uint8",
+    "seeded",
+    "count",
+    "evaluating",
+    "EVAL_BATCH",
+    "channels_last_shape",
+    "checked_shape",
+    "DIGIT_SHAPE",
+]

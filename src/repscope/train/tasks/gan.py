@@ -27,8 +27,9 @@ ADAM_BETAS_GAN = (0.5, 0.999)  # Radford et al. (DCGAN), as in Chen et al.'s Inf
 
 def discriminator_loss(real_logits: torch.Tensor, fake_logits: torch.Tensor) -> torch.Tensor:
     """``-log D(x) - log(1 - D(G(z)))``, each term averaged over its batch."""
-    return (F.binary_cross_entropy_with_logits(real_logits, torch.ones_like(real_logits))
-            + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits)))
+    return F.binary_cross_entropy_with_logits(
+        real_logits, torch.ones_like(real_logits)
+    ) + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))
 
 
 def generator_loss(fake_logits: torch.Tensor) -> torch.Tensor:
@@ -59,8 +60,10 @@ class GANTask(ImageTask):
         self.discriminator = Discriminator()
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
-        return [torch.optim.Adam(self.generator.parameters(), lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN),
-                torch.optim.Adam(self.discriminator.parameters(), lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN)]
+        return [
+            torch.optim.Adam(self.generator.parameters(), lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN),
+            torch.optim.Adam(self.discriminator.parameters(), lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN),
+        ]
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
         real = batch["image"]
@@ -117,12 +120,20 @@ class InfoGANTask(ImageTask):
     information loss on those fakes.
     """
 
-    def __init__(self, codes: dict[str, Any] | None = None, lr_generator: float = 1e-3,
-                 lr_discriminator: float = 2e-4, info_weight: float = 1.0, continuous_weight: float = 1.0,
-                 recognition_with: Literal["discriminator", "generator"] = "discriminator") -> None:
+    def __init__(
+        self,
+        codes: dict[str, Any] | None = None,
+        lr_generator: float = 1e-3,
+        lr_discriminator: float = 2e-4,
+        info_weight: float = 1.0,
+        continuous_weight: float = 1.0,
+        recognition_with: Literal["discriminator", "generator"] = "discriminator",
+    ) -> None:
         super().__init__()
         if recognition_with not in ("discriminator", "generator"):
-            raise InvalidArgumentError(f"recognition_with: must be 'discriminator' or 'generator', got {recognition_with!r}")
+            raise InvalidArgumentError(
+                f"recognition_with: must be 'discriminator' or 'generator', got {recognition_with!r}"
+            )
         self.code_spec = CodeSpec.from_dict(codes)
         self.save_hyperparameters()
         self.hparams["codes"] = self.code_spec.to_dict()  # complete, so a checkpoint rebuilds it alone
@@ -133,9 +144,13 @@ class InfoGANTask(ImageTask):
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         generator, discriminator = [*self.generator.parameters()], [*self.discriminator.parameters()]
-        (discriminator if self.hparams.recognition_with == "discriminator" else generator).extend(self.recognition.parameters())
-        return [torch.optim.Adam(generator, lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN),
-                torch.optim.Adam(discriminator, lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN)]
+        (discriminator if self.hparams.recognition_with == "discriminator" else generator).extend(
+            self.recognition.parameters()
+        )
+        return [
+            torch.optim.Adam(generator, lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN),
+            torch.optim.Adam(discriminator, lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN),
+        ]
 
     def _fake_terms(self, fake: torch.Tensor, sampled: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict]:
         """Real/fake logits of the fakes and their information loss, from one pass of the trunk."""
@@ -152,7 +167,9 @@ class InfoGANTask(ImageTask):
         fake_logits, info_d = self._fake_terms(fake.detach(), sampled)
         loss_d = discriminator_loss(self.discriminator(real), fake_logits)
         opt_d.zero_grad()
-        self.manual_backward(loss_d + weight * info_d["total"] if self.hparams.recognition_with == "discriminator" else loss_d)
+        self.manual_backward(
+            loss_d + weight * info_d["total"] if self.hparams.recognition_with == "discriminator" else loss_d
+        )
         opt_d.step()
         fake_logits, info = self._fake_terms(fake, sampled)
         loss_g = generator_loss(fake_logits)
@@ -160,8 +177,12 @@ class InfoGANTask(ImageTask):
         opt_g.zero_grad()
         self.manual_backward(objective)
         opt_g.step()
-        for name, value in (("train_loss_d", loss_d), ("train_loss_g", loss_g), ("train_loss", objective),
-                            *((f"train_info_{k}".replace("_total", ""), v) for k, v in info.items())):
+        for name, value in (
+            ("train_loss_d", loss_d),
+            ("train_loss_g", loss_g),
+            ("train_loss", objective),
+            *((f"train_info_{k}".replace("_total", ""), v) for k, v in info.items()),
+        ):
             self._log(name, value.detach(), n)
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
@@ -205,8 +226,12 @@ class InfoGANTask(ImageTask):
         """
         array = check_images(images)
         with evaluating(self):
-            parameters = torch.cat([self.recognition(self.discriminator.trunk(chunk))
-                                    for chunk in image_batches(array, batch_size, self.device)]).cpu()
+            parameters = torch.cat(
+                [
+                    self.recognition(self.discriminator.trunk(chunk))
+                    for chunk in image_batches(array, batch_size, self.device)
+                ]
+            ).cpu()
         split = self.code_spec.split_parameters(parameters)
         out: dict[str, np.ndarray] = {}
         extras: dict[str, np.ndarray] = {}

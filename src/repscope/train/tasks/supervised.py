@@ -13,7 +13,13 @@ from repscope.errors import InvalidArgumentError
 from repscope.models.classifiers import KINDS
 from repscope.models.networks import build_classifier
 from repscope.train.tasks.base import (
-    DIGIT_SHAPE, EVAL_BATCH, ImageTask, check_images, checked_shape, evaluating, image_batches,
+    DIGIT_SHAPE,
+    EVAL_BATCH,
+    ImageTask,
+    check_images,
+    checked_shape,
+    evaluating,
+    image_batches,
 )
 
 SCHEDULES = ("none", "cosine")
@@ -34,9 +40,15 @@ class SupervisedTask(ImageTask):
 
     batch_fields = ("image", "target")
 
-    def __init__(self, network: str = "lenet5", kind: Literal["classification", "regression"] = "classification",
-                 num_outputs: int = 10, lr: float = 1e-3, image_shape: Sequence[int] = DIGIT_SHAPE,
-                 schedule: Literal["none", "cosine"] = "none") -> None:
+    def __init__(
+        self,
+        network: str = "lenet5",
+        kind: Literal["classification", "regression"] = "classification",
+        num_outputs: int = 10,
+        lr: float = 1e-3,
+        image_shape: Sequence[int] = DIGIT_SHAPE,
+        schedule: Literal["none", "cosine"] = "none",
+    ) -> None:
         super().__init__()
         if kind not in KINDS:
             raise InvalidArgumentError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
@@ -49,8 +61,16 @@ class SupervisedTask(ImageTask):
         if not float(lr) > 0:
             raise InvalidArgumentError(f"lr: must be positive, got {lr!r}")
         shape = checked_shape(image_shape)
-        self.save_hyperparameters({"network": network, "kind": kind, "num_outputs": int(num_outputs),
-                                   "lr": float(lr), "image_shape": shape, "schedule": schedule})
+        self.save_hyperparameters(
+            {
+                "network": network,
+                "kind": kind,
+                "num_outputs": int(num_outputs),
+                "lr": float(lr),
+                "image_shape": shape,
+                "schedule": schedule,
+            }
+        )
         self.network = build_classifier(network, shape, num_outputs)
         self._squared_error = torch.zeros(())
         self._val_count = 0
@@ -90,7 +110,9 @@ class SupervisedTask(ImageTask):
         if self.hparams.kind == "regression" and self._val_count:
             # RMSE over all validation samples (not a mean of per-batch RMSEs), summed across devices
             total = self.trainer.strategy.reduce(self._squared_error, reduce_op="sum")
-            count = self.trainer.strategy.reduce(torch.tensor(float(self._val_count), device=self.device), reduce_op="sum")
+            count = self.trainer.strategy.reduce(
+                torch.tensor(float(self._val_count), device=self.device), reduce_op="sum"
+            )
             self.log("val_rmse", torch.sqrt(total / count), prog_bar=False)
 
     def configure_optimizers(self) -> Any:

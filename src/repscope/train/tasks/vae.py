@@ -12,7 +12,15 @@ import torch.nn.functional as F
 from repscope.errors import InvalidArgumentError
 from repscope.models.networks import build_autoencoder, default_architecture
 from repscope.train.tasks.base import (
-    DIGIT_SHAPE, EVAL_BATCH, ImageTask, check_images, checked_shape, count, evaluating, image_batches, seeded,
+    DIGIT_SHAPE,
+    EVAL_BATCH,
+    ImageTask,
+    check_images,
+    checked_shape,
+    count,
+    evaluating,
+    image_batches,
+    seeded,
 )
 
 
@@ -28,8 +36,14 @@ class VAETask(ImageTask):
     Subclasses change the regulariser by overriding :meth:`regulariser`.
     """
 
-    def __init__(self, latent_dim: int = 64, beta: float = 4.0, lr: float = 1e-3,
-                 image_shape: Sequence[int] = DIGIT_SHAPE, architecture: str | None = None) -> None:
+    def __init__(
+        self,
+        latent_dim: int = 64,
+        beta: float = 4.0,
+        lr: float = 1e-3,
+        image_shape: Sequence[int] = DIGIT_SHAPE,
+        architecture: str | None = None,
+    ) -> None:
         super().__init__()
         if latent_dim < 1:
             raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
@@ -37,8 +51,15 @@ class VAETask(ImageTask):
             raise InvalidArgumentError(f"beta: must be non-negative, got {beta}")
         shape = checked_shape(image_shape)
         architecture = architecture or default_architecture(shape)
-        self.save_hyperparameters({"latent_dim": int(latent_dim), "beta": float(beta), "lr": float(lr),
-                                   "image_shape": shape, "architecture": architecture})
+        self.save_hyperparameters(
+            {
+                "latent_dim": int(latent_dim),
+                "beta": float(beta),
+                "lr": float(lr),
+                "image_shape": shape,
+                "architecture": architecture,
+            }
+        )
         self.encoder, self.decoder = build_autoencoder(architecture, shape, latent_dim)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
