@@ -33,9 +33,9 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        from repscope import __version__
+        from repscope import version_stamp
 
-        typer.echo(f"repscope {__version__}")
+        typer.echo(version_stamp())
         raise typer.Exit()
 
 

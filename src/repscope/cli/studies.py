@@ -119,10 +119,6 @@ def trainer_parameters(with_max_epochs: bool = False) -> list[inspect.Parameter]
     return params
 
 
-def _trains(schema: type) -> bool:
-    return "training" in getattr(schema, "model_fields", {})
-
-
 def load_study_config(entry: StudyEntry, config: Path | None, overrides: list[str], values: dict[str, Any]) -> Any:
     """CONFIG (default: the shipped config, else the schema's defaults) with ``--set`` overrides and the
     command-line ``values`` applied, validated against the study's schema."""
@@ -173,7 +169,6 @@ def run_study(
 
 def study_command(entry: StudyEntry) -> Any:
     """A typer command for ``entry`` (its signature built from the entry and its schema)."""
-    schema, _, _ = entry.load()
     positional = [a for a in entry.arguments if a.positional]
     options = [a for a in entry.arguments if not a.positional]
     keyword = inspect.Parameter.KEYWORD_ONLY
@@ -253,7 +248,7 @@ def study_command(entry: StudyEntry) -> Any:
             ),
         ),
     ]
-    trains = _trains(schema)
+    trains = entry.trains
     if trains:
         params += trainer_parameters()
 

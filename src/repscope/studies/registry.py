@@ -6,7 +6,8 @@ Every study runs as ``repscope <area> <study> [CONFIG] [--quick] [--out DIR] [--
 ``--quick`` shrinks it with the module's ``quick(config)``, and the run function writes a run
 directory whose ``metrics.json`` holds the headline numbers by name. ``arguments`` lets a study take
 some config keys as command-line arguments (``repscope sprites evaluate FOLDER --level 5``); CONFIG is
-then the ``--config`` option.
+then the ``--config`` option. The CLI reads only these lines at start-up; a study's module is imported
+when it runs.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ class StudyEntry:
     shipped: str | None = None  # repscope/configs/<shipped>.yaml
     quick: str | None = "quick"
     arguments: tuple[StudyArgument, ...] = ()
+    trains: bool = True  # takes the Lightning flags (``training.trainer`` in its config)
 
     @property
     def kind(self) -> str:
@@ -95,6 +97,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: "
         "(N, 64, 64, 3) RGB, uint8 or float in [0, 1]. Captions: one per line.",
         quick=None,
+        trains=False,
         arguments=(
             StudyArgument(
                 "folder",

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from repscope import version_stamp
 from repscope.data.sprites import attributes as attrs
 from repscope.data.sprites.dsprites import FACTOR_NAMES
 from repscope.errors import (
@@ -74,20 +75,6 @@ SAMPLE_BLOCK_BYTES = 1 << 16
 VERIFY_CHOICES = ("auto", True, False)
 
 Progress = Callable[[int], None]
-
-
-def _package_version() -> str:
-    import repscope
-
-    version = getattr(repscope, "__version__", None)
-    if version is None:
-        from importlib import metadata
-
-        try:
-            version = metadata.version("repscope")
-        except metadata.PackageNotFoundError:
-            version = "unknown"
-    return f"repscope {version}"
 
 
 @dataclass(frozen=True)
@@ -227,7 +214,7 @@ def write_dataset(
                 "block_bytes": SAMPLE_BLOCK_BYTES,
                 "sha256": sample_digest(partial / IMAGES_FILE),
             },
-            "created_by": _package_version(),
+            "created_by": version_stamp(),
         }
         write_json_atomic(partial / META_FILE, meta)
         _check_output_free(out)  # someone may have written there while we generated
