@@ -47,10 +47,16 @@ from typing import Any
 import numpy as np
 import torch
 
+from repscope import __version__
 from repscope.cache import exclusive_lock, remove_leftovers, replace_directory, temporary_sibling
+from repscope.data.sources import repscope_home
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, check_level, check_table, level_attributes
+from repscope.data.sprites.datasets import cdsprites_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import atomic_write, write_json_atomic
+from repscope.progress import quiet_progress
+from repscope.train.config import Named, TrainConfig, TrainerSection
+from repscope.train.run import fit, read_checkpoint
 from repscope.train.tasks.base import EVAL_BATCH, evaluating, image_batches
 from repscope.train.tasks.supervised import SupervisedTask
 from repscope.validation import check_images
@@ -73,8 +79,6 @@ DEFAULT_LR = 2e-3
 
 def classifiers_dir(level: int) -> Path:
     """Where the classifiers of ``level`` are cached: ``$REPSCOPE_HOME/classifiers/cdsprites-level{L}``."""
-    from repscope.data.sources import repscope_home
-
     return repscope_home() / "classifiers" / f"cdsprites-level{check_level(level)}"
 
 
@@ -165,8 +169,6 @@ def attribute_config(
     level: int, attribute: str, train_size: int, val_size: int, epochs: int, batch_size: int, lr: float, seed: int
 ) -> Any:
     """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``."""
-    from repscope.train.config import Named, TrainConfig, TrainerSection
-
     data = {
         "level": level,
         "target": attribute,
@@ -189,8 +191,6 @@ def _fit_attribute(
     level: int, attribute: str, dataset: Any, config: Any, runs: Path, description: str
 ) -> tuple[SupervisedTask, float, float]:
     """Train one attribute's classifier through ``fit``; its accuracy on the dataset's ``val`` split."""
-    from repscope.train.run import fit
-
     # the caller's global random state is left as it was; the initial weights depend on the seed only
     with torch.random.fork_rng(devices=[]):
         outcome = fit(
@@ -249,10 +249,6 @@ def _train_locked(
     seed: int,
     progress: bool,
 ) -> dict[str, Any]:
-    from repscope import __version__
-    from repscope.data.sprites.datasets import cdsprites_dataset
-    from repscope.progress import quiet_progress
-
     remove_leftovers(directory)
     attributes = level_attributes(level)
     built = temporary_sibling(directory)
@@ -359,8 +355,6 @@ def _task_of_checkpoint(checkpoint: dict[str, Any], path: Path, level: int, attr
 def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClassifiers:
     """The classifiers cached in ``directory``; :class:`SourceNotFoundError` when files are missing,
     :class:`DataFormatError` naming the file when one is corrupt or belongs to something else."""
-    from repscope.train.run import read_checkpoint
-
     level, directory = check_level(level), Path(directory)
     metadata_path = directory / METADATA_FILE
     if not metadata_path.is_file():

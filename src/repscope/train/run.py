@@ -13,20 +13,35 @@ Checkpoints are untrusted input: every load goes through ``torch.load(..., weigh
 
 from __future__ import annotations
 
+import importlib.util
+import inspect
 import logging
 import os
+import pickle
 import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import lightning.pytorch as pl
 import numpy as np
+import pandas as pd
+import torch
 import yaml
+from lightning.pytorch.callbacks import ModelCheckpoint
+from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
+from repscope import __version__
+from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
+from repscope.models.registry import model_entry, task_class
+from repscope.progress import TrainingProgress
+from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
+from repscope.runs import RunDirectory
 from repscope.train.config import TrainConfig
+from repscope.train.datamodule import DatasetModule
 from repscope.train.tasks.base import DIGIT_SHAPE
 
 LAST_CHECKPOINT = "last.ckpt"
@@ -55,10 +70,6 @@ def quiet_lightning() -> None:
 def build_task(config: TrainConfig, dataset: Any) -> Any:
     """The registered LightningModule for ``config.model``, fitted to the dataset: its image shape and,
     for the supervised family, its target (classification with the target's classes, or regression)."""
-    import inspect
-
-    from repscope.models.registry import model_entry, task_class
-
     entry = model_entry(config.model.name)
     cls = task_class(config.model.name)
     kwargs = {**entry.defaults, **config.model.params, **entry.fixed}
@@ -85,8 +96,6 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
 
 def load_data(config: TrainConfig) -> Any:
     """The registered dataset of ``config.data``."""
-    from repscope.data.registry import load_dataset
-
     return load_dataset(config.data.name, **config.data.params)
 
 
@@ -104,22 +113,14 @@ def _logger(config: TrainConfig, run_root: Path) -> Any:
     previous = log_versions(run_root)
     version = "logs" if not previous else f"logs-resume-{len(previous)}"
     if kind == "tensorboard":
-        from lightning.pytorch.loggers import TensorBoardLogger
-
         return TensorBoardLogger(save_dir=str(run_root), name="", version=version)
-    from lightning.pytorch.loggers import CSVLogger
-
     return CSVLogger(save_dir=str(run_root), name="", version=version)
 
 
 def check_trainer(config: TrainConfig) -> None:
     """Refuse, before anything is written, trainer settings Lightning cannot run (an unknown
     accelerator or precision, a GPU that is not there, a missing logger package)."""
-    import lightning.pytorch as pl
-
     if config.trainer.logger == "tensorboard":
-        import importlib.util
-
         if importlib.util.find_spec("tensorboard") is None and importlib.util.find_spec("tensorboardX") is None:
             raise InvalidArgumentError(
                 "trainer.logger: 'tensorboard' needs the tensorboard package (pip install tensorboard); or use csv"
@@ -149,11 +150,6 @@ def make_trainer(
 ) -> Any:
     """A Lightning ``Trainer`` of ``config.trainer``: checkpoints and logs in ``run_root`` (none when
     None), our progress reporting (a bar on a terminal, lines elsewhere) naming ``description``."""
-    import lightning.pytorch as pl
-    from lightning.pytorch.callbacks import ModelCheckpoint
-
-    from repscope.progress import TrainingProgress
-
     callbacks = list(extra_callbacks or [])
     callbacks.append(TrainingProgress(description or f"training {config.model.name}"))
     logger: Any = False
@@ -184,8 +180,6 @@ def make_trainer(
 def epoch_curves(run_root: Path) -> Any:
     """Lightning's CSV logs (every training session of the run) collapsed to one row per epoch (the
     mean of what was logged in it)."""
-    import pandas as pd
-
     logs = [
         pd.read_csv(folder / "metrics.csv") for folder in log_versions(run_root) if (folder / "metrics.csv").exists()
     ]
@@ -212,10 +206,6 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, floa
             return {"test_accuracy": float(np.mean(predicted == test["target"]))}
         error = np.asarray(predicted, dtype=np.float64) - test["target"]
         return {"test_rmse": float(np.sqrt(np.mean(error**2)))}
-    import lightning.pytorch as pl
-
-    from repscope.train.datamodule import DatasetModule
-
     module = module or DatasetModule(dataset, task.batch_fields)
     trainer = pl.Trainer(
         accelerator="cpu",
@@ -276,12 +266,6 @@ def fit(
     Nothing is written before the config, the data, the model and the trainer flags have been
     checked, so a failed start leaves nothing that blocks the corrected command.
     """
-    import lightning.pytorch as pl
-
-    from repscope import __version__
-    from repscope.runs import RunDirectory
-    from repscope.train.datamodule import DatasetModule
-
     config.check_params(source)
     quiet_lightning()
     as_dict = {**config.model_dump(mode="json"), "repscope_version": __version__}
@@ -349,8 +333,6 @@ def fit(
     }
     run.write_metrics(metrics)
     if report:
-        from repscope.report.training import training_report
-
         run.write_report(training_report(config, task, dataset, metrics, curves))
     return TrainOutcome(run, task, dataset, metrics)
 
@@ -374,10 +356,6 @@ def _read_run_config(path: Path) -> dict[str, Any]:
 
 def read_checkpoint(path: Path | str) -> dict[str, Any]:
     """A checkpoint file read with ``weights_only=True``; corrupt files are a clear error."""
-    import pickle
-
-    import torch
-
     path = Path(path)
     if not path.is_file():
         raise InvalidArgumentError(f"checkpoint {path}: no such file")
@@ -424,8 +402,6 @@ def load_task(path: Path | str, model: str | None = None) -> Any:
 
     Raises :class:`DataFormatError` naming the file when the checkpoint or the config is unreadable,
     holds another model, or its hyper-parameters do not build the model."""
-    from repscope.models.registry import model_entry, task_class
-
     path = Path(path)
     if path.is_dir():
         config_file = path / "config.yaml"
