@@ -3,12 +3,14 @@ run directory (or loading one trained before), and the ``--quick`` shrinking."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
+from repscope.train.run import load_task, train
 
 
 class DataSection(Section):
@@ -56,10 +58,6 @@ def train_or_load(
 ) -> tuple[Any, dict[str, Any]]:
     """The trained task of ``member`` and its training metrics: loaded from ``member.checkpoint``, or
     trained into ``out`` (a run directory of its own, resumable with ``repscope train --resume``)."""
-    import json
-
-    from repscope.train.run import load_task, train
-
     if member.checkpoint:
         path = Path(member.checkpoint)
         task = load_task(path, model=member.name)

@@ -16,11 +16,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import Field
+from scipy import ndimage
 
 from repscope.config import Section
 from repscope.data import idx
 from repscope.data.morpho.build import SETS, BuildConfig, build_dataset
 from repscope.data.morpho.morphometrics import MORPHOMETRICS
+from repscope.report import Report
+from repscope.report.figures import distributions_by_class, image_grid
+from repscope.runs import RunDirectory
+from repscope.studies.morpho_diversity import DiversityConfig, add_diversity
+from repscope.studies.sprites import cdsprites_panel
 
 MORPHOMETRIC_LABELS = {
     "area": "area (px²)",
@@ -76,8 +82,6 @@ def _effects(sets: dict[str, dict[str, Any]]) -> pd.DataFrame:
 
 def _components_added(plain: np.ndarray, perturbed: np.ndarray) -> float:
     """Share of digits whose binarised image gained 8-connected components."""
-    from scipy import ndimage
-
     structure = np.ones((3, 3), dtype=bool)
     gained = [
         ndimage.label(b >= 128, structure)[1] > ndimage.label(a >= 128, structure)[1] for a, b in zip(plain, perturbed)
@@ -89,8 +93,6 @@ def diversity_config(config: DemoConfig) -> Any:
     """The demo's diversity study: VAEs with a 2-d and a 16-d latent, trained briefly on the plain
     training digits, compared with the test digits by MMD on morphometrics. (VAEs rather than the
     paper's GANs: a few CPU epochs train them reliably; ``repscope morpho diversity`` runs the GANs.)"""
-    from repscope.studies.morpho_diversity import DiversityConfig
-
     return DiversityConfig.model_validate(
         {
             "data": {"source": config.source, "seed": config.seed, "max_train": config.diversity_train},
@@ -108,8 +110,6 @@ def diversity_config(config: DemoConfig) -> Any:
 
 
 def _add_diversity(config: DemoConfig, run: Any, report: Any) -> dict[str, Any]:
-    from repscope.studies.morpho_diversity import add_diversity
-
     started = time.perf_counter()
     summary = add_diversity(diversity_config(config), run, report, source="demo")
     summary["seconds"] = round(time.perf_counter() - started, 1)
@@ -129,8 +129,6 @@ def _one_per_class(labels: np.ndarray, count: int) -> np.ndarray:
 
 
 def _add_cdsprites_panel(config: DemoConfig, run: Any, report: Any) -> None:
-    from repscope.studies.sprites import cdsprites_panel
-
     figure = run.save_figure("cdsprites_levels", cdsprites_panel(seed=config.seed))
     report.add_heading("CdSprites+ (generated)")
     report.add_paragraph(
@@ -143,10 +141,6 @@ def _add_cdsprites_panel(config: DemoConfig, run: Any, report: Any) -> None:
 
 def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("runs")) -> Path:
     """Run the demo and return the path of its ``report.html``."""
-    from repscope.report import Report
-    from repscope.report.figures import distributions_by_class, image_grid
-    from repscope.runs import RunDirectory
-
     run = RunDirectory.create("demo", out=out, root=root)
     build_config = BuildConfig(
         source=config.source, seed=config.seed, max_train=config.max_train, max_test=config.max_test

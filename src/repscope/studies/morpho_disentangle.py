@@ -24,6 +24,13 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from repscope.data.morpho import measure
+from repscope.data.morpho.training_sets import load_morpho_mnist
+from repscope.metrics.partial_correlation import code_partial_correlations
+from repscope.models.codes import INFOGAN_SETTINGS
+from repscope.report import Report
+from repscope.report.morpho_figures import partial_correlation_circles, traversal_grid
+from repscope.runs import RunDirectory
 from repscope.studies.common import DataSection, MemberModel, TrainingSection, train_or_load
 from repscope.train.config import Named, Section, TrainerSection
 
@@ -107,14 +114,6 @@ def run_disentangle(
     source: str = "config",
     quick: bool = False,
 ) -> Path:
-    from repscope.data.morpho import measure
-    from repscope.data.morpho.training_sets import load_morpho_mnist
-    from repscope.metrics.partial_correlation import code_partial_correlations
-    from repscope.models.codes import INFOGAN_SETTINGS
-    from repscope.report import Report
-    from repscope.report.morpho_figures import partial_correlation_circles, traversal_grid
-    from repscope.runs import RunDirectory
-
     run = RunDirectory.create("morpho-disentangle", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
     report = Report(

@@ -16,6 +16,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from repscope.data.morpho import measure
+from repscope.data.morpho.training_sets import load_digits
+from repscope.metrics.mmd import mmd_linear_test, mmd_quadratic_test
+from repscope.metrics.replicas import near_replicas
+from repscope.report import Report
+from repscope.report.figures import image_grid
+from repscope.report.morpho_figures import morphometric_pairplot
+from repscope.runs import RunDirectory
 from repscope.studies.common import DataSection, MemberModel, TrainingSection, slug, train_or_load
 from repscope.train.config import Named, Section, TrainerSection
 
@@ -55,9 +63,6 @@ def compare_morphometrics(
     reference: pd.DataFrame, sample: pd.DataFrame, columns: list[str], config: DiversityConfig, seed: int
 ) -> dict[str, Any]:
     """Linear-time and quadratic MMD tests and replica counts between two morphometric tables."""
-    from repscope.metrics.mmd import mmd_linear_test, mmd_quadratic_test
-    from repscope.metrics.replicas import near_replicas
-
     x = reference.loc[reference["valid"].astype(bool), columns].to_numpy(np.float64)
     y = sample.loc[sample["valid"].astype(bool), columns].to_numpy(np.float64)
     rng = np.random.default_rng([seed, 5])
@@ -87,9 +92,6 @@ def run_diversity(
     quick: bool = False,
 ) -> Path:
     """Run the study in its own run directory and return the path of its ``report.html``."""
-    from repscope.report import Report
-    from repscope.runs import RunDirectory
-
     run = RunDirectory.create("morpho-diversity", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
     report = Report("Morpho-MNIST sample diversity", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
@@ -104,11 +106,6 @@ def run_diversity(
 def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = "config") -> dict[str, Any]:
     """Train, sample, measure and compare; write tables and figures into ``run``, add a section to
     ``report`` and return the headline metrics (the demo adds this section to its own report)."""
-    from repscope.data.morpho import measure
-    from repscope.data.morpho.training_sets import load_digits
-    from repscope.report.figures import image_grid
-    from repscope.report.morpho_figures import morphometric_pairplot
-
     data_params = config.data.params()
     digits = load_digits(**data_params, target="none")
     test_morpho = measure(digits.test_images)

@@ -22,6 +22,10 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from repscope.data.morpho.training_sets import load_morpho_mnist
+from repscope.models.classifiers import knn_baseline, svm_baseline
+from repscope.report import Report
+from repscope.runs import RunDirectory
 from repscope.studies.common import DataSection, MemberModel, TrainingSection, train_or_load
 from repscope.train.config import Named, Section, TrainerSection
 
@@ -57,8 +61,6 @@ def quick(config: SupervisedConfig) -> SupervisedConfig:
 
 
 def _sklearn_model(name: str, kind: str) -> Any:
-    from repscope.models.classifiers import knn_baseline, svm_baseline
-
     return knn_baseline(kind) if name == "knn" else svm_baseline(kind)
 
 
@@ -80,10 +82,6 @@ def run_supervised(
     quick: bool = False,
 ) -> Path:
     """Run the study and return the path of its ``report.html``."""
-    from repscope.data.morpho.training_sets import load_morpho_mnist
-    from repscope.report import Report
-    from repscope.runs import RunDirectory
-
     run = RunDirectory.create("morpho-supervised", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
     data_params = config.data.params()

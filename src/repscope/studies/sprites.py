@@ -15,9 +15,14 @@ import pandas as pd
 
 from repscope.data.sprites import dsprites
 from repscope.data.sprites.attributes import LEVELS, check_level, level_attributes
+from repscope.data.sprites.captions import corrupt_caption
 from repscope.data.sprites.cdsprites import CdSpritesPlus
 from repscope.data.sprites.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
+from repscope.fileio import write_bytes_atomic, write_json_atomic
+from repscope.report.figures import save_png_bytes
+from repscope.report.sprite_figures import captioned_grid
+from repscope.train.attribute_classifiers import load_classifiers
 
 GENERATE_BATCH = 4096
 Progress = Callable[[int], None]
@@ -40,8 +45,6 @@ def generate_cdsprites(
     ``caption_edits`` > 0 misspells every caption with that many letter edits (swap, drop, substitute,
     repeat; seeded by ``seed`` and the sample index) for robustness tests; the attributes stay true.
     """
-    from repscope.data.sprites.captions import corrupt_caption
-
     if caption_edits < 0:
         raise InvalidArgumentError(f"--caption-edits: must be >= 0, got {caption_edits}")
     generator = CdSpritesPlus(level, size=n, seed=seed, split=split, texture_seed=texture_seed, texture_dir=texture_dir)
@@ -113,10 +116,6 @@ def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0, prog
 def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncols: int = 8, seed: int = 0) -> Path:
     """A PNG grid of ``count`` random samples of a dataset directory, titled with their captions
     (or their factor classes for dSprites)."""
-    from repscope.fileio import write_bytes_atomic
-    from repscope.report.figures import save_png_bytes
-    from repscope.report.sprite_figures import captioned_grid
-
     data = read_dataset(dataset_dir)
     if count < 1:
         raise InvalidArgumentError(f"--count: must be at least 1, got {count}")
@@ -136,8 +135,6 @@ def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncol
 
 def cdsprites_panel(seed: int = 0, per_level: int = 8) -> Any:
     """A grid of ``per_level`` samples of every level (one row each), titled with their captions."""
-    from repscope.report.sprite_figures import captioned_grid
-
     images, captions = [], []
     for level in LEVELS:
         batch_images, batch_captions, _ = CdSpritesPlus(level, size=per_level, seed=seed, split="test").batch(
@@ -179,9 +176,6 @@ def classify_dataset(
     ``classification.json`` (per-attribute accuracy, the classifiers' own validation accuracy) into
     ``out`` (default: the dataset directory). Returns the JSON's content.
     """
-    from repscope.fileio import write_bytes_atomic, write_json_atomic
-    from repscope.train.attribute_classifiers import load_classifiers
-
     data = read_dataset(dataset_dir)
     level = _dataset_level(data, level, str(dataset_dir))
     out = Path(dataset_dir) if out is None else Path(out)

@@ -18,8 +18,13 @@ import pandas as pd
 from pydantic import Field
 
 from repscope.config import Section
-from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, check_level, level_attributes
+from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, check_level, level_attributes, parse_caption
 from repscope.errors import DataFormatError, SourceNotFoundError
+from repscope.metrics import coherency
+from repscope.report import Report
+from repscope.runs import RunDirectory
+from repscope.train.attribute_classifiers import load_classifiers
+from repscope.validation import check_images, to_uint8
 
 
 class CoherencyConfig(Section):
@@ -33,9 +38,6 @@ def run_coherency(
     config: CoherencyConfig, out: Path | None = None, root: Path = Path("runs"), source: str = "config"
 ) -> Path:
     """Score the outputs in ``config.folder`` and write a run directory; return its report's path."""
-    from repscope.report import Report
-    from repscope.runs import RunDirectory
-
     folder = Path(config.folder)
     results = evaluate_outputs(folder, config.level)  # before anything is written
     run = RunDirectory.create("sprites-evaluate", out=out, root=root)
@@ -81,8 +83,6 @@ def read_captions(path: Path) -> list[str]:
 def read_output_images(path: Path) -> np.ndarray:
     """Generated images as uint8 ``(N, 64, 64, 3)`` RGB; float images in [0, 1] are scaled by 255 and
     ``(N, 3, 64, 64)`` is transposed."""
-    from repscope.validation import check_images, to_uint8
-
     try:
         images = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:
@@ -94,8 +94,6 @@ def read_output_images(path: Path) -> np.ndarray:
 
 
 def _truth_table(level: int, captions: list[str], path: Path) -> np.ndarray:
-    from repscope.data.sprites.attributes import parse_caption
-
     rows = []
     for k, caption in enumerate(captions):
         parsed = parse_caption(level, caption)
@@ -116,9 +114,6 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
     """Cross- and joint-coherency (Strict / Features / Letters) of a model's outputs laid out as
     :data:`OUTPUT_LAYOUT` (any of the three parts may be missing, not all). Images are judged by
     the level's attribute classifiers."""
-    from repscope.metrics import coherency
-    from repscope.train.attribute_classifiers import load_classifiers
-
     level = check_level(level, "--level")
     folder = Path(folder)
     if not folder.is_dir():
