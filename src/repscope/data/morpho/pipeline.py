@@ -23,7 +23,11 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import edt
 import numpy as np
+from scipy import ndimage
+from skimage.morphology import medial_axis
+from skimage.transform import pyramid_expand
 
 from repscope.data.morpho import resample, skeleton
 from repscope.errors import InvalidArgumentError
@@ -408,8 +412,6 @@ def analyse_batch(images: np.ndarray, config: PipelineConfig | None = None) -> M
     InvalidArgumentError
         When ``images`` breaks the rules of :func:`check_digits`.
     """
-    import edt
-
     config = config or PipelineConfig()
     images = check_digits(images, min_count=0)
     hires = resample.upscale(images, config.scale, config.order, config.effective_sigma)
@@ -441,10 +443,6 @@ def analyse_reference(image: np.ndarray, config: PipelineConfig | None = None) -
     InvalidArgumentError
         When ``image`` is not one valid grey image.
     """
-    from scipy import ndimage
-    from skimage.morphology import medial_axis
-    from skimage.transform import pyramid_expand
-
     config = config or PipelineConfig()
     # the same rules as the fast path: NaN, infinity, integers and zero-size images are refused
     image = to_float01(check_image(image, "image"), dtype=np.float64)

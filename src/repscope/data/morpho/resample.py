@@ -18,6 +18,7 @@ import functools
 
 import numpy as np
 from scipy import ndimage
+from skimage.transform import resize
 
 from repscope import validation
 from repscope.errors import InvalidArgumentError
@@ -48,8 +49,6 @@ def _resize_matrix(n_in: int, n_out: int, order: int) -> np.ndarray:
     resizing is separable, and a constant is mapped to the same constant, so column ``k`` of ``M``
     is the resized image of the indicator of row ``k``.
     """
-    from skimage.transform import resize
-
     columns = np.empty((n_out, n_in))
     for k in range(n_in):
         indicator = np.zeros((n_in, 2))

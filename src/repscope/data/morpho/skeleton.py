@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 
+import edt
 import numpy as np
 from scipy import ndimage
 
@@ -218,8 +219,6 @@ def medial_axis(binary: np.ndarray, seed: int = 0) -> np.ndarray:
     numpy.ndarray
         bool ``(H, W)``: the medial axis.
     """
-    import edt
-
     padded = np.pad(np.asarray(binary, dtype=bool), 1)
     distance_sq = edt.edtsq(padded, black_border=True, parallel=1)
     labels = np.zeros(padded.shape, dtype=np.int32)

@@ -33,7 +33,10 @@ import numpy as np
 import pandas as pd
 
 from repscope.cache import exclusive_lock
+from repscope.data import idx
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
+from repscope.data.morpho.build import BuildConfig, build_dataset, load_build_source
+from repscope.data.sources import repscope_home
 from repscope.errors import InvalidArgumentError
 
 Target = Literal["label", "abnormal", "perturbation", "thickness", "none"]
@@ -108,8 +111,6 @@ def load_digits(
 ) -> TrainingSet:
     """Plain digits of a source (``repscope.data.sources``), split as the Morpho-MNIST builder
     splits them (the source's own splits, or a seeded stratified split; limits stratified)."""
-    from repscope.data.morpho.build import BuildConfig, load_build_source
-
     config = BuildConfig(
         source=source,
         data_dir=data_dir,
@@ -142,8 +143,6 @@ def morpho_cache_dir(
     source: str, data_dir: str | None, seed: int, test_fraction: float, max_train: int | None, max_test: int | None
 ) -> Path:
     """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``)."""
-    from repscope.data.sources import repscope_home
-
     key = json.dumps([source, data_dir and str(Path(data_dir).resolve()), seed, test_fraction, max_train, max_test])
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     safe_source = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(source).name)[:40]
@@ -161,8 +160,6 @@ def ensure_morpho_dataset(
 ) -> Path:
     """A complete Morpho-MNIST build of these parameters: cached, built once (under a file lock,
     so parallel runs wait for one build), resumed if an earlier build was interrupted."""
-    from repscope.data.morpho.build import BuildConfig, build_dataset
-
     out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test)
     if (out / "dataset.json").exists():
         return out
@@ -192,8 +189,6 @@ def load_morpho_mnist(
     dataset_dir: str | None = None,
 ) -> TrainingSet:
     """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``)."""
-    from repscope.data import idx
-
     root = (
         Path(dataset_dir)
         if dataset_dir

@@ -43,6 +43,7 @@ from repscope.data.sprites.attributes import (
     compose_caption,
     level_attributes,
 )
+from repscope.data.sprites.captions import encode_captions
 from repscope.data.sprites.dsprites import SPRITE_RADIUS_PX, extent_px, shape_masks
 from repscope.data.sprites.textures import IMAGE_SIZE, TEXTURE_SIZE, texture_bank
 from repscope.errors import InvalidArgumentError
@@ -436,8 +437,6 @@ class CdSpritesPlus:
         """The fields of samples ``indices``: ``image`` uint8 ``(N, 3, 64, 64)`` RGB, ``text`` float32
         ``(N, 45, 27)`` one-hot caption, ``mask`` bool ``(N, 45)``, ``attributes`` int64 ``(N, L)``,
         one int64 column per attribute, ``index``; ``fields`` picks some (the others are not made)."""
-        from repscope.data.sprites.captions import encode_captions
-
         indices = self._check_indices(indices)
         wanted = set(fields) if fields is not None else None
         factors = self.factors(indices)

@@ -18,6 +18,7 @@ from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, ATTRIBUTES, check
 from repscope.data.sprites.captions import MAX_CAPTION_LENGTH, VOCABULARY_SIZE
 from repscope.data.sprites.cdsprites import TEST_SIZE, CdSpritesPlus, default_size
 from repscope.errors import InvalidArgumentError
+from repscope.progress import progress_bar
 
 GENERATE_CHUNK = 2_048
 
@@ -172,8 +173,6 @@ def cdsprites_dataset(
 def generate_arrays(generator: CdSpritesPlus) -> dict[str, np.ndarray]:
     """Every sample of ``generator`` in memory: ``image`` uint8 ``(N, 3, 64, 64)``, ``attributes``
     int64 ``(N, L)`` and one column per attribute, generated a chunk at a time with progress."""
-    from repscope.progress import progress_bar
-
     size = len(generator)
     images = np.empty((size, 3, 64, 64), dtype=np.uint8)
     table = np.empty((size, generator.level), dtype=np.int64)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.fileio import atomic_write, check_writable_dir
 
 IMAGE_SIZE = 64
 FACTOR_NAMES: tuple[str, ...] = ("color", "shape", "scale", "orientation", "posX", "posY")
@@ -421,8 +422,6 @@ def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> 
     InvalidArgumentError
         When an index is out of range.
     """
-    from repscope.fileio import atomic_write, check_writable_dir
-
     path = Path(path)
     check_writable_dir(path.parent)  # before a minute of drawing, not after
     indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import h5py
 import numpy as np
 import pandas as pd
 
@@ -568,14 +569,6 @@ def _read_meta(meta_file: Path) -> dict[str, Any]:
 # the reference toolkit's traindata.h5
 
 
-def _h5py() -> Any:
-    try:
-        import h5py
-    except ImportError:  # pragma: no cover - h5py is a declared dependency
-        raise SourceNotFoundError("h5py is needed to read or write .h5 files: pip install h5py") from None
-    return h5py
-
-
 def export_h5(
     dataset_dir: str | os.PathLike | SpriteDatasetDir,
     out_h5: str | os.PathLike,
@@ -589,7 +582,6 @@ def export_h5(
     to a temporary file renamed to ``out_h5`` at the end, and never overwrites an existing
     ``out_h5`` (:class:`~repscope.errors.OutputExistsError`).
     """
-    h5py = _h5py()
     out_h5 = Path(out_h5)
     chunk = _check_chunk(chunk)
     if out_h5.exists() or out_h5.is_symlink():
@@ -650,7 +642,6 @@ def import_h5(
     caption of ``level`` is a :class:`~repscope.errors.DataFormatError` naming the file, the row and
     the caption. ``text`` may hold bytes or str.
     """
-    h5py = _h5py()
     in_h5, out = Path(in_h5), Path(out)
     level = attrs.check_level(level)
     chunk = _check_chunk(chunk)
@@ -662,7 +653,7 @@ def import_h5(
     except OSError as error:
         raise DataFormatError(f"{in_h5}: not a readable HDF5 file ({error})") from None
     with handle:
-        image, text = _check_h5_layout(h5py, handle, in_h5)
+        image, text = _check_h5_layout(handle, in_h5)
         n = int(image.shape[0])
         if n == 0:
             raise DataFormatError(f"{in_h5}: dataset '{H5_IMAGE}' holds no images")
@@ -696,7 +687,7 @@ def import_h5(
         )
 
 
-def _check_h5_layout(h5py: Any, handle: Any, in_h5: Path) -> tuple[Any, Any]:
+def _check_h5_layout(handle: Any, in_h5: Path) -> tuple[Any, Any]:
     found = []
     for name in (H5_IMAGE, H5_TEXT):
         node = handle.get(name)

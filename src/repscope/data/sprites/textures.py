@@ -20,6 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from PIL import Image, UnidentifiedImageError
 from scipy import ndimage
 
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, COLOUR_RGB
@@ -104,8 +105,6 @@ def photo_patterns(
     DataFormatError
         When it holds no images or an image cannot be read.
     """
-    from PIL import Image, UnidentifiedImageError
-
     folder = Path(texture_dir)
     if not folder.is_dir():
         raise SourceNotFoundError(f"texture_dir: {folder} is not a folder")
