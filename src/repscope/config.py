@@ -13,12 +13,14 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import inspect
+import typing
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from repscope.errors import DataFormatError, InvalidArgumentError
 
@@ -166,11 +168,6 @@ def signature_schema(function: Any, name: str, skip: Iterable[str] = ()) -> type
     """A pydantic model of a callable's keyword parameters (types from its annotations, defaults
     from its signature, unknown keys forbidden), so ``params:`` mappings in configs are checked
     against the very function or class they configure."""
-    import inspect
-    import typing
-
-    from pydantic import ConfigDict, create_model
-
     target = function.__init__ if inspect.isclass(function) else function
     try:
         hints = typing.get_type_hints(target)

@@ -15,7 +15,8 @@ display or lines (create the ``Trainer`` with ``enable_progress_bar=False``), an
 own handling of Ctrl-C (a message and ``sys.exit(1)``) back into a ``KeyboardInterrupt``, so the
 command ends with ``repscope: interrupted`` and exit status 130.
 
-Lightning is imported only when the callback is created, so importing this module stays cheap.
+Lightning is imported only when ``TrainingProgress`` is first used (a module ``__getattr__``), so the
+modules that only draw bars do not load it.
 """
 
 from __future__ import annotations
@@ -23,11 +24,22 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, TextIO
+
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
 
 MODES = ("bar", "lines", "off")
 DEFAULT_EVERY_SECONDS = 5.0
@@ -111,8 +123,6 @@ def progress_line(description: str, done: int, total: int | None, elapsed: float
 
 
 def _make_console() -> Any:
-    from rich.console import Console
-
     return Console(stderr=True)
 
 
@@ -131,15 +141,6 @@ class _SharedDisplay:
     def acquire(self) -> Any:
         with self._lock:
             if self._progress is None:
-                from rich.progress import (
-                    BarColumn,
-                    MofNCompleteColumn,
-                    Progress,
-                    TextColumn,
-                    TimeElapsedColumn,
-                    TimeRemainingColumn,
-                )
-
                 progress = Progress(
                     TextColumn("{task.description}"),
                     BarColumn(),
@@ -278,7 +279,7 @@ def progress_bar(
 
 
 def _training_progress_class() -> type:
-    from lightning.pytorch.callbacks import Callback
+    from lightning.pytorch.callbacks import Callback  # noqa: PLC0415 -- Lightning only when TrainingProgress is used
 
     class TrainingProgress(Callback):
         """Report a ``Trainer.fit`` as one bar (terminal) or progress lines (elsewhere).
@@ -366,8 +367,6 @@ def _training_progress_class() -> type:
         def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
             self._close()
             if isinstance(exception, KeyboardInterrupt):
-                import signal
-
                 with contextlib.suppress(ValueError):  # not the main thread: nothing to restore
                     signal.signal(signal.SIGINT, signal.default_int_handler)
                 raise KeyboardInterrupt from None

@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import signal
 import statistics
+import sys
 import time
 
 from repscope.errors import InvalidArgumentError
@@ -119,7 +120,7 @@ def configure_torch_threads(requested: int | None = None) -> int:
     Call it where training starts (and again at any time: torch applies a new count to the
     following operators). Threads above the usable cores are never chosen.
     """
-    import torch
+    import torch  # noqa: PLC0415 -- CLI start-up; torch loads after passive_wait
 
     if requested is None and os.environ.get(THREADS_ENV, "").strip():
         text = os.environ[THREADS_ENV].strip()
@@ -148,8 +149,6 @@ def passive_wait() -> bool:
     Takes effect only when called before torch (and its OpenMP runtime) is loaded; returns whether
     it can still act. A value the user set is kept.
     """
-    import sys
-
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     return "torch" not in sys.modules
 
@@ -164,8 +163,6 @@ def wait_passively_when_busy() -> bool:
     changes only the speed: beside a busy process, 2 threads took 2.0-2.5 s instead of 10.7-17.4 s.
     A value the user set is kept; ``REPSCOPE_TORCH_THREADS`` sets the thread count explicitly.
     """
-    import sys
-
     if "torch" in sys.modules or "OMP_WAIT_POLICY" in os.environ or busy_cores() < 1:
         return False
     os.environ["OMP_WAIT_POLICY"] = "PASSIVE"

@@ -28,10 +28,14 @@ from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import yaml
 
+from repscope import __version__
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import TEMP_PREFIX, write_bytes_atomic, write_json_atomic, write_text_atomic
+from repscope.outputs import prepare_output
+from repscope.report.figures import save_png_bytes
 
 TIMESTAMP_FORMAT = "%Y%m%d-%H%M%S"
 FIGURE_DPI = 110
@@ -176,8 +180,6 @@ class RunDirectory:
         """Refuse ``out`` when it is a file or a directory holding files (nothing is touched), with
         the one output rule's message (:mod:`repscope.outputs`): ``--overwrite`` replaces it, and
         ``--resume`` continues it where the command can continue a run (``resumable``)."""
-        from repscope.outputs import prepare_output
-
         prepare_output(out, resume=False if resumable else None, kind="directory")
 
     def _record_existing(self) -> None:
@@ -240,8 +242,6 @@ class RunDirectory:
         numpy scalars, arrays, paths and tuples are written as plain YAML (see :func:`to_plain`);
         an unsupported value raises before anything is written.
         """
-        from repscope import __version__
-
         if not isinstance(config, Mapping):
             raise InvalidArgumentError(f"config: expected a mapping, got {type(config).__name__}")
         plain = to_plain(config, "config")
@@ -266,8 +266,6 @@ class RunDirectory:
 
         Floats are written at full precision, so ``pandas.read_csv`` gives back the same values.
         """
-        import pandas as pd
-
         name = validate_name(_strip_suffix(name, ".csv"), "name")
         if not isinstance(df, pd.DataFrame):
             raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
@@ -278,8 +276,6 @@ class RunDirectory:
 
     def save_figure(self, name: str, fig: Any, dpi: int = FIGURE_DPI) -> Path:
         """Write ``figures/<name>.png`` of a matplotlib figure, close the figure, return the path."""
-        from repscope.report.figures import save_png_bytes
-
         name = validate_name(_strip_suffix(name, ".png"), "name")
         if not hasattr(fig, "savefig"):
             raise InvalidArgumentError(f"fig: expected a matplotlib Figure, got {type(fig).__name__}")

@@ -14,6 +14,8 @@ from __future__ import annotations
 from typing import Any
 
 import torch
+from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
+from sklearn.svm import SVC, SVR
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
@@ -108,8 +110,6 @@ def _check_kind(kind: str) -> None:
 def knn_baseline(kind: str = "classification") -> Any:
     """k-nearest neighbours as in the paper: ``k = 5``, neighbours weighted by inverse distance,
     l1 (Manhattan) distance (``p=1``)."""
-    from sklearn.neighbors import KNeighborsClassifier, KNeighborsRegressor
-
     _check_kind(kind)
     model = KNeighborsClassifier if kind == "classification" else KNeighborsRegressor
     return model(n_neighbors=5, weights="distance", p=1)
@@ -118,8 +118,6 @@ def knn_baseline(kind: str = "classification") -> Any:
 def svm_baseline(kind: str = "classification") -> Any:
     """Support vector machine as in the paper: polynomial kernel (scikit-learn's default degree 3),
     penalty ``C = 100``."""
-    from sklearn.svm import SVC, SVR
-
     _check_kind(kind)
     model = SVC if kind == "classification" else SVR
     return model(kernel="poly", C=100)

@@ -19,29 +19,25 @@ from typing import Any
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.models.classifiers import MLP, LeNet5
+from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
+from repscope.models.mnist_gan import Encoder, Generator
+from repscope.models.sprite_cnn import AttributeCNN
 
 
 def _lenet5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    from repscope.models.classifiers import LeNet5
-
     return LeNet5(num_outputs, image_shape=image_shape)
 
 
 def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    from repscope.models.classifiers import MLP
-
     return MLP(num_outputs, image_shape=image_shape)
 
 
 def _attribute_cnn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    from repscope.models.sprite_cnn import AttributeCNN
-
     return AttributeCNN(num_outputs, image_shape=image_shape)
 
 
 def _infogan_mnist(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, nn.Module]:
-    from repscope.models.mnist_gan import Encoder, Generator
-
     if tuple(image_shape) != (1, 28, 28):
         raise InvalidArgumentError(
             f"architecture 'infogan-mnist': takes 28x28 grey digits (1, 28, 28), got "
@@ -51,8 +47,6 @@ def _infogan_mnist(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Mo
 
 
 def _conv64(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, nn.Module]:
-    from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
-
     return Conv64Encoder(latent_dim, image_shape), Conv64Decoder(latent_dim, image_shape)
 
 

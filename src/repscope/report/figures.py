@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -84,8 +85,6 @@ def distributions_by_class(
     -------
     matplotlib.figure.Figure
     """
-    import pandas as pd
-
     if not isinstance(df, pd.DataFrame):
         raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
     columns = checked_columns(df, columns)

@@ -19,9 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
+from repscope import __version__
 from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_text_atomic
+from repscope.report.figures import save_png_bytes
 from repscope.report.formatting import (  # noqa: F401  (format_value and MAX_SEQUENCE_ITEMS re-exported)
     BELOW_BASELINE_MARK,
     MAX_SEQUENCE_ITEMS,
@@ -229,8 +232,6 @@ class Report:
         baseline_label
             What the baseline is, for the caption and the warning.
         """
-        import pandas as pd
-
         if not isinstance(df, pd.DataFrame):
             raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
         if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
@@ -349,8 +350,6 @@ class Report:
                 raise InvalidArgumentError(f"png: {path} is not a file")
             data = path.read_bytes()
         elif hasattr(png, "savefig"):
-            from repscope.report.figures import save_png_bytes
-
             data = save_png_bytes(png)
         else:
             raise InvalidArgumentError(
@@ -396,8 +395,6 @@ class Report:
 
     def render(self, now: datetime | None = None) -> str:
         """The whole page as a string; ``now`` is the generation time shown in the footer."""
-        from repscope import __version__
-
         generated = (now or datetime.now().astimezone()).strftime("%Y-%m-%d %H:%M:%S %Z").strip()
         parts = [
             "<!DOCTYPE html>",

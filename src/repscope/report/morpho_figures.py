@@ -11,8 +11,10 @@ from typing import Any
 
 import matplotlib
 import numpy as np
+import pandas as pd
 from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
+from scipy.stats import gaussian_kde
 
 from repscope.errors import InvalidArgumentError
 from repscope.report.figures import checked_columns, image_grid, new_figure
@@ -61,9 +63,6 @@ def morphometric_pairplot(
     matplotlib.figure.Figure
         With exactly ``len(columns) ** 2`` axes, row by row.
     """
-    import pandas as pd
-    from scipy.stats import gaussian_kde
-
     if isinstance(tables, Mapping):
         if len(tables) != 1:
             raise InvalidArgumentError(
@@ -195,8 +194,6 @@ def partial_correlation_circles(
     matplotlib.figure.Figure
         With one axes.
     """
-    import pandas as pd
-
     if not isinstance(matrix, pd.DataFrame):
         raise InvalidArgumentError(f"matrix: expected a pandas.DataFrame, got {type(matrix).__name__}")
     if matrix.shape[0] == 0 or matrix.shape[1] == 0:

@@ -13,15 +13,15 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
+from repscope.report.figures import image_grid, new_figure
 from repscope.report.html import Report
 
 SHOWN = 16  # images per grid row
 
 
 def _curves_figure(curves: pd.DataFrame) -> Any:
-    from repscope.report.figures import new_figure
-
     columns = [c for c in curves.columns if c != "epoch" and ("loss" in c or "accuracy" in c or "rmse" in c)]
     fig = new_figure(6.0, 3.2)
     axis = fig.add_subplot(1, 1, 1)
@@ -50,8 +50,6 @@ def _baseline(dataset: Any) -> tuple[str, float] | None:
 
 def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any], curves: pd.DataFrame) -> Report:
     """The report of a finished training run (see the module docstring)."""
-    from repscope.report.figures import image_grid
-
     report = Report(
         f"Training {config.model.name} on {config.data.name}", subtitle=f"{dataset.description}; seed {config.seed}"
     )
@@ -93,8 +91,6 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
 
 
 def _config_text(config: Any) -> str:
-    import yaml
-
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False).rstrip()
 
 
