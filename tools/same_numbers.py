@@ -1,6 +1,13 @@
-"""Fixed-seed numbers of existing commands, to compare before and after the framework redesign.
+"""Fixed-seed numbers of existing commands, to compare before and after a change of the code.
 
-Usage: python same_numbers.py OUT.json  (runs with whatever repscope is importable)
+Usage: python tools/same_numbers.py OUT.json  (runs with whatever repscope is importable; ~2.5 min)
+
+Records trained weights' hashes and test metrics of `repscope train` for every model family, the
+CdSprites+ classifiers' weights, accuracies and predictions, Table 3 of `morpho supervised --quick`,
+the metrics of shrunk `morpho diversity` and `morpho disentangle` runs, and the bytes of `morpho
+measure`, `morpho build` and `sprites generate` (CdSprites+ levels 1 and 5, the dSprites grid). To
+compare two versions, run it once with each on PYTHONPATH (`PYTHONPATH=old/src python
+tools/same_numbers.py old.json`) and diff the files: only timings (`fit_seconds`) may differ.
 """
 
 import hashlib
@@ -10,6 +17,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import torch
 import yaml
 
@@ -31,6 +40,10 @@ def state_hash(path):
         h.update(k.encode())
         h.update(ckpt["state_dict"][k].numpy().tobytes())
     return h.hexdigest()[:16]
+
+
+def digest(path):
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]
 
 
 out = {}
@@ -119,5 +132,56 @@ run(
     ]
 )
 out["supervised"] = json.loads((tmp / "sup" / "metrics.json").read_text())["table3"]
-Path(sys.argv[1]).write_text(json.dumps(out, indent=1, sort_keys=True))
+
+run(["morpho", "measure", "mnist-sample", "-o", str(tmp / "m.csv"), "--jobs", "2"])
+table = pd.read_csv(tmp / "m.csv")
+out["measure"] = {c: round(float(table[c].sum()), 9) for c in table.columns if table[c].dtype.kind == "f"}
+build = tmp / "build"
+run(
+    ["morpho", "build", "--source", "mnist-sample", "--out", str(build), "--seed", "3"]
+    + ["--max-train", "300", "--max-test", "100", "--jobs", "2"]
+)
+out["build"] = {
+    str(p.relative_to(build)): digest(p) for p in sorted(build.rglob("*")) if p.is_file() and p.name != "dataset.json"
+}
+for level in (1, 5):
+    folder = tmp / f"l{level}"
+    run(
+        [
+            "sprites",
+            "generate",
+            "--level",
+            str(level),
+            "--n",
+            "480",
+            "--split",
+            "test",
+            "--seed",
+            "4",
+            "--out",
+            str(folder),
+        ]
+    )
+    out[f"generate-l{level}"] = {p.name: digest(p) for p in sorted(folder.iterdir()) if p.name != "dataset.json"}
+run(["sprites", "generate", "--dataset", "dsprites", "--out", str(tmp / "d.npz")])
+with np.load(tmp / "d.npz", allow_pickle=False) as grid:
+    out["dsprites"] = {
+        k: hashlib.sha256(grid[k].tobytes()).hexdigest()[:16] for k in ("imgs", "latents_classes", "latents_values")
+    }
+run(
+    ["sprites", "train-classifiers", "--level", "5", "--train-size", "512", "--val-size", "128", "--epochs", "1"]
+    + ["--seed", "1"]
+)
+run(["sprites", "classify", str(tmp / "l5"), "--out", str(tmp / "cls")])
+out["classify"] = digest(tmp / "cls" / "predictions.csv")
+shrink = ["--set", "data.max_train=256", "--set", "data.max_test=100", "--set", "training.trainer.max_epochs=1"]
+run(
+    ["morpho", "diversity", "--quick", "--out", str(tmp / "div"), *shrink, "--set", "samples=300"]
+    + ["--set", "permutations=50"]
+)
+out["diversity"] = json.loads((tmp / "div" / "metrics.json").read_text())
+run(["morpho", "disentangle", "--quick", "--out", str(tmp / "dis"), *shrink, "--set", "generated_samples=200"])
+out["disentangle"] = json.loads((tmp / "dis" / "metrics.json").read_text())
+
+Path(sys.argv[1]).write_text(json.dumps(out, indent=1, sort_keys=True, default=str))
 print(json.dumps(out, indent=1, sort_keys=True)[:3000])

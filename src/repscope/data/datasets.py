@@ -71,6 +71,14 @@ class FieldSpec:
             raise InvalidArgumentError(f"kind: must be one of {', '.join(FIELD_KINDS)}, got {self.kind!r}")
 
     def to_dict(self) -> dict[str, Any]:
+        """The spec as a plain, YAML/JSON-ready dict.
+
+        Returns
+        -------
+        dict of str to object
+            Keys ``kind`` (str), ``shape`` (list of int), ``dtype`` (str), ``classes`` (int or None),
+            ``names`` (list of str) and ``description`` (str).
+        """
         return {
             "kind": self.kind,
             "shape": list(self.shape),
@@ -102,7 +110,21 @@ class SampleGenerator(Protocol):
 
     def __len__(self) -> int: ...
 
-    def sample(self, indices: np.ndarray) -> dict[str, Any]: ...
+    def sample(self, indices: np.ndarray) -> dict[str, Any]:
+        """The fields of samples ``indices``, one row per index.
+
+        Parameters
+        ----------
+        indices : numpy.ndarray, shape (N,), int
+            Sample indices in ``[0, size)``.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Field name to an array of ``N`` rows (e.g. ``image`` uint8 ``(N, C, H, W)``, ``index`` int64
+            ``(N,)``).
+        """
+        ...
 
 
 def _check_indices(indices: Any, size: int) -> np.ndarray:
@@ -137,6 +159,26 @@ class ArraySplit:
         return self._length
 
     def batch(self, indices: Any, fields: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """Rows ``indices`` of every stored field (or of ``fields``).
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (N,)
+            Row indices in ``[0, len(self))``.
+        fields : sequence of str, optional
+            Field names to return, in this order; default every stored field.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Field name to its ``N`` rows; fields named in ``image_shapes`` come as ``(N, C, H, W)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is not an integer or out of range, a field is not stored, or stored images do
+            not fit their ``image_shapes`` entry.
+        """
         indices = _check_indices(indices, len(self))
         names = list(self.arrays) if fields is None else list(fields)
         out = {}
@@ -176,6 +218,26 @@ class GeneratorSplit:
         return len(self.generator) if self.indices is None else len(self.indices)
 
     def batch(self, indices: Any, fields: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """Rows ``indices`` of the split, drawn in one ``generator.sample`` call.
+
+        Parameters
+        ----------
+        indices : array-like of int, shape (N,)
+            Indices into the split, in ``[0, len(self))`` (mapped through ``self.indices`` when set).
+        fields : sequence of str, optional
+            Field names to return, in this order; default every field the generator gives.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Field name to its ``N`` rows, as the generator's ``sample`` makes them.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is not an integer or out of range, or the generator gives no field named in
+            ``fields``.
+        """
         indices = _check_indices(indices, len(self))
         chosen = indices if self.indices is None else self.indices[indices]
         sample = self.generator.sample(chosen)
@@ -225,11 +287,45 @@ class Dataset:
             )
 
     def split(self, name: str) -> Any:
+        """One split of the dataset.
+
+        Parameters
+        ----------
+        name : str
+            ``"train"``, ``"test"``, or ``"val"`` when the dataset has one (a key of :attr:`splits`).
+
+        Returns
+        -------
+        ArraySplit or GeneratorSplit
+            The split (any object with ``len`` and ``batch(indices, fields)``).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the dataset has no split ``name``.
+        """
         if name not in self.splits:
             raise InvalidArgumentError(f"split: dataset {self.name} has {', '.join(self.splits)}, not {name!r}")
         return self.splits[name]
 
     def field(self, name: str) -> FieldSpec:
+        """The spec of one field.
+
+        Parameters
+        ----------
+        name : str
+            A key of :attr:`fields`, or ``"target"`` for the target field's spec.
+
+        Returns
+        -------
+        FieldSpec
+            The field's kind, shape, dtype, classes and names.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the dataset has no field ``name`` (or ``"target"`` is asked and there is no target).
+        """
         if name == TARGET and self.target is not None:
             return self.fields[self.target]
         if name not in self.fields:
@@ -254,11 +350,48 @@ class Dataset:
         return None if spec is None else tuple(spec.shape)
 
     def with_target(self, target: str | None) -> Dataset:
-        """The same splits with another field as target (no data copied)."""
+        """The same splits with another field as target (no data copied).
+
+        Parameters
+        ----------
+        target : str or None
+            Name of a field to learn, or None for no target.
+
+        Returns
+        -------
+        Dataset
+            A copy sharing the splits and fields, with ``target`` set.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``target`` is not one of the dataset's fields.
+        """
         return replace(self, target=target)
 
     def batch(self, split: str, indices: Any, fields: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """Rows ``indices`` of ``split``; the field name ``target`` reads the target field."""
+        """Rows ``indices`` of ``split``; the field name ``target`` reads the target field.
+
+        Parameters
+        ----------
+        split : str
+            Split name: ``"train"``, ``"test"``, or ``"val"`` when present.
+        indices : array-like of int, shape (N,)
+            Row indices in ``[0, len(split))``.
+        fields : sequence of str, optional
+            Field names to return (``"target"`` allowed); default every field of the split.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Field name to its ``N`` rows; ``target`` (when asked) is the target field's array.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the split or a field does not exist, ``target`` is asked without a target, or an index
+            is not an integer or out of range.
+        """
         names = None if fields is None else [self.target if f == TARGET else f for f in fields]
         if names is not None and None in names:
             raise InvalidArgumentError(f"fields: dataset {self.name} has no target (set data.params.target)")
@@ -268,7 +401,27 @@ class Dataset:
         return rows
 
     def arrays(self, split: str, fields: Sequence[str], batch_size: int = 4096) -> dict[str, np.ndarray]:
-        """Every row of ``split`` for ``fields``, concatenated (for evaluation on a test split)."""
+        """Every row of ``split`` for ``fields``, concatenated (for evaluation on a test split).
+
+        Parameters
+        ----------
+        split : str
+            Split name: ``"train"``, ``"test"``, or ``"val"`` when present.
+        fields : sequence of str
+            Field names to read (``"target"`` allowed).
+        batch_size : int, default=4096
+            Rows fetched per :meth:`batch` call.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Field name to all ``len(split)`` rows, in index order.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the split is empty or missing, or a field does not exist.
+        """
         part = self.split(split)
         chunks = [
             self.batch(split, np.arange(s, min(s + batch_size, len(part))), fields)
@@ -279,7 +432,14 @@ class Dataset:
         return {name: np.concatenate([c[name] for c in chunks]) for name in fields}
 
     def describe(self) -> dict[str, Any]:
-        """A plain-dict description (for ``config.yaml``/``metrics.json`` and ``repscope data``)."""
+        """A plain-dict description (for ``config.yaml``/``metrics.json`` and ``repscope data``).
+
+        Returns
+        -------
+        dict of str to object
+            Keys ``name`` (str), ``target`` (str or None), ``description`` (str), ``splits`` (split name
+            to number of samples) and ``fields`` (field name to :meth:`FieldSpec.to_dict`).
+        """
         return {
             "name": self.name,
             "target": self.target,

@@ -21,18 +21,64 @@ DATASETS: dict[str, str] = {
 
 
 def resolve(reference: str) -> Any:
-    """The object named by ``"module:attribute"`` (imported on first use)."""
+    """The object named by ``"module:attribute"`` (imported on first use).
+
+    Parameters
+    ----------
+    reference : str
+        ``"module:attribute"``, e.g. ``"repscope.data.sprites.datasets:dsprites_dataset"``.
+
+    Returns
+    -------
+    object
+        The module's attribute.
+    """
     module, _, attribute = reference.partition(":")
     return getattr(importlib.import_module(module), attribute)
 
 
 def dataset_loader(name: str) -> Callable[..., Any]:
-    """The loader function registered as ``name``; an unknown name lists the registered ones."""
+    """The loader function registered as ``name``; an unknown name lists the registered ones.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`DATASETS`: ``"digits"``, ``"morpho-mnist"``, ``"dsprites"`` or ``"cdsprites"``.
+
+    Returns
+    -------
+    callable
+        The loader; its keyword parameters are what ``data.params`` may set, and it returns a
+        :class:`~repscope.data.datasets.Dataset`.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``name`` is not registered.
+    """
     if name not in DATASETS:
         raise InvalidArgumentError(f"data.name: unknown dataset {name!r}; registered: {', '.join(sorted(DATASETS))}")
     return resolve(DATASETS[name])
 
 
 def load_dataset(name: str, **params: Any) -> Any:
-    """The registered dataset ``name`` loaded with ``params`` (a :class:`~repscope.data.datasets.Dataset`)."""
+    """The registered dataset ``name`` loaded with ``params`` (a :class:`~repscope.data.datasets.Dataset`).
+
+    Parameters
+    ----------
+    name : str
+        A registered name (see :func:`dataset_loader`).
+    **params
+        Keyword arguments of the loader (e.g. ``set="local", target="abnormal"`` for ``morpho-mnist``).
+
+    Returns
+    -------
+    Dataset
+        The loaded dataset.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``name`` is not registered (and the loader's own errors).
+    """
     return dataset_loader(name)(**params)

@@ -78,14 +78,48 @@ DEFAULT_LR = 2e-3
 
 
 def classifiers_dir(level: int) -> Path:
-    """Where the classifiers of ``level`` are cached: ``$REPSCOPE_HOME/classifiers/cdsprites-level{L}``."""
+    """Where the classifiers of ``level`` are cached: ``$REPSCOPE_HOME/classifiers/cdsprites-level{L}``.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+
+    Returns
+    -------
+    pathlib.Path
+        The cache folder (not created; ``$REPSCOPE_HOME`` defaults to ``~/.cache/repscope``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not an integer 1-5.
+    """
     return repscope_home() / "classifiers" / f"cdsprites-level{check_level(level)}"
 
 
 def check_sprite_images(images: Any, name: str = "images") -> np.ndarray:
     """``images`` as a channels-last ``(N, 64, 64, 3)`` array: uint8 (0-255) or float in [0, 1];
     channels-first ``(N, 3, 64, 64)`` (what torch decoders return) is accepted and transposed.
-    Raises :class:`InvalidArgumentError` naming ``name`` otherwise."""
+    Raises :class:`InvalidArgumentError` naming ``name`` otherwise.
+
+    Parameters
+    ----------
+    images : array-like or torch.Tensor
+        At least one 64x64 RGB image: uint8 (0-255), or float / bool with finite values in [0, 1].
+    name : str, default="images"
+        The argument named in error messages.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, 64, 64, 3)``, values and dtype as given (a transposed view of channels-first input).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``images`` is empty, not such a batch, or breaks the pixel rule.
+    """
     return check_images(images, name, image_shape=(64, 64, 3))
 
 
@@ -125,7 +159,29 @@ class AttributeClassifiers:
     def predict(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
         """The attribute table ``(N, L)`` int64 (columns in :func:`level_attributes` order) that the
         classifiers read off ``images``: uint8 ``(N, 64, 64, 3)`` RGB or float in [0, 1]
-        (channels-first ``(N, 3, 64, 64)`` accepted)."""
+        (channels-first ``(N, 3, 64, 64)`` accepted).
+
+        Runs on the device of the first classifier's parameters (move them all with :meth:`to`),
+        in eval mode without gradients; each classifier's train/eval mode is restored after.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one 64x64 RGB image, as :func:`check_sprite_images` accepts.
+        batch_size : int, default=512
+            Images per forward pass, a positive integer.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 ``(N, L)``, ``L = level``: per attribute the arg-max class index of its classifier's
+            logits, into ``ATTRIBUTE_VALUES[attribute]``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` is not such a batch, or ``batch_size`` is not a positive integer.
+        """
         array = check_sprite_images(images)
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
             raise InvalidArgumentError(f"batch_size: must be a positive integer, got {batch_size!r}")
@@ -146,7 +202,28 @@ SpriteClassifiers = AttributeClassifiers  # the name used before the framework
 
 def evaluate_classifiers(classifiers: AttributeClassifiers, images: Any, table: Any) -> dict[str, float]:
     """Accuracy of each attribute's classifier on ``images`` against the true attribute ``table``
-    ``(N, L)``: the fraction of images whose predicted class equals the table's."""
+    ``(N, L)``: the fraction of images whose predicted class equals the table's.
+
+    Parameters
+    ----------
+    classifiers : AttributeClassifiers
+        The classifiers of one level ``L``.
+    images : array-like or torch.Tensor
+        ``N`` 64x64 RGB images, as :func:`check_sprite_images` accepts.
+    table : array-like of int, shape (N, L)
+        The true class indices, columns in :func:`level_attributes` order (``(N,)`` accepted at level 1).
+
+    Returns
+    -------
+    dict of str to float
+        Per attribute of the level, the accuracy in [0, 1].
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``table`` is not a valid attribute table of the level, ``images`` not such a batch, or
+        their numbers of rows differ.
+    """
     truth = check_table(classifiers.level, table, "table")
     array = check_sprite_images(images)
     if len(truth) != len(array):
@@ -168,7 +245,31 @@ def _positive(value: Any, name: str) -> int:
 def attribute_config(
     level: int, attribute: str, train_size: int, val_size: int, epochs: int, batch_size: int, lr: float, seed: int
 ) -> Any:
-    """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``."""
+    """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    attribute : str
+        The attribute learnt (the dataset's target), one of :func:`level_attributes` of ``level``.
+    train_size, val_size : int
+        Generated training and validation samples (no test split).
+    epochs : int
+        ``trainer.max_epochs``.
+    batch_size : int
+        Samples per training batch.
+    lr : float
+        Adam learning rate.
+    seed : int
+        Seed of the generated data and of the training.
+
+    Returns
+    -------
+    TrainConfig
+        ``accelerator="auto"``, no logger, data held in memory. Values are not checked here beyond
+        the config's own field constraints (the caller checks them).
+    """
     data = {
         "level": level,
         "target": attribute,
@@ -225,6 +326,45 @@ def train_classifiers(
     Returns the ``classifiers.json`` content plus ``directory``. An attribute below
     ``TARGET_ACCURACY`` (0.98) on the validation samples is recorded with ``meets_target: false`` and
     a warning; its classifier is still saved. ``progress`` False keeps the training silent.
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5; one classifier per attribute of :func:`level_attributes`.
+    train_size : int, default=20000
+        Generated training images, positive.
+    val_size : int, default=5000
+        Generated validation images (the accuracy is measured on them), positive.
+    epochs : int, default=3
+        Training epochs per classifier, positive.
+    batch_size : int, default=64
+        Training batch size, positive.
+    lr : float, default=2e-3
+        Adam learning rate, positive.
+    seed : int, default=0
+        Seed of the generated data and of the training, non-negative.
+    out : str or os.PathLike, optional
+        The folder written (``~`` expanded); default :func:`classifiers_dir` of ``level``.
+    progress : bool, default=True
+        Report the data generation and training progress.
+
+    Returns
+    -------
+    dict of str to Any
+        ``format_version``, ``level``, ``generator``, ``model``, ``target_accuracy``, ``attributes``
+        (per attribute the entry described in the module docstring: ``val_accuracy``, ``meets_target``,
+        ...) and ``directory`` (str).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5, a size, ``epochs`` or ``batch_size`` is not a positive integer,
+        ``seed`` is not a non-negative integer, or ``lr`` is not positive.
+
+    Warns
+    -----
+    RuntimeWarning
+        For each attribute whose validation accuracy is below ``TARGET_ACCURACY``.
     """
     level = check_level(level)
     train_size, val_size = _positive(train_size, "train_size"), _positive(val_size, "val_size")
@@ -354,7 +494,34 @@ def _task_of_checkpoint(checkpoint: dict[str, Any], path: Path, level: int, attr
 
 def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClassifiers:
     """The classifiers cached in ``directory``; :class:`SourceNotFoundError` when files are missing,
-    :class:`DataFormatError` naming the file when one is corrupt or belongs to something else."""
+    :class:`DataFormatError` naming the file when one is corrupt or belongs to something else.
+
+    Nothing is trained (see :func:`load_classifiers`). Checkpoints in the format before the framework
+    (format 1) are read too.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        A cache folder as :func:`train_classifiers` writes it.
+    level : int
+        CdSprites+ level 1-5 the classifiers must be of.
+
+    Returns
+    -------
+    AttributeClassifiers
+        The level's classifiers, on the CPU in eval mode, with the ``classifiers.json`` content as
+        ``metadata``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not an integer 1-5.
+    SourceNotFoundError
+        When ``classifiers.json`` or an attribute's ``{attribute}.ckpt`` (or its entry) is missing.
+    DataFormatError
+        When ``classifiers.json`` or a checkpoint is unreadable, of another level or attribute, or does
+        not fit the attribute CNN.
+    """
     level, directory = check_level(level), Path(directory)
     metadata_path = directory / METADATA_FILE
     if not metadata_path.is_file():
@@ -387,6 +554,37 @@ def load_classifiers(
     with the defaults (a line on stderr says so and how long it takes; a few minutes on 2 CPU cores)
     and cached, other processes waiting on the lock meanwhile; without it the error is raised
     (:class:`SourceNotFoundError` or :class:`DataFormatError`, naming the file).
+
+    Parameters
+    ----------
+    level : int
+        CdSprites+ level 1-5.
+    train_if_missing : bool, default=True
+        Train (with the ``DEFAULT_*`` settings, seed 0) and cache the classifiers when the cache is not
+        usable, instead of raising.
+    directory : str or os.PathLike, optional
+        The cache folder (``~`` expanded); default :func:`classifiers_dir` of ``level``.
+    progress : bool, default=True
+        Report the training progress, if training happens.
+
+    Returns
+    -------
+    AttributeClassifiers
+        The level's classifiers, on the CPU in eval mode.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not an integer 1-5.
+    SourceNotFoundError, DataFormatError
+        Without ``train_if_missing``, when the cache is missing, incomplete or corrupt (see
+        :func:`read_classifiers`).
+
+    Warns
+    -----
+    RuntimeWarning
+        When a loaded classifier was below ``TARGET_ACCURACY`` when trained (and, while training, as
+        :func:`train_classifiers` warns).
     """
     level = check_level(level)
     folder = Path(directory).expanduser() if directory is not None else classifiers_dir(level)

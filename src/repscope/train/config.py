@@ -64,14 +64,41 @@ class TrainConfig(Section):
     num_workers: int = Field(0, ge=0)
 
     def framework_params(self) -> set[str]:
-        """Constructor arguments the framework sets (from the model's name and the data)."""
+        """Constructor arguments the framework sets (from the model's name and the data).
+
+        Returns
+        -------
+        set of str
+            The model's fixed parameters (its registry entry), ``kind`` and ``num_outputs`` for the
+            supervised family, and ``image_shape`` when the task's constructor takes it.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``model.name`` is not a registered model.
+        """
         entry = model_entry(self.model.name)
         accepted = inspect.signature(task_class(self.model.name)).parameters
         keys = set(entry.fixed) | ({"kind", "num_outputs"} if entry.supervised else set())
         return keys | ({"image_shape"} if "image_shape" in accepted else set())
 
     def check_params(self, source: str = "config") -> None:
-        """Check ``model.params`` / ``data.params`` against what they configure (errors name the key)."""
+        """Check ``model.params`` / ``data.params`` against what they configure (errors name the key).
+
+        ``model.params`` is checked against the registered task's constructor (less the
+        :meth:`framework_params`), ``data.params`` against the registered dataset loader's signature.
+
+        Parameters
+        ----------
+        source : str, default="config"
+            Where the config came from (a file, a study member), named in error messages.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``model.name`` or ``data.name`` is not registered, ``model.params`` sets a framework
+            parameter, or a key is unknown, has the wrong type or is required and missing.
+        """
         fixed = self.framework_params()
         clash = sorted(fixed & set(self.model.params))
         if clash:

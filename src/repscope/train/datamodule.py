@@ -27,7 +27,22 @@ EVAL_BATCH = 512
 
 
 def field_to_tensor(values: np.ndarray, kind: str) -> torch.Tensor:
-    """One field's rows as a tensor: images float32 in [0, 1], integers int64, masks bool, else float32."""
+    """One field's rows as a tensor: images float32 in [0, 1], integers int64, masks bool, else float32.
+
+    Parameters
+    ----------
+    values : numpy.ndarray
+        The rows of one field, ``(B, ...)``, as :meth:`repscope.data.datasets.Dataset.batch` returns them.
+    kind : str
+        The field's kind (:data:`repscope.data.datasets.FIELD_KINDS`): ``image`` (uint8 pixels, divided
+        by 255; float pixels cast to float32 as they are), ``mask``, or any other.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B, ...)``: float32 in [0, 1] for images, bool for masks; for other kinds float32 from floats,
+        bool from bools, int64 from integers. Shares memory with ``values`` where no conversion is needed.
+    """
     tensor = torch.from_numpy(np.ascontiguousarray(values))
     if kind == "image":
         return tensor.float() / 255.0 if tensor.dtype == torch.uint8 else tensor.float()
@@ -71,7 +86,29 @@ def loader(
     num_workers: int = 0,
     drop_last: bool = False,
 ) -> DataLoader:
-    """A DataLoader fetching whole batches of ``view`` (shuffling seeded by ``seed``)."""
+    """A DataLoader fetching whole batches of ``view`` (shuffling seeded by ``seed``).
+
+    Parameters
+    ----------
+    view : SplitView
+        The rows to serve.
+    batch_size : int
+        Samples per batch.
+    shuffle : bool, default=False
+        Draw the rows in a new random order every epoch, from a ``torch.Generator`` seeded with ``seed``.
+    seed : int, default=0
+        Seed of the shuffling (unused without ``shuffle``).
+    num_workers : int, default=0
+        Worker processes (kept alive between epochs when more than 0).
+    drop_last : bool, default=False
+        Leave out the last, smaller batch.
+
+    Returns
+    -------
+    torch.utils.data.DataLoader
+        Each batch is a dict of field name to tensor (:func:`field_to_tensor`), fetched in one
+        ``SplitView.__getitems__`` call; no further collation.
+    """
     return DataLoader(
         view,
         batch_size=batch_size,

@@ -50,6 +50,9 @@ FINAL_CHECKPOINT = "final.ckpt"
 
 @dataclass
 class TrainOutcome:
+    """What :func:`fit` returns: the run directory, the trained task (eval mode), the dataset and the
+    ``metrics.json`` content."""
+
     run: Any  # RunDirectory
     task: Any  # LightningModule, trained
     data: Any  # repscope.data.datasets.Dataset
@@ -69,7 +72,30 @@ def quiet_lightning() -> None:
 
 def build_task(config: TrainConfig, dataset: Any) -> Any:
     """The registered LightningModule for ``config.model``, fitted to the dataset: its image shape and,
-    for the supervised family, its target (classification with the target's classes, or regression)."""
+    for the supervised family, its target (classification with the target's classes, or regression).
+
+    The constructor gets the registry entry's defaults, overridden by ``config.model.params``, overridden
+    by the entry's fixed parameters; then ``image_shape``, ``kind`` and ``num_outputs`` from the data.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The training config; ``config.model`` names the model and its parameters.
+    dataset : Dataset
+        The dataset of ``config.data`` (its ``image_shape``, ``target_kind`` and ``num_classes`` are read).
+
+    Returns
+    -------
+    lightning.pytorch.LightningModule
+        A new, untrained task (e.g. :class:`~repscope.train.tasks.SupervisedTask`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the model is not registered, the data has no image field, a 28x28-digits-only model gets
+        other images, a supervised model gets a dataset without a target, or the task's constructor
+        refuses a parameter.
+    """
     entry = model_entry(config.model.name)
     cls = task_class(config.model.name)
     kwargs = {**entry.defaults, **config.model.params, **entry.fixed}
@@ -95,12 +121,41 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
 
 
 def load_data(config: TrainConfig) -> Any:
-    """The registered dataset of ``config.data``."""
+    """The registered dataset of ``config.data``.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The training config; ``config.data.name`` is looked up in :mod:`repscope.data.registry` and its
+        loader called with ``config.data.params``.
+
+    Returns
+    -------
+    Dataset
+        The loaded :class:`~repscope.data.datasets.Dataset`.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``config.data.name`` is not registered; the loader's own errors (e.g.
+        :class:`~repscope.errors.SourceNotFoundError`, :class:`DataFormatError`) pass through.
+    """
     return load_dataset(config.data.name, **config.data.params)
 
 
 def log_versions(run_root: Path) -> list[Path]:
-    """The run's CSV log folders in training order: ``logs``, then ``logs-resume-1``, ``-2``, ..."""
+    """The run's CSV log folders in training order: ``logs``, then ``logs-resume-1``, ``-2``, ...
+
+    Parameters
+    ----------
+    run_root : pathlib.Path
+        The run directory.
+
+    Returns
+    -------
+    list of pathlib.Path
+        The existing folders ``run_root/logs*``, sorted by resume number; empty when there are none.
+    """
     folders = [p for p in run_root.glob("logs*") if p.is_dir()]
     return sorted(folders, key=lambda p: int(p.name.rsplit("-", 1)[1]) if p.name != "logs" else 0)
 
@@ -119,7 +174,21 @@ def _logger(config: TrainConfig, run_root: Path) -> Any:
 
 def check_trainer(config: TrainConfig) -> None:
     """Refuse, before anything is written, trainer settings Lightning cannot run (an unknown
-    accelerator or precision, a GPU that is not there, a missing logger package)."""
+    accelerator or precision, a GPU that is not there, a missing logger package).
+
+    Builds a throwaway ``lightning.pytorch.Trainer`` (no logger, no checkpoints) from ``config.trainer``.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The training config; only ``config.trainer`` is read.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``trainer.logger`` is ``tensorboard`` without the tensorboard (or tensorboardX) package, or
+        Lightning refuses the accelerator, devices, nodes, strategy or precision (its first line quoted).
+    """
     if config.trainer.logger == "tensorboard":
         if importlib.util.find_spec("tensorboard") is None and importlib.util.find_spec("tensorboardX") is None:
             raise InvalidArgumentError(
@@ -149,7 +218,26 @@ def make_trainer(
     config: TrainConfig, run_root: Path | None, extra_callbacks: list | None = None, description: str | None = None
 ) -> Any:
     """A Lightning ``Trainer`` of ``config.trainer``: checkpoints and logs in ``run_root`` (none when
-    None), our progress reporting (a bar on a terminal, lines elsewhere) naming ``description``."""
+    None), our progress reporting (a bar on a terminal, lines elsewhere) naming ``description``.
+
+    Parameters
+    ----------
+    config : TrainConfig
+        The training config; ``config.trainer`` gives the Trainer's flags and logger.
+    run_root : pathlib.Path or None
+        The run directory: ``checkpoints/last.ckpt`` is saved there every epoch and the logger (per
+        ``trainer.logger``) writes ``logs/`` (``logs-resume-N/`` when earlier logs exist). None: neither.
+    extra_callbacks : list of lightning.pytorch.Callback, optional
+        Callbacks run before the progress reporting.
+    description : str, optional
+        What the progress reporting says (default ``training <model>``).
+
+    Returns
+    -------
+    lightning.pytorch.Trainer
+        Lightning's own progress bar and model summary off, no sanity validation steps, a log entry
+        every 10 steps.
+    """
     callbacks = list(extra_callbacks or [])
     callbacks.append(TrainingProgress(description or f"training {config.model.name}"))
     logger: Any = False
@@ -179,7 +267,20 @@ def make_trainer(
 
 def epoch_curves(run_root: Path) -> Any:
     """Lightning's CSV logs (every training session of the run) collapsed to one row per epoch (the
-    mean of what was logged in it)."""
+    mean of what was logged in it).
+
+    Parameters
+    ----------
+    run_root : pathlib.Path
+        The run directory; the ``metrics.csv`` of each of its :func:`log_versions` folders is read.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per epoch, sorted by ``epoch``: the column ``epoch``, the per-epoch training values
+        (``<name>_epoch``) and the validation values (``val_*``); every logged column except ``step``
+        when there are no such columns. Empty when there is no CSV log or it has no ``epoch`` column.
+    """
     logs = [
         pd.read_csv(folder / "metrics.csv") for folder in log_versions(run_root) if (folder / "metrics.csv").exists()
     ]
@@ -196,7 +297,25 @@ def epoch_curves(run_root: Path) -> Any:
 
 def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, float]:
     """Test metrics on the dataset's ``test`` split: accuracy or RMSE for supervised tasks; the
-    validation losses on the test samples for the other families. Empty when there is no test split."""
+    validation losses on the test samples for the other families. Empty when there is no test split.
+
+    Parameters
+    ----------
+    task : lightning.pytorch.LightningModule
+        The trained task.
+    dataset : Dataset
+        The dataset it was trained on.
+    module : DatasetModule, optional
+        The data module whose test loader feeds the non-supervised tasks (default: a new one over
+        ``task.batch_fields``).
+
+    Returns
+    -------
+    dict of str to float
+        Supervised tasks: ``test_accuracy`` (fraction of correct classes, classification) or
+        ``test_rmse`` (in the target's units, regression). Other tasks: each ``val_<name>`` that their
+        ``validation_step`` logs, renamed ``test_<name>``, from a CPU validation run over the test split.
+    """
     if "test" not in dataset.splits:
         return {}
     if "target" in getattr(task, "batch_fields", ()) and dataset.target_kind != "none":
@@ -355,7 +474,25 @@ def _read_run_config(path: Path) -> dict[str, Any]:
 
 
 def read_checkpoint(path: Path | str) -> dict[str, Any]:
-    """A checkpoint file read with ``weights_only=True``; corrupt files are a clear error."""
+    """A checkpoint file read with ``weights_only=True``; corrupt files are a clear error.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        The checkpoint file.
+
+    Returns
+    -------
+    dict
+        The checkpoint, tensors on the CPU; it holds at least ``state_dict``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``path`` is not a file.
+    DataFormatError
+        When the file cannot be read with ``weights_only=True`` or holds no ``state_dict``.
+    """
     path = Path(path)
     if not path.is_file():
         raise InvalidArgumentError(f"checkpoint {path}: no such file")
@@ -371,7 +508,24 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
 
 def check_resumable(path: Path, task: Any) -> None:
     """Refuse, before anything is written, a ``last.ckpt`` that ``--resume`` could not continue:
-    unreadable, without Lightning's training state, or with weights that do not fit ``task``."""
+    unreadable, without Lightning's training state, or with weights that do not fit ``task``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The checkpoint to resume from.
+    task : lightning.pytorch.LightningModule
+        The task built from the config; the checkpoint's weights are loaded into it (strictly) to test
+        that they fit, so on success ``task`` holds them.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``path`` is not a file.
+    DataFormatError
+        When the checkpoint is unreadable, lacks ``epoch``, ``global_step`` or ``optimizer_states``, or
+        its ``state_dict`` does not match ``task`` (a missing or extra key, a different shape).
+    """
     checkpoint = read_checkpoint(path)
     missing = [key for key in ("epoch", "global_step", "optimizer_states") if key not in checkpoint]
     if missing:
@@ -401,7 +555,31 @@ def load_task(path: Path | str, model: str | None = None) -> Any:
     checkpoint file; ``model`` (a registered name) is read from the run's config.yaml when omitted.
 
     Raises :class:`DataFormatError` naming the file when the checkpoint or the config is unreadable,
-    holds another model, or its hyper-parameters do not build the model."""
+    holds another model, or its hyper-parameters do not build the model.
+
+    Parameters
+    ----------
+    path : pathlib.Path or str
+        A run directory (the one :func:`fit` writes) or a checkpoint file.
+    model : str, optional
+        The registered model name the checkpoint holds; required for a checkpoint file, read from
+        ``config.yaml`` (``model.name``) for a run directory when omitted.
+
+    Returns
+    -------
+    lightning.pytorch.LightningModule
+        The task built from the checkpoint's ``hyper_parameters`` with its weights, on the CPU, in eval
+        mode.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a run directory has no ``checkpoints/final.ckpt`` or ``last.ckpt``, ``model`` is omitted
+        where no ``config.yaml`` gives it, ``model`` is not registered, or the checkpoint file does not exist.
+    DataFormatError
+        When the checkpoint or ``config.yaml`` is unreadable, ``config.yaml`` names no model, the
+        checkpoint holds another model, or its hyper-parameters or weights do not fit the model.
+    """
     path = Path(path)
     if path.is_dir():
         config_file = path / "config.yaml"

@@ -170,19 +170,60 @@ class BuildConfig(Section):
         self.make_perturbations()
 
     def pipeline_config(self) -> PipelineConfig:
+        """The processing pipeline's parameters, from the ``pipeline`` mapping (paper defaults for the rest).
+
+        Returns
+        -------
+        PipelineConfig
+            ``PipelineConfig(**pipeline)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``pipeline`` names an unknown parameter or holds a value out of range.
+        """
         try:
             return PipelineConfig(**self.pipeline)
         except TypeError as exc:
             raise InvalidArgumentError(f"pipeline: {exc}") from None
 
     def make_perturbations(self) -> dict[str, Perturbation]:
+        """One perturbation of every kind, with the parameters of ``perturbations`` (paper defaults otherwise).
+
+        Returns
+        -------
+        dict of str to Perturbation
+            Keys ``"thin"``, ``"thick"``, ``"swel"`` and ``"frac"`` (:data:`KINDS`), whether or not the
+            chosen sets need them.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When a perturbation is given an unknown parameter or a value out of range.
+        """
         return {kind: perturbation_from_name(kind, **self.perturbations.get(kind, {})) for kind in KINDS}
 
     def kinds_needed(self) -> tuple[str, ...]:
+        """The perturbations the chosen ``sets`` use (``sets`` must be known names: see :meth:`check`).
+
+        Returns
+        -------
+        tuple of str
+            A subset of :data:`KINDS` (``"thin"``, ``"thick"``, ``"swel"``, ``"frac"``), in that order; empty
+            when only ``plain`` is built.
+        """
         needed = {kind for name in self.sets for kind in SETS[name]}
         return tuple(kind for kind in KINDS if kind in needed)
 
     def to_dict(self) -> dict[str, Any]:
+        """The configuration as a JSON-ready dict (as recorded in ``dataset.json``).
+
+        Returns
+        -------
+        dict of str to object
+            One key per field: ``source``, ``data_dir``, ``seed``, ``sets`` (list of canonical set names),
+            ``test_fraction``, ``max_train``, ``max_test``, ``chunk_size``, ``perturbations`` and ``pipeline``.
+        """
         return self.model_dump(mode="json")
 
 

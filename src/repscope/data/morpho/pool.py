@@ -22,6 +22,13 @@ Result = TypeVar("Result")
 
 
 def pool_context() -> Any:
+    """The multiprocessing context the worker pools start their processes with.
+
+    Returns
+    -------
+    multiprocessing.context.BaseContext
+        The ``"fork"`` context where the platform offers it, else ``"spawn"``.
+    """
     # fork starts workers in milliseconds with the parent's imports; fall back where absent
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
@@ -45,6 +52,21 @@ def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: i
     progress update as well as while waiting for a result) reaches the pool: the pending tasks are
     cancelled and the workers terminated. On leaving the context otherwise, pending tasks are
     cancelled and running ones awaited.
+
+    Parameters
+    ----------
+    function : callable
+        Called as ``function(task)``; with more than one process it and the tasks must be picklable.
+    tasks : sequence
+        The tasks, in the order the results come.
+    jobs : int
+        Number of worker processes at most; ``<= 1`` computes everything in this process.
+
+    Yields
+    ------
+    iterator
+        ``function(task)`` for each task, in the order of ``tasks``, computed lazily in this process or
+        as the workers finish.
     """
     if jobs <= 1 or len(tasks) <= 1:
         yield (function(task) for task in tasks)

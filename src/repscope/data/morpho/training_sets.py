@@ -110,7 +110,44 @@ def load_digits(
     target: Literal["label", "none"] = "label",
 ) -> TrainingSet:
     """Plain digits of a source (``repscope.data.sources``), split as the Morpho-MNIST builder
-    splits them (the source's own splits, or a seeded stratified split; limits stratified)."""
+    splits them (the source's own splits, or a seeded stratified split; limits stratified).
+
+    :func:`digits_dataset` shares this docstring and these parameters.
+
+    Parameters
+    ----------
+    source : str, default="mnist-sample"
+        A source name or path (see :func:`repscope.data.sources.load_splits`).
+    data_dir : str, optional
+        Folder to look for a named source in.
+    seed : int, default=0
+        Seed of the split of a one-split source and of the ``max_train`` / ``max_test`` samples.
+    test_fraction : float, default=0.2
+        Share of each class that goes to the test split of a one-split source, in (0, 1).
+    max_train : int, optional
+        Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
+    max_test : int, optional
+        The same for the test digits.
+    target : {"label", "none"}, default="label"
+        ``label``: the digit class; ``none``: no target (all-zero targets, for generative models).
+
+    Returns
+    -------
+    TrainingSet
+        uint8 ``(N, 28, 28)`` train and test images (0-255), int64 ``(N,)`` targets and labels (0 for an
+        unlabelled source), ``num_classes`` (largest label + 1 for ``label``, None for ``none``) and a
+        description of the source and split rule; no morphometrics or perturbations.
+        :func:`digits_dataset` returns it as a :class:`~repscope.data.datasets.Dataset` named ``digits``
+        (see :func:`as_dataset`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a parameter is out of range, ``target`` needs perturbations or morphometrics, or a split is
+        empty or not 28x28 uint8 digits.
+    SourceNotFoundError, DataFormatError
+        When the source cannot be found or read.
+    """
     config = BuildConfig(
         source=source,
         data_dir=data_dir,
@@ -142,7 +179,28 @@ def load_digits(
 def morpho_cache_dir(
     source: str, data_dir: str | None, seed: int, test_fraction: float, max_train: int | None, max_test: int | None
 ) -> Path:
-    """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``)."""
+    """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``).
+
+    Parameters
+    ----------
+    source : str
+        Source name or path (its last path component names the folder).
+    data_dir : str or None
+        Folder of a named source (resolved to an absolute path for the key).
+    seed : int
+        Build seed.
+    test_fraction : float
+        Test share of a one-split source.
+    max_train, max_test : int or None
+        Limits on the train and test digits.
+
+    Returns
+    -------
+    pathlib.Path
+        ``$REPSCOPE_HOME/morpho-mnist/<source>-seed<seed>-<digest>``: ``<source>`` is the source's name with
+        characters other than letters, digits, ``-`` and ``_`` replaced by ``_`` (at most 40), ``<digest>``
+        the first 12 hex digits of the sha256 of all the parameters. Not created.
+    """
     key = json.dumps([source, data_dir and str(Path(data_dir).resolve()), seed, test_fraction, max_train, max_test])
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     safe_source = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(source).name)[:40]
@@ -159,7 +217,42 @@ def ensure_morpho_dataset(
     jobs: int = 1,
 ) -> Path:
     """A complete Morpho-MNIST build of these parameters: cached, built once (under a file lock,
-    so parallel runs wait for one build), resumed if an earlier build was interrupted."""
+    so parallel runs wait for one build), resumed if an earlier build was interrupted.
+
+    Every set (``plain``, ``thin``, ``thic``, ``swel``, ``frac``, ``global``, ``local``) is built with the
+    paper's perturbation and pipeline parameters.
+
+    Parameters
+    ----------
+    source : str, default="mnist-sample"
+        A source name or path (see :func:`repscope.data.sources.load_splits`).
+    data_dir : str, optional
+        Folder to look for a named source in.
+    seed : int, default=0
+        Seed of the split of a one-split source and of the ``max_train`` / ``max_test`` samples.
+    test_fraction : float, default=0.2
+        Share of each class that goes to the test split of a one-split source, in (0, 1).
+    max_train : int, optional
+        Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
+    max_test : int, optional
+        The same for the test digits.
+    jobs : int, default=1
+        Worker processes for the build (>= 1); the bytes written do not depend on it.
+
+    Returns
+    -------
+    pathlib.Path
+        The build folder (:func:`morpho_cache_dir`), holding ``dataset.json`` and one subfolder per set.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a parameter is out of range or the source's digits are unusable.
+    SourceNotFoundError, DataFormatError
+        When the source cannot be found or read.
+    RepscopeError
+        The other errors of :func:`repscope.data.morpho.build.build_dataset`.
+    """
     out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test)
     if (out / "dataset.json").exists():
         return out
@@ -188,7 +281,53 @@ def load_morpho_mnist(
     max_test: int | None = None,
     dataset_dir: str | None = None,
 ) -> TrainingSet:
-    """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``)."""
+    """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``).
+
+    :func:`morpho_mnist_dataset` shares this docstring and these parameters.
+
+    Parameters
+    ----------
+    set : {"plain", "thin", "thic", "swel", "frac", "global", "local"}, default="plain"
+        The set to read (see :mod:`repscope.data.morpho.build`).
+    target : {"label", "abnormal", "perturbation", "thickness", "none"}, default="label"
+        What the targets hold (module docstring): digit class, 1 for swollen or fractured, perturbation
+        code 0-4, stroke thickness in pixels, or nothing (all zeros).
+    source : str, default="mnist-sample"
+        A source name or path (see :func:`repscope.data.sources.load_splits`).
+    data_dir : str, optional
+        Folder to look for a named source in.
+    seed : int, default=0
+        Seed of the split of a one-split source and of the ``max_train`` / ``max_test`` samples.
+    test_fraction : float, default=0.2
+        Share of each class that goes to the test split of a one-split source, in (0, 1).
+    max_train : int, optional
+        Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
+    max_test : int, optional
+        The same for the test digits.
+    dataset_dir : str, optional
+        A complete build folder (``repscope morpho build --out DIR``) to read instead; the source
+        parameters are then only used in the description.
+
+    Returns
+    -------
+    TrainingSet
+        uint8 ``(N, 28, 28)`` train and test images (0-255); targets int64 ``(N,)`` (float32 for
+        ``thickness``); int64 labels; ``num_classes`` (largest label + 1 for ``label``, 2 for
+        ``abnormal``, 5 for ``perturbation``, None otherwise); ``test_morphometrics`` (DataFrame of the
+        test ``morpho.csv``: ``index, area, length, thickness, slant, width, height, valid``; pixels of
+        the 28x28 image, slant in radians) and ``test_perturbations`` (uint8 ``(N,)`` codes 0 plain,
+        1 thin, 2 thick, 3 swollen, 4 fractured).
+        :func:`morpho_mnist_dataset` returns it as a :class:`~repscope.data.datasets.Dataset` named
+        ``morpho-mnist`` (see :func:`as_dataset`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``dataset_dir`` (or the cache) is not a complete build with ``set``, or a build parameter is
+        out of range.
+    DataFormatError
+        When an IDX file of the set is missing or corrupt (and the source's errors when building).
+    """
     root = (
         Path(dataset_dir)
         if dataset_dir
@@ -252,7 +391,25 @@ def as_dataset(data: TrainingSet, name: str) -> Dataset:
     """A :class:`TrainingSet` as the framework's :class:`Dataset`: fields ``image`` (uint8
     ``(1, 28, 28)``), ``label`` (digit class) and the target when it is not the label; splits
     ``train`` and ``test`` (training holds out its validation digits from ``train``). The
-    TrainingSet itself is kept in ``extras["training_set"]`` for the studies."""
+    TrainingSet itself is kept in ``extras["training_set"]`` for the studies.
+
+    ``label`` is present when the target is the label or both splits have labels (10 classes, or the
+    label target's ``num_classes``); the target field is ``abnormal`` (2 classes), ``perturbation``
+    (5 classes) or ``thickness`` (float32, pixels); a ``none`` target gives a dataset without target.
+
+    Parameters
+    ----------
+    data : TrainingSet
+        As :func:`load_digits` or :func:`load_morpho_mnist` return it.
+    name : str
+        Registry name of the dataset (``"digits"``, ``"morpho-mnist"``).
+
+    Returns
+    -------
+    Dataset
+        Splits ``train`` and ``test`` (:class:`~repscope.data.datasets.ArraySplit`, images served as
+        ``(N, 1, 28, 28)`` without copying), the fields above and ``data.description``.
+    """
     labels = {"train": data.train_labels, "test": data.test_labels}
     target = None if data.target == "none" else data.target
     fields = {"image": FieldSpec("image", DIGIT_SHAPE, "uint8", description="digit, 0-255")}

@@ -436,7 +436,29 @@ class CdSpritesPlus:
     def sample(self, indices: Any, fields: Any = None) -> dict[str, np.ndarray]:
         """The fields of samples ``indices``: ``image`` uint8 ``(N, 3, 64, 64)`` RGB, ``text`` float32
         ``(N, 45, 27)`` one-hot caption, ``mask`` bool ``(N, 45)``, ``attributes`` int64 ``(N, L)``,
-        one int64 column per attribute, ``index``; ``fields`` picks some (the others are not made)."""
+        one int64 column per attribute, ``index``; ``fields`` picks some (the others are not made).
+
+        Parameters
+        ----------
+        indices : int or array-like of int, shape (N,)
+            Sample indices in ``[0, size)``.
+        fields : sequence of str, optional
+            Names among ``image``, ``text``, ``mask``, ``attributes``, ``index`` and the level's
+            attributes (:attr:`attributes`); default all.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``image`` uint8 ``(N, 3, 64, 64)`` RGB 0-255 (channels first), ``text`` float32 ``(N, 45, 27)``
+            one-hot caption characters, ``mask`` bool ``(N, 45)`` (True on characters), ``attributes`` int64
+            ``(N, L)``, ``index`` int64 ``(N,)`` and one int64 ``(N,)`` class column per attribute; in the
+            order of ``fields`` when given.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is not an integer or out of range, or ``fields`` names a field the level lacks.
+        """
         indices = self._check_indices(indices)
         wanted = set(fields) if fields is not None else None
         factors = self.factors(indices)

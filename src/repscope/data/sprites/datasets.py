@@ -172,7 +172,19 @@ def cdsprites_dataset(
 
 def generate_arrays(generator: CdSpritesPlus) -> dict[str, np.ndarray]:
     """Every sample of ``generator`` in memory: ``image`` uint8 ``(N, 3, 64, 64)``, ``attributes``
-    int64 ``(N, L)`` and one column per attribute, generated a chunk at a time with progress."""
+    int64 ``(N, L)`` and one column per attribute, generated a chunk at a time with progress.
+
+    Parameters
+    ----------
+    generator : CdSpritesPlus
+        One split of one level; its ``N = len(generator)`` samples are drawn 2,048 at a time.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``image`` uint8 ``(N, 3, 64, 64)`` RGB 0-255 (about 12 KB a sample), ``attributes`` int64
+        ``(N, L)``, and one int64 ``(N,)`` column (a view of ``attributes``) per attribute of the level.
+    """
     size = len(generator)
     images = np.empty((size, 3, 64, 64), dtype=np.uint8)
     table = np.empty((size, generator.level), dtype=np.int64)

@@ -294,7 +294,28 @@ class DSprites:
         return TOTAL
 
     def sample(self, indices: Any, fields: Any = None) -> dict[str, np.ndarray]:
-        """The fields of grid images ``indices`` (see the class docstring); ``fields`` picks some."""
+        """The fields of grid images ``indices`` (see the class docstring); ``fields`` picks some.
+
+        Parameters
+        ----------
+        indices : int or array-like of int, shape (N,)
+            Grid indices in ``[0, 737280)``.
+        fields : sequence of str, optional
+            Names among ``image``, ``factors``, ``index`` and :data:`FACTOR_NAMES`; default all (the
+            images are only drawn when ``image`` is asked).
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            ``image`` uint8 ``(N, 1, 64, 64)`` (0 or 255), ``factors`` int64 ``(N, 6)`` classes,
+            ``index`` int64 ``(N,)``, and one int64 ``(N,)`` class column per factor; in the order of
+            ``fields`` when given.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is out of range.
+        """
         indices = np.atleast_1d(np.asarray(indices, dtype=np.int64))
         classes = index_to_classes(indices)
         wanted = set(fields) if fields is not None else None

@@ -101,13 +101,50 @@ GENERATORS: tuple[str, ...] = tuple(LAYOUTS)
 
 
 def layout(generator: str) -> GeneratorLayout:
+    """The dataset-directory layout of a generator.
+
+    Parameters
+    ----------
+    generator : str
+        A key of :data:`LAYOUTS`: ``"cdsprites"`` or ``"dsprites"``.
+
+    Returns
+    -------
+    GeneratorLayout
+        Its class columns, whether it writes captions and whether it has levels.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``generator`` is not in :data:`LAYOUTS`.
+    """
     if generator not in LAYOUTS:
         raise InvalidArgumentError(f"generator: must be one of {', '.join(LAYOUTS)}, got {generator!r}")
     return LAYOUTS[generator]
 
 
 def class_columns(generator: str, level: int | None) -> tuple[str, ...]:
-    """The class columns ``factors.csv`` must hold for ``generator`` (and ``level``)."""
+    """The class columns ``factors.csv`` must hold for ``generator`` (and ``level``).
+
+    Parameters
+    ----------
+    generator : str
+        ``"cdsprites"`` or ``"dsprites"``.
+    level : int or None
+        CdSprites+ level 1-5; ignored for ``dsprites``.
+
+    Returns
+    -------
+    tuple of str
+        ``ATTRIBUTES[:level]`` (e.g. ``("shape", "size")`` at level 2) for ``cdsprites``;
+        :data:`~repscope.data.sprites.dsprites.FACTOR_NAMES` (``color, shape, scale, orientation, posX,
+        posY``) for ``dsprites``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``generator`` is unknown, or ``level`` is not 1-5 for ``cdsprites``.
+    """
     return layout(generator).class_columns(level)
 
 
@@ -386,7 +423,21 @@ class SpriteDatasetDir:
         return f"SpriteDatasetDir({str(self.path)!r}, generator={self.generator!r}{level}, count={len(self)})"
 
     def attribute_table(self) -> np.ndarray:
-        """``(N, L)`` int64 attribute table (columns ``ATTRIBUTES[:level]``) of a CdSprites+ dataset."""
+        """``(N, L)`` int64 attribute table (columns ``ATTRIBUTES[:level]``) of a CdSprites+ dataset.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 ``(N, L)`` attribute classes, ``L = level``, read from ``factors.csv``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the dataset is not a ``cdsprites`` one.
+        DataFormatError
+            When the class columns of ``factors.csv`` are not integers or a class is out of its attribute's
+            range.
+        """
         if self.generator != "cdsprites":
             raise InvalidArgumentError(
                 f"{self.path}: attribute tables belong to cdsprites datasets; this one is {self.generator} "
@@ -404,7 +455,22 @@ def _attribute_table(file: Path, factors: pd.DataFrame, level: int) -> np.ndarra
 
 def sample_digest(file: Path, blocks: int = SAMPLE_BLOCKS, block_bytes: int = SAMPLE_BLOCK_BYTES) -> str:
     """sha256 of a file's size and of ``blocks`` blocks of ``block_bytes`` spread evenly over it
-    (first and last included): a check of a large file that reads a few MiB of it."""
+    (first and last included): a check of a large file that reads a few MiB of it.
+
+    Parameters
+    ----------
+    file : pathlib.Path
+        The file to digest (e.g. ``images.npy``).
+    blocks : int, default=64
+        Number of blocks; blocks that start at the same offset (a file shorter than that) are read once.
+    block_bytes : int, default=65536
+        Bytes per block (64 KiB).
+
+    Returns
+    -------
+    str
+        64 hex digits: the sha256 of the file size (decimal text) followed by the blocks' bytes.
+    """
     size = file.stat().st_size
     digest = hashlib.sha256(str(size).encode())
     with open(file, "rb") as handle:
@@ -431,9 +497,30 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Sprite
     * ``verify=True``: every file in full, whatever its size.
     * ``verify=False``: no checksums (the shapes and formats are still checked).
 
-    Raises :class:`~repscope.errors.SourceNotFoundError` when the directory or its ``dataset.json``
-    is missing and :class:`~repscope.errors.DataFormatError`, naming the file, when a file is
-    corrupt, truncated or disagrees with the others.
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The dataset directory.
+    verify : {"auto", True, False}, default="auto"
+        How much of the files to check against their recorded sha256 (see above).
+
+    Returns
+    -------
+    SpriteDatasetDir
+        ``images`` read-only memmap uint8 ``(N, *image_shape)`` (``(N, 64, 64, 3)`` RGB for CdSprites+,
+        ``(N, 64, 64)`` of 0/1 for dSprites), ``captions`` (list of ``N`` str, None for dSprites),
+        ``factors`` (DataFrame of ``N`` rows, class columns first) and ``meta`` (``dataset.json``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``verify`` is not ``"auto"``, True or False.
+    SourceNotFoundError
+        When the directory or its ``dataset.json`` is missing.
+    DataFormatError
+        Naming the file, when a file is missing, corrupt, truncated or disagrees with the others.
+    ChecksumError
+        Naming the file, when it does not match the digest recorded in ``dataset.json``.
     """
     if not (verify is True or verify is False or verify == "auto"):
         raise InvalidArgumentError(f"verify: must be 'auto', True or False, got {verify!r}")
@@ -581,6 +668,33 @@ def export_h5(
     strings (``h5py.File(p)['text'][i]`` is ``bytes``). Copies ``chunk`` samples at a time, writes
     to a temporary file renamed to ``out_h5`` at the end, and never overwrites an existing
     ``out_h5`` (:class:`~repscope.errors.OutputExistsError`).
+
+    Parameters
+    ----------
+    dataset_dir : str, os.PathLike or SpriteDatasetDir
+        A CdSprites+ dataset directory (opened with :func:`read_dataset`), or one already open.
+    out_h5 : str or os.PathLike
+        The ``.h5`` file to create; its folder is created if needed.
+    chunk : int, default=4096
+        Samples copied at a time (>= 1).
+    progress : callable, optional
+        ``progress(n_done)``, called after each chunk.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out_h5``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``chunk`` is not a positive integer, or the dataset is not a captioned RGB CdSprites+ one.
+    OutputExistsError
+        When ``out_h5`` exists (before or after copying).
+    DataFormatError
+        When a caption is not ASCII (and the errors of :func:`read_dataset`).
+    OutputWriteError
+        When the output folder or file cannot be written.
     """
     out_h5 = Path(out_h5)
     chunk = _check_chunk(chunk)
@@ -641,6 +755,39 @@ def import_h5(
     with :func:`~repscope.data.sprites.attributes.parse_caption`. A caption that is not exactly a
     caption of ``level`` is a :class:`~repscope.errors.DataFormatError` naming the file, the row and
     the caption. ``text`` may hold bytes or str.
+
+    Parameters
+    ----------
+    in_h5 : str or os.PathLike
+        The toolkit's ``.h5``: dataset ``image`` uint8 ``(N, 64, 64, 3)`` BGR and ``text`` ``(N,)`` captions.
+    level : int
+        CdSprites+ level 1-5 the captions belong to.
+    out : str or os.PathLike
+        The dataset directory to create; it must not exist or be an empty directory.
+    chunk : int, default=4096
+        Samples converted at a time (>= 1).
+    progress : callable, optional
+        ``progress(n_done)``, called after each chunk.
+
+    Returns
+    -------
+    pathlib.Path
+        ``out``, a complete dataset directory (``generator`` ``cdsprites``, ``seed`` None, ``params``
+        ``{"imported_from": in_h5}``) of RGB images, the captions and their attribute table.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` is not 1-5 or ``chunk`` is not a positive integer.
+    SourceNotFoundError
+        When ``in_h5`` is not a file.
+    OutputExistsError
+        When ``out`` exists and is not an empty directory.
+    DataFormatError
+        When ``in_h5`` is not readable HDF5, lacks ``image`` or ``text`` of the shapes above, holds no
+        images, or a caption is not text or not a caption of ``level``.
+    OutputWriteError
+        When ``out`` cannot be written.
     """
     in_h5, out = Path(in_h5), Path(out)
     level = attrs.check_level(level)

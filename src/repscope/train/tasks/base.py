@@ -31,7 +31,18 @@ DIGIT_SHAPE = (1, 28, 28)
 
 
 def channels_last_shape(image_shape: Sequence[int]) -> tuple[int, ...]:
-    """``(C, H, W)`` -> the numpy layout users pass: ``(H, W)`` for grey, ``(H, W, C)`` for colour."""
+    """``(C, H, W)`` -> the numpy layout users pass: ``(H, W)`` for grey, ``(H, W, C)`` for colour.
+
+    Parameters
+    ----------
+    image_shape : sequence of int
+        ``(C, H, W)``, the channels-first shape of one image.
+
+    Returns
+    -------
+    tuple of int
+        ``(H, W)`` when ``C == 1``, else ``(H, W, C)``.
+    """
     channels, height, width = (int(s) for s in image_shape)
     return (height, width) if channels == 1 else (height, width, channels)
 
@@ -39,12 +50,55 @@ def channels_last_shape(image_shape: Sequence[int]) -> tuple[int, ...]:
 def check_images(images: Any, name: str = "images", image_shape: Sequence[int] = DIGIT_SHAPE) -> np.ndarray:
     """``images`` checked against ``image_shape`` ``(C, H, W)``: uint8 (0-255) or float in [0, 1],
     grey ``(N, H, W)`` (or ``(N, 1, H, W)``), colour ``(N, H, W, C)`` (or ``(N, C, H, W)``). Returns
-    the batch in the channels-last numpy layout; raises :class:`InvalidArgumentError` naming ``name``."""
+    the batch in the channels-last numpy layout; raises :class:`InvalidArgumentError` naming ``name``.
+
+    Parameters
+    ----------
+    images : array-like or torch.Tensor
+        The batch, at least one image: uint8 (0-255), or float / bool with finite values in [0, 1].
+    name : str, default="images"
+        The argument named in error messages.
+    image_shape : sequence of int, default=(1, 28, 28)
+        ``(C, H, W)`` of one image.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(N, H, W)`` for grey, ``(N, H, W, C)`` for colour images; the values and dtype as given (not
+        converted; a view where the layout had to change).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``images`` is empty, not a batch of images of ``image_shape``, or breaks the pixel rule
+        (another dtype, NaN / infinite values, floats outside [0, 1]).
+    """
     return check_image_batch(images, name, image_shape=channels_last_shape(image_shape))
 
 
 def image_batches(images: np.ndarray, batch_size: int, device: torch.device) -> Iterator[torch.Tensor]:
-    """Float ``(b, C, H, W)`` tensors in [0, 1] on ``device`` from a checked channels-last batch."""
+    """Float ``(b, C, H, W)`` tensors in [0, 1] on ``device`` from a checked channels-last batch.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        A batch as :func:`check_images` returns it: ``(N, H, W)`` or ``(N, H, W, C)``, uint8 (0-255,
+        divided by 255) or float in [0, 1] (cast to float32 as it is). Read-only arrays are copied.
+    batch_size : int
+        Images per yielded tensor (the last one may hold fewer), at least 1.
+    device : torch.device
+        Where the tensors are put.
+
+    Yields
+    ------
+    torch.Tensor
+        float32 ``(b, C, H, W)`` in [0, 1], ``b <= batch_size``, in the order of ``images``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``batch_size`` is below 1 (on the first ``next``: this is a generator).
+    """
     if int(batch_size) < 1:
         raise InvalidArgumentError(f"batch_size: must be at least 1, got {batch_size}")
     for start in range(0, len(images), int(batch_size)):
@@ -56,25 +110,88 @@ def image_batches(images: np.ndarray, batch_size: int, device: torch.device) -> 
 
 def to_uint8(probabilities: torch.Tensor) -> np.ndarray:
     """``(B, C, H, W)`` intensities in [0, 1] -> uint8 ``round(255 p)``: ``(B, H, W)`` for one channel,
-    ``(B, H, W, C)`` for colour."""
+    ``(B, H, W, C)`` for colour.
+
+    Parameters
+    ----------
+    probabilities : torch.Tensor, shape (B, C, H, W)
+        Pixel intensities (e.g. Bernoulli means, not logits) in [0, 1], on any device.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``round(255 p)`` clipped to 0-255, on the CPU: ``(B, H, W)`` when ``C == 1``, else
+        ``(B, H, W, C)``.
+    """
     pixels = torch.round(probabilities * 255.0).clamp(0, 255).to(torch.uint8)
     pixels = pixels[:, 0] if pixels.shape[1] == 1 else pixels.permute(0, 2, 3, 1)
     return pixels.cpu().numpy()
 
 
 def seeded(seed: int) -> torch.Generator:
+    """A CPU random generator seeded with ``seed``: the same seed gives the same draws.
+
+    Parameters
+    ----------
+    seed : int
+        The seed (an integral float such as ``3.0`` is accepted; bools are not).
+
+    Returns
+    -------
+    torch.Generator
+        A new CPU generator, ``manual_seed(int(seed))``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``seed`` is a bool or a non-integral number.
+    """
     if isinstance(seed, bool) or int(seed) != seed:
         raise InvalidArgumentError(f"seed: must be an integer, got {seed!r}")
     return torch.Generator().manual_seed(int(seed))
 
 
 def count(n: int) -> int:
+    """``n`` checked as a number of samples to draw.
+
+    Parameters
+    ----------
+    n : int
+        How many samples; 0 is allowed (an integral float such as ``3.0`` is accepted; bools are not).
+
+    Returns
+    -------
+    int
+        ``n`` as an int.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``n`` is a bool, a non-integral number or negative.
+    """
     if isinstance(n, bool) or int(n) != n or n < 0:
         raise InvalidArgumentError(f"n: must be a non-negative integer, got {n!r}")
     return int(n)
 
 
 def checked_shape(image_shape: Sequence[int]) -> list[int]:
+    """``image_shape`` checked as the ``(channels, height, width)`` of one image.
+
+    Parameters
+    ----------
+    image_shape : sequence of int
+        ``(C, H, W)``, each at least 1.
+
+    Returns
+    -------
+    list of int
+        ``[C, H, W]`` as plain ints (fit for ``save_hyperparameters``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``image_shape`` is not three integers, or one of them is below 1.
+    """
     try:
         shape = [int(s) for s in image_shape]
     except (TypeError, ValueError):
@@ -86,7 +203,19 @@ def checked_shape(image_shape: Sequence[int]) -> list[int]:
 
 @contextmanager
 def evaluating(module: torch.nn.Module) -> Iterator[None]:
-    """Eval mode and no gradients inside; the module's previous mode restored after."""
+    """Eval mode and no gradients inside; the module's previous mode restored after.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The module switched to eval mode (with its children) for the ``with`` block.
+
+    Yields
+    ------
+    None
+        Once; inside, ``torch.no_grad()`` is active. ``module.train(previous mode)`` runs on exit,
+        also when the block raises.
+    """
     was_training = module.training
     module.eval()
     try:

@@ -26,14 +26,46 @@ ADAM_BETAS_GAN = (0.5, 0.999)  # Radford et al. (DCGAN), as in Chen et al.'s Inf
 
 
 def discriminator_loss(real_logits: torch.Tensor, fake_logits: torch.Tensor) -> torch.Tensor:
-    """``-log D(x) - log(1 - D(G(z)))``, each term averaged over its batch."""
+    """``-log D(x) - log(1 - D(G(z)))``, each term averaged over its batch.
+
+    With ``D = sigmoid(logit)``::
+
+        loss_d = mean_i -log sigmoid(r_i) + mean_j -log(1 - sigmoid(f_j))
+
+    computed from the logits (binary cross-entropy with targets 1 for real, 0 for fake).
+
+    Parameters
+    ----------
+    real_logits : torch.Tensor, shape (B,)
+        Discriminator logits ``r`` (before the sigmoid) of real images.
+    fake_logits : torch.Tensor, shape (B',)
+        Discriminator logits ``f`` of generated images; ``B'`` may differ from ``B``.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss in nats: the sum of the two batch means.
+    """
     return F.binary_cross_entropy_with_logits(
         real_logits, torch.ones_like(real_logits)
     ) + F.binary_cross_entropy_with_logits(fake_logits, torch.zeros_like(fake_logits))
 
 
 def generator_loss(fake_logits: torch.Tensor) -> torch.Tensor:
-    """The non-saturating generator loss ``-log D(G(z))`` (Goodfellow et al., 2014)."""
+    """The non-saturating generator loss ``-log D(G(z))`` (Goodfellow et al., 2014).
+
+    ``loss_g = mean_j -log sigmoid(f_j)``, computed from the logits (binary cross-entropy with target 1).
+
+    Parameters
+    ----------
+    fake_logits : torch.Tensor, shape (B,)
+        Discriminator logits ``f`` (before the sigmoid) of generated images.
+
+    Returns
+    -------
+    torch.Tensor
+        Scalar loss in nats, averaged over the batch.
+    """
     return F.binary_cross_entropy_with_logits(fake_logits, torch.ones_like(fake_logits))
 
 
@@ -88,7 +120,25 @@ class GANTask(ImageTask):
         self._log("val_loss_g", generator_loss(fake_logits), len(real))
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """uint8 ``(n, 28, 28)`` generated digits for ``z ~ N(0, I)``, ``round(255 G(z))``."""
+        """uint8 ``(n, 28, 28)`` generated digits for ``z ~ N(0, I)``, ``round(255 G(z))``.
+
+        Parameters
+        ----------
+        n : int
+            Number of digits, 0 or more.
+        seed : int, default=0
+            Seed of the CPU generator that draws ``z``: the same seed gives the same digits.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(n, 28, 28)``: ``round(255 G(z))`` of the generator's pixel intensities in [0, 1].
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``n`` is not a non-negative integer or ``seed`` not an integer.
+        """
         z = torch.randn(count(n), self.hparams.latent_dim, generator=seeded(seed))
         return self._decode(self.generator, z)
 
@@ -196,24 +246,105 @@ class InfoGANTask(ImageTask):
     # -- inference ------------------------------------------------------------------------------------
 
     def sample_noise(self, n: int, seed: int = 0) -> np.ndarray:
-        """float32 ``(n, noise)`` N(0, I) noise: the very noise behind ``sample_with_codes(n, seed)``."""
+        """float32 ``(n, noise)`` N(0, I) noise: the very noise behind ``sample_with_codes(n, seed)``.
+
+        Parameters
+        ----------
+        n : int
+            Number of noise vectors, 0 or more.
+        seed : int, default=0
+            Seed of the CPU generator.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``(n, noise)``, ``noise`` the noise width of the task's codes (62 in setting A).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``n`` is not a non-negative integer or ``seed`` not an integer.
+        """
         return torch.randn(count(n), self.code_spec.noise, generator=seeded(seed)).numpy()
 
     def sample_with_codes(self, n: int, seed: int = 0) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         """Digits from codes and noise drawn from the prior: uint8 ``(n, 28, 28)`` images and the
         codes by column name (``code_columns()``): int64 class indices ``0..K-1`` for categorical
-        codes, float32 values for continuous and binary (0/1) codes."""
+        codes, float32 values for continuous and binary (0/1) codes.
+
+        Prior: categorical codes uniform over ``0..K-1``, continuous codes uniform in [-1, 1), binary
+        codes 0 or 1 with probability 1/2 each, noise ``N(0, I)``.
+
+        Parameters
+        ----------
+        n : int
+            Number of digits, 0 or more.
+        seed : int, default=0
+            Seed of the CPU generator: the same seed gives the same codes, noise and digits.
+
+        Returns
+        -------
+        images : numpy.ndarray
+            uint8 ``(n, 28, 28)``, ``round(255 G(codes, noise))``.
+        codes : dict of str to numpy.ndarray
+            ``(n,)`` per code column ``c1, c2, ...`` (categorical, then continuous, then binary); the
+            noise is not included (see :meth:`sample_noise`).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``n`` is not a non-negative integer or ``seed`` not an integer.
+        """
         sampled = self.code_spec.sample(count(n), generator=seeded(seed))
         images = self._decode(self.generator, self.code_spec.assemble(sampled))
         return images, {c: sampled[c].numpy() for c in self.code_spec.code_columns()}
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """uint8 ``(n, 28, 28)`` digits from codes and noise drawn from the prior."""
+        """uint8 ``(n, 28, 28)`` digits from codes and noise drawn from the prior.
+
+        Parameters
+        ----------
+        n : int
+            Number of digits, 0 or more.
+        seed : int, default=0
+            Seed of the CPU generator; the digits are those of ``sample_with_codes(n, seed)``.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(n, 28, 28)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``n`` is not a non-negative integer or ``seed`` not an integer.
+        """
         return self.sample_with_codes(n, seed)[0]
 
     def generate(self, codes: Mapping[str, Any], noise: Any) -> np.ndarray:
         """uint8 digits for given codes (by column name, ``(n,)`` each, as ``sample_with_codes``
-        returns them) and noise ``(n, noise)``; for latent traversals vary a code, fix the rest."""
+        returns them) and noise ``(n, noise)``; for latent traversals vary a code, fix the rest.
+
+        Parameters
+        ----------
+        codes : mapping of str to array-like
+            One ``(n,)`` array or tensor per code column of ``code_columns()``: class indices ``0..K-1``
+            for categorical codes, real values for continuous and binary codes. A ``"noise"`` entry is
+            ignored (``noise`` is used); other unknown keys too.
+        noise : array-like, shape (n, noise)
+            The noise part of the generator input, e.g. from :meth:`sample_noise`.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(n, 28, 28)``, ``round(255 G(codes, noise))``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When a code column is missing, a code is not ``(n,)``, the noise is not ``(n, noise)``, a
+            categorical code is not a class index ``0..K-1``, or a value is NaN or infinite.
+        """
         latent = self.code_spec.assemble({**{c: codes[c] for c in codes if c != NOISE_KEY}, NOISE_KEY: noise})
         return self._decode(self.generator, latent)
 
@@ -223,6 +354,28 @@ class InfoGANTask(ImageTask):
         Keys ``code_columns()``: categorical -> arg-max class (int64), continuous -> predicted mean,
         binary -> 1.0 where ``p > 0.5`` else 0.0. Also ``<c>_probabilities`` ``(N, K)`` per
         categorical code, ``<c>_std`` per continuous code, ``<c>_probability`` per binary code.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one 28x28 grey digit: uint8 (0-255) or float in [0, 1], ``(N, 28, 28)`` or
+            ``(N, 1, 28, 28)``.
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Per categorical code ``c``: ``c`` int64 ``(N,)`` and ``c_probabilities`` float32 ``(N, K)``
+            (softmax of Q's logits). Per continuous code: ``c`` float32 ``(N,)`` mean and ``c_std``
+            float32 ``(N,)`` standard deviation (``exp`` of the log-std, clamped to ``LOG_STD_RANGE``).
+            Per binary code: ``c`` float32 ``(N,)`` 0.0 / 1.0 and ``c_probability`` float32 ``(N,)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` is not a batch of 28x28 grey images following the pixel rule, or
+            ``batch_size`` is below 1.
         """
         array = check_images(images)
         with evaluating(self):

@@ -124,14 +124,54 @@ class SupervisedTask(ImageTask):
         return {"optimizer": optimizer, "lr_scheduler": {"scheduler": schedule, "interval": "step"}}
 
     def outputs(self, images: Any, batch_size: int = EVAL_BATCH) -> torch.Tensor:
-        """The network's raw outputs ``(N, num_outputs)`` (logits or values) on ``images``."""
+        """The network's raw outputs ``(N, num_outputs)`` (logits or values) on ``images``.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of ``image_shape``: uint8 (0-255) or float in [0, 1], ``(N, H, W)`` grey
+            or ``(N, H, W, C)`` colour (channels-first accepted).
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        torch.Tensor
+            float32 ``(N, num_outputs)`` on the CPU, without gradients: class logits (before the softmax)
+            for classification, the predicted value (``num_outputs == 1``) for regression.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` breaks the image rule of :func:`~repscope.train.tasks.base.check_images`, or
+            ``batch_size`` is below 1.
+        """
         array = check_images(images, image_shape=self.image_shape)
         with evaluating(self):
             return torch.cat([self(chunk).cpu() for chunk in image_batches(array, batch_size, self.device)])
 
     def predict(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
         """Class indices (int64) or regression values (float32), one per image of ``images``: uint8
-        (0-255) or float in [0, 1], ``(N, H, W)`` grey or ``(N, H, W, C)`` colour (channels-first accepted)."""
+        (0-255) or float in [0, 1], ``(N, H, W)`` grey or ``(N, H, W, C)`` colour (channels-first accepted).
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of ``image_shape``, as for :meth:`outputs`.
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N,)``: int64 arg-max of the logits (classification) or float32 predicted values
+            (regression).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` breaks the image rule, or ``batch_size`` is below 1.
+        """
         joined = self.outputs(images, batch_size)
         if self.hparams.kind == "classification":
             return joined.argmax(1).numpy().astype(np.int64)

@@ -63,12 +63,49 @@ class VAETask(ImageTask):
         self.encoder, self.decoder = build_autoencoder(architecture, shape, latent_dim)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``{"regulariser": beta * KL, "kl": KL}``, each averaged over the batch."""
+        """``{"regulariser": beta * KL, "kl": KL}``, each averaged over the batch.
+
+        ``KL(q(z|x) || N(0, I)) = 1/2 sum_j (mu_j^2 + sigma_j^2 - 1 - log sigma_j^2)`` per image, summed
+        over the latent dimensions, in nats.
+
+        Parameters
+        ----------
+        mean : torch.Tensor, shape (B, latent_dim)
+            Posterior means ``mu``.
+        log_var : torch.Tensor, shape (B, latent_dim)
+            Posterior log-variances ``log sigma^2``.
+        z : torch.Tensor, shape (B, latent_dim)
+            The reparameterised sample; unused here, there for subclasses (e.g. total-correlation terms).
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            Scalar tensors (with gradients): ``regulariser`` = ``beta * kl``, added to the loss, and ``kl``,
+            the batch mean of the KL in nats. Subclasses may add further logged keys.
+        """
         kl = 0.5 * (mean.pow(2) + log_var.exp() - 1.0 - log_var).sum(1).mean()
         return {"regulariser": self.hparams.beta * kl, "kl": kl}
 
     def losses(self, images: torch.Tensor) -> dict[str, torch.Tensor]:
-        """``loss`` = reconstruction + regulariser, and its parts, on float images ``(B, C, H, W)``."""
+        """``loss`` = reconstruction + regulariser, and its parts, on float images ``(B, C, H, W)``.
+
+        With one reparameterised sample ``z = mu + sigma * eps``, ``eps ~ N(0, I)`` (the global torch RNG)::
+
+            reconstruction = mean_batch sum_pixels BCE(x, sigmoid(decoder logits(z)))
+            loss           = reconstruction + beta * KL          (see :meth:`regulariser`)
+
+        Parameters
+        ----------
+        images : torch.Tensor, shape (B, C, H, W)
+            float32 pixel intensities in [0, 1] (the Bernoulli targets), on the module's device.
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            Scalar tensors in nats per image, averaged over the batch, with gradients: ``loss`` (for
+            ``beta = 1`` a one-sample estimate of the negative ELBO), ``reconstruction``, and the other keys
+            of :meth:`regulariser` (``kl``; ``regulariser`` itself is not returned).
+        """
         mean, log_var = self.encoder(images)
         z = mean + torch.randn_like(mean) * torch.exp(0.5 * log_var)
         logits = self.decoder(z, logits=True)
@@ -91,21 +128,75 @@ class VAETask(ImageTask):
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
 
     def encode(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
-        """Posterior means ``(N, latent_dim)`` float32 of ``images`` (uint8 or float in [0, 1])."""
+        """Posterior means ``(N, latent_dim)`` float32 of ``images`` (uint8 or float in [0, 1]).
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of ``image_shape``: uint8 (0-255) or float in [0, 1], ``(N, H, W)`` grey or
+            ``(N, H, W, C)`` colour (channels-first accepted).
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``(N, latent_dim)`` posterior means ``mu`` (no sampling).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` breaks the image rule of :func:`~repscope.train.tasks.base.check_images`, or
+            ``batch_size`` is below 1.
+        """
         array = check_images(images, image_shape=self.image_shape)
         with evaluating(self):
             means = [self.encoder(chunk)[0] for chunk in image_batches(array, batch_size, self.device)]
         return torch.cat(means).cpu().numpy().astype(np.float32)
 
     def decode(self, codes: Any) -> np.ndarray:
-        """uint8 images of codes ``(N, latent_dim)``: the decoder's Bernoulli means, ``round(255 p)``."""
+        """uint8 images of codes ``(N, latent_dim)``: the decoder's Bernoulli means, ``round(255 p)``.
+
+        Parameters
+        ----------
+        codes : array-like, shape (N, latent_dim)
+            Latent vectors (cast to float32); ``N`` may be 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(N, H, W)`` grey or ``(N, H, W, C)`` colour images.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``codes`` is not 2-D with ``latent_dim`` columns.
+        """
         z = torch.as_tensor(np.asarray(codes, dtype=np.float32))
         if z.ndim != 2 or z.shape[1] != self.hparams.latent_dim:
             raise InvalidArgumentError(f"codes: expected shape (N, {self.hparams.latent_dim}), got {tuple(z.shape)}")
         return self._decode(self.decoder, z)
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """uint8 images of ``z ~ N(0, I)``: ``(n, H, W)`` grey or ``(n, H, W, C)`` colour."""
+        """uint8 images of ``z ~ N(0, I)``: ``(n, H, W)`` grey or ``(n, H, W, C)`` colour.
+
+        Parameters
+        ----------
+        n : int
+            Number of images, 0 or more.
+        seed : int, default=0
+            Seed of the CPU generator that draws ``z``: the same seed gives the same images.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(n, H, W)`` or ``(n, H, W, C)``: ``round(255 p)`` of the decoder's Bernoulli means.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``n`` is not a non-negative integer or ``seed`` not an integer.
+        """
         z = torch.randn(count(n), self.hparams.latent_dim, generator=seeded(seed))
         return self._decode(self.decoder, z)
 
