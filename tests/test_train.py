@@ -102,6 +102,21 @@ def test_training_writes_the_run_directory_and_learns(lenet_run):
     assert stored["model"] == {"name": "lenet5", "params": {"lr": 0.002}} and "repscope_version" in stored
 
 
+def test_the_training_report_is_drawn_without_warnings(lenet_run):
+    """A user sees the report path, not matplotlib's layout warnings (tight_layout on a constrained figure)."""
+    import warnings
+
+    from repscope.report.training import training_report
+    from repscope.train.run import epoch_curves
+
+    outcome, root = lenet_run
+    config = load_config(root / "lenet.yaml", TrainConfig)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        report = training_report(config, outcome.task, outcome.data, outcome.metrics, epoch_curves(outcome.run.root))
+    assert "test_accuracy" in report.render()
+
+
 def test_reloaded_final_weights_give_the_same_outputs(lenet_run):
     outcome, _ = lenet_run
     images = outcome.data.arrays("test", ["image"])["image"]

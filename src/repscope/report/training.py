@@ -32,8 +32,7 @@ def _curves_figure(curves: pd.DataFrame) -> Any:
     axis.set_xlabel("epoch")
     axis.set_ylabel("value")
     axis.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return fig  # laid out by new_figure's constrained layout
 
 
 def _baseline(dataset: Any) -> tuple[str, float] | None:
