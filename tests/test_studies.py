@@ -249,3 +249,27 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
         rng=0,
     )["mmd2"]
     assert metrics["models"]["VAE 4-d"]["quadratic_mmd2"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+
+
+def test_each_trained_model_is_named_with_its_place_in_the_study(tmp_path, monkeypatch):
+    """Progress bars say which model trains and how many are left (the study trains several in a row)."""
+    import repscope.studies.common as common
+
+    descriptions = []
+    real_train = common.train
+
+    def recording_train(config, **kwargs):
+        descriptions.append(kwargs.get("description"))
+        return real_train(config, **kwargs)
+
+    monkeypatch.setattr(common, "train", recording_train)
+    config = SupervisedConfig(
+        data=TINY_DATA, training=TINY_TRAINING, models=["knn", "mlp", "lenet5"], tasks=["recognition", "thickness"]
+    )
+    run_supervised(config, out=tmp_path / "run")
+    assert descriptions == [
+        "training mlp-recognition (mlp), model 1 of 4",
+        "training lenet5-recognition (lenet5), model 2 of 4",
+        "training mlp-thickness (mlp), model 3 of 4",
+        "training lenet5-thickness (lenet5), model 4 of 4",
+    ]

@@ -54,10 +54,17 @@ def member_config(member: MemberModel, data: Named, training: TrainingSection, s
 
 
 def train_or_load(
-    member: MemberModel, data: Named, training: TrainingSection, seed: int, out: Path, source: str
+    member: MemberModel,
+    data: Named,
+    training: TrainingSection,
+    seed: int,
+    out: Path,
+    source: str,
+    position: tuple[int, int] | None = None,
 ) -> tuple[Any, dict[str, Any]]:
     """The trained task of ``member`` and its training metrics: loaded from ``member.checkpoint``, or
-    trained into ``out`` (a run directory of its own, resumable with ``repscope train --resume``)."""
+    trained into ``out`` (a run directory of its own, resumable with ``repscope train --resume``).
+    ``position`` ``(k, n)``: the k-th of the study's n models, named in the progress bar."""
     if member.checkpoint:
         path = Path(member.checkpoint)
         task = load_task(path, model=member.name)
@@ -66,7 +73,10 @@ def train_or_load(
         return task, {**metrics, "loaded_from": str(path)}
     config = member_config(member, data, training, seed)
     config.check_params(f"{source}: model {member.label!r}")
-    outcome = train(config, out=out, source=f"{source}: model {member.label!r}")
+    description = f"training {member.label} ({member.name})"
+    if position is not None:
+        description += f", model {position[0]} of {position[1]}"
+    outcome = train(config, out=out, source=f"{source}: model {member.label!r}", description=description)
     outcome.task.eval()
     return outcome.task, outcome.metrics
 

@@ -133,7 +133,13 @@ def run_disentangle(
         )
         data_named = Named(name="morpho-mnist", params={**data_params, "set": set_name, "target": "none"})
         task, train_metrics = train_or_load(
-            member, data_named, config.training, config.seed, run.path("models", setting.label.lower()), source
+            member,
+            data_named,
+            config.training,
+            config.seed,
+            run.path("models", setting.label.lower()),
+            source,
+            position=(k + 1, len(config.settings)),
         )
         data = load_morpho_mnist(set=set_name, target="none", **data_params)
         categorical = codes.categorical_columns()

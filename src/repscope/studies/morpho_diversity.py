@@ -121,6 +121,7 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
             config.seed,
             run.path("models", slug(member.label)),
             source,
+            position=(k + 1, len(config.models)),
         )
         train_metrics[member.label] = {
             key: metrics.get(key) for key in ("epochs", "fit_seconds", "test_loss") if key in metrics

@@ -88,6 +88,7 @@ def run_supervised(
     rows: dict[str, dict[str, float]] = {model: {} for model in config.models}
     details = []
     chance: dict[str, float] = {}
+    trained, to_train = 0, len(config.tasks) * sum(model not in SKLEARN for model in config.models)
     for task_name in config.tasks:
         train_set, target, test_sets = TASKS[task_name]
         data = load_morpho_mnist(set=train_set, target=target, **data_params)
@@ -111,6 +112,7 @@ def run_supervised(
                 predict = lambda images, fitted=estimator: fitted.predict(_flat(images))  # noqa: E731
             else:
                 member = MemberModel(label=f"{model}-{task_name}", name=model)
+                trained += 1
                 task, _ = train_or_load(
                     member,
                     Named(name="morpho-mnist", params={**data_params, "set": train_set, "target": target}),
@@ -118,6 +120,7 @@ def run_supervised(
                     config.seed,
                     run.path("models", f"{model}-{task_name}"),
                     source,
+                    position=(trained, to_train),
                 )
                 predict = task.predict
             for test_name, evaluation in evaluations.items():
