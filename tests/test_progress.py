@@ -115,6 +115,24 @@ def test_training_inside_bars_on_a_terminal(fake_terminal):
     assert "training Tiny shape (1 of 2): epoch" in fake_terminal.getvalue()
 
 
+def test_a_long_description_gives_way_to_the_numbers_on_a_narrow_terminal(monkeypatch):
+    """At 80 columns rich squashed every column, so counts and times read '0/…' and '0:0…'."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    monkeypatch.setattr(progress, "interactive", lambda: True)
+    monkeypatch.setattr(
+        progress, "_make_console", lambda: Console(file=buffer, force_terminal=True, width=80, color_system=None)
+    )
+    description = "training lenet5-recognition (2 of 4): epoch 1 of 5 on a very long description"
+    with progress.progress_bar(description, total=2800) as update:
+        update(140)
+        progress._DISPLAY._progress.refresh()
+    drawn = buffer.getvalue()
+    assert "140/2800" in drawn and "training lenet5-recognition" in drawn
+    assert "…" in drawn  # the description is what was cut
+
+
 def test_lines_when_not_a_terminal(pipe, capsys):
     with progress.progress_bar("measuring 4 digits", total=4, every_seconds=0) as update:
         for done in range(1, 5):

@@ -268,8 +268,8 @@ def test_each_trained_model_is_named_with_its_place_in_the_study(tmp_path, monke
     )
     run_supervised(config, out=tmp_path / "run")
     assert descriptions == [
-        "training mlp-recognition (mlp), model 1 of 4",
-        "training lenet5-recognition (lenet5), model 2 of 4",
-        "training mlp-thickness (mlp), model 3 of 4",
-        "training lenet5-thickness (lenet5), model 4 of 4",
+        "training mlp-recognition (1 of 4)",
+        "training lenet5-recognition (2 of 4)",
+        "training mlp-thickness (3 of 4)",
+        "training lenet5-thickness (4 of 4)",
     ]

@@ -40,6 +40,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Column
 
 MODES = ("bar", "lines", "off")
 DEFAULT_EVERY_SECONDS = 5.0
@@ -122,6 +123,10 @@ def progress_line(description: str, done: int, total: int | None, elapsed: float
 # the shared rich display
 
 
+# what the bar's other columns need: a bar of ~15 cells, "12345/12345", two times, the gaps
+NUMBERS_WIDTH = 42
+
+
 def _make_console() -> Any:
     return Console(stderr=True)
 
@@ -141,13 +146,19 @@ class _SharedDisplay:
     def acquire(self) -> Any:
         with self._lock:
             if self._progress is None:
+                console = _make_console()
+                # on a narrow terminal rich would squash the counts and times to "0:0…": the
+                # description gives way instead (cut with an ellipsis), the numbers stay whole
+                description = Column(
+                    no_wrap=True, overflow="ellipsis", max_width=max(12, console.width - NUMBERS_WIDTH)
+                )
                 progress = Progress(
-                    TextColumn("{task.description}"),
-                    BarColumn(),
+                    TextColumn("{task.description}", table_column=description),
+                    BarColumn(bar_width=None),
                     MofNCompleteColumn(),
                     TimeElapsedColumn(),
                     TimeRemainingColumn(),
-                    console=_make_console(),
+                    console=console,
                     transient=True,
                 )
                 progress.start()

@@ -73,9 +73,9 @@ def train_or_load(
         return task, {**metrics, "loaded_from": str(path)}
     config = member_config(member, data, training, seed)
     config.check_params(f"{source}: model {member.label!r}")
-    description = f"training {member.label} ({member.name})"
+    description = f"training {member.label}"
     if position is not None:
-        description += f", model {position[0]} of {position[1]}"
+        description += f" ({position[0]} of {position[1]})"
     outcome = train(config, out=out, source=f"{source}: model {member.label!r}", description=description)
     outcome.task.eval()
     return outcome.task, outcome.metrics
