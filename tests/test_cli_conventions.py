@@ -305,3 +305,30 @@ def test_ctrl_c_under_a_live_bar_on_a_terminal(tmp_path):
     assert code == 130, text[-2000:]
     assert text.count("repscope: interrupted") == 1 and "Traceback" not in text, text[-2000:]
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "busy, preset, expected",
+    [(1, None, "PASSIVE"), (0, None, None), (1, "ACTIVE", "ACTIVE")],
+)
+def test_openmp_waits_passively_only_beside_busy_cores_and_keeps_the_users_choice(busy, preset, expected):
+    """Beside a busy process, spinning OpenMP threads made training 5-7x slower; on a quiet machine
+    passive waiting costs speed, and a value the user set is theirs. Run in a fresh interpreter:
+    the policy must be set before torch loads."""
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "import os, sys\n"
+        "import repscope.resources as r\n"
+        f"r.busy_cores = lambda: {busy}\n"
+        "acted = r.wait_passively_when_busy()\n"
+        "assert 'torch' not in sys.modules\n"
+        "print(acted, os.environ.get('OMP_WAIT_POLICY'))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    if preset is not None:
+        env["OMP_WAIT_POLICY"] = preset
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split() == [str(expected == "PASSIVE" and preset is None), str(expected)]

@@ -167,7 +167,8 @@ def test_missing_cache_is_trained_once_with_the_defaults(tmp_path, monkeypatch, 
     monkeypatch.setattr(sc, "DEFAULT_VAL_SIZE", 64)
     monkeypatch.setattr(sc, "DEFAULT_EPOCHS", 1)
     classifiers = load_classifiers(1, progress=False)
-    assert "training them once" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "training them once" in err and "min on 2 CPU cores" in err  # says so, and how long it takes
     assert classifiers.metadata["attributes"]["shape"]["n_train"] == 128
     assert (classifiers_dir(1) / "shape.ckpt").is_file()
     load_classifiers(1)
