@@ -12,9 +12,16 @@ from repscope.data.sprites.attributes import (
     compose_caption,
     parse_caption,
 )
-from repscope.data.sprites.cdsprites import CdSpritesPlus, counter_uniforms, default_size, stream_key
+from repscope.data.sprites.cdsprites import (
+    CdSpritesPlus,
+    counter_uniforms,
+    default_size,
+    jitter_images,
+    paste_background,
+    stream_key,
+)
 from repscope.data.sprites.loader import CdSpritesDataset, cdsprites_loader, image_to_float
-from repscope.data.sprites.textures import COLOUR_AMPLITUDE
+from repscope.data.sprites.textures import TEXTURE_FAMILIES, brighten, darken, resize, stretch
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
 
@@ -88,54 +95,173 @@ def test_levels_1_2_are_white_shapes_on_black_that_fit_whole():
     assert abs(square_big.mean() - 18 * 18) < 12  # half-side 9 px
 
 
-def test_level_4_shapes_lie_inside_their_quadrant():
-    images, _, table = CdSpritesPlus(4, size=480, seed=2).batch(np.arange(480))
+# the reference generator's word -> dSprites class mappings (data_proc/cdSprites.py), written out here
+LEFT_OR_TOP = {1, 2, 3, 5, 6, 7, 8, 9}
+RIGHT_OR_BOTTOM = {26, 27, 28, 29, 30, 31}
+
+
+def test_position_words_pick_the_reference_position_classes():
+    gen = CdSpritesPlus(4, size=4800, seed=2)
+    factors = gen.factors(np.arange(4800))
+    for position, word in enumerate(ATTRIBUTE_VALUES["position"]):
+        rows = factors["position"] == position
+        vertical, horizontal = word.split()
+        expected_x = LEFT_OR_TOP if horizontal == "left" else RIGHT_OR_BOTTOM
+        expected_y = LEFT_OR_TOP if vertical == "top" else RIGHT_OR_BOTTOM
+        # every allowed class is used, and no other
+        assert set(factors["posX_class"][rows].tolist()) == expected_x, word
+        assert set(factors["posY_class"][rows].tolist()) == expected_y, word
+    # without a position word (levels 1-3) the centre is any class 5-29 on each axis
+    middle = CdSpritesPlus(3, size=3000, seed=2).factors(np.arange(3000))
+    assert set(middle["posX_class"].tolist()) == set(range(5, 30)) == set(middle["posY_class"].tolist())
+
+
+def test_the_shape_is_drawn_where_its_position_classes_put_it():
+    gen = CdSpritesPlus(4, size=240, seed=3)
+    images, _, table = gen.batch(np.arange(240))
+    factors = gen.factors(np.arange(240))
     on = images.max(-1) > 0
-    for k in range(len(images)):
-        vertical, horizontal = divmod(int(table[k, 3]), 2)
+    for k in range(240):
         rows, cols = np.nonzero(on[k])
-        assert rows.size > 0
-        assert np.all(rows // 32 == vertical) and np.all(cols // 32 == horizontal), ATTRIBUTE_VALUES["position"][
-            table[k, 3]
-        ]
+        # the shape's centre of mass is its centre (pixel centres at +0.5), for every shape and angle
+        assert abs(cols.mean() + 0.5 - factors["centre_x"][k]) < 2.0
+        assert abs(rows.mean() + 0.5 - factors["centre_y"][k]) < 2.5  # the heart's mass sits low
+        vertical, horizontal = divmod(int(table[k, 3]), 2)
+        assert (factors["centre_x"][k] > 32) == bool(horizontal) and (factors["centre_y"][k] > 32) == bool(vertical)
+        assert rows.min() > 0 and cols.min() > 0 and rows.max() < 63 and cols.max() < 63  # whole shapes
 
 
-def test_level_3_colours_are_the_named_rgb_with_texture():
+def test_sizes_are_the_reference_scale_classes_and_level_1_is_big():
+    factors = CdSpritesPlus(2, size=600, seed=1).factors(np.arange(600))
+    assert set(factors["scale_class"][factors["size"] == 0].tolist()) == {5}  # big: dSprites scale 1.0
+    assert set(factors["scale_class"][factors["size"] == 1].tolist()) == {0}  # small: scale 0.5
+    assert set(CdSpritesPlus(1, size=300).factors(np.arange(300))["scale_class"].tolist()) == {5}
+
+
+def test_every_orientation_class_is_drawn_uniformly():
+    factors = CdSpritesPlus(5, size=8000, seed=4).factors(np.arange(8000))
+    counts = np.bincount(factors["orientation_class"], minlength=40)
+    assert len(counts) == 40 and counts.min() > 0.6 * 200 and counts.max() < 1.4 * 200
+    assert np.allclose(factors["orientation"], np.linspace(0, 2 * np.pi, 40)[factors["orientation_class"]])
+
+
+def test_brightness_rules_by_hand():
+    values = np.array([0, 5, 100, 130, 131, 200, 201, 255], dtype=np.uint8)
+    # shapes and light backgrounds: v > 130 -> 255, else v + 125
+    assert brighten(values).tolist() == [125, 130, 225, 255, 255, 255, 255, 255]
+    # dark backgrounds: v < 200 -> 0, then v <= 200 -> v - 200 in uint8 (0 wraps to 56)
+    assert darken(values).tolist() == [56, 56, 56, 56, 56, 0, 201, 255]
+
+
+def test_min_max_stretch_and_resize_by_hand():
+    assert stretch(np.array([[3, 5], [7, 11]])).tolist() == [[0, 64], [128, 255]]  # 63.75, 127.5 round up
+    assert stretch(np.full((2, 2), 9.0)).tolist() == [[0, 0], [0, 0]]
+    row = np.array([[0.0, 10.0, 20.0, 30.0]] * 4)
+    # shrinking samples at (i + 0.5) * 2 - 0.5 = 0.5 and 2.5: between pixels, not their average of four
+    assert np.allclose(resize(row, 2), [[5.0, 25.0]] * 2)
+    # enlarging clamps at the borders: positions -0.25 (-> 0), 0.25, 0.75, 1.25 (-> 1)
+    assert np.allclose(resize(np.array([[0.0, 10.0]] * 2), 4)[0], [0.0, 2.5, 7.5, 10.0])
+
+
+@pytest.mark.parametrize("level", [1, 2, 3, 4, 5])
+def test_every_image_is_stretched_to_the_full_range(level):
+    images = CdSpritesPlus(level, size=120, seed=level).batch(np.arange(120))[0]
+    flat = images.reshape(120, -1)
+    assert np.all(flat.min(1) == 0) and np.all(flat.max(1) == 255)
+
+
+def test_shapes_are_the_colour_times_a_brightened_texture_on_black():
     images, _, table = CdSpritesPlus(3, size=300, seed=4).batch(np.arange(300))
     on = images.max(-1) > 0
-    means = np.array([images[k][on[k]].mean(0) for k in range(300)])
-    spreads = np.array([images[k][on[k]].astype(float).std(0).max() for k in range(300) if table[k, 1] == 0])
-    named = np.array([COLOUR_RGB[name] for name in ATTRIBUTE_VALUES["colour"]], dtype=float)
-    # every shape's mean colour is nearest its own named colour, within the texture's swing
-    nearest = np.linalg.norm(means[:, None, :] - named[None], axis=2).argmin(1)
-    assert np.array_equal(nearest, table[:, 2])
-    assert np.abs(means - named[table[:, 2]]).max() < 3 * COLOUR_AMPLITUDE
-    assert np.median(spreads) > 3  # textured, not flat
+    for image, mask, colour in zip(images, on, table[:, 2]):
+        rgb = np.array(COLOUR_RGB[ATTRIBUTE_VALUES["colour"][colour]], dtype=float)
+        pixels = image[mask].astype(float)
+        # every shape pixel is one grey level times the colour: channel ratios are the colour's
+        main = int(rgb.argmax())
+        scale = pixels[:, main] / 255.0
+        assert np.abs(pixels - scale[:, None] * rgb * 255.0 / rgb[main]).max() <= 1.0
+        # the brightened texture spans 125-255 before the stretch: the dimmest shape pixel is >= 125/255
+        assert scale.min() >= 125 / 255 - 0.01 and scale.max() == 1.0
+        assert not image[~mask].any()  # black around the shape (levels 3-4)
 
 
-def test_level_5_backgrounds_are_dark_or_light_and_textured():
-    images, _, table = CdSpritesPlus(5, size=240, seed=6).batch(np.arange(240))
-    border = np.concatenate([images[:, 0], images[:, -1]], axis=1).mean((1, 2))
-    dark, light = border[table[:, 4] == 0], border[table[:, 4] == 1]
-    assert dark.max() < 100 < light.min()
-    assert images.reshape(240, -1, 3).std(1).mean() > 5
+def test_level_5_backgrounds_follow_the_light_and_dark_rules():
+    gen = CdSpritesPlus(5, size=480, seed=6)
+    images, _, table = gen.batch(np.arange(480))
+    background = images.max(-1) == images.min(-1)  # background pixels are grey; the shape's are coloured
+    dark_modes, light_medians = [], []
+    for image, grey, is_dark in zip(images[..., 0], background, table[:, 4] == 0):
+        levels, counts = np.unique(image[grey], return_counts=True)
+        if is_dark:  # everything below 200 became one level (56, or 0 when it is the image's minimum)
+            dark_modes.append((levels[counts.argmax()], counts.max() / grey.sum()))
+        else:
+            light_medians.append(np.median(image[grey]))
+    dark_modes = np.array(dark_modes)
+    assert dark_modes[:, 0].max() <= 56 and dark_modes[:, 1].min() > 0.5
+    # light: brightened to 125-255 (the final stretch lowers it when the shape's dimmest channel is
+    # the image's minimum, as the reference's does)
+    assert np.median(light_medians) > 200 and np.percentile(light_medians, 5) > 128
 
 
-def test_texture_dir_uses_photographs(tmp_path):
-    rng = np.random.default_rng(0)
-    for k in range(3):  # stripes: a texture no noise field makes
-        stripes = (np.indices((120, 140))[1] // (3 + k) % 2 * 200 + rng.integers(0, 40, (120, 140))).astype(np.uint8)
-        Image.fromarray(stripes).save(tmp_path / f"photo{k}.png")
+def test_paste_background_by_hand():
+    shapes = np.zeros((1, 2, 2, 3), dtype=np.uint8)
+    shapes[0, 0, 0] = (200, 100, 0)  # a shape pixel; the other three are black, so background
+    backgrounds = np.array([[[0, 150], [100, 100]]], dtype=np.uint8)
+    out = paste_background(shapes, backgrounds)
+    # before the stretch: min 0, max 200 -> x * 255 / 200
+    assert out[0, 0, 0].tolist() == [255, 128, 0]  # 127.5 rounds to even: 128
+    assert out[0, 0, 1].tolist() == [191, 191, 191] and out[0, 1, 1].tolist() == [128, 128, 128]
+
+
+def test_texture_families_can_be_chosen():
+    bank_families = CdSpritesPlus(5, size=10).textures.family_names
+    assert bank_families == TEXTURE_FAMILIES
+    some = CdSpritesPlus(5, size=600, seed=1, texture_families=["stripes", "dots"])
+    factors = some.factors(np.arange(600))
+    used = {TEXTURE_FAMILIES[i] for i in factors["texture_family"]} | {
+        TEXTURE_FAMILIES[i] for i in factors["background_family"]
+    }
+    assert used == {"stripes", "dots"}
+    every = CdSpritesPlus(5, size=600, seed=1).factors(np.arange(600))
+    assert set(every["texture_family"].tolist()) == set(range(len(TEXTURE_FAMILIES)))
+    assert set(CdSpritesPlus(2, size=30).factors(np.arange(30))["texture"].tolist()) == {-1}  # untextured
+    with pytest.raises(InvalidArgumentError, match="texture_families"):
+        CdSpritesPlus(5, texture_families=["velvet"])
+
+
+def test_jitter_changes_brightness_and_contrast_only():
+    plain = CdSpritesPlus(5, size=60, seed=2)
+    jittered = CdSpritesPlus(5, size=60, seed=2, jitter=0.3)
+    factors = jittered.factors(np.arange(60))
+    assert np.all(np.abs(factors["contrast"] - 1) <= 0.3) and np.all(np.abs(factors["brightness"]) <= 0.3 * 64)
+    assert np.array_equal(plain.batch(np.arange(60))[2], jittered.batch(np.arange(60))[2])
+    expected = jitter_images(plain.batch(np.arange(60))[0], factors["contrast"], factors["brightness"])
+    assert np.array_equal(jittered.batch(np.arange(60))[0], expected)
+    # by hand: contrast 2 around mid-grey, +10 brightness, clipped
+    image = np.array([[[[0, 100, 200]]]], dtype=np.uint8)
+    assert jitter_images(image, np.array([2.0]), np.array([10.0])).ravel().tolist() == [
+        0,
+        82,
+        255,
+    ]  # 82.5 rounds to even
+    with pytest.raises(InvalidArgumentError, match="jitter"):
+        CdSpritesPlus(5, jitter=1.5)
+
+
+def test_texture_dir_photographs_go_through_the_same_steps(tmp_path):
+    step = np.zeros((90, 120), dtype=np.uint8)
+    step[:, 60:] = 255  # dark left half, bright right half
+    Image.fromarray(step).save(tmp_path / "step.png")
     (tmp_path / "notes.txt").write_text("ignored")
-    photo = CdSpritesPlus(5, size=10, texture_dir=tmp_path).batch(np.arange(10))[0]
-    noise = CdSpritesPlus(5, size=10).batch(np.arange(10))[0]
-    assert not np.array_equal(photo, noise)
-
-    # stripes make strong column-to-column jumps in the background
-    def jumps(imgs):
-        return np.abs(np.diff(imgs[:, :8].astype(float), axis=2)).mean()
-
-    assert jumps(photo) > 2 * jumps(noise)
+    gen = CdSpritesPlus(5, size=240, seed=3, texture_dir=tmp_path)
+    assert gen.textures.family_names == ("photo",) and len(gen.textures) == 1
+    images = gen.batch(np.arange(240))[0]
+    background = images.max(-1) == images.min(-1)  # grey pixels; the coloured ones are the shape
+    for image, grey in zip(images[..., 0].astype(int), background):
+        # the left column sits on the photograph's black half: one level (0 became 125 light, 56 dark),
+        # the right column on its white half (255 either way), the image's maximum
+        left, right = image[:, 0][grey[:, 0]], image[:, -1][grey[:, -1]]
+        assert len(set(left.tolist())) == 1 and left.max() < 255 and set(right.tolist()) == {255}
 
 
 def test_bad_texture_dirs_are_clear_errors(tmp_path):
@@ -146,6 +272,8 @@ def test_bad_texture_dirs_are_clear_errors(tmp_path):
     (tmp_path / "broken.png").write_bytes(b"not a png")
     with pytest.raises(DataFormatError, match="broken.png"):
         CdSpritesPlus(3, size=2, seed=9, texture_dir=tmp_path).batch([0])
+    with pytest.raises(InvalidArgumentError, match="texture_families"):
+        CdSpritesPlus(3, size=2, texture_dir=tmp_path, texture_families=["noise"])
 
 
 def test_bad_arguments_are_clear_errors():

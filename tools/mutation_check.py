@@ -159,8 +159,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "textures-unseeded",
         ("src/repscope/data/sprites/textures.py",),
-        "rng = np.random.default_rng([self.seed, 7331])",
-        "rng = np.random.default_rng()",
+        "procedural_photo(name, np.random.default_rng([self.seed, 7331, index, k]))",
+        "procedural_photo(name, np.random.default_rng())",
         ("tests/test_cdsprites.py::test_loader_gives_the_same_bytes_with_zero_or_two_workers",),
         "each process (DataLoader worker) draws its own textures",
     ),

@@ -1,24 +1,35 @@
 """CdSprites+ (Sejnova et al., Sec. 3 and A.1): captioned 64x64x3 sprites over 5 levels, generated
-on demand from ``(level, seed, split, index)``.
+on demand from ``(level, seed, split, index)`` by the published dataset's recipe.
 
-Level L varies the first L attributes of :data:`~repscope.data.sprites.attributes.ATTRIBUTES`:
+The reference generator (``data_proc/cdSprites.py`` and ``config_level{1-5}.json`` of the reference
+toolkit) filters the real dSprites grid and colours the chosen images; this module draws the same
+grid points (with :mod:`repscope.data.sprites.dsprites`) and applies the same steps:
 
-1. shape (square, ellipse, heart), white, big, anywhere, on black;
-2. + size: big = dSprites scale 1.0, small = 0.5 (half-sizes 9 and 4.5 px);
-3. + colour: the shape is textured in red, green, blue, yellow or pink (RGB 192,64,0 / 10,107,60 /
-   0,127,200 / 228,217,111 / 255,0,255);
-4. + position: the whole shape lies inside the named quadrant (top/bottom, left/right);
-5. + background: a dark or light textured background instead of black.
+* **shape**: square, ellipse, heart (dSprites shape classes 0, 1, 2);
+* **size** (level 2+): big = dSprites scale class 5 (1.0), small = class 0 (0.5); level 1 is big;
+* **orientation**: any of dSprites' 40 orientation classes, uniformly (``linspace(0, 2 pi, 40)``);
+* **centre**: levels 1-3 any dSprites position class 5-29 on each axis (the middle of the image);
+  from level 4 the position word picks classes 1-3 and 5-9 (left / top; class 4 is not used) or 26-31
+  (right / bottom) on each axis, so shapes sit near the named corner;
+* **levels 1-2**: a white shape (255) on black, untextured;
+* **colour** (level 3+): the shape's texture (:func:`~repscope.data.sprites.textures.brighten` of a
+  grey photograph, resized to 64x64) times the colour's RGB / 255 (red 192,64,0; green 10,107,60;
+  blue 0,127,200; yellow 228,217,111; pink 255,0,255), times the shape mask, then min-max stretched to
+  0-255 over the whole image (so the brightest channel of the shape reaches 255), on black;
+* **background** (level 5): another texture, ``light`` (brightened as the shape's) or ``dark``
+  (:func:`~repscope.data.sprites.textures.darken`), pasted where the shape image is black (grey level
+  0 by ``cv2``'s BGR-to-grey rule on the reference's channel order), then the whole image min-max
+  stretched again.
 
-Nuisance factors, drawn per sample: orientation uniform on [0, 2 pi) (shapes rotate freely),
-centre uniform over where the whole shape fits (the image, or its quadrant from level 4), texture
-(one of the bank's per-colour textures and a random 64x64 window of it). Shapes are drawn like
-dSprites (a pixel is on when its centre lies inside the shape, no anti-aliasing).
+Textures come from a :class:`~repscope.data.sprites.textures.TextureBank`: procedural stand-ins for
+the DTD photographs in six families (``texture_families`` picks some, e.g. to hold one out of a
+classifier's training), or the user's photographs (``texture_dir``). ``jitter`` adds a
+brightness / contrast change per image (an augmentation for training classifiers; off by default).
 
 Balance: sample ``i`` belongs to block ``i // K`` of ``K`` consecutive samples (``K`` = the level's
 attribute combinations: 3, 6, 30, 120, 240); each block holds every combination once, in a seeded
 random order. Any set of whole blocks is exactly balanced, and any prefix is balanced to within one
-block.
+block. (The reference draws a fixed number of images per combination, so it is balanced too.)
 
 Determinism: every random number of sample ``i`` is a counter-based hash (SplitMix64) of
 ``(seed, level, split, i, k)``: sample ``i`` is the same bytes whether drawn alone, in a batch, in any
@@ -35,6 +46,7 @@ import numpy as np
 from repscope.data.sprites.attributes import (
     ATTRIBUTE_VALUES,
     ATTRIBUTES,
+    COLOUR_RGB,
     DEFAULT_SIZES,
     VALIDATION_FRACTION,
     check_level,
@@ -44,16 +56,30 @@ from repscope.data.sprites.attributes import (
     level_attributes,
 )
 from repscope.data.sprites.captions import encode_captions
-from repscope.data.sprites.dsprites import SPRITE_RADIUS_PX, extent_px, shape_masks
-from repscope.data.sprites.textures import IMAGE_SIZE, TEXTURE_SIZE, texture_bank
+from repscope.data.sprites.dsprites import FACTOR_VALUES, MARGIN_PX
+from repscope.data.sprites.dsprites import render as render_dsprites
+from repscope.data.sprites.textures import (
+    DEFAULT_PER_FAMILY,
+    IMAGE_SIZE,
+    PHOTO_FAMILY,
+    TEXTURE_FAMILIES,
+    texture_bank,
+)
 from repscope.errors import InvalidArgumentError
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
-SIZE_SCALES: tuple[float, ...] = (1.0, 0.5)  # big, small (the ends of the dSprites scale range)
 TEST_SIZE = 10_000  # the paper's coherency test sets (A.2.3)
-PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) + 2
+# the reference's mappings of words to dSprites classes (data_proc/cdSprites.py)
+SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 0)  # big = scale 1.0, small = scale 0.5
+ORIENTATION_CLASSES = 40  # every orientation class of the grid
+CENTRE_CLASSES: tuple[int, ...] = tuple(range(5, 30))  # no position word (levels 1-3)
+NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 5, 6, 7, 8, 9)  # left (x) / top (y); the reference skips 4
+FAR_CLASSES: tuple[int, ...] = tuple(range(26, 32))  # right (x) / bottom (y)
 SHAPE_WHITE = 255
-_DRAWS = 9  # uniforms per sample: angle, x, y, texture, texture window y/x, background, window y/x
+# cv2's BGR -> grey in 14-bit fixed point; the reference's arrays hold our R in cv2's "B" slot
+_GREY_WEIGHTS = (1868, 9617, 4899)  # applied to our R, G, B
+_DRAWS = 9  # uniforms per sample: orientation, x, y, texture family, texture, background family,
+#             background texture, contrast, brightness
 
 
 def default_size(level: int, split: str) -> int:
@@ -146,11 +172,117 @@ def counter_uniforms(key: np.uint64, counters: np.ndarray, draws: int) -> np.nda
 # --------------------------------------------------------------------------------------------
 
 
+RECIPE = "published"  # the reference generator's recipe (module docstring); recorded in dataset.json
+
+
+def _check_families(families: Any, texture_dir: str | None) -> tuple[str, ...] | None:
+    if families is None:
+        return None
+    if isinstance(families, str):
+        families = (families,)
+    names = tuple(str(name) for name in families)
+    allowed = (PHOTO_FAMILY,) if texture_dir is not None else TEXTURE_FAMILIES
+    if not names or any(name not in allowed for name in names) or len(set(names)) != len(names):
+        raise InvalidArgumentError(
+            f"texture_families: must be distinct names among {', '.join(allowed)}, got {list(names)!r}"
+        )
+    return names
+
+
+def _pick(far: np.ndarray, draw: np.ndarray) -> np.ndarray:
+    """dSprites position classes near the named edge: NEAR_CLASSES where ``far`` is 0, FAR_CLASSES where 1."""
+    near, distant = np.asarray(NEAR_CLASSES), np.asarray(FAR_CLASSES)
+    near_pick = near[np.minimum((draw * len(near)).astype(np.int64), len(near) - 1)]
+    far_pick = distant[np.minimum((draw * len(distant)).astype(np.int64), len(distant) - 1)]
+    return np.where(far == 1, far_pick, near_pick)
+
+
+def colour_shapes(masks: np.ndarray, textures: np.ndarray, colours: np.ndarray) -> np.ndarray:
+    """Textured, coloured shapes on black, min-max stretched: the reference's ``make_textured_shape``.
+
+    ``image = stretch(mask * texture * rgb / 255)`` per image, over all three channels together; the
+    minimum is the black outside the shape, so ``image = rint(x * 255 / max(x))`` and the shape's
+    brightest channel reaches 255. Computed in float32 (the reference: float64; rounding may differ by
+    one grey level in rare pixels).
+
+    Parameters
+    ----------
+    masks : numpy.ndarray
+        bool ``(N, 64, 64)``, True on the shape.
+    textures : numpy.ndarray
+        float ``(N, 64, 64)`` grey shape textures, 125-255 (:attr:`TextureBank.shape`).
+    colours : numpy.ndarray
+        int ``(N,)`` colour classes (``ATTRIBUTE_VALUES["colour"]`` order).
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(N, 64, 64, 3)`` RGB.
+    """
+    rgb = np.asarray([COLOUR_RGB[name] for name in ATTRIBUTE_VALUES["colour"]], dtype=np.float32) / 255.0
+    shaded = np.where(masks, textures, 0.0).astype(np.float32)[..., None] * rgb[np.asarray(colours)][:, None, None, :]
+    peak = shaded.reshape(len(shaded), -1).max(1)
+    scale = np.where(peak > 0, 255.0 / np.maximum(peak, 1e-12), 0.0).astype(np.float32)
+    return np.rint(shaded * scale[:, None, None, None]).astype(np.uint8)
+
+
+def paste_background(shapes: np.ndarray, backgrounds: np.ndarray) -> np.ndarray:
+    """Grey backgrounds where the shape image is black, then each image min-max stretched.
+
+    The reference's ``colorize_background``: a pixel is background when its grey level is 0 by
+    ``cv2.cvtColor(..., COLOR_BGR2GRAY)`` applied to the reference's array, whose first channel holds
+    our red (fixed point: ``(1868 R + 9617 G + 4899 B + 8192) >> 14``); then
+    :func:`~repscope.data.sprites.textures.stretch` of the whole image (every channel together).
+
+    Parameters
+    ----------
+    shapes : numpy.ndarray
+        uint8 ``(N, 64, 64, 3)`` RGB shapes on black (:func:`colour_shapes`).
+    backgrounds : numpy.ndarray
+        uint8 ``(N, 64, 64)`` grey backgrounds.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(N, 64, 64, 3)`` RGB, each image stretched to 0-255.
+    """
+    grey = sum(shapes[..., k].astype(np.int32) * weight for k, weight in enumerate(_GREY_WEIGHTS))
+    images = np.where(((grey + 8192) >> 14 == 0)[..., None], backgrounds[..., None], shapes)
+    flat = images.reshape(len(images), -1)
+    low = flat.min(1).astype(np.float32)
+    span = flat.max(1).astype(np.float32) - low
+    scale = np.where(span > 0, 255.0 / np.maximum(span, 1.0), 0.0).astype(np.float32)
+    # per image, a table of the 256 stretched levels (the same rint as stretching every pixel)
+    tables = np.clip(np.rint((np.arange(256, dtype=np.float32)[None, :] - low[:, None]) * scale[:, None]), 0, 255)
+    stretched = np.take_along_axis(tables.astype(np.uint8), flat.astype(np.intp), axis=1)
+    return stretched.reshape(images.shape)
+
+
+def jitter_images(images: np.ndarray, contrast: np.ndarray, brightness: np.ndarray) -> np.ndarray:
+    """``clip(rint(contrast (x - 127.5) + 127.5 + brightness), 0, 255)`` per image.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        uint8 ``(N, H, W, C)``.
+    contrast, brightness : numpy.ndarray
+        float ``(N,)``: the factor around mid-grey and the shift, in grey levels.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, the shape of ``images``.
+    """
+    factor = np.asarray(contrast, dtype=np.float32)[:, None, None, None]
+    shift = np.asarray(brightness, dtype=np.float32)[:, None, None, None]
+    return np.clip(np.rint(factor * (images.astype(np.float32) - 127.5) + 127.5 + shift), 0, 255).astype(np.uint8)
+
+
 class CdSpritesPlus:
     """One split of one CdSprites+ level: ``gen[i] -> (image uint8 (64, 64, 3) RGB, caption, attributes (L,))``.
 
-    ``size`` defaults to the paper's (``default_size``); ``textures`` are procedural from
-    ``texture_seed`` unless ``texture_dir`` names a folder of photographs.
+    ``size`` defaults to the paper's (``default_size``); textures are procedural from ``texture_seed``
+    (all six families, or ``texture_families``) unless ``texture_dir`` names a folder of photographs.
 
     Parameters
     ----------
@@ -166,7 +298,15 @@ class CdSpritesPlus:
         Seed of the procedural texture bank (levels 3-5).
     texture_dir : str or pathlib.Path, optional
         Folder of photographs to make the textures from (see
-        :func:`~repscope.data.sprites.textures.photo_patterns`).
+        :func:`~repscope.data.sprites.textures.load_photos`), each used whole, as the reference uses DTD.
+    texture_families : sequence of str, optional
+        The procedural families to draw textures from (names of
+        :data:`~repscope.data.sprites.textures.TEXTURE_FAMILIES`); default all. Each sample picks a
+        family uniformly, then one of its textures.
+    jitter : float, default=0.0
+        Brightness / contrast augmentation in [0, 1): each image becomes
+        ``clip(rint(c (x - 127.5) + 127.5 + b), 0, 255)`` with ``c ~ U[1 - jitter, 1 + jitter]`` and
+        ``b ~ U[-64 jitter, 64 jitter]`` grey levels. 0 gives the published recipe's images.
 
     Attributes
     ----------
@@ -178,7 +318,7 @@ class CdSpritesPlus:
     Raises
     ------
     InvalidArgumentError
-        When ``level``, ``split``, ``size`` or ``seed`` is invalid.
+        When ``level``, ``split``, ``size``, ``seed``, ``texture_families`` or ``jitter`` is invalid.
     """
 
     def __init__(
@@ -189,6 +329,8 @@ class CdSpritesPlus:
         split: str = "train",
         texture_seed: int = 0,
         texture_dir: str | Path | None = None,
+        texture_families: Any = None,
+        jitter: float = 0.0,
     ) -> None:
         self.level = check_level(level)
         if split not in SPLITS:
@@ -201,16 +343,22 @@ class CdSpritesPlus:
         if self.seed < 0:
             raise InvalidArgumentError(f"seed: must be a non-negative integer, got {seed!r}")
         self.texture_dir = None if texture_dir is None else str(Path(texture_dir).resolve())
+        self.texture_families = _check_families(texture_families, self.texture_dir)
+        if not 0.0 <= float(jitter) < 1.0:
+            raise InvalidArgumentError(f"jitter: must lie in [0, 1), got {jitter!r}")
+        self.jitter = float(jitter)
         self.attributes = level_attributes(self.level)
         self.combinations = combination_count(self.level)
         self._key = stream_key(self.seed, self.level, SPLITS.index(split))
         self._order_key = stream_key(self.seed, self.level, SPLITS.index(split), 1)
         self._textures = None
+        self._choices: list[np.ndarray] | None = None
 
     @property
     def params(self) -> dict[str, Any]:
         """The arguments that decide every sample: ``level``, ``size``, ``seed``, ``split``,
-        ``texture_seed`` and ``texture_dir`` (an absolute path or None)."""
+        ``texture_seed``, ``texture_dir`` (an absolute path or None), ``texture_families`` (a list or
+        None), ``textures_per_family``, ``jitter`` and the ``recipe`` followed."""
         return {
             "level": self.level,
             "size": self.size,
@@ -218,15 +366,26 @@ class CdSpritesPlus:
             "split": self.split,
             "texture_seed": self.texture_seed,
             "texture_dir": self.texture_dir,
+            "texture_families": None if self.texture_families is None else list(self.texture_families),
+            "textures_per_family": DEFAULT_PER_FAMILY,
+            "jitter": self.jitter,
+            "recipe": RECIPE,
         }
 
     @property
     def textures(self):
-        """The :class:`~repscope.data.sprites.textures.TextureBank` (96x96 RGB uint8 textures), built on
-        first use."""
+        """The :class:`~repscope.data.sprites.textures.TextureBank`, built on first use."""
         if self._textures is None:  # built on first use, once per process (workers included)
             self._textures = texture_bank(self.texture_seed, texture_dir=self.texture_dir)
         return self._textures
+
+    def _texture_choices(self) -> list[np.ndarray]:
+        """Per usable family, the bank indices of its textures."""
+        if self._choices is None:
+            bank = self.textures
+            names = self.texture_families or bank.family_names
+            self._choices = [bank.indices((name,)) for name in names]
+        return self._choices
 
     def __len__(self) -> int:
         return self.size
@@ -238,6 +397,7 @@ class CdSpritesPlus:
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_textures"] = None  # workers rebuild the bank from its seed instead of pickling it
+        state["_choices"] = None
         return state
 
     def _check_indices(self, indices: Any) -> np.ndarray:
@@ -278,10 +438,7 @@ class CdSpritesPlus:
         return combinations_to_table(self.level, combos)
 
     def factors(self, indices: Any) -> dict[str, np.ndarray]:
-        """Every factor of the samples: attribute classes (named as ``ATTRIBUTES``) and the nuisance
-        factors ``orientation`` (radians), ``centre_x`` / ``centre_y`` (pixels from the top-left
-        corner), ``texture`` / ``background_texture`` (bank index, -1 when untextured) and the
-        texture windows' offsets.
+        """Every factor of the samples: the attribute classes and the nuisance factors.
 
         Parameters
         ----------
@@ -291,12 +448,14 @@ class CdSpritesPlus:
         Returns
         -------
         dict of str to numpy.ndarray
-            ``(N,)`` arrays: one int64 class column per attribute of the level; ``orientation`` float64
-            in [0, 2 pi) radians; ``centre_x``, ``centre_y`` float64 pixels of the 64x64 image (x to the
-            right, y down); ``texture`` and ``background_texture`` int64 index into the bank's textures of
-            the colour or background (-1 below level 3, resp. 5); ``texture_top``, ``texture_left``,
-            ``background_top``, ``background_left`` int64 offsets in pixels (0-32) of the 64x64 window of
-            the 96x96 texture (0 when untextured).
+            ``(N,)`` arrays: one int64 class column per attribute of the level (named as
+            ``ATTRIBUTES``); the dSprites grid point drawn, ``scale_class``, ``orientation_class``
+            (0-39), ``posX_class`` and ``posY_class`` (0-31; y grows downwards); the same as values,
+            ``orientation`` float64 radians, ``centre_x`` and ``centre_y`` float64 pixels of the 64x64
+            image from its top-left corner; ``texture`` and ``background_texture`` int64 bank indices
+            (-1 below level 3, resp. 5) with their ``texture_family`` and ``background_family`` (index
+            into the bank's family names, -1 when untextured); ``contrast`` and ``brightness`` float64
+            (1 and 0 without jitter).
 
         Raises
         ------
@@ -307,48 +466,53 @@ class CdSpritesPlus:
         table = self.attribute_table(indices)
         n = len(indices)
         column = dict(zip(self.attributes, table.T))
-        size = column.get("size", np.zeros(n, dtype=np.int64))
         u = counter_uniforms(self._key, indices, _DRAWS)
-        radius = np.asarray(SIZE_SCALES)[size] * SPRITE_RADIUS_PX
-        reach = extent_px(radius)
-        if "position" in column:  # the whole shape inside its quadrant
+        size = column.get("size", np.zeros(n, dtype=np.int64))
+        scale_class = np.asarray(SIZE_SCALE_CLASSES)[size]
+        orientation_class = np.minimum((u[:, 0] * ORIENTATION_CLASSES).astype(np.int64), ORIENTATION_CLASSES - 1)
+        if "position" in column:  # near the named corner
             vertical, horizontal = np.divmod(column["position"], 2)  # top left, top right, bottom left, bottom right
-            low_x, low_y = horizontal * (IMAGE_SIZE / 2), vertical * (IMAGE_SIZE / 2)
-            span = IMAGE_SIZE / 2
+            pos_x = _pick(horizontal, u[:, 1])
+            pos_y = _pick(vertical, u[:, 2])
         else:
-            low_x = low_y = np.zeros(n)
-            span = IMAGE_SIZE
-        centre_x = low_x + reach + u[:, 1] * (span - 2 * reach)
-        centre_y = low_y + reach + u[:, 2] * (span - 2 * reach)
-        per_colour = self.textures.per_colour if self.level >= 3 else 0
-        windows = TEXTURE_SIZE - IMAGE_SIZE + 1
-        textured = self.level >= 3
-        backed = self.level >= 5
+            centre = np.asarray(CENTRE_CLASSES)
+            pos_x = centre[np.minimum((u[:, 1] * len(centre)).astype(np.int64), len(centre) - 1)]
+            pos_y = centre[np.minimum((u[:, 2] * len(centre)).astype(np.int64), len(centre) - 1)]
+        span = IMAGE_SIZE - 2.0 * MARGIN_PX
+        none = np.full(n, -1, dtype=np.int64)
+        texture, texture_family = self._draw_textures(u[:, 3], u[:, 4]) if self.level >= 3 else (none, none)
+        background, background_family = (
+            self._draw_textures(u[:, 5], u[:, 6]) if self.level >= 5 else (none.copy(), none.copy())
+        )
         out = {name: column[name] for name in self.attributes}
         out.update(
             {
-                "orientation": 2 * np.pi * u[:, 0],
-                "centre_x": centre_x,
-                "centre_y": centre_y,
-                "texture": np.floor(u[:, 3] * per_colour).astype(np.int64) if textured else np.full(n, -1),
-                "texture_top": np.floor(u[:, 4] * windows).astype(np.int64)
-                if textured
-                else np.zeros(n, dtype=np.int64),
-                "texture_left": np.floor(u[:, 5] * windows).astype(np.int64)
-                if textured
-                else np.zeros(n, dtype=np.int64),
-                "background_texture": np.floor(u[:, 6] * self.textures.per_colour).astype(np.int64)
-                if backed
-                else np.full(n, -1),
-                "background_top": np.floor(u[:, 7] * windows).astype(np.int64)
-                if backed
-                else np.zeros(n, dtype=np.int64),
-                "background_left": np.floor(u[:, 8] * windows).astype(np.int64)
-                if backed
-                else np.zeros(n, dtype=np.int64),
+                "scale_class": scale_class,
+                "orientation_class": orientation_class,
+                "posX_class": pos_x,
+                "posY_class": pos_y,
+                "orientation": FACTOR_VALUES["orientation"][orientation_class],
+                "centre_x": MARGIN_PX + FACTOR_VALUES["posX"][pos_x] * span,
+                "centre_y": MARGIN_PX + FACTOR_VALUES["posY"][pos_y] * span,
+                "texture": texture,
+                "texture_family": texture_family,
+                "background_texture": background,
+                "background_family": background_family,
+                "contrast": 1.0 + self.jitter * (2.0 * u[:, 7] - 1.0),
+                "brightness": 64.0 * self.jitter * (2.0 * u[:, 8] - 1.0),
             }
         )
         return out
+
+    def _draw_textures(self, family_draw: np.ndarray, texture_draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """A family uniformly, then one of its textures uniformly: (bank index, family index)."""
+        choices = self._texture_choices()
+        family = np.minimum((family_draw * len(choices)).astype(np.int64), len(choices) - 1)
+        index = np.empty(len(family), dtype=np.int64)
+        for k, options in enumerate(choices):
+            rows = family == k
+            index[rows] = options[np.minimum((texture_draw[rows] * len(options)).astype(np.int64), len(options) - 1)]
+        return index, self.textures.family[index]
 
     def render(self, factors: dict[str, np.ndarray]) -> np.ndarray:
         """uint8 RGB images ``(N, 64, 64, 3)`` of a factors table (as :meth:`factors` returns).
@@ -362,36 +526,35 @@ class CdSpritesPlus:
         -------
         numpy.ndarray
             uint8 ``(N, 64, 64, 3)`` RGB, 0-255: a white shape on black (levels 1-2), a textured shape on
-            black (3-4) or on a textured background (5).
+            black (3-4) or on a textured background (5), by the recipe of the module docstring.
         """
         n = len(factors["shape"])
-        size = factors.get("size", np.zeros(n, dtype=np.int64))
-        radius = np.asarray(SIZE_SCALES)[size] * SPRITE_RADIUS_PX
-        masks, top, left = shape_masks(
-            factors["shape"], radius, factors["orientation"], factors["centre_x"], factors["centre_y"], PATCH_PX
+        grid = np.stack(
+            [
+                np.zeros(n, dtype=np.int64),
+                factors["shape"],
+                factors["scale_class"],
+                factors["orientation_class"],
+                factors["posX_class"],
+                factors["posY_class"],
+            ],
+            axis=1,
         )
-        images = np.zeros((n, IMAGE_SIZE, IMAGE_SIZE, 3), dtype=np.uint8)
-        p = PATCH_PX
+        masks = render_dsprites(grid).astype(bool)  # (N, 64, 64): the dSprites images the reference filters
         if self.level < 3:
-            for k in range(n):
-                images[k, top[k] : top[k] + p, left[k] : left[k] + p][masks[k]] = SHAPE_WHITE
-            return images
-        bank = self.textures
-        colour, texture = factors["colour"], factors["texture"]
-        t_top, t_left = factors["texture_top"], factors["texture_left"]
-        for k in range(n):
+            images = np.repeat((masks * np.uint8(SHAPE_WHITE))[..., None], 3, axis=-1)
+        else:
+            images = colour_shapes(masks, self.textures.shape[factors["texture"]], factors["colour"])
             if self.level >= 5:
-                b_top, b_left = factors["background_top"][k], factors["background_left"][k]
-                images[k] = bank.backgrounds[
-                    factors["background"][k],
-                    factors["background_texture"][k],
-                    b_top : b_top + IMAGE_SIZE,
-                    b_left : b_left + IMAGE_SIZE,
-                ]
-            r, c = top[k], left[k]
-            rows, cols = t_top[k] + r, t_left[k] + c
-            fill = bank.colours[colour[k], texture[k], rows : rows + p, cols : cols + p]
-            images[k, r : r + p, c : c + p][masks[k]] = fill[masks[k]]
+                bank = self.textures
+                backgrounds = np.where(
+                    (factors["background"] == ATTRIBUTE_VALUES["background"].index("dark"))[:, None, None],
+                    bank.dark[factors["background_texture"]],
+                    bank.light[factors["background_texture"]],
+                )
+                images = paste_background(images, backgrounds)
+        if self.jitter > 0:
+            images = jitter_images(images, factors["contrast"], factors["brightness"])
         return images
 
     def batch(self, indices: Any) -> tuple[np.ndarray, list[str], np.ndarray]:

@@ -1,17 +1,33 @@
-"""Textures of CdSprites+: shape colours (levels 3-5) and dark / light backgrounds (level 5).
+"""Textures of CdSprites+ as the published dataset makes them (Sejnova et al., Sec. 3 and A.1).
 
-A texture is a pattern ``p`` (float, zero mean, unit standard deviation) tinted by a base colour:
-``rgb = clip(base + amplitude * p, 0, 255)``, so the colour names stay what a classifier (and a
-person) reads while no two samples look the same. Patterns are
+The reference generator (``data_proc/cdSprites.py`` of the reference toolkit) takes grey-scale DTD
+photographs and turns each one into a shape texture or a background in a fixed chain of steps, all
+reproduced here as pure functions on arrays:
 
-* procedural (default): seeded multi-octave value noise, ``p = sum_o w_o * upsample(noise_o)`` over
-  grids of 3 to 24 cells, with per-texture random octave weights and an anisotropic stretch, so the
-  bank holds many visibly distinct textures (smooth blotches, fine grain, streaks);
-* or taken from a folder of photographs (``texture_dir``): random 96x96 crops of their luminance,
-  standardised, so real material textures (wood, fabric, stone) tint the shapes instead.
+1. grey-scale and min-max stretch: ``stretch(photo)`` maps the photograph's darkest pixel to 0 and its
+   brightest to 255 (``cv2.normalize(..., NORM_MINMAX, CV_8U)``; rounding half to even);
+2. brightness in HSV value (a grey pixel's value is its grey level):
+   ``brighten``, the shapes' and the ``light`` backgrounds' rule: ``v > 130 -> 255``, else ``v + 125``;
+   ``darken``, the ``dark`` backgrounds' rule: ``v < 200 -> 0``, then ``v <= 200 -> v - 200`` in uint8,
+   which wraps: a pixel below 200 ends at 56, a pixel of exactly 200 at 0, brighter ones unchanged;
+3. ``resize``: the whole (brightened) photograph to 64x64 by bilinear interpolation with half-pixel
+   centres and no anti-aliasing (``cv2.resize`` with ``INTER_LINEAR``), so a large photograph is
+   point-sampled, not averaged. Shape textures stay float after the resize; backgrounds are rounded to
+   uint8 as ``cv2.resize`` rounds a uint8 image.
 
-Each texture is ``TEXTURE_SIZE`` (96) pixels square; a sample takes a random 64x64 window of one, so
-the bank of ``per_colour`` textures gives ``per_colour * 33^2`` distinct windows per colour.
+DTD is not shipped here, so by default the photographs are procedural stand-ins, drawn at
+``PHOTO_SIZE`` (192) pixels, a side between DTD's 300-640 and the 64-pixel output, in six families of
+visibly different structure (:data:`TEXTURE_FAMILIES`): ``noise`` (multi-octave value noise),
+``stripes`` (waved stripes at any angle), ``dots`` (a rotated lattice of soft dots), ``checks``
+(rotated soft checkerboards), ``blotches`` (thresholded low-frequency noise) and ``fabric`` (a plain
+weave of threads of random brightness). Every stand-in gets film grain and a random gamma, so its
+histogram after the stretch is that of a photograph (continuous tones, a few percent of the pixels
+above 200), not of a drawing. With
+``texture_dir`` the textures are the user's own photographs, each used whole as the reference uses
+DTD's.
+
+A :class:`TextureBank` precomputes, per texture, the three 64x64 forms a sample needs: the shape
+texture (float), the ``light`` and the ``dark`` background (uint8).
 """
 
 from __future__ import annotations
@@ -23,80 +39,284 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 from scipy import ndimage
 
-from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, COLOUR_RGB
-from repscope.errors import DataFormatError, SourceNotFoundError
+from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
-TEXTURE_SIZE = 96
 IMAGE_SIZE = 64
-COLOUR_AMPLITUDE = 18.0  # grey levels a texture swings around a shape colour (more turns dark yellow red)
-BACKGROUND_BASE = {"dark": (45.0, 42.0, 48.0), "light": (205.0, 200.0, 195.0)}
-BACKGROUND_AMPLITUDE = 22.0
+PHOTO_SIZE = 192
+TEXTURE_FAMILIES: tuple[str, ...] = ("noise", "stripes", "dots", "checks", "blotches", "fabric")
+PHOTO_FAMILY = "photo"  # the family name of textures made from a texture_dir
+DEFAULT_PER_FAMILY = 64
+# the reference's HSV value rules (change_brightness(img, 125) and change_brightness(img, 200, False))
+BRIGHTEN_BY = 125
+DARKEN_BELOW = 200
 PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
 
 
-def noise_patterns(count: int, rng: np.random.Generator, size: int = TEXTURE_SIZE) -> np.ndarray:
-    """``count`` standardised multi-octave value-noise patterns ``(count, size, size)`` float32.
+# --------------------------------------------------------------------------------------------
+# the reference's steps, as pure functions
 
-    Each pattern is the sum of four octaves of Gaussian noise on grids of 3, 6, 12 and 24 columns (and
-    0.5 to 2 times as many rows, at random, for streaks), each upsampled by cubic splines with
-    wrap-around and weighted by a random weight in [0.1, 1]; the sum is then standardised.
+
+def stretch(image: np.ndarray) -> np.ndarray:
+    """Min-max stretch to uint8 0-255: ``rint(255 (x - min) / (max - min))``.
+
+    The reference's ``cv2.normalize(x, None, 0, 255, NORM_MINMAX, CV_8U)`` over every element of the
+    array (all channels together); ``cv2`` rounds half to even, as :func:`numpy.rint` does. A constant
+    array becomes all 0 (``cv2`` gives 0 too).
 
     Parameters
     ----------
-    count : int
-        Number of patterns.
-    rng : numpy.random.Generator
-        Source of randomness (advanced by the call).
-    size : int, default=96
-        Side of each pattern, in pixels (:data:`TEXTURE_SIZE`).
+    image : numpy.ndarray
+        Any real array (grey levels, or a colour image as ``(..., 3)``).
 
     Returns
     -------
     numpy.ndarray
-        float32 ``(count, size, size)``, each pattern with mean 0 and standard deviation 1 (unitless).
+        uint8, the shape of ``image``, with minimum 0 and maximum 255 unless ``image`` is constant.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``image`` is empty or holds NaN or infinity.
     """
-    out = np.empty((count, size, size), dtype=np.float32)
-    for k in range(count):
-        pattern = np.zeros((size, size))
-        for cells in (3, 6, 12, 24):
-            # anisotropic grids give streaks; random weights decide which scale dominates
-            cells_y = max(2, int(round(cells * rng.uniform(0.5, 2.0))))
-            grid = rng.standard_normal((cells_y, cells))
-            pattern += (
-                rng.uniform(0.1, 1.0)
-                * ndimage.zoom(grid, (size / cells_y, size / cells), order=3, mode="grid-wrap", grid_mode=True)[
-                    :size, :size
-                ]
-            )
-        out[k] = (pattern - pattern.mean()) / (pattern.std() + 1e-9)
+    values = np.asarray(image, dtype=np.float64)
+    if values.size == 0 or not np.isfinite(values).all():
+        raise InvalidArgumentError(f"image: must be a non-empty finite array, got shape {values.shape}")
+    low, high = values.min(), values.max()
+    if high == low:
+        return np.zeros(values.shape, dtype=np.uint8)
+    return np.rint((values - low) * (255.0 / (high - low))).astype(np.uint8)
+
+
+def brighten(grey: np.ndarray) -> np.ndarray:
+    """The shapes' and ``light`` backgrounds' brightening: ``v > 130 -> 255``, else ``v + 125``.
+
+    The reference's ``change_brightness(img, value=125)`` on the HSV value of a grey image (whose value
+    is its grey level, so the image stays grey).
+
+    Parameters
+    ----------
+    grey : numpy.ndarray
+        uint8 grey levels, any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, the shape of ``grey``, every value in 125-255.
+    """
+    grey = np.asarray(grey, dtype=np.uint8)
+    return np.where(grey > 255 - BRIGHTEN_BY, np.uint8(255), grey + np.uint8(BRIGHTEN_BY)).astype(np.uint8)
+
+
+def darken(grey: np.ndarray) -> np.ndarray:
+    """The ``dark`` backgrounds' rule, with the reference's uint8 wrap-around.
+
+    The reference's ``change_brightness(img, value=200, increase=False)`` sets values below 200 to 0,
+    then subtracts 200 from every value <= 200 in uint8 arithmetic, which wraps: ``0 - 200 = 56``. So a
+    pixel below 200 ends at 56, a pixel of exactly 200 at 0, and brighter pixels (201-255) are kept.
+
+    Parameters
+    ----------
+    grey : numpy.ndarray
+        uint8 grey levels, any shape.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8, the shape of ``grey``: 56, 0 or the original 201-255.
+    """
+    grey = np.asarray(grey, dtype=np.uint8)
+    out = np.where(grey < DARKEN_BELOW, np.uint8(0), grey).astype(np.uint8)
+    low = out <= DARKEN_BELOW
+    out[low] = (out[low].astype(np.int64) - DARKEN_BELOW) % 256  # what uint8 subtraction does
     return out
 
 
-def photo_patterns(
-    texture_dir: str | Path, count: int, rng: np.random.Generator, size: int = TEXTURE_SIZE
-) -> np.ndarray:
-    """``count`` standardised luminance crops ``(count, size, size)`` from the photographs in ``texture_dir``.
+@lru_cache(maxsize=16)
+def _resize_matrix(source: int, target: int) -> np.ndarray:
+    """``(target, source)`` bilinear weights of ``cv2.resize`` (INTER_LINEAR) along one axis."""
+    weights = np.zeros((target, source), dtype=np.float64)
+    position = (np.arange(target) + 0.5) * (source / target) - 0.5  # half-pixel centres
+    position = np.clip(position, 0.0, source - 1.0)  # cv2 clamps at the borders
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, source - 1)
+    fraction = position - low
+    rows = np.arange(target)
+    np.add.at(weights, (rows, low), 1.0 - fraction)
+    np.add.at(weights, (rows, high), fraction)
+    return weights
 
-    Photographs (sorted by name) are used in turn; each crop is a random ``size x size`` window of the
-    photograph's luminance, mirrored left-right with probability 1/2, then standardised. A photograph
-    smaller than ``size`` on its short side is first enlarged (bilinear) to that side.
+
+def resize(image: np.ndarray, size: int = IMAGE_SIZE) -> np.ndarray:
+    """Bilinear resize of a grey image to ``size x size`` as ``cv2.resize(..., INTER_LINEAR)`` does.
+
+    Output pixel ``i`` samples the input at ``(i + 0.5) * in / out - 0.5`` (clamped to the image),
+    interpolating its two neighbours on each axis; there is no anti-aliasing, so shrinking a large
+    photograph point-samples it, as the reference does with DTD photographs. Computed in float64 as two
+    matrix products (``cv2`` uses 11-bit fixed-point weights for uint8 input: at most one grey level
+    apart after rounding).
+
+    Parameters
+    ----------
+    image : numpy.ndarray
+        ``(H, W)`` grey levels, any real dtype; ``H, W >= 1``.
+    size : int, default=64
+        Side of the output, in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``(size, size)``, not rounded.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``image`` is not a non-empty 2-d array.
+    """
+    image = np.asarray(image, dtype=np.float64)
+    if image.ndim != 2 or image.size == 0:
+        raise InvalidArgumentError(f"image: must be a non-empty (H, W) array, got shape {image.shape}")
+    return _resize_matrix(image.shape[0], size) @ image @ _resize_matrix(image.shape[1], size).T
+
+
+# --------------------------------------------------------------------------------------------
+# procedural stand-ins for DTD photographs
+
+
+def _rotated(size: int, angle: float) -> tuple[np.ndarray, np.ndarray]:
+    """Pixel coordinates (in pixels, centred) rotated by ``angle``."""
+    y, x = np.mgrid[0:size, 0:size].astype(np.float64) - (size - 1) / 2
+    cos, sin = np.cos(angle), np.sin(angle)
+    return cos * x + sin * y, -sin * x + cos * y
+
+
+def _value_noise(rng: np.random.Generator, size: int, cells: tuple[int, ...], stretch_range=(0.5, 2.0)) -> np.ndarray:
+    """Standardised sum of octaves of smooth Gaussian noise on grids of ``cells`` columns."""
+    pattern = np.zeros((size, size))
+    for count in cells:
+        # anisotropic grids give streaks; random weights decide which scale dominates
+        rows = max(2, int(round(count * rng.uniform(*stretch_range))))
+        grid = rng.standard_normal((rows, count))
+        smooth = ndimage.zoom(grid, (size / rows, size / count), order=3, mode="grid-wrap", grid_mode=True)
+        pattern += rng.uniform(0.1, 1.0) * smooth[:size, :size]
+    return (pattern - pattern.mean()) / (pattern.std() + 1e-9)
+
+
+def _soft(values: np.ndarray, sharpness: float) -> np.ndarray:
+    """A profile between a sine (sharpness ~0) and a square wave (large sharpness), in [-1, 1]."""
+    return np.tanh(sharpness * values) / np.tanh(sharpness)
+
+
+def _noise(rng: np.random.Generator, size: int) -> np.ndarray:
+    return _value_noise(rng, size, (3, 6, 12, 24, 48))
+
+
+def _stripes(rng: np.random.Generator, size: int) -> np.ndarray:
+    u, v = _rotated(size, rng.uniform(0, np.pi))
+    period = rng.uniform(6.0, 40.0)  # pixels of the photograph
+    wave = rng.uniform(0.0, 0.6) * period * np.sin(2 * np.pi * v / rng.uniform(40.0, 200.0) + rng.uniform(0, 6.3))
+    return _soft(np.sin(2 * np.pi * (u + wave) / period + rng.uniform(0, 6.3)), rng.uniform(0.3, 4.0))
+
+
+def _dots(rng: np.random.Generator, size: int) -> np.ndarray:
+    u, v = _rotated(size, rng.uniform(0, np.pi))
+    spacing = rng.uniform(10.0, 36.0)
+    shift = (np.floor(v / spacing) % 2) * rng.choice([0.0, 0.5])  # square or hexagonal lattice
+    du = (u / spacing + shift) % 1.0 - 0.5
+    dv = (v / spacing) % 1.0 - 0.5
+    distance = np.hypot(du, dv)
+    radius = rng.uniform(0.15, 0.42)
+    dots = 1.0 / (1.0 + np.exp((distance - radius) / rng.uniform(0.01, 0.08)))
+    return dots if rng.random() < 0.5 else -dots
+
+
+def _checks(rng: np.random.Generator, size: int) -> np.ndarray:
+    u, v = _rotated(size, rng.uniform(0, np.pi / 2))
+    cell = rng.uniform(8.0, 48.0)
+    sharpness = rng.uniform(1.0, 8.0)
+    return _soft(np.sin(np.pi * u / cell), sharpness) * _soft(np.sin(np.pi * v / cell), sharpness)
+
+
+def _blotches(rng: np.random.Generator, size: int) -> np.ndarray:
+    field = _value_noise(rng, size, (3, 5, 8), stretch_range=(0.7, 1.4))
+    threshold = np.quantile(field, rng.uniform(0.3, 0.75))
+    return 1.0 / (1.0 + np.exp(-(field - threshold) * rng.uniform(2.0, 12.0)))
+
+
+def _fabric(rng: np.random.Generator, size: int) -> np.ndarray:
+    u, v = _rotated(size, rng.uniform(-0.3, 0.3) + rng.choice([0.0, np.pi / 4]))
+    pitch = rng.uniform(3.0, 12.0)  # pixels per thread
+    warp, weft = np.abs(np.sin(np.pi * u / pitch)), np.abs(np.sin(np.pi * v / pitch))
+    over = (np.floor(u / pitch) + np.floor(v / pitch)) % 2 == 0  # plain weave: threads alternate on top
+    # each thread has its own brightness (yarn of uneven dye)
+    warp_tone = rng.normal(0, rng.uniform(0.1, 0.5), int(2 * size / pitch) + 4)
+    weft_tone = rng.normal(0, rng.uniform(0.1, 0.5), int(2 * size / pitch) + 4)
+    warp_index = np.clip((u / pitch + size / pitch).astype(np.int64), 0, len(warp_tone) - 1)
+    weft_index = np.clip((v / pitch + size / pitch).astype(np.int64), 0, len(weft_tone) - 1)
+    return np.where(over, warp + warp_tone[warp_index], weft + weft_tone[weft_index])
+
+
+_FAMILY_DRAWERS = {
+    "noise": _noise,
+    "stripes": _stripes,
+    "dots": _dots,
+    "checks": _checks,
+    "blotches": _blotches,
+    "fabric": _fabric,
+}
+
+
+def procedural_photo(family: str, rng: np.random.Generator, size: int = PHOTO_SIZE) -> np.ndarray:
+    """One grey stand-in photograph of ``family``, stretched to uint8 0-255.
+
+    The family's pattern (standardised) gets film grain (Gaussian, 0.25-0.6 of the pattern's standard
+    deviation) and a random gamma (0.8-1.8) before the min-max stretch, so that its histogram is a
+    photograph's: continuous tones, the extremes set by a few pixels. Calibrated on real texture
+    photographs (scikit-image's brick, grass and gravel: 17-60% of the stretched pixels above 130,
+    1-4% above 200); the six families give 27-48% and 1-6%.
+
+    Parameters
+    ----------
+    family : str
+        One of :data:`TEXTURE_FAMILIES`.
+    rng : numpy.random.Generator
+        Source of randomness (advanced by the call).
+    size : int, default=192
+        Side of the photograph, in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(size, size)``, minimum 0 and maximum 255.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``family`` is not a texture family.
+    """
+    if family not in _FAMILY_DRAWERS:
+        raise InvalidArgumentError(f"family: must be one of {', '.join(TEXTURE_FAMILIES)}, got {family!r}")
+    pattern = _FAMILY_DRAWERS[family](rng, size)
+    pattern = (pattern - pattern.mean()) / (pattern.std() + 1e-9)
+    pattern = pattern + rng.uniform(0.25, 0.6) * rng.standard_normal(pattern.shape)
+    unit = (pattern - pattern.min()) / (pattern.max() - pattern.min() + 1e-12)
+    return stretch(unit ** rng.uniform(0.8, 1.8))
+
+
+def load_photos(texture_dir: str | Path) -> list[np.ndarray]:
+    """The photographs of ``texture_dir`` (sorted by name) as grey uint8 arrays, each min-max stretched.
+
+    Grey-scale as the reference's ``cv2.cvtColor(..., COLOR_BGR2GRAY)`` (ITU-R 601 luma, PIL's ``"L"``
+    mode), then :func:`stretch`. Subfolders are not read.
 
     Parameters
     ----------
     texture_dir : str or pathlib.Path
-        Folder of images with a suffix in :data:`PHOTO_SUFFIXES` (subfolders are not read).
-    count : int
-        Number of patterns.
-    rng : numpy.random.Generator
-        Source of randomness (advanced by the call).
-    size : int, default=96
-        Side of each pattern, in pixels.
+        Folder of images with a suffix in :data:`PHOTO_SUFFIXES`.
 
     Returns
     -------
-    numpy.ndarray
-        float32 ``(count, size, size)``, each crop with mean 0 and standard deviation 1 (a flat crop
-        stays all zero).
+    list of numpy.ndarray
+        uint8 ``(H, W)`` grey photographs, at their own sizes.
 
     Raises
     ------
@@ -115,110 +335,113 @@ def photo_patterns(
     for path in files:
         try:
             with Image.open(path) as image:
-                gray = np.asarray(image.convert("L"), dtype=np.float32)
+                photos.append(stretch(np.asarray(image.convert("L"), dtype=np.uint8)))
         except (UnidentifiedImageError, OSError) as exc:
             raise DataFormatError(f"texture_dir: {path} is not a readable image ({exc})") from None
-        if min(gray.shape) < size:  # small photographs are enlarged to one texture
-            gray = ndimage.zoom(gray, size / min(gray.shape), order=1)
-        photos.append(gray)
-    out = np.empty((count, size, size), dtype=np.float32)
-    for k in range(count):
-        photo = photos[k % len(photos)]
-        top = int(rng.integers(0, photo.shape[0] - size + 1))
-        left = int(rng.integers(0, photo.shape[1] - size + 1))
-        crop = photo[top : top + size, left : left + size]
-        if rng.random() < 0.5:
-            crop = crop[:, ::-1]
-        out[k] = (crop - crop.mean()) / (crop.std() + 1e-6)  # a flat crop stays flat (zero pattern)
-    return out
-
-
-def tint(patterns: np.ndarray, base: tuple[float, float, float], amplitude: float) -> np.ndarray:
-    """uint8 ``(count, size, size, 3)`` textures: ``clip(round(base + amplitude * pattern), 0, 255)``.
-
-    Parameters
-    ----------
-    patterns : numpy.ndarray
-        float ``(count, size, size)`` standardised patterns (:func:`noise_patterns`,
-        :func:`photo_patterns`).
-    base : tuple of 3 floats
-        RGB base colour, grey levels 0-255.
-    amplitude : float
-        Grey levels per unit of pattern.
-
-    Returns
-    -------
-    numpy.ndarray
-        uint8 ``(count, size, size, 3)`` RGB textures.
-    """
-    rgb = np.asarray(base, dtype=np.float32)[None, None, None, :] + amplitude * patterns[..., None]
-    return np.clip(np.round(rgb), 0, 255).astype(np.uint8)
+    return photos
 
 
 class TextureBank:
-    """Tinted textures for every colour and background, built once from ``seed`` (or photographs).
+    """Every texture a CdSprites+ sample can take, in the three 64x64 forms the recipe needs.
+
+    Procedural (default): ``per_family`` stand-in photographs of each of :data:`TEXTURE_FAMILIES`;
+    texture ``k`` of a family depends on ``(seed, family, k)`` only, so banks of different sizes share
+    their first textures. With ``texture_dir``: one texture per photograph, family ``"photo"``.
 
     Parameters
     ----------
     seed : int, default=0
-        Seed of the patterns; the same seed (and photographs) gives the same bank.
-    per_colour : int, default=48
-        Textures per shape colour and per background.
+        Seed of the procedural photographs.
+    per_family : int, default=64
+        Procedural textures per family (ignored with ``texture_dir``).
     texture_dir : str or pathlib.Path, optional
-        Folder of photographs to take the patterns from (:func:`photo_patterns`); default procedural
-        noise (:func:`noise_patterns`).
+        Folder of photographs (:func:`load_photos`).
 
     Attributes
     ----------
-    colours : numpy.ndarray
-        uint8 ``(5, per_colour, 96, 96, 3)`` RGB: ``colours[c]`` are the textures of colour class ``c``
-        (order of ``ATTRIBUTE_VALUES["colour"]``), tinted around :data:`COLOUR_RGB` by
-        :data:`COLOUR_AMPLITUDE` grey levels per unit of pattern.
-    backgrounds : numpy.ndarray
-        uint8 ``(2, per_colour, 96, 96, 3)``: the same for background class ``b`` (0 dark, 1 light),
-        around :data:`BACKGROUND_BASE` by :data:`BACKGROUND_AMPLITUDE`.
-    seed, per_colour, texture_dir
-        The arguments (``texture_dir`` as a string or None).
+    shape : numpy.ndarray
+        float32 ``(T, 64, 64)``: ``resize(brighten(photo))``, the grey texture that tints a shape
+        (125-255 before the resize).
+    light, dark : numpy.ndarray
+        uint8 ``(T, 64, 64)``: ``rint(resize(brighten(photo)))`` and ``rint(resize(darken(photo)))``,
+        the ``light`` and ``dark`` backgrounds.
+    family : numpy.ndarray
+        int64 ``(T,)``: each texture's family, an index into :attr:`family_names`.
+    family_names : tuple of str
+        :data:`TEXTURE_FAMILIES`, or ``("photo",)`` with ``texture_dir``.
 
     Raises
     ------
     SourceNotFoundError, DataFormatError
-        When ``texture_dir`` is given and unusable (see :func:`photo_patterns`).
+        When ``texture_dir`` is given and unusable (see :func:`load_photos`).
+    InvalidArgumentError
+        When ``per_family`` is not a positive integer.
     """
 
-    def __init__(self, seed: int = 0, per_colour: int = 48, texture_dir: str | Path | None = None) -> None:
-        self.seed, self.per_colour = int(seed), int(per_colour)
+    def __init__(self, seed: int = 0, per_family: int = DEFAULT_PER_FAMILY, texture_dir: str | Path | None = None):
+        if isinstance(per_family, bool) or int(per_family) != per_family or per_family < 1:
+            raise InvalidArgumentError(f"per_family: must be a positive integer, got {per_family!r}")
+        self.seed, self.per_family = int(seed), int(per_family)
         self.texture_dir = None if texture_dir is None else str(texture_dir)
-        rng = np.random.default_rng([self.seed, 7331])
-        colours = ATTRIBUTE_VALUES["colour"]
-        backgrounds = ATTRIBUTE_VALUES["background"]
-        total = self.per_colour * (len(colours) + len(backgrounds))
         if self.texture_dir is None:
-            patterns = noise_patterns(total, rng)
+            self.family_names = TEXTURE_FAMILIES
+            photos, family = [], []
+            for index, name in enumerate(TEXTURE_FAMILIES):
+                for k in range(self.per_family):
+                    photos.append(procedural_photo(name, np.random.default_rng([self.seed, 7331, index, k])))
+                    family.append(index)
         else:
-            patterns = photo_patterns(self.texture_dir, total, rng)
-        patterns = patterns.reshape(len(colours) + len(backgrounds), self.per_colour, TEXTURE_SIZE, TEXTURE_SIZE)
-        self.colours = np.stack(
-            [tint(patterns[c], COLOUR_RGB[name], COLOUR_AMPLITUDE) for c, name in enumerate(colours)]
-        )
-        self.backgrounds = np.stack(
-            [
-                tint(patterns[len(colours) + b], BACKGROUND_BASE[name], BACKGROUND_AMPLITUDE)
-                for b, name in enumerate(backgrounds)
-            ]
-        )
+            self.family_names = (PHOTO_FAMILY,)
+            photos = load_photos(self.texture_dir)
+            family = [0] * len(photos)
+        self.family = np.asarray(family, dtype=np.int64)
+        bright = [resize(brighten(photo)) for photo in photos]
+        self.shape = np.stack(bright).astype(np.float32)
+        self.light = np.clip(np.rint(np.stack(bright)), 0, 255).astype(np.uint8)
+        self.dark = np.stack([np.clip(np.rint(resize(darken(photo))), 0, 255) for photo in photos]).astype(np.uint8)
+
+    def __len__(self) -> int:
+        return len(self.family)
+
+    def indices(self, families: tuple[str, ...] | None = None) -> np.ndarray:
+        """The bank indices of the textures of ``families`` (default every texture), in bank order.
+
+        Parameters
+        ----------
+        families : tuple of str, optional
+            Names among :attr:`family_names`.
+
+        Returns
+        -------
+        numpy.ndarray
+            int64 indices into the bank's arrays, non-empty.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When a name is not one of the bank's families, or ``families`` is empty.
+        """
+        if families is None:
+            return np.arange(len(self), dtype=np.int64)
+        unknown = [name for name in families if name not in self.family_names]
+        if unknown or not families:
+            raise InvalidArgumentError(
+                f"texture_families: must be a non-empty choice of {', '.join(self.family_names)}, got {families!r}"
+            )
+        wanted = [self.family_names.index(name) for name in families]
+        return np.flatnonzero(np.isin(self.family, wanted)).astype(np.int64)
 
 
 @lru_cache(maxsize=4)
-def texture_bank(seed: int = 0, per_colour: int = 48, texture_dir: str | None = None) -> TextureBank:
+def texture_bank(seed: int = 0, per_family: int = DEFAULT_PER_FAMILY, texture_dir: str | None = None) -> TextureBank:
     """A process-wide cached :class:`TextureBank` (DataLoader workers build theirs once each).
 
     Parameters
     ----------
     seed : int, default=0
-        Seed of the patterns.
-    per_colour : int, default=48
-        Textures per colour and background.
+        Seed of the procedural photographs.
+    per_family : int, default=64
+        Procedural textures per family.
     texture_dir : str, optional
         Folder of photographs (a string, so the call can be cached).
 
@@ -232,4 +455,4 @@ def texture_bank(seed: int = 0, per_colour: int = 48, texture_dir: str | None = 
     SourceNotFoundError, DataFormatError
         When ``texture_dir`` is given and unusable.
     """
-    return TextureBank(seed, per_colour, texture_dir)
+    return TextureBank(seed, per_family, texture_dir)
