@@ -188,3 +188,23 @@ def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path
     # joint pairs are the true captions with their images: the same verdicts
     assert metrics["joint"]["strict"] == pytest.approx(metrics["text_to_image"]["strict"])
     assert metrics["joint"]["features"] == pytest.approx(metrics["text_to_image"]["features"])
+
+
+def test_generate_help_names_every_texture_family():
+    from repscope.cli.sprites import FAMILIES_HELP
+    from repscope.data.sprites.textures import TEXTURE_FAMILIES
+
+    assert FAMILIES_HELP.split(", ") == list(TEXTURE_FAMILIES)
+
+
+def test_generate_with_chosen_texture_families(tmp_path):
+    from repscope.data.sprites.textures import TEXTURE_FAMILIES
+
+    result = invoke(
+        "sprites", "generate", "--level", 5, "--n", 240, "--texture-families", "dots,fabric", "--out", tmp_path / "d"
+    )
+    assert result.exit_code == 0, result.output
+    data = read_dataset(tmp_path / "d")
+    used = {TEXTURE_FAMILIES[i] for i in data.factors["texture_family"]}
+    assert used == {"dots", "fabric"} and data.meta["params"]["texture_families"] == ["dots", "fabric"]
+    assert data.meta["params"]["recipe"] == "published"

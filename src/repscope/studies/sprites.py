@@ -38,16 +38,28 @@ def generate_cdsprites(
     texture_dir: str | Path | None = None,
     caption_edits: int = 0,
     progress: Progress | None = None,
+    texture_families: Any = None,
 ) -> Path:
     """Write ``n`` CdSprites+ samples of ``level`` (the paper's size of ``split`` when None) as a
     dataset directory (``images.npy``, ``captions.txt``, ``factors.csv``, ``dataset.json``).
+
+    ``texture_families`` (names of the procedural families) restricts the textures drawn, e.g. to
+    make a set of one family held out of the classifiers' training.
 
     ``caption_edits`` > 0 misspells every caption with that many letter edits (swap, drop, substitute,
     repeat; seeded by ``seed`` and the sample index) for robustness tests; the attributes stay true.
     """
     if caption_edits < 0:
         raise InvalidArgumentError(f"--caption-edits: must be >= 0, got {caption_edits}")
-    generator = CdSpritesPlus(level, size=n, seed=seed, split=split, texture_seed=texture_seed, texture_dir=texture_dir)
+    generator = CdSpritesPlus(
+        level,
+        size=n,
+        seed=seed,
+        split=split,
+        texture_seed=texture_seed,
+        texture_dir=texture_dir,
+        texture_families=texture_families,
+    )
 
     def batches():
         for indices, images, captions, _, factors in generator.batches(GENERATE_BATCH):
@@ -173,8 +185,10 @@ def classify_dataset(
     classifiers (trained and cached on first use) and compare with the stored attributes.
 
     Writes ``predictions.csv`` (``index`` then one predicted class per attribute) and
-    ``classification.json`` (per-attribute accuracy, the classifiers' own validation accuracy) into
-    ``out`` (default: the dataset directory). Returns the JSON's content.
+    ``classification.json`` (per-attribute accuracy, the classifiers' own validation accuracy, their
+    mean confidence on these images and a ``warning`` when it is well below the confidence they had on
+    the held-out texture family) into ``out`` (default: the dataset directory). Returns the JSON's
+    content.
     """
     data = read_dataset(dataset_dir)
     level = _dataset_level(data, level, str(dataset_dir))
@@ -185,10 +199,13 @@ def classify_dataset(
         raise OutputExistsError(f"{', '.join(taken)}: exists; pass another --out")
     classifiers = load_classifiers(level)
     predicted = np.empty((len(data), level), dtype=np.int64)
+    confidence = np.empty((len(data), level), dtype=np.float64)
     for start in range(0, len(data), batch_size):
-        predicted[start : start + batch_size] = classifiers.predict(np.asarray(data.images[start : start + batch_size]))
+        rows = slice(start, start + batch_size)
+        predicted[rows], confidence[rows] = classifiers.predict_with_confidence(np.asarray(data.images[rows]))
         if progress is not None:
             progress(min(start + batch_size, len(data)))
+    familiarity = classifiers.familiarity(confidence)
     truth = data.attribute_table()
     attributes = level_attributes(level)
     table = pd.DataFrame(
@@ -203,6 +220,8 @@ def classify_dataset(
         "accuracy": {name: float((predicted[:, k] == truth[:, k]).mean()) for k, name in enumerate(attributes)},
         "all_attributes_right": float((predicted == truth).all(axis=1).mean()),
         "classifier_validation_accuracy": {name: float(value) for name, value in classifiers.accuracies.items()},
+        "classifier_confidence": familiarity["mean_confidence"],
+        "warning": familiarity["warning"],
     }
     write_json_atomic(targets[1], result)
     return result

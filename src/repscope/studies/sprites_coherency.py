@@ -10,6 +10,7 @@ parsed, and :mod:`repscope.metrics.coherency` scores text->image, image->text an
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,9 @@ def run_coherency(
     table = coherency_table(results)
     run.write_table("coherency", table)
     report = Report("CdSprites+ coherency", subtitle=f"{folder}, level {config.level}")
+    for warning in results.get("warnings", []):
+        report.add_warning(warning)
+        print(f"warning: {warning}", file=sys.stderr)
     report.add_paragraph(
         "Strict: % of samples with every attribute right. Features: mean number of right "
         "attributes per sample (of the level's). Letters: % of caption characters right, "
@@ -132,7 +136,9 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
         images = read_output_images(base / "images.npy")
         _same_length(base / "truth.txt", len(truth), base / "images.npy", len(images))
         classifiers = classifiers or load_classifiers(level)
-        results["text_to_image"] = coherency.text_to_image(level, truth, classifiers.predict(images))
+        predicted, confidence = classifiers.predict_with_confidence(images)
+        results["text_to_image"] = coherency.text_to_image(level, truth, predicted)
+        _note_familiarity(results, "text_to_image", classifiers.familiarity(confidence))
         results["counts"]["text_to_image"] = len(truth)
     if "image_to_text" in present:
         base = present["image_to_text"]
@@ -147,11 +153,20 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
         captions = read_captions(base / "captions.txt")
         _same_length(base / "images.npy", len(images), base / "captions.txt", len(captions))
         classifiers = classifiers or load_classifiers(level)
-        results["joint"] = coherency.joint(level, captions, classifiers.predict(images))
+        predicted, confidence = classifiers.predict_with_confidence(images)
+        results["joint"] = coherency.joint(level, captions, predicted)
+        _note_familiarity(results, "joint", classifiers.familiarity(confidence))
         results["counts"]["joint"] = len(captions)
     if classifiers is not None:
         results["classifier_validation_accuracy"] = {k: float(v) for k, v in classifiers.accuracies.items()}
     return results
+
+
+def _note_familiarity(results: dict[str, Any], direction: str, familiarity: dict[str, Any]) -> None:
+    """Record the classifiers' mean confidence on a direction's images, and a warning when they are unsure."""
+    results.setdefault("classifier_confidence", {})[direction] = familiarity["mean_confidence"]
+    if familiarity["warning"]:
+        results.setdefault("warnings", []).append(f"{direction.replace('_', ' ')} images: {familiarity['warning']}")
 
 
 def coherency_table(results: dict[str, Any]) -> pd.DataFrame:

@@ -104,6 +104,9 @@ def cdsprites_dataset(
     texture_seed: int = 0,
     texture_dir: str | None = None,
     in_memory: bool = False,
+    texture_families: list[str] | None = None,
+    test_texture_families: list[str] | None = None,
+    jitter: float = 0.0,
 ) -> Dataset:
     """CdSprites+ (Sejnova et al., Sec. 3): captioned 64x64 RGB sprites of one level.
 
@@ -121,6 +124,14 @@ def cdsprites_dataset(
     in_memory : bool
         Generate the images and attributes of every split once (uint8, 12 KB a sample) instead of
         drawing batches on demand (which also gives the caption fields).
+    texture_families : list of str, optional
+        Procedural texture families of the ``train`` and ``val`` splits (default all).
+    test_texture_families : list of str, optional
+        Those of the ``test`` split (default: ``texture_families``); a family held out of training
+        measures how the model does on textures it never saw.
+    jitter : float, default=0.0
+        Brightness / contrast augmentation of the ``train`` split only, in [0, 1) (see
+        :class:`~repscope.data.sprites.cdsprites.CdSpritesPlus`).
 
     Returns
     -------
@@ -138,7 +149,14 @@ def cdsprites_dataset(
         sizes["test"] = _positive(test_size, "test_size")
     generators = {
         split: CdSpritesPlus(
-            level, size=sizes[split], seed=seed, split=split, texture_seed=texture_seed, texture_dir=texture_dir
+            level,
+            size=sizes[split],
+            seed=seed,
+            split=split,
+            texture_seed=texture_seed,
+            texture_dir=texture_dir,
+            texture_families=(test_texture_families or texture_families) if split == "test" else texture_families,
+            jitter=jitter if split == "train" else 0.0,
         )
         for split in sizes
     }
