@@ -188,6 +188,20 @@ def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path
     # joint pairs are the true captions with their images: the same verdicts
     assert metrics["joint"]["strict"] == pytest.approx(metrics["text_to_image"]["strict"])
     assert metrics["joint"]["features"] == pytest.approx(metrics["text_to_image"]["features"])
+    assert set(metrics["classifier_confidence"]) == {"text_to_image", "joint"}
+
+    # classifiers that were sure of their held-out family and are unsure here: evaluate says so, on
+    # stderr, in metrics.json and at the top of the report
+    cache = tmp_path / "home" / "classifiers" / "cdsprites-level2" / "classifiers.json"
+    stored = json.loads(cache.read_text())
+    for entry in stored["attributes"].values():
+        entry["held_out_confidence"] = 1.0
+    cache.write_text(json.dumps(stored))
+    warned = runner.invoke(app, ["sprites", "evaluate", str(outputs), "--level", "2", "--out", str(tmp_path / "r2")])
+    assert warned.exit_code == 0, warned.output
+    metrics = json.loads((tmp_path / "r2" / "metrics.json").read_text())
+    assert any("unsure" in w and w.startswith("joint images") for w in metrics["warnings"])
+    assert "unsure" in (tmp_path / "r2" / "report.html").read_text()
 
 
 def test_generate_help_names_every_texture_family():

@@ -177,14 +177,17 @@ def train_classifiers_command(
         if value is not None
     }
     result = train_classifiers(level, seed=seed, held_out_family=held_out_family, **options)
-    held_out = result["held_out_family"] or "fresh"
+    family = result["held_out_family"]
     for name, entry in result["attributes"].items():
         flag = "" if entry["meets_target"] else f"  (below the {result['target_accuracy']} target)"
-        typer.echo(
-            f"{name}: accuracy {entry['val_accuracy']:.4f} on {entry['n_val']} fresh images of the training "
-            f"textures, {entry['held_out_accuracy']:.4f} on {entry['n_held_out']} {held_out} ones, "
-            f"{entry['train_seconds']:.0f} s{flag}"
-        )
+        if family:
+            measured = (
+                f"{entry['val_accuracy']:.4f} on {entry['n_val']} fresh images of the training textures, "
+                f"{entry['held_out_accuracy']:.4f} on {entry['n_held_out']} of the held-out family {family}"
+            )
+        else:  # levels 1-2: untextured
+            measured = f"{entry['val_accuracy']:.4f} and {entry['held_out_accuracy']:.4f} on two sets of fresh images"
+        typer.echo(f"{name}: accuracy {measured}, {entry['train_seconds']:.0f} s{flag}")
     typer.echo(f"-> {classifiers_dir(level)}")
 
 

@@ -36,10 +36,11 @@ class AttributeCNN(nn.Module):
     feature is, which the position attribute needs) joined with their global maximum over the 4x4
     grid (64 features that say *whether* a feature is anywhere, which shape, size and colour need).
 
-    Why both: on CdSprites+ level 3 (shapes anywhere in the image, small ones 9 pixels across) the
-    flattened maps alone reached 0.885-0.944 shape accuracy after 3 epochs on 20,000 samples
-    depending on the seed, global average pooling 0.81, global max pooling 0.9998 but only 0.94 on
-    position at level 5; flattened + maximum reached 0.999-1.0 on both.
+    Why both (measured with the earlier, free-rotation recipe): on CdSprites+ level 3 (shapes anywhere
+    in the image, small ones 9 pixels across) the flattened maps alone reached 0.885-0.944 shape
+    accuracy after 3 epochs on 20,000 samples depending on the seed, global average pooling 0.81,
+    global max pooling 0.9998 but only 0.94 on position at level 5; flattened + maximum reached
+    0.999-1.0 on both.
 
     Parameters: ``3*16*9 + 16*32*9 + 32*64*9 + 64*64*9`` convolution weights (60,336), ``2 * 176``
     batch-norm weights and biases (352) and ``1088 * K + K`` read-out weights (5,445 for ``K = 5``):
