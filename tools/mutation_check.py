@@ -164,6 +164,30 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_cdsprites.py::test_loader_gives_the_same_bytes_with_zero_or_two_workers",),
         "each process (DataLoader worker) draws its own textures",
     ),
+    Mutation(
+        "cdsprites-position-class-4-used",
+        ("src/repscope/data/sprites/cdsprites.py",),
+        "NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 5, 6, 7, 8, 9)",
+        "NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)",
+        ("tests/test_cdsprites.py::test_position_words_pick_the_reference_position_classes",),
+        "left / top positions no longer the reference's dSprites classes",
+    ),
+    Mutation(
+        "cdsprites-small-scale-class",
+        ("src/repscope/data/sprites/cdsprites.py",),
+        "SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 0)",
+        "SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 1)",
+        ("tests/test_cdsprites.py::test_sizes_are_the_reference_scale_classes_and_level_1_is_big",),
+        "small shapes drawn at dSprites scale 0.6 instead of 0.5",
+    ),
+    Mutation(
+        "dark-background-without-the-wrap",
+        ("src/repscope/data/sprites/textures.py",),
+        "out[low] = (out[low].astype(np.int64) - DARKEN_BELOW) % 256",
+        "out[low] = 0",
+        ("tests/test_cdsprites.py::test_brightness_rules_by_hand",),
+        "dark backgrounds black instead of the reference's wrapped 56",
+    ),
 ]
 
 
