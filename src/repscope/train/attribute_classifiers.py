@@ -528,18 +528,18 @@ def _train_locked(level: int, directory: Path, settings: Settings, progress: boo
     s = settings
     try:
         with quiet_progress(not progress):
-            config = attribute_config(
-                level, attributes[0], s.train_size, s.val_size, s.epochs, s.batch_size, s.lr, s.seed,
-                s.held_out_family, s.jitter,
-            )  # fmt: skip
-            data_params = {k: v for k, v in config.data.params.items() if k != "target"}
-            dataset = cdsprites_dataset(**data_params)  # generated once, shared by the attributes
-            entries: dict[str, dict[str, Any]] = {}
-            for k, attribute in enumerate(attributes):
-                config = attribute_config(
+
+            def config_of(attribute: str) -> Any:
+                return attribute_config(
                     level, attribute, s.train_size, s.val_size, s.epochs, s.batch_size, s.lr, s.seed,
                     s.held_out_family, s.jitter,
                 )  # fmt: skip
+
+            data_params = {k: v for k, v in config_of(attributes[0]).data.params.items() if k != "target"}
+            dataset = cdsprites_dataset(**data_params)  # generated once, shared by the attributes
+            entries: dict[str, dict[str, Any]] = {}
+            for k, attribute in enumerate(attributes):
+                config = config_of(attribute)
                 description = f"level-{level} {attribute} classifier ({k + 1} of {len(attributes)})"
                 task, scores, seconds = _fit_attribute(level, attribute, dataset, config, runs, description)
                 worst = min(scores["val_accuracy"], scores["held_out_accuracy"])
