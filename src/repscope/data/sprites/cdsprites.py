@@ -189,12 +189,15 @@ def _check_families(families: Any, texture_dir: str | None) -> tuple[str, ...] |
     return names
 
 
+def _choose(options: Any, draw: np.ndarray) -> np.ndarray:
+    """One of ``options`` per uniform ``draw`` in [0, 1), each option equally likely."""
+    options = np.asarray(options)
+    return options[np.minimum((draw * len(options)).astype(np.int64), len(options) - 1)]
+
+
 def _pick(far: np.ndarray, draw: np.ndarray) -> np.ndarray:
     """dSprites position classes near the named edge: NEAR_CLASSES where ``far`` is 0, FAR_CLASSES where 1."""
-    near, distant = np.asarray(NEAR_CLASSES), np.asarray(FAR_CLASSES)
-    near_pick = near[np.minimum((draw * len(near)).astype(np.int64), len(near) - 1)]
-    far_pick = distant[np.minimum((draw * len(distant)).astype(np.int64), len(distant) - 1)]
-    return np.where(far == 1, far_pick, near_pick)
+    return np.where(far == 1, _choose(FAR_CLASSES, draw), _choose(NEAR_CLASSES, draw))
 
 
 def colour_shapes(masks: np.ndarray, textures: np.ndarray, colours: np.ndarray) -> np.ndarray:
@@ -469,15 +472,13 @@ class CdSpritesPlus:
         u = counter_uniforms(self._key, indices, _DRAWS)
         size = column.get("size", np.zeros(n, dtype=np.int64))
         scale_class = np.asarray(SIZE_SCALE_CLASSES)[size]
-        orientation_class = np.minimum((u[:, 0] * ORIENTATION_CLASSES).astype(np.int64), ORIENTATION_CLASSES - 1)
+        orientation_class = _choose(np.arange(ORIENTATION_CLASSES), u[:, 0])
         if "position" in column:  # near the named corner
             vertical, horizontal = np.divmod(column["position"], 2)  # top left, top right, bottom left, bottom right
             pos_x = _pick(horizontal, u[:, 1])
             pos_y = _pick(vertical, u[:, 2])
         else:
-            centre = np.asarray(CENTRE_CLASSES)
-            pos_x = centre[np.minimum((u[:, 1] * len(centre)).astype(np.int64), len(centre) - 1)]
-            pos_y = centre[np.minimum((u[:, 2] * len(centre)).astype(np.int64), len(centre) - 1)]
+            pos_x, pos_y = _choose(CENTRE_CLASSES, u[:, 1]), _choose(CENTRE_CLASSES, u[:, 2])
         span = IMAGE_SIZE - 2.0 * MARGIN_PX
         none = np.full(n, -1, dtype=np.int64)
         texture, texture_family = self._draw_textures(u[:, 3], u[:, 4]) if self.level >= 3 else (none, none)
@@ -507,11 +508,11 @@ class CdSpritesPlus:
     def _draw_textures(self, family_draw: np.ndarray, texture_draw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """A family uniformly, then one of its textures uniformly: (bank index, family index)."""
         choices = self._texture_choices()
-        family = np.minimum((family_draw * len(choices)).astype(np.int64), len(choices) - 1)
+        family = _choose(np.arange(len(choices)), family_draw)
         index = np.empty(len(family), dtype=np.int64)
         for k, options in enumerate(choices):
             rows = family == k
-            index[rows] = options[np.minimum((texture_draw[rows] * len(options)).astype(np.int64), len(options) - 1)]
+            index[rows] = _choose(options, texture_draw[rows])
         return index, self.textures.family[index]
 
     def render(self, factors: dict[str, np.ndarray]) -> np.ndarray:
