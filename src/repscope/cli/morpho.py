@@ -14,6 +14,7 @@ app = typer.Typer(no_args_is_help=True)
 
 SPLIT_CHOICES = Literal["train", "t10k", "all"]
 METHOD_CHOICES = Literal["fast", "reference"]
+COMPAT_CHOICES = Literal["none", "published"]
 
 
 @app.command("measure")
@@ -32,6 +33,11 @@ def measure_command(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
     method: METHOD_CHOICES = typer.Option("fast", help="fast (batched) or reference (per-image scikit-image)"),
+    compat: COMPAT_CHOICES = typer.Option(
+        "none",
+        help="none: this pipeline on today's scikit-image; published: the values of the released "
+        "Morpho-MNIST *-morpho.csv files (scikit-image <= 0.18 procedure)",
+    ),
     limit: Optional[int] = typer.Option(None, help="measure only the first N digits"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the output if it exists"),
 ) -> None:
@@ -65,7 +71,7 @@ def measure_command(
             finished += count
             update(finished)
 
-        table = measure(images, method=method, jobs=jobs, progress=advance)
+        table = measure(images, method=method, compat=compat, jobs=jobs, progress=advance)
     if data.labels is not None:
         table.insert(1, "label", np.asarray(data.labels[: len(images)]).astype(int))
     with output_target(out, overwrite=overwrite) as target:

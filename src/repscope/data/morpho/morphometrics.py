@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pandas as pd
 
+from repscope.data.morpho import published
 from repscope.data.morpho.pipeline import (
     METHODS,
     DigitMorphology,
@@ -311,12 +312,17 @@ def _frame(index, stroke, grey, valid) -> pd.DataFrame:
     return frame[list(COLUMNS)]
 
 
-def _measure_chunk(args: tuple[np.ndarray, PipelineConfig, str]) -> pd.DataFrame:
-    images, config, method = args
+def _measure_chunk(args: tuple[np.ndarray, PipelineConfig, str, str]) -> pd.DataFrame:
+    images, config, method, compat = args
     if method == "fast":
+        if compat == "published":
+            return published.measure_published_batch(images, config)
         return measure_batch(analyse_batch(images, config))
     rows = []
     for image in images:
+        if compat == "published":
+            rows.append(published.measure_published_reference(image, config))
+            continue
         hires, morph = analyse_reference(image, config)
         rows.append(measure_digit(hires, morph))
     frame = pd.DataFrame(rows, columns=[*MORPHOMETRICS, "valid"])
@@ -333,6 +339,7 @@ def measure(
     *,
     config: PipelineConfig | None = None,
     method: str = "fast",
+    compat: str = "none",
     jobs: int = 1,
     chunk_size: int = 500,
     progress: Callable[[int], None] | None = None,
@@ -348,8 +355,14 @@ def measure(
     config : PipelineConfig, optional
         Pipeline parameters (paper defaults: scale 4, threshold 0.5, bound_fraction 0.02).
     method : {"fast", "reference"}, default="fast"
-        ``"fast"`` (batched) or ``"reference"`` (plain per-image scikit-image procedure); both give
-        the same numbers.
+        ``"fast"`` (batched) or ``"reference"`` (plain per-image procedure); both give the same
+        numbers.
+    compat : {"none", "published"}, default="none"
+        ``"none"``: this pipeline on today's scikit-image (module docstring). ``"published"``: the
+        values of the released Morpho-MNIST ``*-morpho.csv`` files (scikit-image <= 0.18: cubic
+        convolution upscale, uint8 hi-res image, threshold relative to its range, legacy medial-axis
+        tie-breaking, the released bounding parallelogram; :mod:`repscope.data.morpho.published`);
+        ``config`` may then set only ``scale``, ``threshold`` and ``bound_fraction``.
     jobs : int, default=1
         Worker processes; results do not depend on it.
     chunk_size : int, default=500
@@ -378,18 +391,22 @@ def measure(
     """
     if method not in METHODS:
         raise InvalidArgumentError(f"method: must be one of {', '.join(METHODS)}, got {method!r}")
+    if compat not in published.COMPAT_MODES:
+        raise InvalidArgumentError(f"compat: must be one of {', '.join(published.COMPAT_MODES)}, got {compat!r}")
     if jobs < 1:
         raise InvalidArgumentError(f"jobs: must be >= 1, got {jobs}")
     if chunk_size < 1:
         raise InvalidArgumentError(f"chunk_size: must be >= 1, got {chunk_size}")
     config = config or PipelineConfig()
+    if compat == "published":
+        published.check_published_config(config)
     # one validation for both methods: the reference path sees exactly what the fast path accepts
     images = check_digits(images, "images", min_count=0)
     n = images.shape[0]
     if n == 0:
         return pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).astype({"index": np.int64, "valid": bool})
     starts = list(range(0, n, chunk_size))
-    tasks = [(images[s : s + chunk_size], config, method) for s in starts]
+    tasks = [(images[s : s + chunk_size], config, method, compat) for s in starts]
     frames: list[pd.DataFrame] = []
     with ordered_map(_measure_chunk, tasks, jobs) as results:
         for task, frame in zip(tasks, results):

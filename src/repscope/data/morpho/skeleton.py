@@ -21,6 +21,7 @@ runs); a plain-Python loop stands in if a future scikit-image moves it.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import edt
 import numpy as np
@@ -110,6 +111,28 @@ def tiebreak_permutation(n_pixels: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(np.arange(n_pixels))
 
 
+def legacy_tiebreak_permutation(n_pixels: int, seed: int = 0) -> np.ndarray:
+    """The tie-breaker of ``medial_axis`` in scikit-image <= 0.18: ``RandomState(seed).permutation``.
+
+    Those versions drew it from a fixed ``numpy.random.RandomState(0)`` for every image; the
+    released Morpho-MNIST morphometrics were computed with it (see
+    :mod:`repscope.data.morpho.published`).
+
+    Parameters
+    ----------
+    n_pixels : int
+        Foreground pixels of the shape.
+    seed : int, default=0
+        Seed of the legacy generator (0 in scikit-image).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(n_pixels,)`` permutation of ``0 .. n_pixels - 1``.
+    """
+    return np.random.RandomState(seed).permutation(np.arange(n_pixels))
+
+
 # the sort key packs (squared distance, cornerness, tie-breaker) into one int64
 _TIEBREAK_BITS = 24
 _CORNER_BITS = 4
@@ -125,7 +148,13 @@ def _rank_within_label(labels: np.ndarray, counts: np.ndarray) -> np.ndarray:
     return rank
 
 
-def medial_axis_tiled(binary: np.ndarray, distance_sq: np.ndarray, labels: np.ndarray, seed: int) -> np.ndarray:
+def medial_axis_tiled(
+    binary: np.ndarray,
+    distance_sq: np.ndarray,
+    labels: np.ndarray,
+    seed: int,
+    tiebreak: Callable[[int, int], np.ndarray] = tiebreak_permutation,
+) -> np.ndarray:
     """Medial axis of a canvas of shapes separated by background.
 
     Parameters
@@ -140,7 +169,10 @@ def medial_axis_tiled(binary: np.ndarray, distance_sq: np.ndarray, labels: np.nd
         occupy a rectangle of the canvas no other shape's pixels enter, so that the canvas raster
         order of its pixels is its own raster order.
     seed : int
-        Tie-breaking seed; shape k gets ``tiebreak_permutation(n_k, seed)`` over its pixels.
+        Tie-breaking seed; shape k gets ``tiebreak(n_k, seed)`` over its pixels.
+    tiebreak : callable, default=tiebreak_permutation
+        ``tiebreak(n_pixels, seed)`` gives a shape's tie-breaking permutation
+        (:func:`legacy_tiebreak_permutation` for scikit-image <= 0.18's).
 
     Returns
     -------
@@ -171,7 +203,7 @@ def medial_axis_tiled(binary: np.ndarray, distance_sq: np.ndarray, labels: np.nd
     counts = np.bincount(pixel_labels)
     if counts.size and counts.max() >= (1 << _TIEBREAK_BITS):
         raise ValueError("a shape has more than 2**24 pixels")
-    permutations = np.concatenate([tiebreak_permutation(int(n), seed) for n in counts] or [np.zeros(0, np.int64)])
+    permutations = np.concatenate([tiebreak(int(n), seed) for n in counts] or [np.zeros(0, np.int64)])
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
     ties = permutations[starts[pixel_labels] + _rank_within_label(pixel_labels, counts)]
     dist_sq = distance_sq.ravel()[pixels].astype(np.int64)  # exact integers
