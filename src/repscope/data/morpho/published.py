@@ -295,7 +295,9 @@ def grey_measures_published(hires: np.ndarray, scale: int, bound_fraction: float
     # H(t): per row y, the pixels x with x + 1/2 < t + s (y - y_mid), i.e. the first k of the row
     finite_shear = np.where(np.isfinite(shear), shear, 0.0)
     threshold = x[None, None, :] + (finite_shear[:, None] * (y[None, :] - y_mid[:, None]))[:, :, None]  # (N, H, T)
-    counts = np.searchsorted(x + 0.5, threshold.ravel(), side="left").reshape(n, height, width)
+    # x + 1/2 < a  <=>  x < a - 1/2 exactly (both sides are exact in float64 at these magnitudes),
+    # and the integers 0 <= x < b number clip(ceil(b), 0, W)
+    counts = np.clip(np.ceil(threshold - 0.5), 0, width).astype(np.intp)
     row_cumulative = np.zeros((n, height, width + 1))
     np.cumsum(hires, axis=2, out=row_cumulative[:, :, 1:])
     horizontal = np.take_along_axis(row_cumulative, counts, axis=2).sum(axis=1) / safe[:, None]  # (N, T)
