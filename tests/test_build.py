@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from repscope.data import idx
-from repscope.data.morpho import MORPHOMETRICS, measure
+from repscope.data.morpho import MORPHOMETRICS, measure, resample
 from repscope.data.morpho.build import (
     SETS,
     BuildConfig,
@@ -51,17 +51,103 @@ def test_layout_and_counts(built):
     assert recorded["seed"] == 3 and recorded["source"] == "mnist-sample"
 
 
-def test_plain_set_holds_the_source_digits_of_each_split(built):
-    out, _ = built
+def _chosen_source_digits(name: str, limit: int, seed: int = 3):
     source = load_source("mnist-sample")
-    split = split_single(source.labels, len(source.images), 0.2, seed=3)
+    within = split_single(source.labels, len(source.images), 0.2, seed=seed)[name]
+    chosen = within[limit_indices(source.labels[within], limit, seed, name)]
+    return source, chosen
+
+
+def test_plain_set_holds_the_source_digits_of_each_split_rendered(built):
+    out, manifest = built
     for name, limit in (("train", 60), ("t10k", 30)):
-        within = split[name]
-        chosen = within[limit_indices(source.labels[within], limit, 3, name)]
+        source, chosen = _chosen_source_digits(name, limit)
         # mnist-sample is sorted by class: a limited build must still hold every class equally
         assert np.array_equal(np.bincount(source.labels[chosen], minlength=10), np.full(10, limit // 10))
-        assert np.array_equal(read(out, "plain", name, "images-idx3-ubyte.gz"), source.images[chosen])
+        # the published recipe: downscale(binarise(upscale(digit))), rounded to uint8
+        binary = resample.upscale(source.images[chosen]) >= 0.5
+        expected = resample.to_uint8(resample.downscale(binary.astype(np.float64)))
+        written = read(out, "plain", name, "images-idx3-ubyte.gz")
+        assert np.array_equal(written, expected)
+        assert not np.array_equal(written, source.images[chosen])  # really re-rendered
         assert np.array_equal(read(out, "plain", name, "labels-idx1-ubyte.gz"), source.labels[chosen])
+        # morpho.csv describes the images written
+        np.testing.assert_allclose(read(out, "plain", name, "morpho.csv")["area"], measure(written)["area"])
+    assert manifest["plain_render"]["choice"] == "rendered"
+
+
+def test_plain_and_perturbed_digits_share_the_render_path(monkeypatch, tmp_path):
+    # a perturbation that changes nothing must give the plain digit's bytes exactly: then plain and
+    # perturbed digits differ only by the perturbation, never by how they were rendered
+    from repscope.data.morpho import perturb as perturb_module
+
+    def identity(self, morph, rng):
+        return perturb_module.PerturbationResult(morph.binary_image.astype(np.float64), {"identity": True})
+
+    monkeypatch.setattr(perturb_module.Thickening, "__call__", identity)
+    build_dataset(tmp_path / "b", BuildConfig(seed=1, sets=("plain", "thic"), max_train=20, max_test=10))
+    for split in ("train", "t10k"):
+        plain = read(tmp_path / "b", "plain", split, "images-idx3-ubyte.gz")
+        assert np.array_equal(plain, read(tmp_path / "b", "thic", split, "images-idx3-ubyte.gz"))
+
+
+def test_source_bytes_option_keeps_the_plain_digits_as_they_were(tmp_path):
+    manifest = build_dataset(
+        tmp_path / "s", BuildConfig(seed=3, sets=("plain",), plain_render="source-bytes", max_train=20, max_test=10)
+    )
+    source, chosen = _chosen_source_digits("train", 20)
+    assert np.array_equal(read(tmp_path / "s", "plain", "train", "images-idx3-ubyte.gz"), source.images[chosen])
+    assert manifest["plain_render"]["choice"] == "source-bytes"
+    assert json.loads((tmp_path / "s" / "dataset.json").read_text())["config"]["plain_render"] == "source-bytes"
+
+
+def test_copies_draw_each_digit_k_times_with_its_own_perturbation(tmp_path):
+    small = dict(seed=2, sets=("plain", "swel", "local"), max_train=20, max_test=10, chunk_size=15)
+    build_dataset(tmp_path / "one", BuildConfig(**small), jobs=1)
+    three = build_dataset(tmp_path / "three", BuildConfig(copies=3, **small), jobs=2)
+    assert three["counts"]["swel"] == {"train": 60, "t10k": 10}
+    assert three["copies"]["train"] == 3 and three["copies"]["t10k"] == 1
+    ids = read(tmp_path / "three", "swel", "train", "ids.csv")
+    assert ids["index"].tolist() == list(range(60))
+    assert ids["source_index"].tolist() == list(range(20)) * 3  # copy-major
+    assert ids["copy"].tolist() == [0] * 20 + [1] * 20 + [2] * 20
+    labels = read(tmp_path / "three", "swel", "train", "labels-idx1-ubyte.gz")
+    assert np.array_equal(labels, np.tile(read(tmp_path / "one", "swel", "train", "labels-idx1-ubyte.gz"), 3))
+    swollen = read(tmp_path / "three", "swel", "train", "images-idx3-ubyte.gz")
+    params = read(tmp_path / "three", "swel", "train", "pert-params.csv")["params"]
+    # copy 0 keeps the perturbations of a build without copies; the other copies are perturbed anew
+    assert np.array_equal(swollen[:20], read(tmp_path / "one", "swel", "train", "images-idx3-ubyte.gz"))
+    assert params[:20].tolist() == read(tmp_path / "one", "swel", "train", "pert-params.csv")["params"].tolist()
+    for copy in (1, 2):
+        assert all(params[20 * copy + k] != params[k] for k in range(20))
+    plain = read(tmp_path / "three", "plain", "train", "images-idx3-ubyte.gz")
+    assert np.array_equal(plain[:20], plain[40:])  # plain copies are identical
+    # each copy has its own place in the mixed set: the assignment is over all 60
+    codes = read(tmp_path / "three", "local", "train", "pert-idx1-ubyte.gz")
+    assert np.bincount(codes)[[0, 3, 4]].tolist() == [20, 20, 20]
+    assert not np.array_equal(codes[:20], codes[20:40])
+    # deterministic whatever the jobs
+    again = build_dataset(tmp_path / "again", BuildConfig(copies=3, **small), jobs=1)
+    assert again["files"] == three["files"]
+
+
+@pytest.mark.parametrize("field", ["copies", "test_copies"])
+def test_bad_copies_is_an_error_naming_the_option(tmp_path, field):
+    with pytest.raises(InvalidArgumentError, match=field):
+        build_dataset(tmp_path / "c", BuildConfig(sets=("plain",), **{field: 0}))
+    assert not (tmp_path / "c").exists()
+
+
+def test_build_measures_in_the_published_mode_when_asked(tmp_path):
+    manifest = build_dataset(
+        tmp_path / "p", BuildConfig(seed=3, sets=("thin",), compat="published", max_train=20, max_test=10)
+    )
+    images = read(tmp_path / "p", "thin", "t10k", "images-idx3-ubyte.gz")
+    table = read(tmp_path / "p", "thin", "t10k", "morpho.csv")
+    published = measure(images, compat="published")
+    assert manifest["measurement"]["compat"] == "published"
+    np.testing.assert_allclose(table["length"], published["length"], rtol=1e-7)
+    assert np.abs(table["length"] - measure(images)["length"]).max() > 1e-3  # not the default mode
 
 
 def test_split_rule_is_stratified_and_disjoint():

@@ -235,7 +235,10 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
     )
     assert result.exit_code == 0, result.output
     metrics = json.loads((out / "metrics.json").read_text())
-    test_digits = tiny_set("plain", "label").test_images
+    from repscope.data.training_sets import load_digits
+
+    # the models learn the source digits (not the re-rendered Morpho-MNIST plain set): their test split
+    test_digits = load_digits(source="mnist-sample", seed=0, max_train=300, max_test=120).test_images
     assert metrics["test_digits"] == len(test_digits) == 120  # 270 or 300 would be training digits
     columns = metrics["morphometrics"]
     reference = measure(test_digits)

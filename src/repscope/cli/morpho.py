@@ -15,6 +15,7 @@ app = typer.Typer(no_args_is_help=True)
 SPLIT_CHOICES = Literal["train", "t10k", "all"]
 METHOD_CHOICES = Literal["fast", "reference"]
 COMPAT_CHOICES = Literal["none", "published"]
+PLAIN_RENDER_CHOICES = Literal["rendered", "source-bytes"]
 
 
 @app.command("measure")
@@ -93,6 +94,15 @@ def build_command(
     test_fraction: float = typer.Option(0.2, help="t10k share when the source has a single split"),
     max_train: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N training digits"),
     max_test: Optional[int] = typer.Option(None, help="keep a seeded class-stratified sample of N test digits"),
+    copies: int = typer.Option(1, "--copies", help="draw each training digit K times, each copy perturbed anew"),
+    test_copies: int = typer.Option(1, "--test-copies", help="the same for the t10k digits"),
+    plain_render: PLAIN_RENDER_CHOICES = typer.Option(
+        "rendered",
+        "--plain-render",
+        help="rendered: plain digits written as downscale(binarise(upscale(digit))), the path perturbed "
+        "digits take (the published recipe); source-bytes: the source's bytes",
+    ),
+    compat: COMPAT_CHOICES = typer.Option("none", help="measurement mode of the morpho.csv files (see morpho measure)"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
     resume: bool = typer.Option(False, "--resume", help="finish an interrupted build in OUT"),
     overwrite: bool = typer.Option(
@@ -114,6 +124,10 @@ def build_command(
         test_fraction=test_fraction,
         max_train=max_train,
         max_test=max_test,
+        copies=copies,
+        test_copies=test_copies,
+        plain_render=plain_render,
+        compat=compat,
     )
     with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
         with progress_bar(f"building Morpho-MNIST {', '.join(config.sets)} from {source}") as update:

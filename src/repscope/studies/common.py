@@ -27,6 +27,18 @@ class DataSection(Section):
         return self.model_dump()
 
 
+class MorphoDataSection(DataSection):
+    """Digits for a study on the Morpho-MNIST sets: ``DataSection`` plus copies of each digit.
+
+    ``copies`` draws each training digit K times, each copy perturbed anew (``repscope morpho build
+    --copies``): a small source such as the 5,000-digit ``mnist-sample`` needs it to give the perturbed
+    sets enough examples; with full MNIST keep 1.
+    """
+
+    copies: int = Field(1, ge=1)
+    test_copies: int = Field(1, ge=1)
+
+
 class MemberModel(Section):
     """A model a study trains (or loads from ``checkpoint``: a run directory or checkpoint file)."""
 

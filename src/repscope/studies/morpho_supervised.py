@@ -26,7 +26,7 @@ from repscope.data.morpho.training_sets import load_morpho_mnist
 from repscope.models.classifiers import knn_baseline, svm_baseline
 from repscope.report import Report
 from repscope.runs import RunDirectory
-from repscope.studies.common import DataSection, MemberModel, TrainingSection, train_or_load
+from repscope.studies.common import MemberModel, MorphoDataSection, TrainingSection, train_or_load
 from repscope.train.config import Named, Section, TrainerSection
 
 TASKS = {
@@ -45,7 +45,7 @@ SKLEARN = ("knn", "svm")
 
 
 class SupervisedConfig(Section):
-    data: DataSection = Field(default_factory=DataSection)
+    data: MorphoDataSection = Field(default_factory=MorphoDataSection)
     models: list[Literal["knn", "svm", "mlp", "lenet5"]] = ["knn", "svm", "mlp", "lenet5"]
     tasks: list[Literal["recognition", "abnormality", "thickness"]] = list(TASKS)
     training: TrainingSection = Field(default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=20)))
@@ -54,9 +54,10 @@ class SupervisedConfig(Section):
 
 
 def quick(config: SupervisedConfig) -> SupervisedConfig:
-    """Minutes on 2 CPU cores with ``mnist-sample``."""
+    """Minutes on 2 CPU cores with ``mnist-sample``: 4 epochs, one copy of each digit."""
     out = config.model_copy(deep=True)
     out.training.trainer.max_epochs = min(out.training.trainer.max_epochs, 4)
+    out.data.copies = 1
     return out
 
 
@@ -66,6 +67,12 @@ def _sklearn_model(name: str, kind: str) -> Any:
 
 def _flat(images: np.ndarray) -> np.ndarray:
     return images.reshape(len(images), -1).astype(np.float32) / 255.0
+
+
+def _distinct_rows(images: np.ndarray) -> np.ndarray:
+    """Indices of the first occurrence of every distinct image, in order."""
+    _, first = np.unique(images.reshape(len(images), -1), axis=0, return_index=True)
+    return np.sort(first)
 
 
 def _score(kind: str, predicted: np.ndarray, truth: np.ndarray) -> float:
@@ -91,7 +98,9 @@ def run_supervised(
     trained, to_train = 0, len(config.tasks) * sum(model not in SKLEARN for model in config.models)
     for task_name in config.tasks:
         train_set, target, test_sets = TASKS[task_name]
-        data = load_morpho_mnist(set=train_set, target=target, **data_params)
+        # copies of a plain digit are identical bytes: they add nothing to recognition on PLAIN
+        task_params = {**data_params, "copies": 1} if train_set == "plain" else data_params
+        data = load_morpho_mnist(set=train_set, target=target, **task_params)
         if data.target_kind == "classification":
             # the score of always answering the commonest training class
             majority = np.bincount(data.train_targets).argmax()
@@ -100,13 +109,17 @@ def run_supervised(
             # the RMSE of always answering the mean training value
             chance[task_name] = float(np.sqrt(np.mean((data.test_targets - data.train_targets.mean()) ** 2)))
         evaluations = {
-            name: data if name == train_set else load_morpho_mnist(set=name, target=target, **data_params)
+            name: data if name == train_set else load_morpho_mnist(set=name, target=target, **task_params)
             for name in test_sets
         }
         for model in config.models:
             started = time.perf_counter()
+            n_train = len(data.train_images)
             if model in SKLEARN:
-                keep = slice(None, config.sklearn_max_train)
+                # distinct images only: with copies, a digit drawn plain (or thinned) twice is the same
+                # bytes twice, which would only shrink kNN's effective neighbourhood and slow the SVM
+                keep = _distinct_rows(data.train_images)[: config.sklearn_max_train]
+                n_train = len(keep)
                 estimator = _sklearn_model(model, data.target_kind)
                 estimator.fit(_flat(data.train_images[keep]), data.train_targets[keep])
                 predict = lambda images, fitted=estimator: fitted.predict(_flat(images))  # noqa: E731
@@ -115,7 +128,7 @@ def run_supervised(
                 trained += 1
                 task, _ = train_or_load(
                     member,
-                    Named(name="morpho-mnist", params={**data_params, "set": train_set, "target": target}),
+                    Named(name="morpho-mnist", params={**task_params, "set": train_set, "target": target}),
                     config.training,
                     config.seed,
                     run.path("models", f"{model}-{task_name}"),
@@ -134,7 +147,7 @@ def run_supervised(
                         "tested_on": test_name,
                         "metric": "accuracy_percent" if data.target_kind == "classification" else "rmse_px",
                         "value": value,
-                        "train_digits": len(data.train_images),
+                        "train_digits": n_train,
                         "test_digits": len(evaluation.test_images),
                         "seconds": round(time.perf_counter() - started, 2),
                     }

@@ -3,24 +3,41 @@
 The paper's sets (Castro et al., "Morpho-MNIST", sections 3 and 4.2, Table 2):
 
 =======  ==========================================================================
-plain    the source digits, unchanged
+plain    the source digits, rendered as every digit of every set is (below)
 thin     every digit thinned                    thic  every digit thickened
 swel     every digit swollen                    frac  every digit fractured
 global   plain, thinned and thickened digits, randomly interleaved in equal shares
 local    plain, swollen and fractured digits, randomly interleaved in equal shares
 =======  ==========================================================================
 
-Each set is a folder in MNIST format: ``[train|t10k]-images-idx3-ubyte.gz``, ``-labels-idx1-``,
-``[train|t10k]-morpho.csv`` (morphometrics measured after perturbation), for the mixed sets
-``[train|t10k]-pert-idx1-ubyte.gz`` (0 plain, 1 thin, 2 thick, 3 swollen, 4 fractured), and for
-every perturbed set ``[train|t10k]-pert-params.csv`` (each digit's perturbation parameters as JSON:
-swelling centre and radius, fracture end points, structuring-element radius). ``dataset.json`` at
-the top records source, seed, parameters, counts and the sha256 of every file; it is written last,
-so its presence means the build is complete.
+**Render rule** (``plain_render="rendered"``, the published recipe): every digit written, plain or
+perturbed, is ``to_uint8(downscale(hires))`` of a hi-res image (:func:`render_hires`); for a plain
+digit the hi-res image is its binarised upscale, ``downscale(binarise(upscale(digit)))``, exactly the
+path a perturbed digit takes after its perturbation. So no model can tell plain from perturbed
+digits by rendering artefacts. ``plain_render="source-bytes"`` keeps the source's bytes for plain
+digits instead (the choice is recorded in ``dataset.json``). A digit without foreground keeps its
+bytes either way.
 
-Determinism: digit ``i`` of split ``s`` gets perturbation ``p`` with the generator
-``default_rng([seed, p, s, i])`` whatever the chunking, number of workers or interruptions, so a
-resumed build gives the same bytes as an uninterrupted one. Work is done in fixed chunks whose
+**Copies** (``copies`` for train, ``test_copies`` for t10k, default 1): each digit of the split is
+drawn K times, copy-major (all digits' copy 0, then all copies 1, ...); every copy gets its own
+perturbation (see :func:`digit_rng`) and its own place in the mixed sets' assignment. Plain copies
+are identical.
+
+Each set is a folder in MNIST format: ``[train|t10k]-images-idx3-ubyte.gz``, ``-labels-idx1-``,
+``[train|t10k]-morpho.csv`` (morphometrics measured on the images written, after perturbation),
+``[train|t10k]-ids.csv`` (``index, source_index, copy``: the digit's index in the split before
+copies, and which copy it is), for the mixed sets ``[train|t10k]-pert-idx1-ubyte.gz`` (0 plain,
+1 thin, 2 thick, 3 swollen, 4 fractured), and for every perturbed set
+``[train|t10k]-pert-params.csv`` (each digit's perturbation parameters as JSON: swelling centre and
+radius, fracture end points, structuring-element radius). The morphometrics use the measurement
+mode ``compat`` (``"none"`` or ``"published"``: :func:`repscope.data.morpho.measure`).
+``dataset.json`` at the top records source, seed, parameters, render rule, copies, counts and the
+sha256 of every file; it is written last, so its presence means the build is complete.
+
+Determinism: copy ``c`` of digit ``i`` of split ``s`` gets perturbation ``p`` with the generator
+``default_rng([seed, p, s, i])`` (c = 0) or ``default_rng([seed, p, s, i, c])`` (c >= 1) whatever
+the chunking, number of workers or interruptions, so a resumed build gives the same bytes as an
+uninterrupted one. Work is done in fixed chunks whose
 results are cached under ``.build/`` until the build completes.
 
 A source with a single split is split by this rule: within each class (all digits if unlabelled),
@@ -40,7 +57,7 @@ import json
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -60,11 +77,18 @@ from repscope.data.morpho.perturb import (
 )
 from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
 from repscope.data.morpho.pool import ordered_map, pool_context
+from repscope.data.morpho.published import COMPAT_MODES, check_published_config, measure_published_batch
 from repscope.data.sources import load_splits
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
 from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: plain digits rendered, ids.csv, copies, compat
+PLAIN_RENDERS: tuple[str, ...] = ("rendered", "source-bytes")
+RENDER_RULES = {
+    "rendered": "every digit, plain or perturbed, written as to_uint8(downscale(hires)); plain: "
+    "downscale(binarise(upscale(digit))) (the published recipe)",
+    "source-bytes": "plain digits keep the source's bytes; perturbed digits to_uint8(downscale(hires))",
+}
 SPLITS: tuple[str, ...] = ("train", "t10k")
 SPLIT_CODES = {"train": 0, "t10k": 1}
 PERTURBATION_CODES = {"plain": 0, "thin": 1, "thick": 2, "swel": 3, "frac": 4}
@@ -120,6 +144,10 @@ class BuildConfig(Section):
     max_train: int | None = None
     max_test: int | None = None
     chunk_size: int = 500
+    copies: int = 1
+    test_copies: int = 1
+    plain_render: Literal["rendered", "source-bytes"] = "rendered"
+    compat: Literal["none", "published"] = "none"
     perturbations: dict[str, dict[str, Any]] = Field(default_factory=dict)
     pipeline: dict[str, Any] = Field(default_factory=dict)
 
@@ -160,13 +188,17 @@ class BuildConfig(Section):
                 raise InvalidArgumentError(f"{name}: must be >= 1, got {value}")
         if self.chunk_size < 1:
             raise InvalidArgumentError(f"chunk_size: must be >= 1, got {self.chunk_size}")
+        for name, value in (("copies", self.copies), ("test_copies", self.test_copies)):
+            if value < 1:
+                raise InvalidArgumentError(f"{name}: must be >= 1 (copies of each digit), got {value}")
         unknown_kinds = [str(k) for k in self.perturbations if k not in KINDS]
         if unknown_kinds:
             raise InvalidArgumentError(
                 f"perturbations: unknown perturbation(s) {', '.join(unknown_kinds)}; "
                 f"choose from {', '.join(KINDS)} (or a set name: thic for thick)"
             )
-        self.pipeline_config()
+        if self.compat == "published":
+            check_published_config(self.pipeline_config())
         self.make_perturbations()
 
     def pipeline_config(self) -> PipelineConfig:
@@ -215,6 +247,10 @@ class BuildConfig(Section):
         needed = {kind for name in self.sets for kind in SETS[name]}
         return tuple(kind for kind in KINDS if kind in needed)
 
+    def copies_of(self, split: str) -> int:
+        """How many copies of each digit the split holds: ``copies`` (train) or ``test_copies`` (t10k)."""
+        return self.copies if split == "train" else self.test_copies
+
     def to_dict(self) -> dict[str, Any]:
         """The configuration as a JSON-ready dict (as recorded in ``dataset.json``).
 
@@ -222,7 +258,8 @@ class BuildConfig(Section):
         -------
         dict of str to object
             One key per field: ``source``, ``data_dir``, ``seed``, ``sets`` (list of canonical set names),
-            ``test_fraction``, ``max_train``, ``max_test``, ``chunk_size``, ``perturbations`` and ``pipeline``.
+            ``test_fraction``, ``max_train``, ``max_test``, ``chunk_size``, ``copies``, ``test_copies``,
+            ``plain_render``, ``compat``, ``perturbations`` and ``pipeline``.
         """
         return self.model_dump(mode="json")
 
@@ -363,8 +400,9 @@ def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, 
 # one chunk of work: every perturbation of every digit in it, measured
 
 
-def digit_rng(seed: int, kind: str, split: str, index: int) -> np.random.Generator:
-    """The generator of one digit's perturbation: ``default_rng([seed, kind code, split code, index])``.
+def digit_rng(seed: int, kind: str, split: str, index: int, copy: int = 0) -> np.random.Generator:
+    """The generator of one digit's perturbation: ``default_rng([seed, kind code, split code, index])``
+    for copy 0, ``default_rng([seed, kind code, split code, index, copy])`` for the other copies.
 
     Parameters
     ----------
@@ -375,14 +413,60 @@ def digit_rng(seed: int, kind: str, split: str, index: int) -> np.random.Generat
     split : {"train", "t10k"}
         Split (its code in :data:`SPLIT_CODES`).
     index : int
-        The digit's index in the split (after limits).
+        The digit's index in the split (after limits, before copies).
+    copy : int, default=0
+        Which copy of the digit (0 .. copies - 1).
 
     Returns
     -------
     numpy.random.Generator
-        The same stream whatever the chunking or number of workers.
+        The same stream whatever the chunking or number of workers; copy 0 keeps the stream of a build
+        without copies.
     """
-    return np.random.default_rng([seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index])
+    key = [seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index] + ([copy] if copy else [])
+    return np.random.default_rng(key)
+
+
+def render_hires(hires: np.ndarray, scale: int) -> np.ndarray:
+    """The render path of every digit written: ``to_uint8(downscale(hires))``.
+
+    Parameters
+    ----------
+    hires : numpy.ndarray
+        float ``(N, f H, f W)`` hi-res images in [0, 1] (a binarised upscale, or a perturbation's result).
+    scale : int
+        Downscaling factor f.
+
+    Returns
+    -------
+    numpy.ndarray
+        uint8 ``(N, H, W)``.
+    """
+    return resample.to_uint8(resample.downscale(hires, scale))
+
+
+def measure_images(images: np.ndarray, pipeline: PipelineConfig, compat: str = "none") -> pd.DataFrame:
+    """Morphometrics of a chunk of written digits in the build's measurement mode.
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        uint8 ``(B, 28, 28)``.
+    pipeline : PipelineConfig
+        Pipeline parameters.
+    compat : {"none", "published"}, default="none"
+        Measurement mode (:func:`repscope.data.morpho.measure`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``area, length, thickness, slant, width, height, valid``.
+    """
+    if compat not in COMPAT_MODES:
+        raise InvalidArgumentError(f"compat: must be one of {', '.join(COMPAT_MODES)}, got {compat!r}")
+    if compat == "published":
+        return measure_published_batch(images, pipeline)[list(COLUMNS[1:])]
+    return measure_batch(analyse_batch(images, pipeline))[list(COLUMNS[1:])]
 
 
 def process_chunk(
@@ -393,8 +477,12 @@ def process_chunk(
     perturbations: dict[str, Perturbation],
     pipeline: PipelineConfig,
     seed: int,
+    *,
+    n_source: int | None = None,
+    plain_render: str = "rendered",
+    compat: str = "none",
 ) -> dict[str, Any]:
-    """Perturb and measure digits ``start .. start + len(images)`` of a split.
+    """Render, perturb and measure digits ``start .. start + len(images)`` of a split.
 
     Parameters
     ----------
@@ -403,7 +491,8 @@ def process_chunk(
     split : {"train", "t10k"}
         Their split.
     start : int
-        Index of the first digit in the split (seeds the digits' generators).
+        Position of the first digit in the split with its copies (with ``n_source`` digits per copy,
+        position p is copy ``p // n_source`` of digit ``p % n_source``; that seeds its generators).
     kinds : sequence of str
         Perturbations to apply (each to every digit).
     perturbations : dict of str to Perturbation
@@ -412,34 +501,52 @@ def process_chunk(
         Pipeline parameters.
     seed : int
         Build seed.
+    n_source : int, optional
+        Digits of the split before copies; default: no copies (position = index).
+    plain_render : {"rendered", "source-bytes"}, default="rendered"
+        How plain digits are written (module docstring).
+    compat : {"none", "published"}, default="none"
+        Measurement mode of the morphometrics.
 
     Returns
     -------
     dict
-        ``morpho_plain`` (DataFrame of the morphometrics of the digits, columns ``area, length,
-        thickness, slant, width, height, valid``; pixels of the 28x28 image, slant in radians), and for
-        each kind ``images_<kind>`` (uint8 ``(B, 28, 28)``), ``params_<kind>`` (list of JSON strings)
-        and ``morpho_<kind>`` (morphometrics measured after the perturbation).
+        ``images_plain`` (uint8 ``(B, 28, 28)`` plain digits as written), ``morpho_plain`` (DataFrame of
+        their morphometrics, columns ``area, length, thickness, slant, width, height, valid``; pixels
+        of the 28x28 image, slant in radians), and for each kind ``images_<kind>`` (uint8
+        ``(B, 28, 28)``), ``params_<kind>`` (list of JSON strings) and ``morpho_<kind>`` (morphometrics
+        measured after the perturbation).
     """
+    if plain_render not in PLAIN_RENDERS:
+        raise InvalidArgumentError(f"plain_render: must be one of {', '.join(PLAIN_RENDERS)}, got {plain_render!r}")
+    positions = start + np.arange(len(images))
+    n = n_source or (int(positions[-1]) + 1 if len(images) else 1)
+    source_index, copy_index = positions % n, positions // n
     batch = analyse_batch(images, pipeline)
-    result: dict[str, Any] = {"morpho_plain": measure_batch(batch)[list(COLUMNS[1:])]}
     digits = batch.digits()
+    blank = ~batch.valid  # no foreground: written with the exact source bytes, whatever the render
+
+    def written(hires: np.ndarray) -> np.ndarray:
+        out = render_hires(hires, pipeline.scale)
+        out[blank] = images[blank]
+        return out
+
+    plain = images.copy()
+    if plain_render == "rendered":
+        plain = written(np.stack([digit.binary_image for digit in digits]).astype(np.float64))
+    result: dict[str, Any] = {"images_plain": plain, "morpho_plain": measure_images(plain, pipeline, compat)}
     for kind in kinds:
         perturbation = perturbations[kind]
         hires = np.empty_like(batch.hires)
         params: list[str] = []
         for k, digit in enumerate(digits):
-            outcome = perturbation(digit, digit_rng(seed, kind, split, start + k))
+            outcome = perturbation(digit, digit_rng(seed, kind, split, int(source_index[k]), int(copy_index[k])))
             hires[k] = outcome.hires
             params.append(json.dumps({"perturbation": kind, **outcome.params}, sort_keys=True))
-        perturbed = resample.to_uint8(resample.downscale(hires, pipeline.scale))
-        # a digit the perturbation skipped (no foreground) keeps its exact bytes
-        for k, digit in enumerate(digits):
-            if not digit.valid:
-                perturbed[k] = images[k]
+        perturbed = written(hires)
         result[f"images_{kind}"] = perturbed
         result[f"params_{kind}"] = params
-        result[f"morpho_{kind}"] = measure_batch(analyse_batch(perturbed, pipeline))[list(COLUMNS[1:])]
+        result[f"morpho_{kind}"] = measure_images(perturbed, pipeline, compat)
     return result
 
 
@@ -477,8 +584,8 @@ def _load_chunk(path: Path) -> dict[str, Any]:
 
 
 def _chunk_task(args: tuple) -> str:
-    path, images, split, start, kinds, perturbations, pipeline, seed = args
-    _save_chunk(Path(path), process_chunk(images, split, start, kinds, perturbations, pipeline, seed))
+    path, images, split, start, kinds, perturbations, pipeline, seed, options = args
+    _save_chunk(Path(path), process_chunk(images, split, start, kinds, perturbations, pipeline, seed, **options))
     return path
 
 
@@ -519,6 +626,12 @@ def _morpho_csv(frame: pd.DataFrame) -> bytes:
     return frame.to_csv(index=False, float_format=CSV_FLOAT_FORMAT, lineterminator="\n").encode()
 
 
+def _ids_csv(n_source: int, copies: int) -> bytes:
+    positions = np.arange(n_source * copies)
+    frame = pd.DataFrame({"index": positions, "source_index": positions % n_source, "copy": positions // n_source})
+    return frame.to_csv(index=False, lineterminator="\n").encode()
+
+
 def _params_csv(codes: np.ndarray, params: list[str]) -> bytes:
     names = {code: name for name, code in PERTURBATION_CODES.items()}
     frame = pd.DataFrame(
@@ -539,6 +652,7 @@ def assemble_split(
     labels: np.ndarray,
     results: dict[str, Any],
     seed: int,
+    copies: int = 1,
 ) -> dict[str, bytes]:
     """The files of one set and split, as bytes keyed by file name.
 
@@ -549,28 +663,34 @@ def assemble_split(
     split : {"train", "t10k"}
         The split.
     images : numpy.ndarray
-        uint8 ``(N, 28, 28)`` plain digits of the split.
+        uint8 ``(n, 28, 28)`` source digits of the split (before copies).
     labels : numpy.ndarray
-        ``(N,)`` class labels (written as uint8).
+        ``(n,)`` class labels (written as uint8, repeated for each copy).
     results : dict
-        The chunk results of the whole split concatenated (keys of :func:`process_chunk`).
+        The chunk results of the whole split with its copies concatenated (keys of
+        :func:`process_chunk`; ``images_plain`` holds the plain digits as written).
     seed : int
         Build seed (for the mixed sets' assignment).
+    copies : int, default=1
+        Copies of each digit, copy-major (``N = copies x n`` digits written).
 
     Returns
     -------
     dict of str to bytes
-        ``<split>-images-idx3-ubyte.gz``, ``<split>-labels-idx1-ubyte.gz`` and ``<split>-morpho.csv``;
+        ``<split>-images-idx3-ubyte.gz``, ``<split>-labels-idx1-ubyte.gz``, ``<split>-morpho.csv`` and
+        ``<split>-ids.csv`` (``index, source_index, copy``);
         ``<split>-pert-idx1-ubyte.gz`` for mixed sets and ``<split>-pert-params.csv`` for every set but
         ``plain``.
     """
     members = SETS[set_name]
-    n = len(images)
+    n_source = len(images)
+    n = n_source * copies
+    labels = np.tile(np.asarray(labels), copies)
     if len(members) == 1:
         codes = np.full(n, PERTURBATION_CODES[members[0]], dtype=np.uint8)
     else:
         codes = mixed_assignment(n, members, seed, set_name, split)
-    out_images = images.copy()
+    out_images = np.array(results["images_plain"], copy=True)
     morpho = results["morpho_plain"].copy()
     params = [json.dumps({"perturbation": "plain"})] * n
     for kind in members:
@@ -586,6 +706,7 @@ def assemble_split(
         f"{split}-images-idx3-ubyte.gz": idx.encode_idx(out_images, gzip=True),
         f"{split}-labels-idx1-ubyte.gz": idx.encode_idx(labels.astype(np.uint8), gzip=True),
         f"{split}-morpho.csv": _morpho_csv(morpho),
+        f"{split}-ids.csv": _ids_csv(n_source, copies),
     }
     if len(members) > 1:
         files[f"{split}-pert-idx1-ubyte.gz"] = idx.encode_idx(codes, gzip=True)
@@ -738,23 +859,28 @@ def _build(
     chunk_paths: dict[str, list[Path]] = {}
     for split, (images, _, _) in splits.items():
         chunk_paths[split] = []
-        for start in range(0, len(images), config.chunk_size):
+        n_source = len(images)
+        options = {"n_source": n_source, "plain_render": config.plain_render, "compat": config.compat}
+        for start in range(0, n_source * config.copies_of(split), config.chunk_size):
             path = state_dir / f"{split}-{start:07d}.npz"
             chunk_paths[split].append(path)
             if not path.exists():
+                # copy-major: position p is digit p % n_source (a chunk may span two copies)
+                positions = np.arange(start, min(start + config.chunk_size, n_source * config.copies_of(split)))
                 tasks.append(
                     (
                         str(path),
-                        images[start : start + config.chunk_size],
+                        images[positions % n_source],
                         split,
                         start,
                         kinds,
                         perturbations,
                         pipeline,
                         config.seed,
+                        options,
                     )
                 )
-    total = sum(len(images) for images, _, _ in splits.values())
+    total = sum(len(images) * config.copies_of(split) for split, (images, _, _) in splits.items())
     done = total - sum(len(task[1]) for task in tasks)
     if progress:
         progress(done, total)
@@ -781,11 +907,12 @@ def _build(
                 results[key] = [v for part in values for v in part]
             else:
                 results[key] = np.concatenate(values)
+        copies = config.copies_of(split)
         for set_name in config.sets:
-            for name, data in assemble_split(set_name, split, images, labels, results, config.seed).items():
+            for name, data in assemble_split(set_name, split, images, labels, results, config.seed, copies).items():
                 path = out / set_name / name
                 write_bytes_atomic(path, data)
-            counts.setdefault(set_name, {})[split] = len(images)
+            counts.setdefault(set_name, {})[split] = len(images) * copies
     for set_name in config.sets:
         for path in sorted((out / set_name).iterdir()):
             files[f"{set_name}/{path.name}"] = sha256_file(path)
@@ -800,6 +927,9 @@ def _build(
         "config": config_record,
         "perturbations": {kind: perturbations[kind].describe() for kind in kinds},
         "pipeline": pipeline.to_dict(),
+        "plain_render": {"choice": config.plain_render, "rule": RENDER_RULES[config.plain_render]},
+        "copies": {"train": config.copies, "t10k": config.test_copies, "layout": "copy-major; see <split>-ids.csv"},
+        "measurement": {"compat": config.compat},
         "split_rule": split_rule,
         "counts": counts,
         "files": files,

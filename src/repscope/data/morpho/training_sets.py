@@ -35,6 +35,7 @@ import pandas as pd
 from repscope.cache import exclusive_lock
 from repscope.data import idx
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
+from repscope.data.morpho.build import FORMAT_VERSION as BUILD_FORMAT_VERSION
 from repscope.data.morpho.build import BuildConfig, build_dataset, load_build_source
 from repscope.data.sources import repscope_home
 from repscope.errors import InvalidArgumentError
@@ -177,7 +178,14 @@ def load_digits(
 
 
 def morpho_cache_dir(
-    source: str, data_dir: str | None, seed: int, test_fraction: float, max_train: int | None, max_test: int | None
+    source: str,
+    data_dir: str | None,
+    seed: int,
+    test_fraction: float,
+    max_train: int | None,
+    max_test: int | None,
+    copies: int = 1,
+    test_copies: int = 1,
 ) -> Path:
     """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``).
 
@@ -193,15 +201,21 @@ def morpho_cache_dir(
         Test share of a one-split source.
     max_train, max_test : int or None
         Limits on the train and test digits.
+    copies, test_copies : int, default=1
+        Copies of each train / test digit.
 
     Returns
     -------
     pathlib.Path
         ``$REPSCOPE_HOME/morpho-mnist/<source>-seed<seed>-<digest>``: ``<source>`` is the source's name with
         characters other than letters, digits, ``-`` and ``_`` replaced by ``_`` (at most 40), ``<digest>``
-        the first 12 hex digits of the sha256 of all the parameters. Not created.
+        the first 12 hex digits of the sha256 of all the parameters and the build format version (a build
+        of an earlier format is never reused). Not created.
     """
-    key = json.dumps([source, data_dir and str(Path(data_dir).resolve()), seed, test_fraction, max_train, max_test])
+    data_dir = data_dir and str(Path(data_dir).resolve())
+    key = json.dumps(
+        [source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies, BUILD_FORMAT_VERSION]
+    )
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     safe_source = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(source).name)[:40]
     return repscope_home() / "morpho-mnist" / f"{safe_source}-seed{seed}-{digest}"
@@ -215,6 +229,8 @@ def ensure_morpho_dataset(
     max_train: int | None = None,
     max_test: int | None = None,
     jobs: int = 1,
+    copies: int = 1,
+    test_copies: int = 1,
 ) -> Path:
     """A complete Morpho-MNIST build of these parameters: cached, built once (under a file lock,
     so parallel runs wait for one build), resumed if an earlier build was interrupted.
@@ -238,6 +254,10 @@ def ensure_morpho_dataset(
         The same for the test digits.
     jobs : int, default=1
         Worker processes for the build (>= 1); the bytes written do not depend on it.
+    copies : int, default=1
+        Draw each training digit this many times, each copy perturbed anew (>= 1).
+    test_copies : int, default=1
+        The same for the test digits.
 
     Returns
     -------
@@ -253,7 +273,7 @@ def ensure_morpho_dataset(
     RepscopeError
         The other errors of :func:`repscope.data.morpho.build.build_dataset`.
     """
-    out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test)
+    out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies)
     if (out / "dataset.json").exists():
         return out
     with exclusive_lock(out):
@@ -265,6 +285,8 @@ def ensure_morpho_dataset(
                 test_fraction=test_fraction,
                 max_train=max_train,
                 max_test=max_test,
+                copies=copies,
+                test_copies=test_copies,
             )
             build_dataset(out, config, resume=out.exists(), jobs=jobs)
     return out
@@ -279,6 +301,8 @@ def load_morpho_mnist(
     test_fraction: float = 0.2,
     max_train: int | None = None,
     max_test: int | None = None,
+    copies: int = 1,
+    test_copies: int = 1,
     dataset_dir: str | None = None,
 ) -> TrainingSet:
     """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``).
@@ -303,6 +327,11 @@ def load_morpho_mnist(
     max_train : int, optional
         Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
     max_test : int, optional
+        The same for the test digits.
+    copies : int, default=1
+        Draw each training digit this many times, each copy perturbed anew (``repscope morpho build
+        --copies``; for a small source such as ``mnist-sample``).
+    test_copies : int, default=1
         The same for the test digits.
     dataset_dir : str, optional
         A complete build folder (``repscope morpho build --out DIR``) to read instead; the source
@@ -331,7 +360,9 @@ def load_morpho_mnist(
     root = (
         Path(dataset_dir)
         if dataset_dir
-        else ensure_morpho_dataset(source, data_dir, seed, test_fraction, max_train, max_test)
+        else ensure_morpho_dataset(
+            source, data_dir, seed, test_fraction, max_train, max_test, copies=copies, test_copies=test_copies
+        )
     )
     folder = root / set
     if not (root / "dataset.json").exists() or not folder.is_dir():
