@@ -483,3 +483,28 @@ def test_pool_results_are_in_order_with_any_jobs(tmp_path):
     for jobs in (1, 2):
         with ordered_map(_marker_task, tasks, jobs) as results:
             assert list(results) == tasks
+
+
+def test_cli_copies_render_and_compat_options_reach_the_build(tmp_path, capsys):
+    from typer.testing import CliRunner
+
+    from repscope.cli import app, main
+
+    out = tmp_path / "cli-copies"
+    args = ["morpho", "build", "--out", str(out), "--sets", "plain,frac", "--max-train", "10", "--max-test", "5"]
+    extra = ["--copies", "2", "--test-copies", "3", "--plain-render", "source-bytes", "--compat", "published"]
+    result = CliRunner().invoke(app, args + extra)
+    assert result.exit_code == 0, result.output
+    assert "frac: 20+15" in result.output
+    manifest = json.loads((out / "dataset.json").read_text())
+    assert manifest["config"]["copies"] == 2 and manifest["config"]["test_copies"] == 3
+    assert manifest["plain_render"]["choice"] == "source-bytes" and manifest["measurement"]["compat"] == "published"
+    assert read(out, "frac", "t10k", "ids.csv")["copy"].tolist() == [0] * 5 + [1] * 5 + [2] * 5
+    with pytest.raises(SystemExit) as exit_info:
+        main(
+            ["morpho", "build", "--out", str(tmp_path / "bad"), "--copies", "0", "--max-train", "5", "--max-test", "5"]
+        )
+    assert exit_info.value.code == 1
+    err = capsys.readouterr().err.strip()
+    assert "copies" in err and "\n" not in err
+    assert not (tmp_path / "bad").exists()

@@ -39,6 +39,7 @@ from repscope.data.morpho.build import FORMAT_VERSION as BUILD_FORMAT_VERSION
 from repscope.data.morpho.build import BuildConfig, build_dataset, load_build_source
 from repscope.data.sources import repscope_home
 from repscope.errors import InvalidArgumentError
+from repscope.progress import progress_bar
 
 Target = Literal["label", "abnormal", "perturbation", "thickness", "none"]
 TARGET_KINDS = {
@@ -288,7 +289,11 @@ def ensure_morpho_dataset(
                 copies=copies,
                 test_copies=test_copies,
             )
-            build_dataset(out, config, resume=out.exists(), jobs=jobs)
+            # a first use builds the sets (minutes with copies): say so rather than sit silent
+            n_copies = "" if copies == test_copies == 1 else f", {copies} copies of each training digit"
+            description = f"building the Morpho-MNIST sets from {source} once, into the cache{n_copies}"
+            with progress_bar(description) as update:
+                build_dataset(out, config, resume=out.exists(), jobs=jobs, progress=update)
     return out
 
 
