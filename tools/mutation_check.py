@@ -188,6 +188,38 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_cdsprites.py::test_brightness_rules_by_hand",),
         "dark backgrounds black instead of the reference's wrapped 56",
     ),
+    Mutation(
+        "published-rounds-instead-of-truncating",
+        ("src/repscope/data/morpho/published.py",),
+        "upscaled = upscaled.astype(np.uint8).astype(np.float64)",
+        "upscaled = np.rint(upscaled)",
+        ("tests/test_morpho_published.py::test_every_published_value_is_reproduced",),
+        "the hi-res image rounded to uint8 instead of truncated as the released code did",
+    ),
+    Mutation(
+        "published-symmetric-border",
+        ("src/repscope/data/morpho/published.py",),
+        "return np.where(folded < size, folded, period - folded)",
+        "return np.clip(index, 0, size - 1)",
+        ("tests/test_morpho_published.py::test_cubic_convolution_taps_by_hand",),
+        "the cubic convolution reads past the border by edge repetition instead of mirror reflection",
+    ),
+    Mutation(
+        "copies-share-one-perturbation",
+        ("src/repscope/data/morpho/build.py",),
+        "key = [seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index] + ([copy] if copy else [])",
+        "key = [seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index]",
+        ("tests/test_build.py::test_copies_draw_each_digit_k_times_with_its_own_perturbation",),
+        "every copy of a digit gets the same perturbation: --copies adds no information",
+    ),
+    Mutation(
+        "plain-digits-keep-source-bytes",
+        ("src/repscope/data/morpho/build.py",),
+        '    if plain_render == "rendered":\n',
+        '    if plain_render == "never":\n',
+        ("tests/test_build.py::test_plain_and_perturbed_digits_share_the_render_path",),
+        "plain digits written with the source's bytes: a model tells them from perturbed ones by rendering",
+    ),
 ]
 
 
