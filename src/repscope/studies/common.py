@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -32,11 +32,13 @@ class MorphoDataSection(DataSection):
 
     ``copies`` draws each training digit K times, each copy perturbed anew (``repscope morpho build
     --copies``): a small source such as the 5,000-digit ``mnist-sample`` needs it to give the perturbed
-    sets enough examples; with full MNIST keep 1.
+    sets enough examples; with full MNIST keep 1. ``plain_render`` is how plain digits are written
+    (``rendered``, the published recipe; ``source-bytes`` keeps the source's bytes).
     """
 
     copies: int = Field(1, ge=1)
     test_copies: int = Field(1, ge=1)
+    plain_render: Literal["rendered", "source-bytes"] = "rendered"
 
 
 class MemberModel(Section):

@@ -248,7 +248,18 @@ class BuildConfig(Section):
         return tuple(kind for kind in KINDS if kind in needed)
 
     def copies_of(self, split: str) -> int:
-        """How many copies of each digit the split holds: ``copies`` (train) or ``test_copies`` (t10k)."""
+        """How many copies of each digit the split holds: ``copies`` (train) or ``test_copies`` (t10k).
+
+        Parameters
+        ----------
+        split : {"train", "t10k"}
+            The split.
+
+        Returns
+        -------
+        int
+            Copies of each of the split's digits (>= 1 once :meth:`check` passed).
+        """
         return self.copies if split == "train" else self.test_copies
 
     def to_dict(self) -> dict[str, Any]:

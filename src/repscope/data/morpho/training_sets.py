@@ -36,9 +36,9 @@ from repscope.cache import exclusive_lock
 from repscope.data import idx
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.data.morpho.build import FORMAT_VERSION as BUILD_FORMAT_VERSION
-from repscope.data.morpho.build import BuildConfig, build_dataset, load_build_source
+from repscope.data.morpho.build import PLAIN_RENDERS, BuildConfig, build_dataset, load_build_source
 from repscope.data.sources import repscope_home
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.progress import progress_bar
 
 Target = Literal["label", "abnormal", "perturbation", "thickness", "none"]
@@ -187,6 +187,7 @@ def morpho_cache_dir(
     max_test: int | None,
     copies: int = 1,
     test_copies: int = 1,
+    plain_render: str = "rendered",
 ) -> Path:
     """Where the Morpho-MNIST build of these parameters is cached (under ``$REPSCOPE_HOME``).
 
@@ -204,6 +205,8 @@ def morpho_cache_dir(
         Limits on the train and test digits.
     copies, test_copies : int, default=1
         Copies of each train / test digit.
+    plain_render : {"rendered", "source-bytes"}, default="rendered"
+        How the plain digits are written (:mod:`repscope.data.morpho.build`).
 
     Returns
     -------
@@ -214,12 +217,37 @@ def morpho_cache_dir(
         of an earlier format is never reused). Not created.
     """
     data_dir = data_dir and str(Path(data_dir).resolve())
+    # every parameter that changes the bytes is in the key, so a build of other settings (or of an
+    # earlier format) is never found under this name
     key = json.dumps(
-        [source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies, BUILD_FORMAT_VERSION]
+        [source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies, plain_render]
+        + [BUILD_FORMAT_VERSION]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
     safe_source = "".join(c if c.isalnum() or c in "-_" else "_" for c in Path(source).name)[:40]
     return repscope_home() / "morpho-mnist" / f"{safe_source}-seed{seed}-{digest}"
+
+
+def _check_cached_build(out: Path, config: BuildConfig) -> None:
+    """Refuse a cached build whose ``dataset.json`` records another format or configuration.
+
+    The folder name already holds a digest of the settings; this guards against a folder copied or
+    edited by hand, so that a build of other settings is never used silently.
+    """
+    try:
+        manifest = json.loads((out / "dataset.json").read_text())
+    except (OSError, ValueError) as exc:
+        raise RepscopeError(f"{out}/dataset.json: unreadable ({exc}); delete {out} to rebuild it") from None
+    expected = json.loads(json.dumps(config.to_dict()))
+    recorded = manifest.get("config") or {}
+    differ = sorted(key for key in expected if recorded.get(key) != expected[key])
+    if manifest.get("format_version") != BUILD_FORMAT_VERSION:
+        differ.insert(0, f"format_version {manifest.get('format_version')} (expected {BUILD_FORMAT_VERSION})")
+    if differ:
+        raise RepscopeError(
+            f"{out}: the cached Morpho-MNIST build differs from the one asked for in {', '.join(differ)}; "
+            f"delete {out} to rebuild it"
+        )
 
 
 def ensure_morpho_dataset(
@@ -232,6 +260,7 @@ def ensure_morpho_dataset(
     jobs: int = 1,
     copies: int = 1,
     test_copies: int = 1,
+    plain_render: Literal["rendered", "source-bytes"] = "rendered",
 ) -> Path:
     """A complete Morpho-MNIST build of these parameters: cached, built once (under a file lock,
     so parallel runs wait for one build), resumed if an earlier build was interrupted.
@@ -259,6 +288,9 @@ def ensure_morpho_dataset(
         Draw each training digit this many times, each copy perturbed anew (>= 1).
     test_copies : int, default=1
         The same for the test digits.
+    plain_render : {"rendered", "source-bytes"}, default="rendered"
+        How the plain digits are written: ``rendered`` (the published recipe, the path perturbed digits
+        take) or ``source-bytes`` (the source's bytes); see :mod:`repscope.data.morpho.build`.
 
     Returns
     -------
@@ -272,23 +304,30 @@ def ensure_morpho_dataset(
     SourceNotFoundError, DataFormatError
         When the source cannot be found or read.
     RepscopeError
-        The other errors of :func:`repscope.data.morpho.build.build_dataset`.
+        When the cached folder records another format version or configuration than asked for, and the
+        other errors of :func:`repscope.data.morpho.build.build_dataset`.
     """
-    out = morpho_cache_dir(source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies)
+    if plain_render not in PLAIN_RENDERS:
+        raise InvalidArgumentError(f"plain_render: must be one of {', '.join(PLAIN_RENDERS)}, got {plain_render!r}")
+    config = BuildConfig(
+        source=source,
+        data_dir=data_dir,
+        seed=seed,
+        test_fraction=test_fraction,
+        max_train=max_train,
+        max_test=max_test,
+        copies=copies,
+        test_copies=test_copies,
+        plain_render=plain_render,
+    )
+    out = morpho_cache_dir(
+        source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies, plain_render
+    )
     if (out / "dataset.json").exists():
+        _check_cached_build(out, config)
         return out
     with exclusive_lock(out):
         if not (out / "dataset.json").exists():
-            config = BuildConfig(
-                source=source,
-                data_dir=data_dir,
-                seed=seed,
-                test_fraction=test_fraction,
-                max_train=max_train,
-                max_test=max_test,
-                copies=copies,
-                test_copies=test_copies,
-            )
             # a first use builds the sets (minutes with copies): say so rather than sit silent
             n_copies = "" if copies == test_copies == 1 else f", {copies} copies of each training digit"
             description = f"building the Morpho-MNIST sets from {source} once, into the cache{n_copies}"
@@ -308,6 +347,7 @@ def load_morpho_mnist(
     max_test: int | None = None,
     copies: int = 1,
     test_copies: int = 1,
+    plain_render: Literal["rendered", "source-bytes"] = "rendered",
     dataset_dir: str | None = None,
 ) -> TrainingSet:
     """A Morpho-MNIST set (built from ``source`` and cached, or read from ``dataset_dir``).
@@ -338,6 +378,9 @@ def load_morpho_mnist(
         --copies``; for a small source such as ``mnist-sample``).
     test_copies : int, default=1
         The same for the test digits.
+    plain_render : {"rendered", "source-bytes"}, default="rendered"
+        How the plain digits are written (``repscope morpho build --plain-render``): ``rendered``, the
+        published recipe, or ``source-bytes``.
     dataset_dir : str, optional
         A complete build folder (``repscope morpho build --out DIR``) to read instead; the source
         parameters are then only used in the description.
@@ -366,7 +409,15 @@ def load_morpho_mnist(
         Path(dataset_dir)
         if dataset_dir
         else ensure_morpho_dataset(
-            source, data_dir, seed, test_fraction, max_train, max_test, copies=copies, test_copies=test_copies
+            source,
+            data_dir,
+            seed,
+            test_fraction,
+            max_train,
+            max_test,
+            copies=copies,
+            test_copies=test_copies,
+            plain_render=plain_render,
         )
     )
     folder = root / set
