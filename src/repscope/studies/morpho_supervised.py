@@ -24,6 +24,7 @@ from pydantic import Field
 
 from repscope.data.morpho.training_sets import load_morpho_mnist
 from repscope.models.classifiers import knn_baseline, svm_baseline
+from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.runs import RunDirectory
 from repscope.studies.common import MemberModel, MorphoDataSection, TrainingSection, train_or_load
@@ -121,7 +122,10 @@ def run_supervised(
                 keep = _distinct_rows(data.train_images)[: config.sklearn_max_train]
                 n_train = len(keep)
                 estimator = _sklearn_model(model, data.target_kind)
-                estimator.fit(_flat(data.train_images[keep]), data.train_targets[keep])
+                # scikit-learn reports nothing while it fits (the SVM takes minutes on tens of
+                # thousands of digits): a bar without a total says what is running
+                with progress_bar(f"fitting {model} on {n_train} digits ({task_name})"):
+                    estimator.fit(_flat(data.train_images[keep]), data.train_targets[keep])
                 predict = lambda images, fitted=estimator: fitted.predict(_flat(images))  # noqa: E731
             else:
                 member = MemberModel(label=f"{model}-{task_name}", name=model)

@@ -37,6 +37,7 @@ from repscope.data import idx
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.data.morpho.build import FORMAT_VERSION as BUILD_FORMAT_VERSION
 from repscope.data.morpho.build import PLAIN_RENDERS, BuildConfig, build_dataset, load_build_source
+from repscope.data.morpho.morphometrics import default_jobs
 from repscope.data.sources import repscope_home
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.progress import progress_bar
@@ -418,6 +419,8 @@ def load_morpho_mnist(
             copies=copies,
             test_copies=test_copies,
             plain_render=plain_render,
+            # a one-time build whose bytes do not depend on the workers: use the cores there are
+            jobs=default_jobs(),
         )
     )
     folder = root / set
