@@ -173,7 +173,9 @@ def run_supervised(
     metrics["test_digits"] = {d["task"]: d["test_digits"] for d in details}
     run.write_metrics(metrics)
 
-    report = Report("Morpho-MNIST supervised tasks", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
+    copies = f"{config.data.copies} {'copy' if config.data.copies == 1 else 'copies'} of each training digit"
+    subtitle = f"{config.data.source}, seed {config.seed}, {copies}"
+    report = Report("Morpho-MNIST supervised tasks", subtitle=subtitle, quick=quick)
     report.add_paragraph(
         "Digit recognition trained on PLAIN and tested on PLAIN and LOCAL (domain shift); abnormality "
         "detection (normal vs swollen or fractured) on LOCAL; stroke-thickness regression on GLOBAL. "
