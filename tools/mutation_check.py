@@ -220,6 +220,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_build.py::test_plain_and_perturbed_digits_share_the_render_path",),
         "plain digits written with the source's bytes: a model tells them from perturbed ones by rendering",
     ),
+    Mutation(
+        "dreg-without-the-hook",
+        ("src/repscope/models/multimodal/objectives.py",),
+        "        latents.register_hook(lambda grad: normalised.unsqueeze(-1) * grad)\n",
+        "        pass\n",
+        ("tests/test_multimodal_experts.py::test_dreg_gradient_agrees_with_the_iwae_gradient_in_expectation",),
+        "the encoder gets w~ instead of w~^2: a biased gradient of the IWAE bound",
+    ),
 ]
 
 

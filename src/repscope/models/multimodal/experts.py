@@ -1,0 +1,189 @@
+"""How multimodal VAEs combine their unimodal posteriors ("experts") into one joint posterior.
+
+Every rule takes the experts of ``E`` modalities as stacked Gaussian parameters ``mu``, ``logvar`` of
+shape ``(E, B, D)`` and a presence mask ``(E, B)`` (False: the modality is missing for that example), so
+that every model infers from any subset of modalities.
+
+* Product of experts (MVAE, Wu & Goodman 2018): ``q(z | X) ∝ p(z) prod_{m in X} q(z | x_m)``.
+* Mixture of experts (MMVAE, Shi et al. 2019): ``q(z | X) = 1/|X| sum_{m in X} q(z | x_m)``.
+* Mixture of products of experts (MoPoE, Sutter et al. 2021):
+  ``q(z | X) = 1/|P(X)| sum_{S in P(X)} PoE(S)`` over the non-empty subsets ``S`` of the present ones.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import torch
+
+from repscope.errors import InvalidArgumentError
+
+
+def _check(mu: torch.Tensor, logvar: torch.Tensor, present: torch.Tensor | None) -> torch.Tensor:
+    if mu.dim() != 3 or mu.shape != logvar.shape:
+        raise InvalidArgumentError(
+            f"experts: mu and logvar must both be (modalities, batch, latent), got {tuple(mu.shape)} and "
+            f"{tuple(logvar.shape)}"
+        )
+    if present is None:
+        return torch.ones(mu.shape[:2], dtype=torch.bool, device=mu.device)
+    if present.shape != mu.shape[:2]:
+        raise InvalidArgumentError(f"present: expected shape {tuple(mu.shape[:2])}, got {tuple(present.shape)}")
+    return present.to(torch.bool)
+
+
+def product_of_experts(
+    mu: torch.Tensor, logvar: torch.Tensor, present: torch.Tensor | None = None, prior_expert: bool = True
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Product of Gaussian experts (Wu & Goodman 2018, eq. 5; with the prior N(0, I) as one expert).
+
+    With precisions ``T_m = 1 / var_m`` of the present experts (and ``T_0 = 1``, ``mu_0 = 0`` for the
+    prior expert)::
+
+        var = 1 / sum_m T_m,        mu = var * sum_m T_m mu_m
+
+    Parameters
+    ----------
+    mu, logvar : torch.Tensor
+        ``(E, B, D)`` means and log-variances of the ``E`` experts.
+    present : torch.Tensor, optional
+        bool ``(E, B)``; a missing expert is left out of the product. Default: all present.
+    prior_expert : bool, default=True
+        Include the prior expert N(0, I) (MVAE does; then an example with no modality gets the prior).
+
+    Returns
+    -------
+    (torch.Tensor, torch.Tensor)
+        ``(B, D)`` mean and log-variance of the product.
+
+    Raises
+    ------
+    InvalidArgumentError
+        On mismatched shapes, or when an example has no expert at all and ``prior_expert`` is False.
+    """
+    present = _check(mu, logvar, present)
+    weight = present.unsqueeze(-1).to(mu.dtype)
+    precision = torch.exp(-logvar) * weight
+    total = precision.sum(0)
+    weighted_mean = (precision * mu).sum(0)
+    if prior_expert:
+        total = total + 1.0
+    elif bool((~present.any(0)).any()):
+        raise InvalidArgumentError("present: an example has no modality and the prior expert is excluded")
+    variance = 1.0 / total
+    return weighted_mean * variance, torch.log(variance)
+
+
+def choose_present(present: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """For each example, one present expert drawn uniformly: the component of a mixture of experts.
+
+    Parameters
+    ----------
+    present : torch.Tensor
+        bool ``(E, B)``; every example needs at least one present expert.
+    generator : torch.Generator, optional
+        Source of randomness (seeded for determinism).
+
+    Returns
+    -------
+    torch.Tensor
+        int64 ``(B,)`` expert index of each example, always a present one.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When an example has no present expert.
+    """
+    present = present.to(torch.bool)
+    if bool((~present.any(0)).any()):
+        raise InvalidArgumentError("present: an example has no modality to draw from")
+    weights = present.T.to(torch.float64)  # (B, E), uniform over the present experts
+    return torch.multinomial(weights, 1, generator=generator).squeeze(1)
+
+
+def mixture_of_experts_sample(
+    mu: torch.Tensor,
+    logvar: torch.Tensor,
+    present: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """One reparameterised sample of a mixture of Gaussian experts (Shi et al. 2019, eq. 3).
+
+    ``z = mu_c + exp(logvar_c / 2) * eps`` with the component ``c`` drawn uniformly among the present
+    experts of each example (:func:`choose_present`); gradients flow into the chosen expert only.
+
+    Parameters
+    ----------
+    mu, logvar : torch.Tensor
+        ``(E, B, D)`` experts.
+    present : torch.Tensor, optional
+        bool ``(E, B)``; default all present.
+    generator : torch.Generator, optional
+        Source of randomness (component and noise).
+
+    Returns
+    -------
+    z : torch.Tensor
+        ``(B, D)`` samples.
+    component : torch.Tensor
+        int64 ``(B,)`` the expert each sample came from.
+    """
+    present = _check(mu, logvar, present)
+    component = choose_present(present, generator)
+    batch = torch.arange(mu.shape[1], device=mu.device)
+    chosen_mu, chosen_logvar = mu[component, batch], logvar[component, batch]
+    noise = torch.randn(chosen_mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
+    return chosen_mu + torch.exp(0.5 * chosen_logvar) * noise, component
+
+
+def subsets(n_modalities: int) -> list[tuple[int, ...]]:
+    """The non-empty subsets of ``range(n_modalities)``, by size then lexicographically (MoPoE's P(M)).
+
+    Parameters
+    ----------
+    n_modalities : int
+        Number of modalities (>= 1).
+
+    Returns
+    -------
+    list of tuple of int
+        ``2 ** n_modalities - 1`` subsets.
+    """
+    if n_modalities < 1:
+        raise InvalidArgumentError(f"n_modalities: must be >= 1, got {n_modalities}")
+    return [s for size in range(1, n_modalities + 1) for s in itertools.combinations(range(n_modalities), size)]
+
+
+def mixture_of_products(
+    mu: torch.Tensor, logvar: torch.Tensor, present: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The components of MoPoE's posterior: one product of experts per subset (Sutter et al. 2021, eq. 6).
+
+    Each subset ``S`` gets ``PoE({q(z | x_m) : m in S})`` (without the prior expert); a subset holding a
+    missing modality is not a component for that example.
+
+    Parameters
+    ----------
+    mu, logvar : torch.Tensor
+        ``(E, B, D)`` experts.
+    present : torch.Tensor, optional
+        bool ``(E, B)``; default all present.
+
+    Returns
+    -------
+    mu, logvar : torch.Tensor
+        ``(S, B, D)`` the components, in the order of :func:`subsets`.
+    available : torch.Tensor
+        bool ``(S, B)``: whether every modality of the subset is present for the example.
+    """
+    present = _check(mu, logvar, present)
+    parts_mu, parts_logvar, available = [], [], []
+    for subset in subsets(mu.shape[0]):
+        index = list(subset)
+        inside = present[index].all(0)
+        # compute the product over the subset as if all were present; unavailable rows are masked out
+        part_mu, part_logvar = product_of_experts(mu[index], logvar[index], None, prior_expert=False)
+        parts_mu.append(part_mu)
+        parts_logvar.append(part_logvar)
+        available.append(inside)
+    return torch.stack(parts_mu), torch.stack(parts_logvar), torch.stack(available)
