@@ -127,3 +127,54 @@ def test_shapes_are_checked():
         experts.product_of_experts(torch.zeros(2, 3, 1), torch.zeros(2, 3, 1), torch.ones(3, 2, dtype=torch.bool))
     with pytest.raises(InvalidArgumentError, match="log-densities"):
         objectives.elbo(torch.zeros(1, 3), torch.zeros(1, 4), torch.zeros(1, 3))
+
+
+def test_likelihoods_match_torch_distributions_and_respect_scaling_and_masks():
+    from repscope.models.multimodal import likelihoods
+
+    generator = torch.Generator().manual_seed(3)
+    output = torch.randn(4, 3, 2, generator=generator, dtype=torch.float64)
+    target = torch.rand(4, 3, 2, generator=generator, dtype=torch.float64)
+    normal = torch.distributions.Normal(output, 0.5).log_prob(target).sum((1, 2))
+    torch.testing.assert_close(likelihoods.log_likelihood("gaussian", output, target, scale=0.5), normal)
+    laplace = torch.distributions.Laplace(output, 0.2).log_prob(target).sum((1, 2))
+    torch.testing.assert_close(likelihoods.log_likelihood("laplace", output, target, scale=0.2), laplace)
+    bernoulli = torch.distributions.Bernoulli(logits=output).log_prob((target > 0.5).double()).sum((1, 2))
+    got = likelihoods.log_likelihood("bernoulli", output, (target > 0.5).double())
+    torch.testing.assert_close(got, bernoulli)
+    torch.testing.assert_close(
+        likelihoods.log_likelihood("gaussian", output, target, weight=3.0), 3.0 * normal_default(output, target)
+    )
+    # a caption: 2 examples of 4 characters over an alphabet of 5; the padding counts zero
+    logits = torch.randn(2, 4, 5, generator=generator, dtype=torch.float64)
+    characters = torch.tensor([[1, 2, 0, 0], [3, 3, 3, 4]])
+    mask = torch.tensor([[True, True, False, False], [True, True, True, True]])
+    by_hand = torch.log_softmax(logits, -1).gather(-1, characters.unsqueeze(-1)).squeeze(-1) * mask
+    got = likelihoods.log_likelihood("categorical", logits, characters, mask=mask)
+    torch.testing.assert_close(got, by_hand.sum(1))
+    with pytest.raises(InvalidArgumentError, match="does not match"):
+        likelihoods.log_likelihood("gaussian", output, target[:, :2])
+    with pytest.raises(InvalidArgumentError, match="likelihood"):
+        likelihoods.log_likelihood("poisson", output, target)
+
+
+def test_priors_and_posterior_density_match_torch():
+    from repscope.models.multimodal import likelihoods
+
+    z = torch.randn(7, 3, dtype=torch.float64)
+    torch.testing.assert_close(
+        likelihoods.log_prior("normal", z), torch.distributions.Normal(0.0, 1.0).log_prob(z).sum(-1)
+    )
+    torch.testing.assert_close(
+        likelihoods.log_prior("laplace", z), torch.distributions.Laplace(0.0, 1.0).log_prob(z).sum(-1)
+    )
+    mu, logvar = torch.randn(7, 3, dtype=torch.float64), torch.randn(7, 3, dtype=torch.float64)
+    expected = torch.distributions.Normal(mu, torch.exp(0.5 * logvar)).log_prob(z).sum(-1)
+    torch.testing.assert_close(likelihoods.log_normal(z, mu, logvar), expected)
+    with pytest.raises(InvalidArgumentError, match="prior"):
+        likelihoods.log_prior("cauchy", z)
+
+
+def normal_default(output, target):
+    # the default scale, 0.75
+    return torch.distributions.Normal(output, 0.75).log_prob(target).sum((1, 2))

@@ -1,1 +1,2 @@
-"""Multimodal VAEs: how experts are combined (:mod:`.experts`) and the objectives (:mod:`.objectives`)."""
+"""Multimodal VAEs: how experts are combined (:mod:`.experts`), the objectives (:mod:`.objectives`), the
+per-modality likelihoods and priors (:mod:`.likelihoods`)."""
