@@ -1,0 +1,335 @@
+"""Multimodal VAEs with one shared latent: MVAE, MMVAE and MoPoE, for any number of modalities.
+
+Each modality brings an encoder (``x -> (mu, logvar)``, both ``(B, D)``), a decoder (``z -> output``,
+read by its likelihood, :mod:`.likelihoods`), a likelihood kind, a scale and a likelihood weight. The
+model differs only in how the unimodal posteriors are joined (:mod:`.experts`) and in its objective:
+
+* ``mvae`` (Wu & Goodman 2018): ``q(z | X)`` = product of experts with the prior expert; the loss sums
+  the ELBO of the joint posterior and of each single modality, each reconstructing the modalities it
+  was given (the paper's sub-sampling).
+* ``mmvae`` (Shi et al. 2019): ``q(z | X)`` = mixture of the unimodal experts; stratified over the
+  present modalities, each ``z ~ q(z | x_m)`` reconstructs every modality (cross-reconstruction) with
+  importance weights ``p(X, z) / q_MoE(z | X)``; K samples give the IWAE bound, DReG its estimator.
+* ``mopoe`` (Sutter et al. 2021): ``q(z | X)`` = mixture over the non-empty subsets of the product of
+  their experts; stratified over the available subsets, each ELBO reconstructs every modality.
+
+Missing modalities (``present[m]`` False for an example) are left out of the posterior and of the
+reconstruction terms, so every model infers from, and trains on, any subset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from repscope.errors import InvalidArgumentError
+from repscope.models.multimodal import experts, objectives
+from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, log_prior
+
+MIXINGS: tuple[str, ...] = ("mvae", "mmvae", "mopoe")
+OBJECTIVES: tuple[str, ...] = ("elbo", "iwae", "dreg")
+
+
+@dataclass(frozen=True)
+class LikelihoodSpec:
+    """How one modality's decoder output is scored: kind, scale and likelihood weight."""
+
+    kind: str = "gaussian"
+    scale: float = 0.75
+    weight: float = 1.0
+
+
+class MultimodalVAE(nn.Module):
+    """A multimodal VAE with a shared latent of ``latent_dim`` dimensions (module docstring).
+
+    Parameters
+    ----------
+    encoders, decoders : dict of str to torch.nn.Module
+        One per modality (same keys, in the modality order used everywhere).
+    likelihoods : dict of str to LikelihoodSpec
+        One per modality.
+    latent_dim : int
+        Size of the shared latent.
+    model : {"mvae", "mmvae", "mopoe"}
+        How the experts are joined and which objective goes with it.
+    prior : {"normal", "laplace"}, default="normal"
+        Latent prior.
+    """
+
+    def __init__(
+        self,
+        encoders: dict[str, nn.Module],
+        decoders: dict[str, nn.Module],
+        likelihoods: dict[str, LikelihoodSpec],
+        latent_dim: int,
+        model: str,
+        prior: str = "normal",
+    ) -> None:
+        super().__init__()
+        if model not in MIXINGS:
+            raise InvalidArgumentError(f"model: must be one of {', '.join(MIXINGS)}, got {model!r}")
+        if not (set(encoders) == set(decoders) == set(likelihoods)) or not encoders:
+            raise InvalidArgumentError("modalities: encoders, decoders and likelihoods must name the same modalities")
+        self.modalities = tuple(encoders)
+        self.encoders = nn.ModuleDict(encoders)
+        self.decoders = nn.ModuleDict(decoders)
+        self.likelihoods = dict(likelihoods)
+        self.latent_dim = int(latent_dim)
+        self.model = model
+        self.prior = prior
+
+    # -- inference --------------------------------------------------------------------------
+
+    def _present(self, inputs: dict[str, torch.Tensor], present: dict[str, torch.Tensor] | None) -> torch.Tensor:
+        batch = next(t.shape[0] for name, t in inputs.items() if name in self.modalities)
+        rows = []
+        for name in self.modalities:
+            if name not in inputs:
+                rows.append(torch.zeros(batch, dtype=torch.bool))
+            elif present is not None and name in present:
+                rows.append(present[name].to(torch.bool).cpu())
+            else:
+                rows.append(torch.ones(batch, dtype=torch.bool))
+        return torch.stack(rows)
+
+    def encode(
+        self, inputs: dict[str, torch.Tensor], present: dict[str, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The unimodal experts, stacked.
+
+        Parameters
+        ----------
+        inputs : dict of str to torch.Tensor
+            Batches of the modalities given (a modality left out is missing for every example).
+        present : dict of str to torch.Tensor, optional
+            bool ``(B,)`` per modality: which examples have it.
+
+        Returns
+        -------
+        mu, logvar : torch.Tensor
+            ``(E, B, D)``; zeros for a modality not given.
+        present : torch.Tensor
+            bool ``(E, B)``.
+        """
+        mask = self._present(inputs, present)
+        batch = mask.shape[1]
+        reference = next(iter(self.parameters()))
+        mus, logvars = [], []
+        for name in self.modalities:
+            if name in inputs:
+                mu, logvar = self.encoders[name](inputs[name])
+            else:
+                mu = logvar = torch.zeros(batch, self.latent_dim, dtype=reference.dtype, device=reference.device)
+            mus.append(mu)
+            logvars.append(logvar)
+        return torch.stack(mus), torch.stack(logvars), mask.to(reference.device)
+
+    def posterior(
+        self, inputs: dict[str, torch.Tensor], present: dict[str, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Components of ``q(z | X)``: ``(C, B, D)`` means and log-variances and bool ``(C, B)`` availability.
+
+        MVAE: one component (the product with the prior expert); MMVAE: one per modality; MoPoE: one per
+        subset.
+
+        Parameters
+        ----------
+        inputs, present
+            As for :meth:`encode`.
+
+        Returns
+        -------
+        (torch.Tensor, torch.Tensor, torch.Tensor)
+            The mixture's components and where they are available (a mixture is uniform over them).
+        """
+        mu, logvar, mask = self.encode(inputs, present)
+        if self.model == "mvae":
+            joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
+            return joint_mu[None], joint_logvar[None], torch.ones_like(mask[:1])
+        if self.model == "mmvae":
+            return mu, logvar, mask
+        return experts.mixture_of_products(mu, logvar, mask)
+
+    def decode(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Every modality's decoder output for latents ``z`` (``(..., D)``; leading dims are flattened)."""
+        lead = z.shape[:-1]
+        flat = z.reshape(-1, z.shape[-1])
+        out = {}
+        for name in self.modalities:
+            decoded = self.decoders[name](flat)
+            out[name] = decoded.reshape(*lead, *decoded.shape[1:])
+        return out
+
+    # -- objectives -------------------------------------------------------------------------
+
+    def _log_likelihoods(
+        self, outputs: dict[str, torch.Tensor], inputs: dict[str, torch.Tensor], mask: torch.Tensor, masks: dict
+    ) -> torch.Tensor:
+        """``sum_m present_m log p(x_m | z)``, shape ``(K, B)`` for outputs with leading ``(K, B)``."""
+        total = None
+        for index, name in enumerate(self.modalities):
+            if name not in inputs:
+                continue
+            spec = self.likelihoods[name]
+            target = inputs[name].expand(outputs[name].shape[0], *inputs[name].shape)  # one per sample of z
+            feature_mask = masks.get(name)
+            if feature_mask is not None:
+                feature_mask = feature_mask.expand(outputs[name].shape[0], *feature_mask.shape)
+            value = log_likelihood(
+                spec.kind,
+                outputs[name],
+                target,
+                scale=spec.scale,
+                weight=spec.weight,
+                mask=feature_mask,
+                batch_dims=2,
+            )
+            value = value * mask[index].to(value.dtype)
+            total = value if total is None else total + value
+        return total
+
+    def loss(
+        self,
+        inputs: dict[str, torch.Tensor],
+        present: dict[str, torch.Tensor] | None = None,
+        *,
+        objective: str = "elbo",
+        k: int = 1,
+        beta: float = 1.0,
+        feature_masks: dict[str, torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """The training loss: minus the model's objective, averaged over the batch.
+
+        Parameters
+        ----------
+        inputs, present
+            As for :meth:`encode`.
+        objective : {"elbo", "iwae", "dreg"}, default="elbo"
+            ELBO with ``beta`` (K samples averaged), IWAE with K samples, or its DReG estimator.
+        k : int, default=1
+            Samples of z per example and component.
+        beta : float, default=1.0
+            KL weight (ELBO only).
+        feature_masks : dict of str to torch.Tensor, optional
+            bool masks of counted features per modality (caption padding).
+        generator : torch.Generator, optional
+            Source of the reparameterisation noise.
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar loss.
+        """
+        if objective not in OBJECTIVES:
+            raise InvalidArgumentError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+        if k < 1:
+            raise InvalidArgumentError(f"k: must be >= 1, got {k}")
+        feature_masks = feature_masks or {}
+        mu, logvar, mask = self.encode(inputs, present)
+        if self.model == "mvae":
+            # the joint posterior plus each single modality, each reconstructing what it was given
+            terms = [self._component_objective(mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator)]
+            for index in range(len(self.modalities)):
+                only = torch.zeros_like(mask)
+                only[index] = mask[index]
+                if bool(only[index].any()):
+                    terms.append(
+                        self._component_objective(
+                            mu, logvar, only, inputs, feature_masks, objective, k, beta, generator
+                        )
+                    )
+            return -torch.stack([t.mean() for t in terms]).sum()
+        components_mu, components_logvar, available = self.posterior(inputs, present)
+        return -self._mixture_objective(
+            components_mu, components_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+        ).mean()
+
+    def _sample(self, mu, logvar, k, generator):
+        noise = torch.randn((k, *mu.shape), generator=generator, dtype=mu.dtype, device=mu.device)
+        return mu + torch.exp(0.5 * logvar) * noise
+
+    def _component_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+        """MVAE: the bound of the product of the experts in ``mask`` (with the prior expert), per example."""
+        joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
+        z = self._sample(joint_mu, joint_logvar, k, generator)  # (K, B, D)
+        outputs = self.decode(z)
+        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
+        log_pz = log_prior(self.prior, z)
+        if objective == "dreg":
+            log_qz = log_normal(z, joint_mu.detach(), joint_logvar.detach())
+            return objectives.dreg(objectives.log_importance_weights(log_px, log_pz, log_qz), z)
+        log_qz = log_normal(z, joint_mu, joint_logvar)
+        if objective == "iwae":
+            return objectives.iwae(objectives.log_importance_weights(log_px, log_pz, log_qz))
+        return objectives.elbo(log_px, log_pz, log_qz, beta)
+
+    def _mixture_objective(self, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator):
+        """MMVAE / MoPoE: stratified over the available components, every modality reconstructed."""
+        total = torch.zeros(c_mu.shape[1], dtype=c_mu.dtype, device=c_mu.device)
+        count = available.sum(0).to(c_mu.dtype)
+        for c in range(c_mu.shape[0]):
+            if not bool(available[c].any()):
+                continue
+            z = self._sample(c_mu[c], c_logvar[c], k, generator)  # (K, B, D)
+            outputs = self.decode(z)
+            log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
+            log_pz = log_prior(self.prior, z)
+            detach = objective == "dreg"
+            if self.model == "mmvae":
+                log_qz = self._log_mixture_density(z, c_mu, c_logvar, available, detach)
+            else:
+                # MoPoE's KL term is taken per subset (an upper bound of the mixture's; Sutter et al. 2021)
+                mu_c, logvar_c = (c_mu[c].detach(), c_logvar[c].detach()) if detach else (c_mu[c], c_logvar[c])
+                log_qz = log_normal(z, mu_c, logvar_c)
+            if objective == "elbo":
+                value = objectives.elbo(log_px, log_pz, log_qz, beta)
+            else:
+                weights = objectives.log_importance_weights(log_px, log_pz, log_qz)
+                value = objectives.dreg(weights, z) if detach else objectives.iwae(weights)
+            total = total + value * available[c].to(value.dtype)
+        return total / count.clamp(min=1)
+
+    @staticmethod
+    def _log_mixture_density(z, c_mu, c_logvar, available, detach):
+        """``log (1/|X|) sum_{m present} q(z | x_m)`` at ``z`` ``(K, B, D)``."""
+        if detach:
+            c_mu, c_logvar = c_mu.detach(), c_logvar.detach()
+        per_component = log_normal(z[:, None], c_mu[None], c_logvar[None])  # (K, C, B)
+        per_component = per_component.masked_fill(~available[None], float("-inf"))
+        return torch.logsumexp(per_component, 1) - torch.log(available.sum(0).to(z.dtype)).clamp(min=0)
+
+    # -- generation -------------------------------------------------------------------------
+
+    @torch.no_grad()
+    def reconstruct(
+        self,
+        inputs: dict[str, torch.Tensor],
+        present: dict[str, torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+        use_mean: bool = True,
+    ) -> dict[str, torch.Tensor]:
+        """Decoder outputs of every modality from the given ones (cross-generation when some are missing).
+
+        Parameters
+        ----------
+        inputs, present
+            As for :meth:`encode`.
+        generator : torch.Generator, optional
+            Source of the component choice (and of z when ``use_mean`` is False).
+        use_mean : bool, default=True
+            Decode the chosen component's mean rather than a sample.
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            ``(B, ...)`` decoder outputs per modality.
+        """
+        c_mu, c_logvar, available = self.posterior(inputs, present)
+        component = experts.choose_present(available, generator)
+        batch = torch.arange(c_mu.shape[1], device=c_mu.device)
+        mu, logvar = c_mu[component, batch], c_logvar[component, batch]
+        z = mu if use_mean else self._sample(mu, logvar, 1, generator)[0]
+        return self.decode(z)
