@@ -152,6 +152,9 @@ def test_likelihoods_match_torch_distributions_and_respect_scaling_and_masks():
     by_hand = torch.log_softmax(logits, -1).gather(-1, characters.unsqueeze(-1)).squeeze(-1) * mask
     got = likelihoods.log_likelihood("categorical", logits, characters, mask=mask)
     torch.testing.assert_close(got, by_hand.sum(1))
+    # one-hot rows (how captions are stored) give the same as the indices
+    one_hot = torch.nn.functional.one_hot(characters, 5).double()
+    torch.testing.assert_close(likelihoods.log_likelihood("categorical", logits, one_hot, mask=mask), got)
     with pytest.raises(InvalidArgumentError, match="does not match"):
         likelihoods.log_likelihood("gaussian", output, target[:, :2])
     with pytest.raises(InvalidArgumentError, match="likelihood"):

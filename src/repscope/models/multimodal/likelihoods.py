@@ -9,8 +9,8 @@ counts, Daunhawer et al. use fixed weights). Modalities:
   images): ``log N(x; mu, sigma^2)``;
 * ``laplace``: decoder gives the location; fixed scale ``b``: ``log Laplace(x; mu, b)``;
 * ``bernoulli``: decoder gives logits; ``x`` in [0, 1]: ``x log s(l) + (1 - x) log(1 - s(l))``;
-* ``categorical``: decoder gives ``(..., C)`` logits; ``x`` holds class indices (characters of a
-  caption, labels); positions where ``mask`` is False (padding) count zero.
+* ``categorical``: decoder gives ``(..., C)`` logits; ``x`` holds class indices (labels) or one-hot rows
+  of the logits' shape (caption characters); positions where ``mask`` is False (padding) count zero.
 """
 
 from __future__ import annotations
@@ -74,7 +74,8 @@ def log_likelihood(
         raise InvalidArgumentError(f"likelihood: must be one of {', '.join(LIKELIHOODS)}, got {kind!r}")
     if kind in ("gaussian", "laplace") and not scale > 0:
         raise InvalidArgumentError(f"likelihood scale: must be > 0, got {scale!r}")
-    expected = tuple(output.shape[:-1]) if kind == "categorical" else tuple(output.shape)
+    one_hot = kind == "categorical" and tuple(target.shape) == tuple(output.shape)
+    expected = tuple(output.shape[:-1]) if kind == "categorical" and not one_hot else tuple(output.shape)
     if tuple(target.shape) != expected:
         raise InvalidArgumentError(
             f"likelihood {kind}: target shape {tuple(target.shape)} does not match decoder output {tuple(output.shape)}"
@@ -85,6 +86,8 @@ def log_likelihood(
         values = -(target - output).abs() / scale - math.log(2 * scale)
     elif kind == "bernoulli":
         values = -F.binary_cross_entropy_with_logits(output, target.to(output.dtype), reduction="none")
+    elif one_hot:  # one-hot (or soft) targets over the last axis
+        values = (target.to(output.dtype) * torch.log_softmax(output, -1)).sum(-1)
     else:
         values = -F.cross_entropy(output.movedim(-1, 1), target.long(), reduction="none")
     if mask is not None:
