@@ -146,3 +146,53 @@ def test_image_and_caption_networks_train_on_cdsprites_level_1():
         assert losses[-1] < losses[0], (model, losses)
         out = net.reconstruct({"text": text})
         assert out["image"].shape == images.shape and out["text"].shape == text.shape
+
+
+SMALL_NETS = {
+    "image": {"field": "image", "network": "fc-image", "params": {"hidden": 64}, "likelihood": "gaussian"},
+    "text": {
+        "field": "text",
+        "network": "text-transformer",
+        "params": {"width": 32, "layers": 1, "hidden": 64},
+        "likelihood": "categorical",
+        "mask": "mask",
+    },
+}
+
+
+@pytest.mark.parametrize("name", ["mvae", "mopoe"])
+def test_the_training_entry_point_fits_a_multimodal_vae_on_cdsprites(tmp_path, name):
+    import pandas as pd
+
+    from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.run import fit, load_task
+
+    config = TrainConfig(
+        model=Named(name=name, params={"latent_dim": 8, "modalities": SMALL_NETS}),
+        data=Named(name="cdsprites", params={"level": 1, "train_size": 256, "val_size": 64, "test_size": 64}),
+        trainer=TrainerSection(max_epochs=4),
+        batch_size=32,
+    )
+    outcome = fit(config, out=tmp_path / "run")
+    curves = pd.read_csv(tmp_path / "run" / "tables" / "training_curves.csv")
+    assert curves["val_loss"].iloc[-1] < curves["val_loss"].iloc[0]  # it learns
+    assert np.isfinite(outcome.metrics["test_loss"])
+    assert set(outcome.task.batch_fields) == {"image", "text", "mask"}
+    # the run directory gives the same model back
+    again = load_task(tmp_path / "run")
+    for key, value in outcome.task.state_dict().items():
+        assert torch.equal(value, again.state_dict()[key])
+
+
+def test_a_modality_naming_a_missing_field_or_key_is_one_clear_error(tmp_path):
+    from repscope.train.config import Named, TrainConfig
+    from repscope.train.run import fit
+
+    data = Named(name="cdsprites", params={"level": 1, "train_size": 32, "val_size": 8, "test_size": 8})
+    wrong_field = {**SMALL_NETS, "text": {**SMALL_NETS["text"], "field": "caption"}}
+    with pytest.raises(InvalidArgumentError, match="modalities.text.field"):
+        fit(TrainConfig(model=Named(name="mmvae", params={"modalities": wrong_field}), data=data), out=tmp_path / "a")
+    typo = {**SMALL_NETS, "image": {**SMALL_NETS["image"], "likelyhood": "laplace"}}
+    with pytest.raises(InvalidArgumentError, match="likelyhood"):
+        fit(TrainConfig(model=Named(name="mmvae", params={"modalities": typo}), data=data), out=tmp_path / "b")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()

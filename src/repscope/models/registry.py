@@ -7,7 +7,9 @@ remaining constructor arguments are what ``model.params`` in a config may set. F
 
 * ``supervised`` -- learns the dataset's target: ``kind`` (classification / regression) and
   ``num_outputs`` come from the data;
-* ``vae`` and ``gan`` -- learn the images; no target.
+* ``vae`` and ``gan`` -- learn the images; no target;
+* ``multimodal`` -- multimodal VAEs over several fields of the data (``model`` fixed by the name); the
+  task gets every field's shape and classes as ``field_specs``.
 
 Every task that takes ``image_shape`` gets the shape of the dataset's ``image`` field.
 """
@@ -20,7 +22,7 @@ from typing import Any, Literal
 from repscope.data.registry import resolve
 from repscope.errors import InvalidArgumentError
 
-Family = Literal["supervised", "vae", "gan"]
+Family = Literal["supervised", "vae", "gan", "multimodal"]
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,9 @@ MODELS: dict[str, ModelEntry] = {
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
     "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
+    "mvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mvae"}),
+    "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),
+    "mopoe": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mopoe"}),
     # CdSprites+ attribute classifiers (one per attribute and level): few epochs, cosine schedule
     "attribute-cnn": ModelEntry(
         "repscope.train.tasks.supervised:SupervisedTask",

@@ -80,6 +80,7 @@ class TrainConfig(Section):
         entry = model_entry(self.model.name)
         accepted = inspect.signature(task_class(self.model.name)).parameters
         keys = set(entry.fixed) | ({"kind", "num_outputs"} if entry.supervised else set())
+        keys |= {"field_specs"} if "field_specs" in accepted else set()
         return keys | ({"image_shape"} if "image_shape" in accepted else set())
 
     def check_params(self, source: str = "config") -> None:

@@ -109,6 +109,12 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
             f"model {config.model.name!r}: trains on 28x28 grey digits; data "
             f"{dataset.name!r} gives images of shape {tuple(image_shape)}"
         )
+    if "field_specs" in inspect.signature(cls).parameters:
+        # the multimodal family reads several fields: their shapes and classes come from the data
+        kwargs["field_specs"] = {
+            name: {"shape": list(spec.shape), "classes": spec.classes, "kind": spec.kind}
+            for name, spec in dataset.fields.items()
+        }
     if entry.supervised:
         if dataset.target_kind == "none":
             raise InvalidArgumentError(

@@ -1,0 +1,178 @@
+"""The multimodal VAE family: MVAE, MMVAE and MoPoE trained on any dataset with several modality fields.
+
+``modalities`` names, per modality, the dataset field it reads, its networks (by name,
+:mod:`repscope.models.multimodal.networks`), its likelihood and the field of its padding mask; the
+shapes come from the dataset's field descriptions. The default is the CdSprites+ pairing: the image
+(``fc-image``, Gaussian, scale 0.75) and the caption (``text-transformer``, categorical, masked).
+
+The model, the mixing rules and the objectives are :class:`repscope.models.multimodal.models.MultimodalVAE`;
+this module only feeds it batches and logs its loss, as the other families do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import lightning.pytorch as pl
+import torch
+
+from repscope.errors import InvalidArgumentError
+from repscope.models.multimodal.likelihoods import LIKELIHOODS, PRIORS
+from repscope.models.multimodal.models import MIXINGS, OBJECTIVES, LikelihoodSpec, MultimodalVAE
+from repscope.models.multimodal.networks import build_modality_networks
+
+CDSPRITES_MODALITIES: dict[str, dict[str, Any]] = {
+    "image": {"field": "image", "network": "fc-image", "likelihood": "gaussian", "scale": 0.75},
+    "text": {"field": "text", "network": "text-transformer", "likelihood": "categorical", "mask": "mask"},
+}
+MODALITY_KEYS = ("field", "network", "params", "likelihood", "scale", "weight", "mask")
+
+
+class MultimodalVAETask(pl.LightningModule):
+    """A multimodal VAE on a dataset's modality fields (module docstring).
+
+    Parameters
+    ----------
+    model : {"mvae", "mmvae", "mopoe"}
+        Set by the registry name.
+    modalities : dict, optional
+        Modality name -> ``{field, network, params, likelihood, scale, weight, mask}`` (default: the
+        CdSprites+ image and caption).
+    latent_dim : int, default=16
+        Size of the shared latent.
+    objective : {"elbo", "iwae", "dreg"}, default="elbo"
+        Training objective.
+    k : int, default=1
+        Samples of z per example (IWAE / DReG).
+    beta : float, default=1.0
+        KL weight of the ELBO.
+    lr : float, default=1e-3
+        Adam's learning rate.
+    prior : {"normal", "laplace"}, default="normal"
+        Latent prior.
+    field_specs : dict, optional
+        Field name -> ``{"shape": [...], "classes": int}``, given by the framework from the dataset.
+    image_shape : sequence of int, optional
+        The dataset's image shape (given by the framework; the modalities read their own shapes).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        modalities: dict[str, dict[str, Any]] | None = None,
+        latent_dim: int = 16,
+        objective: str = "elbo",
+        k: int = 1,
+        beta: float = 1.0,
+        lr: float = 1e-3,
+        prior: str = "normal",
+        field_specs: dict[str, dict[str, Any]] | None = None,
+        image_shape: Sequence[int] | None = None,
+    ) -> None:
+        super().__init__()
+        modalities = {name: dict(spec) for name, spec in (modalities or CDSPRITES_MODALITIES).items()}
+        _check_settings(model, modalities, latent_dim, objective, k, beta, prior)
+        field_specs = field_specs or {}
+        self.save_hyperparameters(
+            {
+                "model": model,
+                "modalities": modalities,
+                "latent_dim": int(latent_dim),
+                "objective": objective,
+                "k": int(k),
+                "beta": float(beta),
+                "lr": float(lr),
+                "prior": prior,
+                "field_specs": field_specs,
+                "image_shape": list(image_shape) if image_shape is not None else None,
+            }
+        )
+        encoders, decoders, likelihoods = {}, {}, {}
+        for name, spec in modalities.items():
+            field = spec.get("field", name)
+            if field not in field_specs:
+                raise InvalidArgumentError(
+                    f"model.params.modalities.{name}.field: the data has no field {field!r} "
+                    f"(fields: {', '.join(sorted(field_specs)) or 'none given'})"
+                )
+            params = dict(spec.get("params") or {})
+            if spec.get("network") == "label":
+                params.setdefault("num_classes", field_specs[field].get("classes"))
+            encoders[name], decoders[name] = build_modality_networks(
+                spec.get("network", "fc-image"), tuple(field_specs[field]["shape"]), int(latent_dim), **params
+            )
+            likelihoods[name] = LikelihoodSpec(
+                spec.get("likelihood", "gaussian"), float(spec.get("scale", 0.75)), float(spec.get("weight", 1.0))
+            )
+        self.net = MultimodalVAE(encoders, decoders, likelihoods, int(latent_dim), model, prior)
+        self.modalities = modalities
+        fields = [spec.get("field", name) for name, spec in modalities.items()]
+        fields += [spec["mask"] for spec in modalities.values() if spec.get("mask")]
+        self.batch_fields = tuple(dict.fromkeys(fields))
+
+    def _inputs(self, batch: dict[str, torch.Tensor]) -> tuple[dict, dict]:
+        inputs, masks = {}, {}
+        for name, spec in self.modalities.items():
+            inputs[name] = batch[spec.get("field", name)]
+            if spec.get("mask"):
+                masks[name] = batch[spec["mask"]]
+        return inputs, masks
+
+    def losses(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``{"loss": minus the objective}``, averaged over the batch, in nats per example.
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            The task's :attr:`batch_fields`.
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            Scalar ``loss`` with gradients.
+        """
+        inputs, masks = self._inputs(batch)
+        hp = self.hparams
+        loss = self.net.loss(inputs, objective=hp.objective, k=hp.k, beta=hp.beta, feature_masks=masks)
+        return {"loss": loss}
+
+    def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        losses = self.losses(batch)
+        self.log("train_loss", losses["loss"], on_epoch=True, batch_size=len(next(iter(batch.values()))))
+        return losses["loss"]
+
+    def validation_step(self, batch: Any, batch_idx: int) -> None:
+        losses = self.losses(batch)
+        self.log("val_loss", losses["loss"], on_epoch=True, batch_size=len(next(iter(batch.values()))))
+
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+
+def _check_settings(model, modalities, latent_dim, objective, k, beta, prior) -> None:
+    where = "model.params"
+    if model not in MIXINGS:
+        raise InvalidArgumentError(f"model: must be one of {', '.join(MIXINGS)}, got {model!r}")
+    if objective not in OBJECTIVES:
+        raise InvalidArgumentError(f"{where}.objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
+    if prior not in PRIORS:
+        raise InvalidArgumentError(f"{where}.prior: must be one of {', '.join(PRIORS)}, got {prior!r}")
+    if int(latent_dim) < 1 or int(k) < 1 or float(beta) < 0:
+        raise InvalidArgumentError(f"{where}: latent_dim and k must be >= 1 and beta >= 0")
+    if len(modalities) < 2:
+        raise InvalidArgumentError(f"{where}.modalities: a multimodal VAE needs at least two, got {len(modalities)}")
+    for name, spec in modalities.items():
+        unknown = sorted(set(spec) - set(MODALITY_KEYS))
+        if unknown:
+            raise InvalidArgumentError(
+                f"{where}.modalities.{name}: unknown key {unknown[0]!r}; keys: {', '.join(MODALITY_KEYS)}"
+            )
+        if spec.get("likelihood", "gaussian") not in LIKELIHOODS:
+            raise InvalidArgumentError(
+                f"{where}.modalities.{name}.likelihood: must be one of {', '.join(LIKELIHOODS)}, "
+                f"got {spec.get('likelihood')!r}"
+            )
+
+
+__all__ = ["MultimodalVAETask", "CDSPRITES_MODALITIES"]
