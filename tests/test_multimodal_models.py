@@ -196,3 +196,60 @@ def test_a_modality_naming_a_missing_field_or_key_is_one_clear_error(tmp_path):
     with pytest.raises(InvalidArgumentError, match="likelyhood"):
         fit(TrainConfig(model=Named(name="mmvae", params={"modalities": typo}), data=data), out=tmp_path / "b")
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+class OracleTask:
+    """Answers every direction perfectly from the evaluation's own test samples (a stand-in model)."""
+
+    modalities = {"image": {}, "text": {}}
+
+    def __init__(self, level: int, n: int, seed: int) -> None:
+        from repscope.data.sprites.datasets import cdsprites_dataset
+        from repscope.studies.mmvae import EVALUATION_SEED_OFFSET
+
+        data = cdsprites_dataset(level=level, train_size=1, val_size=1, test_size=n, seed=seed + EVALUATION_SEED_OFFSET)
+        self.test = data.batch("test", np.arange(n), ["image", "text", "mask"])
+
+    def _spoken(self) -> np.ndarray:
+        # the captions with their padding written as spaces (class 0), as a trained decoder writes them
+        text = self.test["text"].copy()
+        text[~self.test["mask"], 0] = 1.0
+        return text
+
+    def generate(self, given, seed=0):
+        return {"image": self.test["image"] / 255.0, "text": self._spoken()}
+
+    def sample_joint(self, n, seed=0):
+        return {"image": self.test["image"][:n] / 255.0, "text": self._spoken()[:n]}
+
+
+def test_evaluation_outputs_round_trip_a_perfect_model(tmp_path):
+    from repscope.data.sprites.captions import decode_captions
+    from repscope.metrics import coherency
+    from repscope.studies.mmvae import write_cdsprites_outputs
+    from repscope.studies.sprites_coherency import read_captions, read_output_images
+
+    oracle = OracleTask(level=2, n=24, seed=5)
+    folder = write_cdsprites_outputs(oracle, 2, 24, 5, tmp_path / "outputs")
+    truth = read_captions(folder / "image_to_text" / "truth.txt")
+    assert truth == decode_captions(oracle.test["text"], oracle.test["mask"])
+    written = read_captions(folder / "image_to_text" / "captions.txt")
+    assert written == truth  # padding spaces are not part of a caption
+    images = read_output_images(folder / "text_to_image" / "images.npy")
+    assert np.array_equal(images, oracle.test["image"].transpose(0, 2, 3, 1))
+    from repscope.studies.sprites_coherency import _truth_table
+
+    table = _truth_table(2, truth, folder / "image_to_text" / "truth.txt")
+    assert coherency.image_to_text(2, table, written)["strict"] == 100.0
+
+
+def test_evaluate_refuses_what_is_not_a_cdsprites_multimodal_run(tmp_path):
+    from repscope.studies.mmvae import evaluate_run
+
+    with pytest.raises(InvalidArgumentError, match="config.yaml"):
+        evaluate_run(tmp_path)
+    (tmp_path / "config.yaml").write_text("model: {name: lenet5}\ndata: {name: morpho-mnist}\n")
+    with pytest.raises(InvalidArgumentError, match="not cdsprites"):
+        evaluate_run(tmp_path)
+    with pytest.raises(InvalidArgumentError, match="--n"):
+        evaluate_run(tmp_path, n=0)

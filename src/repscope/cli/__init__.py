@@ -51,6 +51,7 @@ def _root(
 def _register_areas() -> None:
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
+    from repscope.cli import mmvae as mmvae_cli
     from repscope.cli import morpho as morpho_cli
     from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
@@ -61,6 +62,9 @@ def _register_areas() -> None:
         sprites_cli.app,
         name="sprites",
         help="dSprites and CdSprites+: generate, show, convert (h5), classify, evaluate coherency.",
+    )
+    app.add_typer(
+        mmvae_cli.app, name="mmvae", help="Multimodal VAEs (mvae, mmvae, mopoe; trained with repscope train): evaluate."
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)

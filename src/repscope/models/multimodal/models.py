@@ -173,7 +173,8 @@ class MultimodalVAE(nn.Module):
             if name not in inputs:
                 continue
             spec = self.likelihoods[name]
-            target = inputs[name].expand(outputs[name].shape[0], *inputs[name].shape)  # one per sample of z
+            observed = inputs[name]
+            target = observed.expand(outputs[name].shape[0], *observed.shape)  # one per sample of z
             feature_mask = masks.get(name)
             if feature_mask is not None:
                 feature_mask = feature_mask.expand(outputs[name].shape[0], *feature_mask.shape)
@@ -199,6 +200,7 @@ class MultimodalVAE(nn.Module):
         k: int = 1,
         beta: float = 1.0,
         feature_masks: dict[str, torch.Tensor] | None = None,
+        targets: dict[str, torch.Tensor] | None = None,
         generator: torch.Generator | None = None,
     ) -> torch.Tensor:
         """The training loss: minus the model's objective, averaged over the batch.
@@ -215,6 +217,9 @@ class MultimodalVAE(nn.Module):
             KL weight (ELBO only).
         feature_masks : dict of str to torch.Tensor, optional
             bool masks of counted features per modality (caption padding).
+        targets : dict of str to torch.Tensor, optional
+            What a modality's likelihood scores, when it differs from the encoder's input (a caption
+            whose padding the decoder must learn to write as spaces).
         generator : torch.Generator, optional
             Source of the reparameterisation noise.
 
@@ -229,22 +234,23 @@ class MultimodalVAE(nn.Module):
             raise InvalidArgumentError(f"k: must be >= 1, got {k}")
         feature_masks = feature_masks or {}
         mu, logvar, mask = self.encode(inputs, present)
+        scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
         if self.model == "mvae":
             # the joint posterior plus each single modality, each reconstructing what it was given
-            terms = [self._component_objective(mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator)]
+            terms = [self._component_objective(mu, logvar, mask, scored, feature_masks, objective, k, beta, generator)]
             for index in range(len(self.modalities)):
                 only = torch.zeros_like(mask)
                 only[index] = mask[index]
                 if bool(only[index].any()):
                     terms.append(
                         self._component_objective(
-                            mu, logvar, only, inputs, feature_masks, objective, k, beta, generator
+                            mu, logvar, only, scored, feature_masks, objective, k, beta, generator
                         )
                     )
             return -torch.stack([t.mean() for t in terms]).sum()
         components_mu, components_logvar, available = self.posterior(inputs, present)
         return -self._mixture_objective(
-            components_mu, components_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+            components_mu, components_logvar, available, mask, scored, feature_masks, objective, k, beta, generator
         ).mean()
 
     def _sample(self, mu, logvar, k, generator):

@@ -3,7 +3,12 @@
 ``modalities`` names, per modality, the dataset field it reads, its networks (by name,
 :mod:`repscope.models.multimodal.networks`), its likelihood and the field of its padding mask; the
 shapes come from the dataset's field descriptions. The default is the CdSprites+ pairing: the image
-(``fc-image``, Gaussian, scale 0.75) and the caption (``text-transformer``, categorical, masked).
+(``fc-image``, Gaussian, scale 0.75) and the caption (``text-transformer``, categorical).
+
+``mask`` names the field of a modality's padding mask (True on real characters): the encoder sees the
+padding as all-zero rows and masks it out of attention. ``pad_class`` (the caption's space, 0) makes the
+decoder learn to write the padding as that class, so that a generated caption ends; without it the
+padding is not scored.
 
 The model, the mixing rules and the objectives are :class:`repscope.models.multimodal.models.MultimodalVAE`;
 this module only feeds it batches and logs its loss, as the other families do.
@@ -15,6 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import lightning.pytorch as pl
+import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
@@ -24,9 +30,15 @@ from repscope.models.multimodal.networks import build_modality_networks
 
 CDSPRITES_MODALITIES: dict[str, dict[str, Any]] = {
     "image": {"field": "image", "network": "fc-image", "likelihood": "gaussian", "scale": 0.75},
-    "text": {"field": "text", "network": "text-transformer", "likelihood": "categorical", "mask": "mask"},
+    "text": {
+        "field": "text",
+        "network": "text-transformer",
+        "likelihood": "categorical",
+        "mask": "mask",
+        "pad_class": 0,
+    },
 }
-MODALITY_KEYS = ("field", "network", "params", "likelihood", "scale", "weight", "mask")
+MODALITY_KEYS = ("field", "network", "params", "likelihood", "scale", "weight", "mask", "pad_class")
 
 
 class MultimodalVAETask(pl.LightningModule):
@@ -111,13 +123,21 @@ class MultimodalVAETask(pl.LightningModule):
         fields += [spec["mask"] for spec in modalities.values() if spec.get("mask")]
         self.batch_fields = tuple(dict.fromkeys(fields))
 
-    def _inputs(self, batch: dict[str, torch.Tensor]) -> tuple[dict, dict]:
-        inputs, masks = {}, {}
+    def _inputs(self, batch: dict[str, torch.Tensor]) -> tuple[dict, dict, dict]:
+        inputs, masks, targets = {}, {}, {}
         for name, spec in self.modalities.items():
             inputs[name] = batch[spec.get("field", name)]
-            if spec.get("mask"):
+            if not spec.get("mask"):
+                continue
+            if spec.get("pad_class") is None:
                 masks[name] = batch[spec["mask"]]
-        return inputs, masks
+            else:  # score the padding as the pad class: the decoder learns where a caption ends
+                padded = inputs[name].clone()
+                padding = ~batch[spec["mask"]].bool()
+                padded[padding] = 0.0
+                padded[..., int(spec["pad_class"])][padding] = 1.0
+                targets[name] = padded
+        return inputs, masks, targets
 
     def losses(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``{"loss": minus the objective}``, averaged over the batch, in nats per example.
@@ -132,9 +152,9 @@ class MultimodalVAETask(pl.LightningModule):
         dict of str to torch.Tensor
             Scalar ``loss`` with gradients.
         """
-        inputs, masks = self._inputs(batch)
+        inputs, masks, targets = self._inputs(batch)
         hp = self.hparams
-        loss = self.net.loss(inputs, objective=hp.objective, k=hp.k, beta=hp.beta, feature_masks=masks)
+        loss = self.net.loss(inputs, objective=hp.objective, k=hp.k, beta=hp.beta, feature_masks=masks, targets=targets)
         return {"loss": loss}
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
@@ -148,6 +168,78 @@ class MultimodalVAETask(pl.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+
+    @torch.no_grad()
+    def generate(self, given: dict[str, Any], seed: int = 0, batch_size: int = 256) -> dict[str, np.ndarray]:
+        """Every modality decoded from the given ones (cross-generation), from the posterior's mean.
+
+        Parameters
+        ----------
+        given : dict of str to array-like
+            Modality name -> its rows, as the dataset field holds them (uint8 images are divided by 255).
+        seed : int, default=0
+            Seed of the mixture component chosen per example (MMVAE, MoPoE).
+        batch_size : int, default=256
+            Examples per forward pass.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Decoder outputs per modality (image means in [0, 1], caption logits), ``N`` rows each.
+        """
+        unknown = sorted(set(given) - set(self.modalities))
+        if unknown:
+            known = ", ".join(self.modalities)
+            raise InvalidArgumentError(f"given: unknown modality {unknown[0]!r}; modalities: {known}")
+        tensors = {name: _as_input(value) for name, value in given.items()}
+        n = len(next(iter(tensors.values())))
+        generator = torch.Generator().manual_seed(int(seed))
+        was_training = self.training
+        self.eval()
+        chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.modalities}
+        for start in range(0, n, batch_size):
+            part = {name: t[start : start + batch_size].to(self.device) for name, t in tensors.items()}
+            for name, out in self.net.reconstruct(part, generator=generator).items():
+                chunks[name].append(out.float().cpu().numpy())
+        self.train(was_training)
+        return {name: np.concatenate(parts) for name, parts in chunks.items()}
+
+    @torch.no_grad()
+    def sample_joint(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
+        """Every modality decoded from the same prior samples ``z ~ p(z)`` (joint generation).
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        seed : int, default=0
+            Seed of ``z``.
+
+        Returns
+        -------
+        dict of str to numpy.ndarray
+            Decoder outputs per modality, ``n`` rows each, row ``i`` of every modality from the same ``z_i``.
+        """
+        generator = torch.Generator().manual_seed(int(seed))
+        shape = (int(n), self.hparams.latent_dim)
+        z = torch.randn(shape, generator=generator) if self.hparams.prior == "normal" else _laplace(shape, generator)
+        was_training = self.training
+        self.eval()
+        out = {name: value.float().cpu().numpy() for name, value in self.net.decode(z.to(self.device)).items()}
+        self.train(was_training)
+        return out
+
+
+def _as_input(value: Any) -> torch.Tensor:
+    tensor = torch.as_tensor(np.asarray(value))
+    if tensor.dtype == torch.uint8:
+        return tensor.float() / 255.0
+    return tensor.float() if tensor.dtype.is_floating_point else tensor.long()
+
+
+def _laplace(shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor:
+    uniform = torch.rand(shape, generator=generator) - 0.5
+    return -torch.sign(uniform) * torch.log1p(-2.0 * uniform.abs())
 
 
 def _check_settings(model, modalities, latent_dim, objective, k, beta, prior) -> None:
