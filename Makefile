@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/morpho_throughput.py
 	$(PY) benchmarks/train_throughput.py
 	$(PY) benchmarks/sprites_throughput.py
+	$(PY) benchmarks/mmvae_throughput.py
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
