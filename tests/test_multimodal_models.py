@@ -253,3 +253,23 @@ def test_evaluate_refuses_what_is_not_a_cdsprites_multimodal_run(tmp_path):
         evaluate_run(tmp_path)
     with pytest.raises(InvalidArgumentError, match="--n"):
         evaluate_run(tmp_path, n=0)
+
+
+def test_caption_padding_is_scored_as_spaces_and_hidden_from_the_encoder():
+    from repscope.data.sprites.datasets import cdsprites_dataset
+    from repscope.train.datamodule import field_to_tensor
+    from repscope.train.tasks.multimodal import MultimodalVAETask
+
+    data = cdsprites_dataset(level=2, train_size=6, val_size=1, test_size=1)
+    specs = {name: {"shape": list(spec.shape), "classes": spec.classes} for name, spec in data.fields.items()}
+    task = MultimodalVAETask("mopoe", field_specs=specs)
+    arrays = data.batch("train", np.arange(6), ["image", "text", "mask"])
+    batch = {name: field_to_tensor(values, data.fields[name].kind) for name, values in arrays.items()}
+    inputs, masks, targets = task._inputs(batch)
+    padding = ~batch["mask"]
+    assert padding.any()
+    assert torch.all(inputs["text"][padding] == 0)  # the encoder sees padding as all-zero rows
+    assert torch.all(targets["text"].sum(-1) == 1)  # the likelihood scores every position
+    assert torch.all(targets["text"][padding][:, 0] == 1)  # padding as the space
+    assert torch.equal(targets["text"][~padding], inputs["text"][~padding])
+    assert masks == {}  # nothing left unscored
