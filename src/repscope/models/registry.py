@@ -46,6 +46,7 @@ MODELS: dict[str, ModelEntry] = {
     "mvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mvae"}),
     "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),
     "mopoe": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mopoe"}),
+    "dmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "dmvae"}),
     # CdSprites+ attribute classifiers (one per attribute and level): few epochs, cosine schedule
     "attribute-cnn": ModelEntry(
         "repscope.train.tasks.supervised:SupervisedTask",

@@ -27,6 +27,9 @@ from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal.likelihoods import LIKELIHOODS, PRIORS
 from repscope.models.multimodal.models import MIXINGS, OBJECTIVES, LikelihoodSpec, MultimodalVAE
 from repscope.models.multimodal.networks import build_modality_networks
+from repscope.models.multimodal.private import PrivateSharedVAE
+
+MODELS = (*MIXINGS, "dmvae")
 
 CDSPRITES_MODALITIES: dict[str, dict[str, Any]] = {
     "image": {"field": "image", "network": "fc-image", "likelihood": "gaussian", "scale": 0.75},
@@ -46,13 +49,15 @@ class MultimodalVAETask(pl.LightningModule):
 
     Parameters
     ----------
-    model : {"mvae", "mmvae", "mopoe"}
+    model : {"mvae", "mmvae", "mopoe", "dmvae"}
         Set by the registry name.
     modalities : dict, optional
         Modality name -> ``{field, network, params, likelihood, scale, weight, mask}`` (default: the
         CdSprites+ image and caption).
     latent_dim : int, default=16
         Size of the shared latent.
+    private_dim : int, default=4
+        Size of each modality's private latent (``dmvae`` only).
     objective : {"elbo", "iwae", "dreg"}, default="elbo"
         Training objective.
     k : int, default=1
@@ -74,6 +79,7 @@ class MultimodalVAETask(pl.LightningModule):
         model: str,
         modalities: dict[str, dict[str, Any]] | None = None,
         latent_dim: int = 16,
+        private_dim: int = 4,
         objective: str = "elbo",
         k: int = 1,
         beta: float = 1.0,
@@ -91,6 +97,7 @@ class MultimodalVAETask(pl.LightningModule):
                 "model": model,
                 "modalities": modalities,
                 "latent_dim": int(latent_dim),
+                "private_dim": int(private_dim),
                 "objective": objective,
                 "k": int(k),
                 "beta": float(beta),
@@ -101,6 +108,8 @@ class MultimodalVAETask(pl.LightningModule):
             }
         )
         encoders, decoders, likelihoods = {}, {}, {}
+        # DMVAE's networks code the shared and the private latent together
+        network_dim = int(latent_dim) + (int(private_dim) if model == "dmvae" else 0)
         for name, spec in modalities.items():
             field = spec.get("field", name)
             if field not in field_specs:
@@ -112,12 +121,15 @@ class MultimodalVAETask(pl.LightningModule):
             if spec.get("network") == "label":
                 params.setdefault("num_classes", field_specs[field].get("classes"))
             encoders[name], decoders[name] = build_modality_networks(
-                spec.get("network", "fc-image"), tuple(field_specs[field]["shape"]), int(latent_dim), **params
+                spec.get("network", "fc-image"), tuple(field_specs[field]["shape"]), network_dim, **params
             )
             likelihoods[name] = LikelihoodSpec(
                 spec.get("likelihood", "gaussian"), float(spec.get("scale", 0.75)), float(spec.get("weight", 1.0))
             )
-        self.net = MultimodalVAE(encoders, decoders, likelihoods, int(latent_dim), model, prior)
+        if model == "dmvae":
+            self.net = PrivateSharedVAE(encoders, decoders, likelihoods, int(latent_dim), int(private_dim), prior)
+        else:
+            self.net = MultimodalVAE(encoders, decoders, likelihoods, int(latent_dim), model, prior)
         self.modalities = modalities
         fields = [spec.get("field", name) for name, spec in modalities.items()]
         fields += [spec["mask"] for spec in modalities.values() if spec.get("mask")]
@@ -244,8 +256,10 @@ def _laplace(shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor
 
 def _check_settings(model, modalities, latent_dim, objective, k, beta, prior) -> None:
     where = "model.params"
-    if model not in MIXINGS:
-        raise InvalidArgumentError(f"model: must be one of {', '.join(MIXINGS)}, got {model!r}")
+    if model not in MODELS:
+        raise InvalidArgumentError(f"model: must be one of {', '.join(MODELS)}, got {model!r}")
+    if model == "dmvae" and (objective != "elbo" or int(k) != 1):
+        raise InvalidArgumentError(f"{where}: dmvae trains on the ELBO with k = 1 (got {objective}, k = {k})")
     if objective not in OBJECTIVES:
         raise InvalidArgumentError(f"{where}.objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if prior not in PRIORS:

@@ -1,0 +1,200 @@
+"""DMVAE (Lee & Pavlovic 2021): shared and modality-private latents.
+
+Each modality's encoder gives a shared part ``q(z_s | x_m)`` (the first ``shared_dim`` coordinates) and a
+private part ``q(z_p^m | x_m)`` (the next ``private_dim``); its decoder reads ``[z_s, z_p^m]``. The shared
+posterior of a set of modalities is the product of their shared experts with the prior expert (as MVAE).
+
+Objective, per example (Lee & Pavlovic 2021, eq. 4-5, with Monte-Carlo KL terms so that the Laplace prior
+works too): for each source of the shared latent, the joint product and each present modality alone,
+
+    ELBO_source = sum_{n present} E[log p(x_n | z_s, z_p^n)] - KL(q_source(z_s) || p(z_s))
+                  - sum_{n present} KL(q(z_p^n | x_n) || p(z_p))
+
+so every modality is reconstructed from every other modality's shared code together with its own private
+code (cross-reconstruction); the loss is minus the sum over the sources. A missing modality takes its
+shared part from the present ones and its private part from the prior (its mean, or a prior sample).
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from repscope.errors import InvalidArgumentError
+from repscope.models.multimodal import experts
+from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, log_prior
+from repscope.models.multimodal.models import LikelihoodSpec
+
+
+class PrivateSharedVAE(nn.Module):
+    """DMVAE with a ``shared_dim`` shared latent and a ``private_dim`` private latent per modality.
+
+    Parameters
+    ----------
+    encoders : dict of str to torch.nn.Module
+        ``x -> (mu, logvar)`` of size ``shared_dim + private_dim`` (shared first).
+    decoders : dict of str to torch.nn.Module
+        ``[z_s, z_p] -> output`` from ``shared_dim + private_dim`` inputs.
+    likelihoods : dict of str to LikelihoodSpec
+        One per modality.
+    shared_dim, private_dim : int
+        Sizes of the shared and of each private latent.
+    prior : {"normal", "laplace"}, default="normal"
+        Prior of both latents.
+    """
+
+    model = "dmvae"
+
+    def __init__(
+        self,
+        encoders: dict[str, nn.Module],
+        decoders: dict[str, nn.Module],
+        likelihoods: dict[str, LikelihoodSpec],
+        shared_dim: int,
+        private_dim: int,
+        prior: str = "normal",
+    ) -> None:
+        super().__init__()
+        if not (set(encoders) == set(decoders) == set(likelihoods)) or len(encoders) < 2:
+            raise InvalidArgumentError("modalities: encoders, decoders and likelihoods must name the same two or more")
+        if shared_dim < 1 or private_dim < 1:
+            raise InvalidArgumentError(f"latent sizes: shared {shared_dim} and private {private_dim} must be >= 1")
+        self.modalities = tuple(encoders)
+        self.encoders = nn.ModuleDict(encoders)
+        self.decoders = nn.ModuleDict(decoders)
+        self.likelihoods = dict(likelihoods)
+        self.shared_dim, self.private_dim = int(shared_dim), int(private_dim)
+        self.latent_dim = self.shared_dim
+        self.prior = prior
+
+    def encode(self, inputs: dict[str, torch.Tensor]) -> tuple[dict, dict, torch.Tensor]:
+        """Shared and private posteriors of the modalities given.
+
+        Returns
+        -------
+        shared : dict
+            ``"mu"``, ``"logvar"`` ``(E, B, shared_dim)`` (zeros for a modality not given).
+        private : dict of str to (torch.Tensor, torch.Tensor)
+            Per given modality, its private ``(mu, logvar)`` ``(B, private_dim)``.
+        present : torch.Tensor
+            bool ``(E, B)``.
+        """
+        reference = next(iter(self.parameters()))
+        batch = len(next(v for k, v in inputs.items() if k in self.modalities))
+        mus, logvars, present, private = [], [], [], {}
+        for name in self.modalities:
+            if name in inputs:
+                mu, logvar = self.encoders[name](inputs[name])
+                mus.append(mu[:, : self.shared_dim])
+                logvars.append(logvar[:, : self.shared_dim])
+                private[name] = (mu[:, self.shared_dim :], logvar[:, self.shared_dim :])
+                present.append(torch.ones(batch, dtype=torch.bool, device=reference.device))
+            else:
+                zeros = torch.zeros(batch, self.shared_dim, dtype=reference.dtype, device=reference.device)
+                mus.append(zeros)
+                logvars.append(zeros)
+                present.append(torch.zeros(batch, dtype=torch.bool, device=reference.device))
+        return {"mu": torch.stack(mus), "logvar": torch.stack(logvars)}, private, torch.stack(present)
+
+    def _decode_one(self, name: str, shared: torch.Tensor, private: torch.Tensor) -> torch.Tensor:
+        return self.decoders[name](torch.cat([shared, private], dim=-1))
+
+    def decode(self, shared: torch.Tensor, private: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+        """Every modality from a shared code ``(B, shared_dim)`` and private codes (prior mean when absent)."""
+        private = private or {}
+        zeros = torch.zeros(len(shared), self.private_dim, dtype=shared.dtype, device=shared.device)
+        return {name: self._decode_one(name, shared, private.get(name, zeros)) for name in self.modalities}
+
+    def _sample(self, mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
+        return mu + torch.exp(0.5 * logvar) * noise
+
+    def loss(
+        self,
+        inputs: dict[str, torch.Tensor],
+        present: dict[str, torch.Tensor] | None = None,
+        *,
+        objective: str = "elbo",
+        k: int = 1,
+        beta: float = 1.0,
+        feature_masks: dict[str, torch.Tensor] | None = None,
+        targets: dict[str, torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Minus the DMVAE objective (module docstring), averaged over the batch.
+
+        Parameters
+        ----------
+        inputs : dict of str to torch.Tensor
+            The modalities given (all of a batch's examples have them).
+        present : None
+            Per-example missing modalities are not supported by this model yet; must be None.
+        objective : {"elbo"}, default="elbo"
+            Only the ELBO (the DMVAE paper's objective).
+        k : int, default=1
+            Must be 1.
+        beta : float, default=1.0
+            Weight of the KL terms.
+        feature_masks, targets : dict, optional
+            As for :meth:`repscope.models.multimodal.models.MultimodalVAE.loss`.
+        generator : torch.Generator, optional
+            Source of the reparameterisation noise.
+
+        Returns
+        -------
+        torch.Tensor
+            Scalar loss.
+        """
+        if objective != "elbo" or k != 1:
+            raise InvalidArgumentError("dmvae: trains on the ELBO with k = 1 only")
+        if present is not None:
+            raise InvalidArgumentError("dmvae: per-example missing modalities are not supported yet; leave one out")
+        feature_masks = feature_masks or {}
+        scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
+        shared, private, mask = self.encode(inputs)
+        given = [name for name in self.modalities if name in inputs]
+        private_samples = {name: self._sample(*private[name], generator) for name in given}
+        private_kl = sum(
+            log_normal(private_samples[n], *private[n]) - log_prior(self.prior, private_samples[n]) for n in given
+        )
+        sources = [experts.product_of_experts(shared["mu"], shared["logvar"], mask)]
+        sources += [(shared["mu"][self.modalities.index(n)], shared["logvar"][self.modalities.index(n)]) for n in given]
+        total = 0.0
+        for mu_s, logvar_s in sources:
+            z_s = self._sample(mu_s, logvar_s, generator)
+            reconstruction = 0.0
+            for name in given:
+                spec = self.likelihoods[name]
+                output = self._decode_one(name, z_s, private_samples[name])
+                reconstruction = reconstruction + log_likelihood(
+                    spec.kind,
+                    output,
+                    scored[name],
+                    scale=spec.scale,
+                    weight=spec.weight,
+                    mask=feature_masks.get(name),
+                )
+            shared_kl = log_normal(z_s, mu_s, logvar_s) - log_prior(self.prior, z_s)
+            total = total + reconstruction - beta * (shared_kl + private_kl)
+        return -total.mean()
+
+    @torch.no_grad()
+    def reconstruct(
+        self,
+        inputs: dict[str, torch.Tensor],
+        present: dict[str, torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+        use_mean: bool = True,
+    ) -> dict[str, torch.Tensor]:
+        """Every modality from the given ones: shared code from their product, a missing modality's
+        private code from the prior (its mean with ``use_mean``, else a sample)."""
+        shared, private, mask = self.encode(inputs)
+        mu_s, logvar_s = experts.product_of_experts(shared["mu"], shared["logvar"], mask)
+        z_s = mu_s if use_mean else self._sample(mu_s, logvar_s, generator)
+        codes = {}
+        for name in self.modalities:
+            if name in private:
+                codes[name] = private[name][0] if use_mean else self._sample(*private[name], generator)
+            elif not use_mean:
+                codes[name] = torch.randn(len(z_s), self.private_dim, generator=generator, dtype=z_s.dtype)
+        return self.decode(z_s, codes)
