@@ -73,6 +73,7 @@ def main() -> None:
         ("mmvae", "elbo", 1),
         ("mmvae", "dreg", args.k),
         ("mopoe", "elbo", 1),
+        ("dmvae", "elbo", 1),
     ):
         label = f"{model} ({objective}, K = {k})"
         print(f"{label:<24}{_rate(model, objective, k, batches, args.latent_dim):>10.1f}")
