@@ -74,6 +74,30 @@ def product_of_experts(
     return weighted_mean * variance, torch.log(variance)
 
 
+def reparameterise(
+    mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator | None = None, samples: int | None = None
+) -> torch.Tensor:
+    """Reparameterised Gaussian samples ``z = mu + exp(logvar / 2) * eps``, ``eps ~ N(0, I)``.
+
+    Parameters
+    ----------
+    mu, logvar : torch.Tensor
+        Means and log-variances, any shape.
+    generator : torch.Generator, optional
+        Source of ``eps``.
+    samples : int, optional
+        Draw this many samples along a new leading axis (``(samples, *mu.shape)``); default one, ``mu``'s shape.
+
+    Returns
+    -------
+    torch.Tensor
+        Samples, with gradients to ``mu`` and ``logvar``.
+    """
+    shape = tuple(mu.shape) if samples is None else (int(samples), *mu.shape)
+    noise = torch.randn(shape, generator=generator, dtype=mu.dtype, device=mu.device)
+    return mu + torch.exp(0.5 * logvar) * noise
+
+
 def choose_present(present: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
     """For each example, one present expert drawn uniformly: the component of a mixture of experts.
 
@@ -132,8 +156,7 @@ def mixture_of_experts_sample(
     component = choose_present(present, generator)
     batch = torch.arange(mu.shape[1], device=mu.device)
     chosen_mu, chosen_logvar = mu[component, batch], logvar[component, batch]
-    noise = torch.randn(chosen_mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
-    return chosen_mu + torch.exp(0.5 * chosen_logvar) * noise, component
+    return reparameterise(chosen_mu, chosen_logvar, generator), component
 
 
 def subsets(n_modalities: int) -> list[tuple[int, ...]]:

@@ -253,14 +253,10 @@ class MultimodalVAE(nn.Module):
             components_mu, components_logvar, available, mask, scored, feature_masks, objective, k, beta, generator
         ).mean()
 
-    def _sample(self, mu, logvar, k, generator):
-        noise = torch.randn((k, *mu.shape), generator=generator, dtype=mu.dtype, device=mu.device)
-        return mu + torch.exp(0.5 * logvar) * noise
-
     def _component_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
         """MVAE: the bound of the product of the experts in ``mask`` (with the prior expert), per example."""
         joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
-        z = self._sample(joint_mu, joint_logvar, k, generator)  # (K, B, D)
+        z = experts.reparameterise(joint_mu, joint_logvar, generator, k)  # (K, B, D)
         outputs = self.decode(z)
         log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
         log_pz = log_prior(self.prior, z)
@@ -279,7 +275,7 @@ class MultimodalVAE(nn.Module):
         for c in range(c_mu.shape[0]):
             if not bool(available[c].any()):
                 continue
-            z = self._sample(c_mu[c], c_logvar[c], k, generator)  # (K, B, D)
+            z = experts.reparameterise(c_mu[c], c_logvar[c], generator, k)  # (K, B, D)
             outputs = self.decode(z)
             log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
             log_pz = log_prior(self.prior, z)
@@ -337,5 +333,5 @@ class MultimodalVAE(nn.Module):
         component = experts.choose_present(available, generator)
         batch = torch.arange(c_mu.shape[1], device=c_mu.device)
         mu, logvar = c_mu[component, batch], c_logvar[component, batch]
-        z = mu if use_mean else self._sample(mu, logvar, 1, generator)[0]
+        z = mu if use_mean else experts.reparameterise(mu, logvar, generator)
         return self.decode(z)

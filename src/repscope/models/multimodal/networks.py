@@ -67,6 +67,11 @@ class FCImageDecoder(nn.Module):
         return torch.sigmoid(self.net(z)).reshape(len(z), *self.shape)
 
 
+def _transformer(width: int, layers: int, heads: int, hidden: int, dropout: float) -> nn.TransformerEncoder:
+    layer = nn.TransformerEncoderLayer(width, heads, hidden, dropout, batch_first=True)
+    return nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+
 class TextEncoder(nn.Module):
     """One-hot captions ``(B, L, V)`` -> Transformer encoder -> mean over the characters -> ``(mu, logvar)``."""
 
@@ -84,8 +89,7 @@ class TextEncoder(nn.Module):
         length, vocabulary = shape
         self.embed = nn.Linear(vocabulary, width)
         self.position = nn.Parameter(torch.zeros(length, width))
-        layer = nn.TransformerEncoderLayer(width, heads, hidden, dropout, batch_first=True)
-        self.transformer = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.transformer = _transformer(width, layers, heads, hidden, dropout)
         self.head = nn.Linear(width, 2 * latent_dim)
 
     def forward(self, text: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -116,8 +120,7 @@ class TextDecoder(nn.Module):
         self.length, self.width = length, width
         self.expand = nn.Linear(latent_dim, width)
         self.position = nn.Parameter(torch.randn(length, width) * 0.02)
-        layer = nn.TransformerEncoderLayer(width, heads, hidden, dropout, batch_first=True)
-        self.transformer = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.transformer = _transformer(width, layers, heads, hidden, dropout)
         self.head = nn.Linear(width, vocabulary)
 
     def forward(self, z: torch.Tensor) -> torch.Tensor:

@@ -105,10 +105,6 @@ class PrivateSharedVAE(nn.Module):
         zeros = torch.zeros(len(shared), self.private_dim, dtype=shared.dtype, device=shared.device)
         return {name: self._decode_one(name, shared, private.get(name, zeros)) for name in self.modalities}
 
-    def _sample(self, mu: torch.Tensor, logvar: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
-        noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype, device=mu.device)
-        return mu + torch.exp(0.5 * logvar) * noise
-
     def loss(
         self,
         inputs: dict[str, torch.Tensor],
@@ -153,7 +149,7 @@ class PrivateSharedVAE(nn.Module):
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
         shared, private, mask = self.encode(inputs)
         given = [name for name in self.modalities if name in inputs]
-        private_samples = {name: self._sample(*private[name], generator) for name in given}
+        private_samples = {name: experts.reparameterise(*private[name], generator) for name in given}
         private_kl = sum(
             log_normal(private_samples[n], *private[n]) - log_prior(self.prior, private_samples[n]) for n in given
         )
@@ -161,7 +157,7 @@ class PrivateSharedVAE(nn.Module):
         sources += [(shared["mu"][self.modalities.index(n)], shared["logvar"][self.modalities.index(n)]) for n in given]
         total = 0.0
         for mu_s, logvar_s in sources:
-            z_s = self._sample(mu_s, logvar_s, generator)
+            z_s = experts.reparameterise(mu_s, logvar_s, generator)
             reconstruction = 0.0
             for name in given:
                 spec = self.likelihoods[name]
@@ -190,11 +186,11 @@ class PrivateSharedVAE(nn.Module):
         private code from the prior (its mean with ``use_mean``, else a sample)."""
         shared, private, mask = self.encode(inputs)
         mu_s, logvar_s = experts.product_of_experts(shared["mu"], shared["logvar"], mask)
-        z_s = mu_s if use_mean else self._sample(mu_s, logvar_s, generator)
+        z_s = mu_s if use_mean else experts.reparameterise(mu_s, logvar_s, generator)
         codes = {}
         for name in self.modalities:
             if name in private:
-                codes[name] = private[name][0] if use_mean else self._sample(*private[name], generator)
+                codes[name] = private[name][0] if use_mean else experts.reparameterise(*private[name], generator)
             elif not use_mean:
                 codes[name] = torch.randn(len(z_s), self.private_dim, generator=generator, dtype=z_s.dtype)
         return self.decode(z_s, codes)
