@@ -211,9 +211,12 @@ class OracleTask:
         self.test = data.batch("test", np.arange(n), ["image", "text", "mask"])
 
     def _spoken(self) -> np.ndarray:
-        # the captions with their padding written as spaces (class 0), as a trained decoder writes them
+        # the captions ended by two spaces (class 0) and followed by anything, as a trained decoder writes
         text = self.test["text"].copy()
         text[~self.test["mask"], 0] = 1.0
+        for row, length in enumerate(self.test["mask"].sum(-1)):
+            text[row, length + 2 :] = 0.0
+            text[row, length + 2 :, 5] = 1.0  # 'e': not part of the caption
         return text
 
     def generate(self, given, seed=0):
@@ -255,7 +258,7 @@ def test_evaluate_refuses_what_is_not_a_cdsprites_multimodal_run(tmp_path):
         evaluate_run(tmp_path, n=0)
 
 
-def test_caption_padding_is_scored_as_spaces_and_hidden_from_the_encoder():
+def test_a_caption_ends_with_two_scored_spaces_and_padding_is_hidden_from_the_encoder():
     from repscope.data.sprites.datasets import cdsprites_dataset
     from repscope.train.datamodule import field_to_tensor
     from repscope.train.tasks.multimodal import MultimodalVAETask
@@ -269,10 +272,14 @@ def test_caption_padding_is_scored_as_spaces_and_hidden_from_the_encoder():
     padding = ~batch["mask"]
     assert padding.any()
     assert torch.all(inputs["text"][padding] == 0)  # the encoder sees padding as all-zero rows
-    assert torch.all(targets["text"].sum(-1) == 1)  # the likelihood scores every position
-    assert torch.all(targets["text"][padding][:, 0] == 1)  # padding as the space
+    lengths = batch["mask"].sum(-1)
+    for row, length in enumerate(lengths.tolist()):
+        # scored: the caption and the two spaces that end it, nothing after
+        expected = torch.zeros(batch["mask"].shape[1], dtype=torch.bool)
+        expected[: length + 2] = True
+        assert torch.equal(masks["text"][row], expected)
+        assert torch.all(targets["text"][row, length : length + 2, 0] == 1)
     assert torch.equal(targets["text"][~padding], inputs["text"][~padding])
-    assert masks == {}  # nothing left unscored
 
 
 def make_dmvae(shared: int = 2, private: int = 2):

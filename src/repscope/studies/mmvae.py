@@ -31,8 +31,8 @@ EVALUATION_SEED_OFFSET = 1_000_003  # test samples of the evaluation never share
 
 
 def _captions_of(logits: np.ndarray) -> list[str]:
-    # the decoder writes the padding as spaces: a caption is its characters up to the trailing spaces
-    return [" ".join(caption.split()) for caption in decode_captions(logits)]
+    # the decoder ends a caption with two spaces (END_MARK); what it writes after them is not a caption
+    return [" ".join(caption.split("  ")[0].split()) for caption in decode_captions(logits)]
 
 
 def _images_of(means: np.ndarray) -> np.ndarray:

@@ -6,9 +6,10 @@ shapes come from the dataset's field descriptions. The default is the CdSprites+
 (``fc-image``, Gaussian, scale 0.75) and the caption (``text-transformer``, categorical).
 
 ``mask`` names the field of a modality's padding mask (True on real characters): the encoder sees the
-padding as all-zero rows and masks it out of attention. ``pad_class`` (the caption's space, 0) makes the
-decoder learn to write the padding as that class, so that a generated caption ends; without it the
-padding is not scored.
+padding as all-zero rows and masks it out of attention. With ``pad_class`` (the caption's space, 0) the
+decoder learns to end a caption with two of that class (:data:`END_MARK`; captions hold single spaces
+between words), so that a generated caption ends where it writes them; the rest of the padding is
+never scored.
 
 The model, the mixing rules and the objectives are :class:`repscope.models.multimodal.models.MultimodalVAE`;
 this module only feeds it batches and logs its loss, as the other families do.
@@ -41,6 +42,7 @@ CDSPRITES_MODALITIES: dict[str, dict[str, Any]] = {
         "pad_class": 0,
     },
 }
+END_MARK = 2  # pad characters that end a caption: a caption has single spaces between words
 MODALITY_KEYS = ("field", "network", "params", "likelihood", "scale", "weight", "mask", "pad_class")
 
 
@@ -143,12 +145,19 @@ class MultimodalVAETask(pl.LightningModule):
                 continue
             if spec.get("pad_class") is None:
                 masks[name] = batch[spec["mask"]]
-            else:  # score the padding as the pad class: the decoder learns where a caption ends
+            else:
+                # the caption ends with END_MARK pad characters, which the decoder must learn to write;
+                # the rest of the padding is not scored (scored whole, it outweighs a short caption and
+                # the decoder first learns to write nothing but padding)
+                characters = batch[spec["mask"]].bool()
+                padding_rank = torch.cumsum(~characters, dim=-1)  # 1 on the first padding position
+                scored = characters | ((padding_rank >= 1) & (padding_rank <= END_MARK) & ~characters)
                 padded = inputs[name].clone()
-                padding = ~batch[spec["mask"]].bool()
-                padded[padding] = 0.0
-                padded[..., int(spec["pad_class"])][padding] = 1.0
+                marks = scored & ~characters
+                padded[marks] = 0.0
+                padded[..., int(spec["pad_class"])][marks] = 1.0
                 targets[name] = padded
+                masks[name] = scored
         return inputs, masks, targets
 
     def losses(self, batch: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
