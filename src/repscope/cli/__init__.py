@@ -52,6 +52,7 @@ def _register_areas() -> None:
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
     from repscope.cli import mmvae as mmvae_cli
+    from repscope.cli import mmvae_runs as mmvae_runs_cli
     from repscope.cli import morpho as morpho_cli
     from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
@@ -63,8 +64,12 @@ def _register_areas() -> None:
         name="sprites",
         help="dSprites and CdSprites+: generate, show, convert (h5), classify, evaluate coherency.",
     )
+    mmvae_cli.app.command(name="train")(mmvae_runs_cli.train_command)
+    mmvae_cli.app.command(name="sweep")(mmvae_runs_cli.sweep_command)
     app.add_typer(
-        mmvae_cli.app, name="mmvae", help="Multimodal VAEs (mvae, mmvae, mopoe; trained with repscope train): evaluate."
+        mmvae_cli.app,
+        name="mmvae",
+        help="Multimodal VAEs (mvae, mmvae, mopoe, dmvae, mmvae-plus): train, sweep, evaluate, leaderboard.",
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)

@@ -47,6 +47,9 @@ MODELS: dict[str, ModelEntry] = {
     "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),
     "mopoe": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mopoe"}),
     "dmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "dmvae"}),
+    "mmvae-plus": ModelEntry(
+        "repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae-plus"}
+    ),
     # CdSprites+ attribute classifiers (one per attribute and level): few epochs, cosine schedule
     "attribute-cnn": ModelEntry(
         "repscope.train.tasks.supervised:SupervisedTask",

@@ -165,9 +165,15 @@ class MultimodalVAE(nn.Module):
     # -- objectives -------------------------------------------------------------------------
 
     def _log_likelihoods(
-        self, outputs: dict[str, torch.Tensor], inputs: dict[str, torch.Tensor], mask: torch.Tensor, masks: dict
+        self,
+        outputs: dict[str, torch.Tensor],
+        inputs: dict[str, torch.Tensor],
+        mask: torch.Tensor,
+        masks: dict,
+        weighted: bool = True,
     ) -> torch.Tensor:
-        """``sum_m present_m log p(x_m | z)``, shape ``(K, B)`` for outputs with leading ``(K, B)``."""
+        """``sum_m present_m log p(x_m | z)``, shape ``(K, B)`` for outputs with leading ``(K, B)``; ``weighted``
+        applies the training's likelihood weights (a log-likelihood estimate leaves them out)."""
         total = None
         for index, name in enumerate(self.modalities):
             if name not in inputs:
@@ -183,7 +189,7 @@ class MultimodalVAE(nn.Module):
                 outputs[name],
                 target,
                 scale=spec.scale,
-                weight=spec.weight,
+                weight=spec.weight if weighted else 1.0,
                 mask=feature_mask,
                 batch_dims=2,
             )
@@ -302,6 +308,62 @@ class MultimodalVAE(nn.Module):
         per_component = log_normal(z[:, None], c_mu[None], c_logvar[None])  # (K, C, B)
         per_component = per_component.masked_fill(~available[None], float("-inf"))
         return torch.logsumexp(per_component, 1) - torch.log(available.sum(0).to(z.dtype)).clamp(min=0)
+
+    @staticmethod
+    def _sample_mixture(c_mu, c_logvar, available, k, generator):
+        """``K`` samples per example of the uniform mixture of the available components, and their log-density."""
+        weights = available.T.to(torch.float64).cpu()  # (B, C)
+        component = torch.multinomial(weights, k, replacement=True, generator=generator).T.to(c_mu.device)
+        batch = torch.arange(c_mu.shape[1], device=c_mu.device)
+        mu, logvar = c_mu[component, batch], c_logvar[component, batch]  # (K, B, D)
+        noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype).to(mu.device)
+        z = mu + torch.exp(0.5 * logvar) * noise
+        return z, MultimodalVAE._log_mixture_density(z, c_mu, c_logvar, available, False)
+
+    def posterior_mean(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The mean of ``q(z | X)`` from the given modalities, ``(B, D)`` (a mixture's: its components' average)."""
+        c_mu, _, available = self.posterior(inputs)
+        weights = available.to(c_mu.dtype)[..., None]
+        return (c_mu * weights).sum(0) / weights.sum(0).clamp(min=1)
+
+    @torch.no_grad()
+    def log_likelihood_weights(
+        self,
+        inputs: dict[str, torch.Tensor],
+        scored: dict[str, torch.Tensor],
+        k: int,
+        feature_masks: dict[str, torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Log importance weights ``log p(X_S | z_k) + log p(z_k) - log q(z_k | X_G)``, ``(K, B)``.
+
+        ``z_k`` are drawn from the model's posterior given the modalities ``inputs`` (``X_G``); the scored
+        modalities ``X_S`` are ``scored`` (their likelihood targets). ``logsumexp_k - log K`` of the weights
+        is the importance-sampled estimate of ``log p(X_S)`` (Burda et al. 2016), tighter as K grows.
+
+        Parameters
+        ----------
+        inputs : dict of str to torch.Tensor
+            The modalities the posterior sees.
+        scored : dict of str to torch.Tensor
+            The modalities whose likelihood is estimated (as their likelihood reads them).
+        k : int
+            Samples per example.
+        feature_masks : dict of str to torch.Tensor, optional
+            Counted features per scored modality.
+        generator : torch.Generator, optional
+            Source of the samples.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(K, B)``.
+        """
+        c_mu, c_logvar, available = self.posterior(inputs)
+        z, log_q = self._sample_mixture(c_mu, c_logvar, available, int(k), generator)
+        everywhere = torch.ones(len(self.modalities), z.shape[1], dtype=torch.bool, device=z.device)
+        log_px = self._log_likelihoods(self.decode(z), scored, everywhere, feature_masks or {}, weighted=False)
+        return log_px + log_prior(self.prior, z) - log_q
 
     # -- generation -------------------------------------------------------------------------
 

@@ -174,6 +174,72 @@ class PrivateSharedVAE(nn.Module):
             total = total + reconstruction - beta * (shared_kl + private_kl)
         return -total.mean()
 
+    def _shared_proposal(self, shared, mask, k, generator):
+        # DMVAE's shared posterior: the product of the given experts with the prior expert
+        mu, logvar = experts.product_of_experts(shared["mu"], shared["logvar"], mask)
+        z = experts.reparameterise(mu, logvar, generator, k)
+        return z, log_normal(z, mu, logvar)
+
+    def _missing_private(self, name, k, batch, generator):
+        # a missing modality's private code is proposed from its prior: importance weight 1
+        reference = next(iter(self.parameters()))
+        shape = (k, batch, self.private_dim)
+        if self.prior == "normal":
+            w = torch.randn(shape, generator=generator, dtype=reference.dtype)
+        else:
+            uniform = torch.rand(shape, generator=generator, dtype=reference.dtype) - 0.5
+            w = -torch.sign(uniform) * torch.log1p(-2.0 * uniform.abs())
+        return w.to(reference.device), torch.zeros(shape[:2], dtype=reference.dtype, device=reference.device)
+
+    def posterior_mean(self, inputs: dict[str, torch.Tensor]) -> torch.Tensor:
+        """The mean of the shared posterior (the product of the given experts and the prior), ``(B, D)``."""
+        shared, _, mask = self.encode(inputs)
+        return experts.product_of_experts(shared["mu"], shared["logvar"], mask)[0]
+
+    @torch.no_grad()
+    def log_likelihood_weights(
+        self,
+        inputs: dict[str, torch.Tensor],
+        scored: dict[str, torch.Tensor],
+        k: int,
+        feature_masks: dict[str, torch.Tensor] | None = None,
+        generator: torch.Generator | None = None,
+    ) -> torch.Tensor:
+        """Log importance weights of ``log p(X_S)`` with shared and private latents, ``(K, B)``.
+
+        ``log w = sum_{n in S} log p(x_n | z, w_n) + log p(z) - log q(z | X_G)
+        + sum_{n in S} (log p(w_n) - log q_n(w_n))``, with ``w_n ~ q(w_n | x_n)`` for a given modality and
+        from the model's proposal for a missing one (:meth:`_missing_private`). Parameters as for
+        :meth:`repscope.models.multimodal.models.MultimodalVAE.log_likelihood_weights`.
+
+        Returns
+        -------
+        torch.Tensor
+            ``(K, B)``.
+        """
+        feature_masks = feature_masks or {}
+        shared, private, mask = self.encode(inputs)
+        z, log_q = self._shared_proposal(shared, mask, int(k), generator)
+        total = log_prior(self.prior, z) - log_q
+        for name in self.modalities:
+            if name not in scored:
+                continue
+            if name in private:
+                w = experts.reparameterise(*private[name], generator, int(k))
+                total = total + log_prior(self.prior, w) - log_normal(w, *private[name])
+            else:
+                w, log_ratio = self._missing_private(name, int(k), z.shape[1], generator)
+                total = total + log_ratio
+            output = self.decoders[name](torch.cat([z, w], dim=-1).reshape(-1, z.shape[-1] + self.private_dim))
+            output = output.reshape(*z.shape[:2], *output.shape[1:])
+            target = scored[name].expand(z.shape[0], *scored[name].shape)
+            feature_mask = feature_masks.get(name)
+            if feature_mask is not None:
+                feature_mask = feature_mask.expand(z.shape[0], *feature_mask.shape)
+            spec = self.likelihoods[name]
+            total = total + log_likelihood(spec.kind, output, target, scale=spec.scale, mask=feature_mask, batch_dims=2)
+        return total
+
     @torch.no_grad()
     def reconstruct(
         self,

@@ -1,0 +1,151 @@
+"""MMVAE+ learns a toy pair through its shared code; log-likelihood estimates equal closed forms where they exist."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from repscope.models.multimodal.models import LikelihoodSpec, MultimodalVAE
+from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
+from test_multimodal_models import CLASSES, FEATURES, SMALL_NETS, LabelEncoder, make_dmvae, toy_data
+
+
+def make_plus(shared: int = 2, private: int = 2) -> ModalitySpecificMixtureVAE:
+    dmvae = make_dmvae(shared, private)  # the same networks: shared and private codes together
+    torch.manual_seed(0)
+    plus = ModalitySpecificMixtureVAE(
+        dict(dmvae.encoders), dict(dmvae.decoders), dmvae.likelihoods, shared, private
+    ).double()
+    return plus
+
+
+@pytest.mark.parametrize("objective, k", [("elbo", 1), ("dreg", 4)])
+def test_mmvae_plus_learns_both_directions_through_its_shared_code(objective, k):
+    inputs, patterns = toy_data(512, seed=1)
+    net = make_plus()
+    optimiser = torch.optim.Adam(net.parameters(), lr=3e-3)
+    generator = torch.Generator().manual_seed(2)
+    first = None
+    for step in range(600):
+        batch = {name: value[(step * 64) % 512 : (step * 64) % 512 + 64] for name, value in inputs.items()}
+        loss = net.loss(batch, objective=objective, k=k, generator=generator)
+        first = first if first is not None else loss.item()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+    assert loss.item() < first
+    test, _ = toy_data(400, seed=9)
+    from_vector = net.reconstruct({"vector": test["vector"]}, generator=generator)
+    accuracy = (from_vector["label"][:, 0].argmax(-1) == test["label"][:, 0]).double().mean().item()
+    assert accuracy > 0.9, accuracy
+    # the vector from the label: shared code from the label, the vector's own code the auxiliary prior's mean
+    from_label = net.reconstruct({"label": test["label"]}, generator=generator)
+    error = ((from_label["vector"] - patterns[test["label"][:, 0]]) ** 2).sum(-1).mean().item()
+    assert error < 6.75 / 2, error
+
+
+def test_mmvae_plus_cross_reconstruction_uses_the_auxiliary_prior():
+    """The other modality's code in the cross term comes from r_n: its learned scale gets a gradient; the
+    modality's own private posterior never reaches another modality's decoder."""
+    inputs, _ = toy_data(64, seed=0)
+    net = make_plus()
+    loss = net.loss(inputs, generator=torch.Generator().manual_seed(0))
+    loss.backward()
+    for name in ("vector", "label"):
+        assert net.auxiliary_log_scale[name].grad is not None
+        assert net.auxiliary_log_scale[name].grad.abs().sum() > 0
+    # an example without the label: the label's encoder output for it changes nothing
+    present = {"label": torch.tensor([True] * 32 + [False] * 32)}
+    base = net.loss(inputs, present, generator=torch.Generator().manual_seed(3)).item()
+    changed = {**inputs, "label": inputs["label"].clone()}
+    changed["label"][40:] = (changed["label"][40:] + 1) % CLASSES
+    again = net.loss(changed, present, generator=torch.Generator().manual_seed(3)).item()
+    assert again == pytest.approx(base, rel=1e-12)
+
+
+# -- log-likelihood estimates ---------------------------------------------------------------------
+
+W_DIAGONAL, SIGMA, OFFSET = torch.tensor([2.0, 1.0], dtype=torch.float64), 0.5, 0.3
+
+
+class ExactEncoder(nn.Module):
+    """For the linear Gaussian decoder x = W z + b + N(0, sigma^2) with W = [diag(w); 0]: the expert whose
+    posterior is exact (with the prior expert for MVAE, alone for MMVAE)."""
+
+    def __init__(self, with_prior_expert: bool) -> None:
+        super().__init__()
+        self.with_prior_expert = with_prior_expert
+
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        centred = (x - OFFSET)[:, :2]
+        likelihood_precision = W_DIAGONAL**2 / SIGMA**2
+        if self.with_prior_expert:  # the product with N(0, I) gives the posterior
+            return centred / W_DIAGONAL, (-torch.log(likelihood_precision)).expand_as(centred)
+        precision = 1.0 + likelihood_precision
+        mean = (W_DIAGONAL * centred / SIGMA**2) / precision
+        return mean, (-torch.log(precision)).expand_as(centred)
+
+
+class LinearDecoder(nn.Module):
+    def forward(self, z: torch.Tensor) -> torch.Tensor:
+        x = torch.zeros(*z.shape[:-1], 3, dtype=z.dtype)
+        x[..., :2] = W_DIAGONAL * z
+        return x + OFFSET
+
+
+@pytest.mark.parametrize("model", ["mvae", "mmvae", "mopoe"])
+def test_the_log_likelihood_estimate_of_an_exact_posterior_is_the_closed_form(model):
+    """log p(x) = log N(x; b, W W^T + sigma^2 I); with the exact posterior every importance weight equals p(x)."""
+    torch.manual_seed(0)
+    label_decoder = nn.Sequential(nn.Linear(2, CLASSES), nn.Unflatten(1, (1, CLASSES)))
+    net = MultimodalVAE(
+        {"vector": ExactEncoder(with_prior_expert=model == "mvae"), "label": LabelEncoder(CLASSES)},
+        {"vector": LinearDecoder(), "label": label_decoder},
+        {"vector": LikelihoodSpec("gaussian", SIGMA, weight=7.0), "label": LikelihoodSpec("categorical")},
+        latent_dim=2,
+        model=model,
+    ).double()
+    x = torch.randn(5, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 2
+    covariance = torch.diag(torch.cat([W_DIAGONAL**2, torch.zeros(1, dtype=torch.float64)])) + SIGMA**2 * torch.eye(3)
+    exact = torch.distributions.MultivariateNormal(torch.full((3,), OFFSET, dtype=torch.float64), covariance)
+    weights = net.log_likelihood_weights({"vector": x}, {"vector": x}, 7, generator=torch.Generator().manual_seed(2))
+    estimate = torch.logsumexp(weights, 0) - math.log(7)
+    # the likelihood weight (7) is a training choice and is left out of the estimate
+    assert torch.allclose(estimate, exact.log_prob(x), atol=1e-9)
+    assert torch.allclose(weights, weights[:1].expand_as(weights), atol=1e-9)  # zero variance
+
+
+@pytest.mark.parametrize("name", ["mmvae", "dmvae", "mmvae-plus"])
+def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, name):
+    from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.run import fit
+
+    config = TrainConfig(
+        model=Named(name=name, params={"latent_dim": 6, "private_dim": 2, "modalities": SMALL_NETS}),
+        data=Named(name="cdsprites", params={"level": 1, "train_size": 128, "val_size": 32, "test_size": 32}),
+        trainer=TrainerSection(max_epochs=1),
+        batch_size=32,
+    )
+    outcome = fit(config, out=tmp_path / "run")
+    task, data = outcome.task, outcome.data
+    curves = (tmp_path / "run" / "tables" / "training_curves.csv").read_text().splitlines()[0]
+    for column in ("val_recon_image", "val_recon_text", "val_kl_image", "val_kl_text"):
+        assert column in curves
+    test = data.batch("test", np.arange(12), ["image", "text", "mask"])
+    latents = task.latents({"image": test["image"], "text": test["text"]})
+    assert latents.shape == (12, 6) and np.isfinite(latents).all()
+    decoded = task.decode_latents(latents[:3])
+    assert decoded["image"].shape == (3, 3, 64, 64) and decoded["text"].shape[0] == 3
+    # the mean of the importance weights grows with K (Burda et al.'s bound tightens; averaged over examples)
+    given = {"image": test["image"], "text": test["text"]}
+    one = task.log_likelihood(given, k=1, seed=0)
+    many = task.log_likelihood(given, k=64, seed=0)
+    assert one.shape == many.shape == (12,) and np.isfinite(many).all()
+    assert many.mean() >= one.mean()
+    # the joint of two modalities is less likely than either alone (log p(x, y) <= log p(x) up to MC error)
+    image_only = task.log_likelihood({"image": test["image"]}, k=64, seed=0)
+    assert many.mean() < image_only.mean()
