@@ -11,7 +11,7 @@ from torch import nn
 
 from repscope.models.multimodal.models import LikelihoodSpec, MultimodalVAE
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
-from test_multimodal_models import CLASSES, FEATURES, SMALL_NETS, LabelEncoder, make_dmvae, toy_data
+from test_multimodal_models import CLASSES, SMALL_NETS, LabelEncoder, make_dmvae, toy_data
 
 
 def make_plus(shared: int = 2, private: int = 2) -> ModalitySpecificMixtureVAE:
@@ -58,13 +58,25 @@ def test_mmvae_plus_cross_reconstruction_uses_the_auxiliary_prior():
     for name in ("vector", "label"):
         assert net.auxiliary_log_scale[name].grad is not None
         assert net.auxiliary_log_scale[name].grad.abs().sum() > 0
-    # an example without the label: the label's encoder output for it changes nothing
+
+
+@pytest.mark.parametrize("make_net", [make_plus, make_dmvae], ids=["mmvae-plus", "dmvae"])
+def test_a_modality_missing_for_some_examples_is_left_out_of_their_loss(make_net):
+    inputs, _ = toy_data(64, seed=0)
+    net = make_net()
     present = {"label": torch.tensor([True] * 32 + [False] * 32)}
     base = net.loss(inputs, present, generator=torch.Generator().manual_seed(3)).item()
     changed = {**inputs, "label": inputs["label"].clone()}
     changed["label"][40:] = (changed["label"][40:] + 1) % CLASSES
     again = net.loss(changed, present, generator=torch.Generator().manual_seed(3)).item()
     assert again == pytest.approx(base, rel=1e-12)
+    # ... but it does change the loss of an example that has it
+    changed["label"][:8] = (changed["label"][:8] + 1) % CLASSES
+    assert net.loss(changed, present, generator=torch.Generator().manual_seed(3)).item() != pytest.approx(base)
+    # generation from the vector alone for the examples without the label
+    out = net.reconstruct(inputs, present)
+    alone = net.reconstruct({"vector": inputs["vector"]})
+    assert torch.allclose(out["label"][32:], alone["label"][32:])
 
 
 # -- log-likelihood estimates ---------------------------------------------------------------------

@@ -30,12 +30,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from repscope.config import Section, apply_overrides, read_yaml_mapping, shipped_config_path, validate_config
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_bytes_atomic
+from repscope.models.multimodal.networks import MODALITY_NETWORKS
 from repscope.studies.mmvae import evaluate_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.run import fit
@@ -64,6 +65,13 @@ class ModalitySection(Section):
     weight: float = Field(1.0, gt=0)
     mask: str | None = None
     pad_class: int | None = Field(None, ge=0)
+
+    @field_validator("network")
+    @classmethod
+    def _known_network(cls, value: str) -> str:
+        if value not in MODALITY_NETWORKS:
+            raise ValueError(f"unknown network {value!r}; registered: {', '.join(sorted(MODALITY_NETWORKS))}")
+        return value
 
     def task_spec(self, name: str) -> dict[str, Any]:
         spec = {

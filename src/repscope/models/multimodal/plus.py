@@ -58,15 +58,6 @@ class ModalitySpecificMixtureVAE(PrivateSharedVAE):
             {name: nn.Parameter(torch.zeros(self.private_dim)) for name in self.modalities}
         )
 
-    def _present_mask(self, mask: torch.Tensor, present: dict[str, torch.Tensor] | None) -> torch.Tensor:
-        if not present:
-            return mask
-        rows = [
-            mask[i] & present[name].to(torch.bool).to(mask.device) if name in present else mask[i]
-            for i, name in enumerate(self.modalities)
-        ]
-        return torch.stack(rows)
-
     def auxiliary_sample(self, name: str, shape: tuple[int, ...], generator: torch.Generator | None) -> torch.Tensor:
         """Reparameterised samples ``w~ ~ r_name(w)`` of shape ``(*shape, private_dim)``."""
         scale = torch.exp(self.auxiliary_log_scale[name])

@@ -96,6 +96,15 @@ class PrivateSharedVAE(nn.Module):
                 present.append(torch.zeros(batch, dtype=torch.bool, device=reference.device))
         return {"mu": torch.stack(mus), "logvar": torch.stack(logvars)}, private, torch.stack(present)
 
+    def _present_mask(self, mask: torch.Tensor, present: dict[str, torch.Tensor] | None) -> torch.Tensor:
+        if not present:
+            return mask
+        rows = [
+            mask[i] & present[name].to(torch.bool).to(mask.device) if name in present else mask[i]
+            for i, name in enumerate(self.modalities)
+        ]
+        return torch.stack(rows)
+
     def _decode_one(self, name: str, shared: torch.Tensor, private: torch.Tensor) -> torch.Tensor:
         return self.decoders[name](torch.cat([shared, private], dim=-1))
 
@@ -123,8 +132,9 @@ class PrivateSharedVAE(nn.Module):
         ----------
         inputs : dict of str to torch.Tensor
             The modalities given (all of a batch's examples have them).
-        present : None
-            Per-example missing modalities are not supported by this model yet; must be None.
+        present : dict of str to torch.Tensor, optional
+            bool ``(B,)`` per modality: which examples have it (a missing one is left out of the product,
+            of the reconstruction terms and of the private KL terms).
         objective : {"elbo"}, default="elbo"
             Only the ELBO (the DMVAE paper's objective).
         k : int, default=1
@@ -143,26 +153,32 @@ class PrivateSharedVAE(nn.Module):
         """
         if objective != "elbo" or k != 1:
             raise InvalidArgumentError("dmvae: trains on the ELBO with k = 1 only")
-        if present is not None:
-            raise InvalidArgumentError("dmvae: per-example missing modalities are not supported yet; leave one out")
         feature_masks = feature_masks or {}
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
         shared, private, mask = self.encode(inputs)
+        mask = self._present_mask(mask, present)
         given = [name for name in self.modalities if name in inputs]
+        dtype = shared["mu"].dtype
+        has = {name: mask[self.modalities.index(name)].to(dtype) for name in given}  # per example
         private_samples = {name: experts.reparameterise(*private[name], generator) for name in given}
         private_kl = sum(
-            log_normal(private_samples[n], *private[n]) - log_prior(self.prior, private_samples[n]) for n in given
+            (log_normal(private_samples[n], *private[n]) - log_prior(self.prior, private_samples[n])) * has[n]
+            for n in given
         )
-        sources = [experts.product_of_experts(shared["mu"], shared["logvar"], mask)]
-        sources += [(shared["mu"][self.modalities.index(n)], shared["logvar"][self.modalities.index(n)]) for n in given]
+        # the sources of the shared code: the joint product, and each modality alone where an example has it
+        sources = [(experts.product_of_experts(shared["mu"], shared["logvar"], mask), 1.0)]
+        sources += [
+            ((shared["mu"][self.modalities.index(n)], shared["logvar"][self.modalities.index(n)]), has[n])
+            for n in given
+        ]
         total = 0.0
-        for mu_s, logvar_s in sources:
+        for (mu_s, logvar_s), available in sources:
             z_s = experts.reparameterise(mu_s, logvar_s, generator)
             reconstruction = 0.0
             for name in given:
                 spec = self.likelihoods[name]
                 output = self._decode_one(name, z_s, private_samples[name])
-                reconstruction = reconstruction + log_likelihood(
+                value = log_likelihood(
                     spec.kind,
                     output,
                     scored[name],
@@ -170,8 +186,9 @@ class PrivateSharedVAE(nn.Module):
                     weight=spec.weight,
                     mask=feature_masks.get(name),
                 )
+                reconstruction = reconstruction + value * has[name]
             shared_kl = log_normal(z_s, mu_s, logvar_s) - log_prior(self.prior, z_s)
-            total = total + reconstruction - beta * (shared_kl + private_kl)
+            total = total + available * (reconstruction - beta * (shared_kl + private_kl))
         return -total.mean()
 
     def _shared_proposal(self, shared, mask, k, generator):
@@ -251,12 +268,18 @@ class PrivateSharedVAE(nn.Module):
         """Every modality from the given ones: shared code from their product, a missing modality's
         private code from the prior (its mean with ``use_mean``, else a sample)."""
         shared, private, mask = self.encode(inputs)
+        mask = self._present_mask(mask, present)
         mu_s, logvar_s = experts.product_of_experts(shared["mu"], shared["logvar"], mask)
         z_s = mu_s if use_mean else experts.reparameterise(mu_s, logvar_s, generator)
         codes = {}
-        for name in self.modalities:
+        for index, name in enumerate(self.modalities):
+            if use_mean:
+                fallback = torch.zeros(len(z_s), self.private_dim, dtype=z_s.dtype, device=z_s.device)
+            else:
+                fallback = self._missing_private(name, 1, len(z_s), generator)[0][0]
             if name in private:
-                codes[name] = private[name][0] if use_mean else experts.reparameterise(*private[name], generator)
-            elif not use_mean:
-                codes[name] = torch.randn(len(z_s), self.private_dim, generator=generator, dtype=z_s.dtype)
+                own = private[name][0] if use_mean else experts.reparameterise(*private[name], generator)
+                codes[name] = torch.where(mask[index][:, None], own, fallback)  # an example may lack it
+            else:
+                codes[name] = fallback
         return self.decode(z_s, codes)
