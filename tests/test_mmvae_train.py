@@ -87,3 +87,29 @@ def test_the_cli_trains_a_run_directory_and_refuses_to_overwrite_it(tmp_path):
     resumed = runner.invoke(app, ["mmvae", "train", "--resume", "--epochs", "2", *arguments[4:]])
     assert resumed.exit_code == 0, resumed.output
     assert json.loads((out / "metrics.json").read_text())["epochs"] == 2
+
+
+def test_a_sweep_trains_every_point_and_a_restart_skips_the_finished_ones(tmp_path):
+    runner = CliRunner()
+    out = tmp_path / "sweep"
+    tiny = [item for pair in zip(["--set"] * len(TINY), TINY) for item in pair]
+    arguments = ["mmvae", "sweep", "--grid", "model=mvae,mopoe", "--set", "epochs=1"]
+    arguments += ["--set", "evaluation.enabled=false"]
+    result = runner.invoke(app, [*arguments, *tiny, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    names = ["model-mvae", "model-mopoe"]
+    for name in names:
+        assert json.loads((out / name / "metrics.json").read_text())["model"] == name.split("-")[1]
+        assert (out / name / "sweep-done.json").exists()
+    summary = (out / "summary.csv").read_text().splitlines()
+    assert summary[0].startswith("name,model,status") and len(summary) == 3
+    # an existing sweep folder is refused without --resume; with it, nothing is trained again
+    stamps = {name: (out / name / "metrics.json").stat().st_mtime_ns for name in names}
+    refused = runner.invoke(app, [*arguments, *tiny, "--out", str(out)])
+    assert refused.exit_code != 0
+    again = runner.invoke(app, [*arguments, *tiny, "--out", str(out), "--resume"])
+    assert again.exit_code == 0, again.output
+    assert {name: (out / name / "metrics.json").stat().st_mtime_ns for name in names} == stamps
+    # a bad point is refused before anything runs
+    bad = runner.invoke(app, ["mmvae", "sweep", "--grid", "model=mvae,vae", "--out", str(tmp_path / "bad")])
+    assert bad.exit_code != 0 and not (tmp_path / "bad").exists()

@@ -77,6 +77,7 @@ def sweep_command(
     set_: List[str] = typer.Option([], "--set", help="override a key for every run of the sweep"),
     quick: bool = typer.Option(False, "--quick", help="every run: two epochs on 2,000 samples, evaluated on 200"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default runs/sweep-<time>)"),
+    resume: bool = typer.Option(False, "--resume", help="continue the sweep in --out: finished runs are skipped"),
     workers: int = typer.Option(1, "--workers", help="local worker processes (-1: all cores)"),
     backend: BACKEND_CHOICES = typer.Option("local", "--backend", help="local processes, or Ray Tune (repscope[ray])"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local instance)"),
@@ -87,6 +88,7 @@ def sweep_command(
     from datetime import datetime
 
     from repscope.errors import InvalidArgumentError
+    from repscope.outputs import prepare_output
     from repscope.studies.mmvae_train import load_multimodal_config
     from repscope.sweeps import expand_grid, run_sweep
 
@@ -95,7 +97,10 @@ def sweep_command(
     points = expand_grid(grid)
     for point in points:  # every point's config must be valid before anything runs
         load_multimodal_config(config, [*set_, *point.as_set_arguments()], quick)
+    if resume and out is None:
+        raise InvalidArgumentError("--resume: continuing a sweep needs --out, the sweep folder to continue")
     folder = out if out is not None else Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}"
+    prepare_output(folder, resume=resume, kind="directory")
     common = {"config": str(config) if config is not None else None, "base_overrides": list(set_), "quick": quick}
     result = run_sweep(
         points,
@@ -106,6 +111,7 @@ def sweep_command(
         backend=backend,
         address=address,
         cpus_per_run=cpus_per_run,
+        description="sweep mmvae",
     )
     typer.echo(f"sweep: {len(points)} runs, {len(result.failed)} failed")
     typer.echo(f"summary: {folder / 'summary.md'}")
