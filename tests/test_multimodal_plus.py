@@ -161,3 +161,36 @@ def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, na
     # the joint of two modalities is less likely than either alone (log p(x, y) <= log p(x) up to MC error)
     image_only = task.log_likelihood({"image": test["image"]}, k=64, seed=0)
     assert many.mean() < image_only.mean()
+
+
+@pytest.mark.parametrize("subsampling, terms", [("singles", 1 + 3), ("all", 1 + 6)])
+def test_mvae_sums_the_joint_and_the_subsampled_subsets(subsampling, terms):
+    """Three modalities: joint + 3 singles, or joint + the 6 proper non-empty subsets."""
+    coders = {name: (nn.Linear(2, 4), nn.Linear(2, 2)) for name in ("a", "b", "c")}
+
+    class Split(nn.Module):
+        def __init__(self, linear):
+            super().__init__()
+            self.linear = linear
+
+        def forward(self, x):
+            return self.linear(x).chunk(2, dim=-1)
+
+    net = MultimodalVAE(
+        {n: Split(e) for n, (e, _) in coders.items()},
+        {n: d for n, (_, d) in coders.items()},
+        {n: LikelihoodSpec() for n in coders},
+        2,
+        "mvae",
+        subsampling=subsampling,
+    )
+    calls = []
+    original = net._component_objective
+    net._component_objective = lambda mu, logvar, mask, *rest: (
+        calls.append(mask.any(1).tolist()) or original(mu, logvar, mask, *rest)
+    )
+    inputs = {n: torch.randn(5, 2) for n in coders}
+    assert torch.isfinite(net.loss(inputs))
+    assert len(calls) == terms
+    assert calls[0] == [True, True, True]  # the joint term first
+    assert sorted(map(sum, calls[1:])) == ([1, 1, 1] if subsampling == "singles" else [1, 1, 1, 2, 2, 2])

@@ -140,6 +140,7 @@ class MultimodalConfig(Section):
     optimizer: Literal["adam", "adamw"] = "adam"
     lr: float = Field(1e-3, gt=0)
     weight_decay: float = Field(0.0, ge=0)
+    subsampling: Literal["singles", "all"] = "singles"
     batch_size: int = Field(64, ge=1)
     epochs: int = Field(10, ge=1)
     seed: int = 0
@@ -167,6 +168,8 @@ class MultimodalConfig(Section):
             "lr": self.lr,
             "weight_decay": self.weight_decay,
         }
+        if self.model == "mvae":
+            params["subsampling"] = self.subsampling
         if self.model in ("dmvae", "mmvae-plus"):
             params["private_dim"] = self.private_dim
         if self.modalities is not None:

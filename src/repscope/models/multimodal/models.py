@@ -5,8 +5,9 @@ read by its likelihood, :mod:`.likelihoods`), a likelihood kind, a scale and a l
 model differs only in how the unimodal posteriors are joined (:mod:`.experts`) and in its objective:
 
 * ``mvae`` (Wu & Goodman 2018): ``q(z | X)`` = product of experts with the prior expert; the loss sums
-  the ELBO of the joint posterior and of each single modality, each reconstructing the modalities it
-  was given (the paper's sub-sampling).
+  the ELBO of the joint posterior and of each single modality (``subsampling="singles"``) or of every
+  proper subset (``"all"``; the same for two modalities, as CdSprites+), each reconstructing the
+  modalities it was given (the sub-sampling the CdSprites+ paper used).
 * ``mmvae`` (Shi et al. 2019): ``q(z | X)`` = mixture of the unimodal experts; stratified over the
   present modalities, each ``z ~ q(z | x_m)`` reconstructs every modality (cross-reconstruction) with
   importance weights ``p(X, z) / q_MoE(z | X)``; K samples give the IWAE bound, DReG its estimator.
@@ -30,6 +31,7 @@ from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, l
 
 MIXINGS: tuple[str, ...] = ("mvae", "mmvae", "mopoe")
 OBJECTIVES: tuple[str, ...] = ("elbo", "iwae", "dreg")
+SUBSAMPLINGS: tuple[str, ...] = ("singles", "all")  # MVAE's sub-sampled ELBO terms besides the joint one
 
 
 @dataclass(frozen=True)
@@ -66,8 +68,12 @@ class MultimodalVAE(nn.Module):
         latent_dim: int,
         model: str,
         prior: str = "normal",
+        subsampling: str = "singles",
     ) -> None:
         super().__init__()
+        if subsampling not in SUBSAMPLINGS:
+            raise InvalidArgumentError(f"subsampling: must be one of {', '.join(SUBSAMPLINGS)}, got {subsampling!r}")
+        self.subsampling = subsampling
         if model not in MIXINGS:
             raise InvalidArgumentError(f"model: must be one of {', '.join(MIXINGS)}, got {model!r}")
         if not (set(encoders) == set(decoders) == set(likelihoods)) or not encoders:
@@ -151,6 +157,14 @@ class MultimodalVAE(nn.Module):
         if self.model == "mmvae":
             return mu, logvar, mask
         return experts.mixture_of_products(mu, logvar, mask)
+
+    def training_subsets(self) -> list[tuple[int, ...]]:
+        """MVAE's sub-sampled subsets besides the joint one: each single modality (``singles``, Wu & Goodman
+        2018), or every proper non-empty subset (``all``; the same for two modalities)."""
+        count = len(self.modalities)
+        if self.subsampling == "singles":
+            return [(index,) for index in range(count)]
+        return [subset for subset in experts.subsets(count) if len(subset) < count]
 
     def decode(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every modality's decoder output for latents ``z`` (``(..., D)``; leading dims are flattened)."""
@@ -242,12 +256,12 @@ class MultimodalVAE(nn.Module):
         mu, logvar, mask = self.encode(inputs, present)
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
         if self.model == "mvae":
-            # the joint posterior plus each single modality, each reconstructing what it was given
+            # the joint posterior plus each sub-sampled subset, each reconstructing what it was given
             terms = [self._component_objective(mu, logvar, mask, scored, feature_masks, objective, k, beta, generator)]
-            for index in range(len(self.modalities)):
+            for subset in self.training_subsets():
                 only = torch.zeros_like(mask)
-                only[index] = mask[index]
-                if bool(only[index].any()):
+                only[list(subset)] = mask[list(subset)]
+                if bool(only.any(0).any()):
                     terms.append(
                         self._component_objective(
                             mu, logvar, only, scored, feature_masks, objective, k, beta, generator

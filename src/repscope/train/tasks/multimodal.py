@@ -79,6 +79,8 @@ class MultimodalVAETask(pl.LightningModule):
         The optimiser (the paper: Adam).
     weight_decay : float, default=0.0
         Its weight decay.
+    subsampling : {"singles", "all"}, default="singles"
+        MVAE's ELBO terms besides the joint one: each single modality, or every proper subset.
     field_specs : dict, optional
         Field name -> ``{"shape": [...], "classes": int}``, given by the framework from the dataset.
     image_shape : sequence of int, optional
@@ -98,6 +100,7 @@ class MultimodalVAETask(pl.LightningModule):
         prior: str = "normal",
         optimizer: str = "adam",
         weight_decay: float = 0.0,
+        subsampling: str = "singles",
         field_specs: dict[str, dict[str, Any]] | None = None,
         image_shape: Sequence[int] | None = None,
     ) -> None:
@@ -122,6 +125,7 @@ class MultimodalVAETask(pl.LightningModule):
                 "prior": prior,
                 "optimizer": optimizer,
                 "weight_decay": float(weight_decay),
+                "subsampling": subsampling,
                 "field_specs": field_specs,
                 "image_shape": list(image_shape) if image_shape is not None else None,
             }
@@ -152,7 +156,7 @@ class MultimodalVAETask(pl.LightningModule):
                 encoders, decoders, likelihoods, int(latent_dim), int(private_dim), prior
             )
         else:
-            self.net = MultimodalVAE(encoders, decoders, likelihoods, int(latent_dim), model, prior)
+            self.net = MultimodalVAE(encoders, decoders, likelihoods, int(latent_dim), model, prior, subsampling)
         self.modalities = modalities
         fields = [spec.get("field", name) for name, spec in modalities.items()]
         fields += [spec["mask"] for spec in modalities.values() if spec.get("mask")]
