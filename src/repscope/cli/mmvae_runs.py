@@ -59,11 +59,15 @@ def train_command(
         where = out
     metrics = result["metrics"]
     typer.echo(f"trained {loaded.model} for {metrics['epochs']} epochs in {metrics['fit_seconds']:.1f} s")
+    evaluation = result["evaluation"] or {}
     for direction in ("text_to_image", "image_to_text", "joint"):
-        part = (result["evaluation"] or {}).get(direction)
-        if part:
-            letters = f", letters {part['letters']:.1f}%" if "letters" in part else ""
-            typer.echo(f"{direction}: strict {part['strict']:.1f}%, features {part['features']:.3f}{letters}")
+        if f"{direction}_strict" in evaluation:
+            letters = evaluation.get(f"{direction}_letters")
+            typer.echo(
+                f"{direction}: strict {evaluation[f'{direction}_strict']:.1f}%, features "
+                f"{evaluation[f'{direction}_features']:.3f}"
+                + (f", letters {letters:.1f}%" if letters is not None else "")
+            )
     typer.echo(f"run: {where}")
     report = Path(where) / "evaluation" / "report.html"
     typer.echo(f"report: {report if report.exists() else Path(where) / 'report.html'}")

@@ -43,7 +43,7 @@ from repscope.train.run import fit
 
 MODEL_NAMES = ("mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus")
 SHIPPED_CONFIG = "mmvae-cdsprites"
-QUICK = {"epochs": 2, "train_size": 2000, "val_size": 200, "test_size": 200, "evaluation_n": 200}
+QUICK = {"epochs": 2, "train_size": 2000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
 CDSPRITES_LEVELS = (1, 2, 3, 4, 5)
 
 
@@ -124,6 +124,9 @@ class EvaluationSection(Section):
     enabled: bool = True
     n: int = Field(1000, ge=1)
     seed: int = 0
+    analysis: bool = True
+    k: int = Field(30, ge=1)
+    n_analysis: int = Field(1000, ge=2)
 
 
 class MultimodalConfig(Section):
@@ -186,7 +189,7 @@ class MultimodalConfig(Section):
 
 
 def quick_config(config: MultimodalConfig) -> MultimodalConfig:
-    """``--quick``: two epochs on 2,000 samples (200 validation and test), evaluated on 200."""
+    """``--quick``: two epochs on 2,000 samples (200 validation and test), evaluated on 200 (K = 10)."""
     data = config.data.model_copy(
         update={
             "train_size": min(config.data.train_size or QUICK["train_size"], QUICK["train_size"]),
@@ -194,7 +197,13 @@ def quick_config(config: MultimodalConfig) -> MultimodalConfig:
             "test_size": min(config.data.test_size or QUICK["test_size"], QUICK["test_size"]),
         }
     )
-    evaluation = config.evaluation.model_copy(update={"n": min(config.evaluation.n, QUICK["evaluation_n"])})
+    evaluation = config.evaluation.model_copy(
+        update={
+            "n": min(config.evaluation.n, QUICK["evaluation_n"]),
+            "n_analysis": min(config.evaluation.n_analysis, QUICK["evaluation_n"]),
+            "k": min(config.evaluation.k, QUICK["evaluation_k"]),
+        }
+    )
     return config.model_copy(
         update={"epochs": min(config.epochs, QUICK["epochs"]), "data": data, "evaluation": evaluation}
     )
@@ -296,7 +305,16 @@ def train_multimodal(
     if evaluate is None:
         evaluate = config.evaluation.enabled and config.data.name == "cdsprites"
     if evaluate:
-        evaluation = evaluate_run(run_dir, n=config.evaluation.n, seed=config.evaluation.seed)
+        # a run trained just now: an evaluation left by an interrupted earlier attempt is stale
+        evaluation = evaluate_run(
+            run_dir,
+            n=config.evaluation.n,
+            seed=config.evaluation.seed,
+            k=config.evaluation.k,
+            analysis=config.evaluation.analysis,
+            n_analysis=config.evaluation.n_analysis,
+            overwrite=True,
+        )
     return {"run": run_dir, "metrics": outcome.metrics, "evaluation": evaluation}
 
 
@@ -311,8 +329,8 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
     Returns
     -------
     dict
-        ``test_loss``, ``fit_seconds``, ``epochs`` and, when evaluated, ``<direction>_<measure>`` coherency
-        values (``text_to_image_strict``, ``image_to_text_letters``, ...).
+        ``test_loss``, ``fit_seconds``, ``epochs`` and, when evaluated, the coherency values
+        (``text_to_image_strict``, ``image_to_text_letters``, ...), log-likelihoods and linear probes.
     """
     metrics = result["metrics"]
     row: dict[str, Any] = {
@@ -321,12 +339,10 @@ def summary_row(result: dict[str, Any]) -> dict[str, Any]:
         "test_loss": metrics.get("test_loss"),
     }
     evaluation = result.get("evaluation") or {}
-    for direction in ("text_to_image", "image_to_text", "joint"):
-        part = evaluation.get(direction) or {}
-        for measure in ("strict", "features", "letters"):
-            value = part.get(measure)
-            if isinstance(value, int | float) and math.isfinite(float(value)):
-                row[f"{direction}_{measure}"] = float(value)
+    for key, value in evaluation.items():
+        wanted = key.startswith(("text_to_image_", "image_to_text_", "joint_", "log_likelihood_", "linear_"))
+        if wanted and isinstance(value, int | float) and math.isfinite(float(value)):
+            row[key] = float(value)
     return row
 
 
