@@ -140,7 +140,8 @@ def test_likelihoods_match_torch_distributions_and_respect_scaling_and_masks():
     laplace = torch.distributions.Laplace(output, 0.2).log_prob(target).sum((1, 2))
     torch.testing.assert_close(likelihoods.log_likelihood("laplace", output, target, scale=0.2), laplace)
     bernoulli = torch.distributions.Bernoulli(logits=output).log_prob((target > 0.5).double()).sum((1, 2))
-    got = likelihoods.log_likelihood("bernoulli", output, (target > 0.5).double())
+    # the decoder gives the mean (a sigmoid output), as the image networks do
+    got = likelihoods.log_likelihood("bernoulli", torch.sigmoid(output), (target > 0.5).double())
     torch.testing.assert_close(got, bernoulli)
     torch.testing.assert_close(
         likelihoods.log_likelihood("gaussian", output, target, weight=3.0), 3.0 * normal_default(output, target)

@@ -17,6 +17,7 @@ DATASETS: dict[str, str] = {
     "morpho-mnist": "repscope.data.morpho.training_sets:morpho_mnist_dataset",
     "dsprites": "repscope.data.sprites.datasets:dsprites_dataset",
     "cdsprites": "repscope.data.sprites.datasets:cdsprites_dataset",
+    "polymnist": "repscope.data.polymnist:polymnist_dataset",
 }
 
 
@@ -43,7 +44,7 @@ def dataset_loader(name: str) -> Callable[..., Any]:
     Parameters
     ----------
     name : str
-        A key of :data:`DATASETS`: ``"digits"``, ``"morpho-mnist"``, ``"dsprites"`` or ``"cdsprites"``.
+        A key of :data:`DATASETS`: ``"digits"``, ``"morpho-mnist"``, ``"dsprites"``, ``"cdsprites"`` or ``"polymnist"``.
 
     Returns
     -------

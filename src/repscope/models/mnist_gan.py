@@ -27,14 +27,14 @@ LEAK = 0.1
 
 
 class Generator(nn.Module):
-    """``(B, input_dim)`` latent vectors -> ``(B, 1, 28, 28)`` images.
+    """``(B, input_dim)`` latent vectors -> ``(B, channels, 28, 28)`` images (grey digits: 1 channel).
 
     ``forward(z, logits=False)`` returns pixel intensities in [0, 1] (the sigmoid of the last
     layer); ``logits=True`` returns the last layer before the sigmoid, for a numerically stable
     Bernoulli likelihood (``binary_cross_entropy_with_logits``).
     """
 
-    def __init__(self, input_dim: int) -> None:
+    def __init__(self, input_dim: int, channels: int = 1) -> None:
         super().__init__()
         if int(input_dim) < 1:
             raise InvalidArgumentError(f"input_dim: must be at least 1, got {input_dim}")
@@ -51,7 +51,7 @@ class Generator(nn.Module):
             nn.ConvTranspose2d(128, 64, 4, stride=2, padding=1),
             nn.BatchNorm2d(64),
             nn.ReLU(),  # 7 -> 14
-            nn.ConvTranspose2d(64, 1, 4, stride=2, padding=1),  # 14 -> 28
+            nn.ConvTranspose2d(64, int(channels), 4, stride=2, padding=1),  # 14 -> 28
         )
 
     def forward(self, z: torch.Tensor, logits: bool = False) -> torch.Tensor:
@@ -60,13 +60,13 @@ class Generator(nn.Module):
 
 
 class DiscriminatorTrunk(nn.Module):
-    """``(B, 1, 28, 28)`` images -> ``(B, 1024)`` features shared by the discriminator, the
+    """``(B, channels, 28, 28)`` images -> ``(B, 1024)`` features shared by the discriminator, the
     recognition network and (as the same layout) the VAE encoder."""
 
-    def __init__(self) -> None:
+    def __init__(self, channels: int = 1) -> None:
         super().__init__()
         self.conv = nn.Sequential(
-            nn.Conv2d(1, 64, 4, stride=2, padding=1),
+            nn.Conv2d(int(channels), 64, 4, stride=2, padding=1),
             nn.LeakyReLU(LEAK),  # 28 -> 14
             nn.Conv2d(64, 128, 4, stride=2, padding=1),
             nn.BatchNorm2d(128),
@@ -97,12 +97,12 @@ class Encoder(nn.Module):
     ``forward(images) -> (mean, log_var)``, each ``(B, latent_dim)``.
     """
 
-    def __init__(self, latent_dim: int) -> None:
+    def __init__(self, latent_dim: int, channels: int = 1) -> None:
         super().__init__()
         if int(latent_dim) < 1:
             raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
         self.latent_dim = int(latent_dim)
-        self.trunk = DiscriminatorTrunk()
+        self.trunk = DiscriminatorTrunk(channels)
         self.head = nn.Linear(FEATURES, 2 * self.latent_dim)
 
     def forward(self, images: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -38,12 +38,12 @@ def _attribute_cnn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
 
 
 def _infogan_mnist(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, nn.Module]:
-    if tuple(image_shape) != (1, 28, 28):
+    if len(image_shape) != 3 or tuple(image_shape[1:]) != (28, 28) or image_shape[0] not in (1, 3):
         raise InvalidArgumentError(
-            f"architecture 'infogan-mnist': takes 28x28 grey digits (1, 28, 28), got "
+            f"architecture 'infogan-mnist': takes 28x28 images, grey (1, 28, 28) or colour (3, 28, 28), got "
             f"images {tuple(image_shape)}; use 'conv64' for 64x64 images"
         )
-    return Encoder(latent_dim), Generator(latent_dim)
+    return Encoder(latent_dim, image_shape[0]), Generator(latent_dim, image_shape[0])
 
 
 def _conv64(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, nn.Module]:
@@ -78,8 +78,9 @@ def build_autoencoder(name: str, image_shape: tuple[int, ...], latent_dim: int) 
 
 
 def default_architecture(image_shape: tuple[int, ...]) -> str:
-    """The autoencoder that fits ``image_shape``: ``infogan-mnist`` for 28x28 digits, ``conv64`` for 64x64."""
-    return "infogan-mnist" if tuple(image_shape) == (1, 28, 28) else "conv64"
+    """The autoencoder that fits ``image_shape``: ``infogan-mnist`` for 28x28 images (grey or colour, as
+    PolyMNIST), ``conv64`` for 64x64."""
+    return "infogan-mnist" if tuple(image_shape[1:]) == (28, 28) else "conv64"
 
 
 __all__ = ["CLASSIFIERS", "AUTOENCODERS", "build_classifier", "build_autoencoder", "default_architecture"]

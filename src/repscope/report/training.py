@@ -69,7 +69,7 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
     report.add_metrics(headline, title="Test metrics")
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")
-    if "test" in dataset.splits and len(dataset.split("test")):
+    if "test" in dataset.splits and "image" in dataset.fields and len(dataset.split("test")):
         size = len(dataset.split("test"))
         count = min(SHOWN, size)
         # a seeded spread over the test split: its first rows may all share a factor (grid order)

@@ -100,7 +100,10 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
     cls = task_class(config.model.name)
     kwargs = {**entry.defaults, **config.model.params, **entry.fixed}
     image_shape = dataset.image_shape
-    if "image_shape" in inspect.signature(cls).parameters:
+    accepted = inspect.signature(cls).parameters
+    if "image_shape" in accepted and image_shape is None and "field_specs" in accepted:
+        pass  # a multimodal task reads its modalities' shapes from field_specs: no image field needed
+    elif "image_shape" in accepted:
         if image_shape is None:
             raise InvalidArgumentError(f"data {dataset.name!r}: has no image field for model {config.model.name!r}")
         kwargs["image_shape"] = list(image_shape)

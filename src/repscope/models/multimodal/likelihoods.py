@@ -8,7 +8,8 @@ counts, Daunhawer et al. use fixed weights). Modalities:
 * ``gaussian``: decoder gives the mean; fixed scale ``sigma`` (default 0.75 as in the reference toolkit's
   images): ``log N(x; mu, sigma^2)``;
 * ``laplace``: decoder gives the location; fixed scale ``b``: ``log Laplace(x; mu, b)``;
-* ``bernoulli``: decoder gives logits; ``x`` in [0, 1]: ``x log s(l) + (1 - x) log(1 - s(l))``;
+* ``bernoulli``: decoder gives the mean ``p`` in [0, 1] (as every image network does: a sigmoid output);
+  ``x`` in [0, 1]: ``x log p + (1 - x) log(1 - p)``, ``p`` clipped to [1e-6, 1 - 1e-6];
 * ``categorical``: decoder gives ``(..., C)`` logits; ``x`` holds class indices (labels) or one-hot rows
   of the logits' shape (caption characters); positions where ``mask`` is False (padding) count zero.
 """
@@ -24,6 +25,7 @@ from repscope.errors import InvalidArgumentError
 
 LIKELIHOODS: tuple[str, ...] = ("gaussian", "laplace", "bernoulli", "categorical")
 PRIORS: tuple[str, ...] = ("normal", "laplace")
+BERNOULLI_EPS = 1e-6  # a mean of exactly 0 or 1 would give an infinite loss on a wrong pixel
 
 
 def _sum_features(values: torch.Tensor, batch_dims: int) -> torch.Tensor:
@@ -85,7 +87,8 @@ def log_likelihood(
     elif kind == "laplace":
         values = -(target - output).abs() / scale - math.log(2 * scale)
     elif kind == "bernoulli":
-        values = -F.binary_cross_entropy_with_logits(output, target.to(output.dtype), reduction="none")
+        probability = output.clamp(BERNOULLI_EPS, 1.0 - BERNOULLI_EPS)
+        values = -F.binary_cross_entropy(probability, target.to(output.dtype), reduction="none")
     elif one_hot:  # one-hot (or soft) targets over the last axis
         values = (target.to(output.dtype) * torch.log_softmax(output, -1)).sum(-1)
     else:
