@@ -42,7 +42,7 @@ def test_the_shipped_configs_translate_into_the_framework_config():
 def test_set_switches_model_and_level_and_quick_shrinks_every_size():
     config, source = load_multimodal_config(None, ["model=mopoe", "data.level=2"], quick=True)
     assert (config.model, config.data.level) == ("mopoe", 2)
-    assert (config.epochs, config.data.train_size, config.data.val_size, config.evaluation.n) == (2, 2000, 200, 200)
+    assert (config.epochs, config.data.train_size, config.data.val_size, config.evaluation.n) == (3, 3000, 200, 200)
     assert "--set model=mopoe" in source
     # --quick never grows a config that is already smaller
     small = MultimodalConfig(epochs=1, data={"name": "cdsprites", "level": 1, "train_size": 100})

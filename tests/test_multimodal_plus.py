@@ -194,3 +194,14 @@ def test_mvae_sums_the_joint_and_the_subsampled_subsets(subsampling, terms):
     assert len(calls) == terms
     assert calls[0] == [True, True, True]  # the joint term first
     assert sorted(map(sum, calls[1:])) == ([1, 1, 1] if subsampling == "singles" else [1, 1, 1, 2, 2, 2])
+
+
+@pytest.mark.parametrize("shape", [(1, 28, 28), (3, 28, 28)])
+def test_the_conv_image_nets_take_grey_and_colour_28x28_images(shape):
+    from repscope.models.multimodal.networks import build_modality_networks
+
+    encoder, decoder = build_modality_networks("conv-image", shape, 5)
+    mu, logvar = encoder(torch.rand(4, *shape))
+    assert mu.shape == logvar.shape == (4, 5)
+    images = decoder(torch.randn(4, 5))
+    assert images.shape == (4, *shape) and bool(((images >= 0) & (images <= 1)).all())

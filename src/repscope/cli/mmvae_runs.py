@@ -18,7 +18,7 @@ BACKEND_CHOICES = Literal["local", "ray"]
 def train_command(
     config: Optional[Path] = typer.Argument(None, help=CONFIG_HELP),
     set_: List[str] = typer.Option([], "--set", help="override a key, e.g. --set model=mopoe --set data.level=2"),
-    quick: bool = typer.Option(False, "--quick", help="two epochs on 2,000 samples, evaluated on 200"),
+    quick: bool = typer.Option(False, "--quick", help="three epochs on 3,000 samples, evaluated on 200"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/train-<time>)"),
     resume: bool = typer.Option(False, "--resume", help="continue the run in --out from its last checkpoint"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it holds a run (once complete)"),
@@ -79,7 +79,7 @@ def sweep_command(
         [], "--grid", help="key=v1,v2,...: one axis of the grid (repeat; first varies slowest)"
     ),
     set_: List[str] = typer.Option([], "--set", help="override a key for every run of the sweep"),
-    quick: bool = typer.Option(False, "--quick", help="every run: two epochs on 2,000 samples, evaluated on 200"),
+    quick: bool = typer.Option(False, "--quick", help="every run: three epochs on 3,000 samples, evaluated on 200"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="sweep folder (default runs/sweep-<time>)"),
     resume: bool = typer.Option(False, "--resume", help="continue the sweep in --out: finished runs are skipped"),
     workers: int = typer.Option(1, "--workers", help="local worker processes (-1: all cores)"),

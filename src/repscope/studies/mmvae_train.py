@@ -43,7 +43,7 @@ from repscope.train.run import fit
 
 MODEL_NAMES = ("mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus")
 SHIPPED_CONFIG = "mmvae-cdsprites"
-QUICK = {"epochs": 2, "train_size": 2000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
+QUICK = {"epochs": 3, "train_size": 3000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
 CDSPRITES_LEVELS = (1, 2, 3, 4, 5)
 
 
@@ -189,7 +189,7 @@ class MultimodalConfig(Section):
 
 
 def quick_config(config: MultimodalConfig) -> MultimodalConfig:
-    """``--quick``: two epochs on 2,000 samples (200 validation and test), evaluated on 200 (K = 10)."""
+    """``--quick``: three epochs on 3,000 samples (200 validation and test), evaluated on 200 (K = 10)."""
     data = config.data.model_copy(
         update={
             "train_size": min(config.data.train_size or QUICK["train_size"], QUICK["train_size"]),
