@@ -134,7 +134,12 @@ def find_run_dirs(paths: Iterable[str | Path]) -> list[Path]:
             continue
         if not path.is_dir():
             raise InvalidArgumentError(f"{path}: not a run directory (no config.yaml) nor a folder of runs")
-        runs = sorted(child for child in path.iterdir() if child.is_dir() and (child / "config.yaml").is_file())
+        # a sweep sets an interrupted start aside as <name>.interrupted-<n>: not a run of the sweep
+        runs = sorted(
+            child
+            for child in path.iterdir()
+            if child.is_dir() and (child / "config.yaml").is_file() and ".interrupted-" not in child.name
+        )
         if not runs:
             raise InvalidArgumentError(
                 f"{path}: holds no config.yaml and no run directory one level down; name run directories of "
