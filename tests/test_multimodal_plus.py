@@ -205,3 +205,28 @@ def test_the_conv_image_nets_take_grey_and_colour_28x28_images(shape):
     assert mu.shape == logvar.shape == (4, 5)
     images = decoder(torch.randn(4, 5))
     assert images.shape == (4, *shape) and bool(((images >= 0) & (images <= 1)).all())
+
+
+def test_the_sampled_mixture_estimator_decodes_once_and_has_the_stratified_mean():
+    from test_multimodal_models import make
+
+    inputs, _ = toy_data(64, seed=4)
+    stratified = make("mopoe")
+    sampled = make("mopoe")
+    sampled.estimator = "sampled"
+    decodes = []
+    original = sampled.decode
+    sampled.decode = lambda z: decodes.append(z.shape) or original(z)
+    sampled.loss(inputs, generator=torch.Generator().manual_seed(0))
+    assert len(decodes) == 1  # one z per example, not one per subset (3)
+    sampled.decode = original
+    with torch.no_grad():
+        draws = {
+            name: torch.tensor(
+                [net.loss(inputs, generator=torch.Generator().manual_seed(s)).item() for s in range(300)]
+            )
+            for name, net in (("stratified", stratified), ("sampled", sampled))
+        }
+    error = (draws["sampled"].var() / 300 + draws["stratified"].var() / 300).sqrt()
+    assert abs(draws["sampled"].mean() - draws["stratified"].mean()) < 4 * error
+    assert draws["sampled"].var() > draws["stratified"].var()  # the price of one decoding

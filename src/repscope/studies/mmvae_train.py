@@ -144,6 +144,7 @@ class MultimodalConfig(Section):
     lr: float = Field(1e-3, gt=0)
     weight_decay: float = Field(0.0, ge=0)
     subsampling: Literal["singles", "all"] = "singles"
+    estimator: Literal["stratified", "sampled"] = "stratified"
     batch_size: int = Field(64, ge=1)
     epochs: int = Field(10, ge=1)
     seed: int = 0
@@ -173,6 +174,8 @@ class MultimodalConfig(Section):
         }
         if self.model == "mvae":
             params["subsampling"] = self.subsampling
+        if self.model in ("mmvae", "mopoe"):
+            params["estimator"] = self.estimator
         if self.model in ("dmvae", "mmvae-plus"):
             params["private_dim"] = self.private_dim
         if self.modalities is not None:

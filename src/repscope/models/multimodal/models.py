@@ -14,6 +14,10 @@ model differs only in how the unimodal posteriors are joined (:mod:`.experts`) a
 * ``mopoe`` (Sutter et al. 2021): ``q(z | X)`` = mixture over the non-empty subsets of the product of
   their experts; stratified over the available subsets, each ELBO reconstructs every modality.
 
+For MMVAE and MoPoE, ``estimator="sampled"`` draws one mixture component per example instead of taking
+the bound of every one (an unbiased estimate of the same average, one decoding per example instead of
+one per component: what Sutter et al.'s MoPoE code and MultiVae do).
+
 Missing modalities (``present[m]`` False for an example) are left out of the posterior and of the
 reconstruction terms, so every model infers from, and trains on, any subset.
 """
@@ -32,6 +36,7 @@ from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, l
 MIXINGS: tuple[str, ...] = ("mvae", "mmvae", "mopoe")
 OBJECTIVES: tuple[str, ...] = ("elbo", "iwae", "dreg")
 SUBSAMPLINGS: tuple[str, ...] = ("singles", "all")  # MVAE's sub-sampled ELBO terms besides the joint one
+ESTIMATORS: tuple[str, ...] = ("stratified", "sampled")  # MMVAE / MoPoE: every component, or one per example
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,12 @@ class MultimodalVAE(nn.Module):
         model: str,
         prior: str = "normal",
         subsampling: str = "singles",
+        estimator: str = "stratified",
     ) -> None:
         super().__init__()
+        if estimator not in ESTIMATORS:
+            raise InvalidArgumentError(f"estimator: must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+        self.estimator = estimator
         if subsampling not in SUBSAMPLINGS:
             raise InvalidArgumentError(f"subsampling: must be one of {', '.join(SUBSAMPLINGS)}, got {subsampling!r}")
         self.subsampling = subsampling
@@ -289,30 +298,56 @@ class MultimodalVAE(nn.Module):
         return objectives.elbo(log_px, log_pz, log_qz, beta)
 
     def _mixture_objective(self, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator):
-        """MMVAE / MoPoE: stratified over the available components, every modality reconstructed."""
+        """MMVAE / MoPoE, every modality reconstructed: stratified over the available components (the
+        average of their bounds), or with ``estimator="sampled"`` one component drawn per example (an
+        unbiased estimate of that average with one decoding instead of one per component)."""
+        if self.estimator == "sampled":
+            component = experts.choose_present(available, generator)
+            batch = torch.arange(c_mu.shape[1], device=c_mu.device)
+            chosen = (c_mu[component, batch], c_logvar[component, batch])
+            return self._component_bound(
+                chosen, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+            )
         total = torch.zeros(c_mu.shape[1], dtype=c_mu.dtype, device=c_mu.device)
         count = available.sum(0).to(c_mu.dtype)
         for c in range(c_mu.shape[0]):
             if not bool(available[c].any()):
                 continue
-            z = experts.reparameterise(c_mu[c], c_logvar[c], generator, k)  # (K, B, D)
-            outputs = self.decode(z)
-            log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
-            log_pz = log_prior(self.prior, z)
-            detach = objective == "dreg"
-            if self.model == "mmvae":
-                log_qz = self._log_mixture_density(z, c_mu, c_logvar, available, detach)
-            else:
-                # MoPoE's KL term is taken per subset (an upper bound of the mixture's; Sutter et al. 2021)
-                mu_c, logvar_c = (c_mu[c].detach(), c_logvar[c].detach()) if detach else (c_mu[c], c_logvar[c])
-                log_qz = log_normal(z, mu_c, logvar_c)
-            if objective == "elbo":
-                value = objectives.elbo(log_px, log_pz, log_qz, beta)
-            else:
-                weights = objectives.log_importance_weights(log_px, log_pz, log_qz)
-                value = objectives.dreg(weights, z) if detach else objectives.iwae(weights)
+            value = self._component_bound(
+                (c_mu[c], c_logvar[c]),
+                c_mu,
+                c_logvar,
+                available,
+                mask,
+                inputs,
+                feature_masks,
+                objective,
+                k,
+                beta,
+                generator,
+            )
             total = total + value * available[c].to(value.dtype)
         return total / count.clamp(min=1)
+
+    def _component_bound(
+        self, chosen, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+    ):
+        """The bound of ``z`` drawn from one component ``chosen = (mu, logvar)`` (``(B, D)`` each), per example."""
+        z = experts.reparameterise(chosen[0], chosen[1], generator, k)  # (K, B, D)
+        outputs = self.decode(z)
+        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
+        log_pz = log_prior(self.prior, z)
+        detach = objective == "dreg"
+        if self.model == "mmvae":
+            log_qz = self._log_mixture_density(z, c_mu, c_logvar, available, detach)
+        else:
+            # MoPoE's KL term is taken per subset (an upper bound of the mixture's; Sutter et al. 2021)
+            mu_c, logvar_c = (chosen[0].detach(), chosen[1].detach()) if detach else chosen
+            log_qz = log_normal(z, mu_c, logvar_c)
+        if objective == "elbo":
+            return objectives.elbo(log_px, log_pz, log_qz, beta)
+        weights = objectives.log_importance_weights(log_px, log_pz, log_qz)
+        return objectives.dreg(weights, z) if detach else objectives.iwae(weights)
 
     @staticmethod
     def _log_mixture_density(z, c_mu, c_logvar, available, detach):

@@ -81,6 +81,8 @@ class MultimodalVAETask(pl.LightningModule):
         Its weight decay.
     subsampling : {"singles", "all"}, default="singles"
         MVAE's ELBO terms besides the joint one: each single modality, or every proper subset.
+    estimator : {"stratified", "sampled"}, default="stratified"
+        MMVAE / MoPoE: the bound of every mixture component, or of one drawn per example (cheaper).
     field_specs : dict, optional
         Field name -> ``{"shape": [...], "classes": int}``, given by the framework from the dataset.
     image_shape : sequence of int, optional
@@ -101,6 +103,7 @@ class MultimodalVAETask(pl.LightningModule):
         optimizer: str = "adam",
         weight_decay: float = 0.0,
         subsampling: str = "singles",
+        estimator: str = "stratified",
         field_specs: dict[str, dict[str, Any]] | None = None,
         image_shape: Sequence[int] | None = None,
     ) -> None:
@@ -126,6 +129,7 @@ class MultimodalVAETask(pl.LightningModule):
                 "optimizer": optimizer,
                 "weight_decay": float(weight_decay),
                 "subsampling": subsampling,
+                "estimator": estimator,
                 "field_specs": field_specs,
                 "image_shape": list(image_shape) if image_shape is not None else None,
             }
@@ -156,7 +160,9 @@ class MultimodalVAETask(pl.LightningModule):
                 encoders, decoders, likelihoods, int(latent_dim), int(private_dim), prior
             )
         else:
-            self.net = MultimodalVAE(encoders, decoders, likelihoods, int(latent_dim), model, prior, subsampling)
+            self.net = MultimodalVAE(
+                encoders, decoders, likelihoods, int(latent_dim), model, prior, subsampling, estimator
+            )
         self.modalities = modalities
         fields = [spec.get("field", name) for name, spec in modalities.items()]
         fields += [spec["mask"] for spec in modalities.values() if spec.get("mask")]
