@@ -150,6 +150,10 @@ def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, na
     test = data.batch("test", np.arange(12), ["image", "text", "mask"])
     latents = task.latents({"image": test["image"], "text": test["text"]})
     assert latents.shape == (12, 6) and np.isfinite(latents).all()
+    # cross-generation from a posterior sample: seeded, and not the posterior mean's decoding
+    sampled = task.generate({"text": test["text"]}, seed=3, sample=True)["image"]
+    assert np.array_equal(sampled, task.generate({"text": test["text"]}, seed=3, sample=True)["image"])
+    assert not np.allclose(sampled, task.generate({"text": test["text"]}, seed=3)["image"])
     decoded = task.decode_latents(latents[:3])
     assert decoded["image"].shape == (3, 3, 64, 64) and decoded["text"].shape[0] == 3
     # the mean of the importance weights grows with K (Burda et al.'s bound tightens; averaged over examples)

@@ -39,6 +39,9 @@ def evaluate_command(
         "--n-analysis",
         help="test samples of the log-likelihoods, linear probes and t-SNE (at least 20)",
     ),
+    sample: bool = typer.Option(
+        False, "--sample/--mean", help="cross-generate from a posterior sample, or from its mean (default)"
+    ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="evaluation folder (default: RUN_DIR/evaluation)"),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace the evaluation folder if it exists (once the new one is complete)"
@@ -50,7 +53,15 @@ def evaluate_command(
 
     folder = out if out is not None else run_dir / "evaluation"
     metrics = evaluate_run(
-        run_dir, n=n, seed=seed, k=k, analysis=analysis, n_analysis=n_analysis, out=folder, overwrite=overwrite
+        run_dir,
+        n=n,
+        seed=seed,
+        k=k,
+        analysis=analysis,
+        n_analysis=n_analysis,
+        sample=sample,
+        out=folder,
+        overwrite=overwrite,
     )
     for direction in ("text_to_image", "image_to_text", "joint"):
         if f"{direction}_strict" in metrics:

@@ -127,6 +127,7 @@ class EvaluationSection(Section):
     analysis: bool = True
     k: int = Field(30, ge=1)
     n_analysis: int = Field(1000, ge=2)
+    sample: bool = False  # cross-generate from a posterior sample instead of its mean
 
 
 class MultimodalConfig(Section):
@@ -316,6 +317,7 @@ def train_multimodal(
             k=config.evaluation.k,
             analysis=config.evaluation.analysis,
             n_analysis=config.evaluation.n_analysis,
+            sample=config.evaluation.sample,
             overwrite=True,
         )
     return {"run": run_dir, "metrics": outcome.metrics, "evaluation": evaluation}

@@ -270,7 +270,9 @@ class MultimodalVAETask(pl.LightningModule):
         return optimiser(self.parameters(), lr=hp.lr, weight_decay=hp.get("weight_decay", 0.0))
 
     @torch.no_grad()
-    def generate(self, given: dict[str, Any], seed: int = 0, batch_size: int = 256) -> dict[str, np.ndarray]:
+    def generate(
+        self, given: dict[str, Any], seed: int = 0, batch_size: int = 256, sample: bool = False
+    ) -> dict[str, np.ndarray]:
         """Every modality decoded from the given ones (cross-generation), from the posterior's mean.
 
         Parameters
@@ -278,9 +280,13 @@ class MultimodalVAETask(pl.LightningModule):
         given : dict of str to array-like
             Modality name -> its rows, as the dataset field holds them (uint8 images are divided by 255).
         seed : int, default=0
-            Seed of the mixture component chosen per example (MMVAE, MoPoE).
+            Seed of the mixture component chosen per example (MMVAE, MoPoE) and of the samples.
         batch_size : int, default=256
             Examples per forward pass.
+        sample : bool, default=False
+            Decode a sample of the posterior (``z ~ q(z | given)``, and a missing modality's private code
+            from its prior) instead of its mean: a conditional sample, where the mean decodes the average
+            of every image the given modalities allow (a blur when they leave position or rotation open).
 
         Returns
         -------
@@ -299,7 +305,7 @@ class MultimodalVAETask(pl.LightningModule):
         chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.modalities}
         for start in range(0, n, batch_size):
             part = {name: t[start : start + batch_size].to(self.device) for name, t in tensors.items()}
-            for name, out in self.net.reconstruct(part, generator=generator).items():
+            for name, out in self.net.reconstruct(part, generator=generator, use_mean=not sample).items():
                 chunks[name].append(out.float().cpu().numpy())
         self.train(was_training)
         return {name: np.concatenate(parts) for name, parts in chunks.items()}
