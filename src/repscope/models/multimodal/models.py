@@ -159,7 +159,11 @@ class MultimodalVAE(nn.Module):
         (torch.Tensor, torch.Tensor, torch.Tensor)
             The mixture's components and where they are available (a mixture is uniform over them).
         """
-        mu, logvar, mask = self.encode(inputs, present)
+        return self._components(*self.encode(inputs, present))
+
+    def _components(
+        self, mu: torch.Tensor, logvar: torch.Tensor, mask: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         if self.model == "mvae":
             joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
             return joint_mu[None], joint_logvar[None], torch.ones_like(mask[:1])
@@ -277,7 +281,8 @@ class MultimodalVAE(nn.Module):
                         )
                     )
             return -torch.stack([t.mean() for t in terms]).sum()
-        components_mu, components_logvar, available = self.posterior(inputs, present)
+        # the components from the experts already encoded (encoding again would run every encoder twice)
+        components_mu, components_logvar, available = self._components(mu, logvar, mask)
         return -self._mixture_objective(
             components_mu, components_logvar, available, mask, scored, feature_masks, objective, k, beta, generator
         ).mean()
