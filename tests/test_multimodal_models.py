@@ -219,7 +219,7 @@ class OracleTask:
             text[row, length + 2 :, 5] = 1.0  # 'e': not part of the caption
         return text
 
-    def generate(self, given, seed=0):
+    def generate(self, given, seed=0, sample=False):
         return {"image": self.test["image"] / 255.0, "text": self._spoken()}
 
     def sample_joint(self, n, seed=0):
