@@ -403,9 +403,12 @@ def fit(
         if run_root is None:
             raise InvalidArgumentError("--resume: continuing a run needs --out, the run directory to continue")
         last = run_root / "checkpoints" / LAST_CHECKPOINT
-        if not (run_root / "config.yaml").exists() or not last.exists():
+        if not (run_root / "config.yaml").exists():
+            raise InvalidArgumentError(f"--resume: {run_root} holds no config.yaml: not a training run to continue")
+        if not last.exists():
             raise InvalidArgumentError(
-                f"--resume: {run_root} holds no config.yaml and checkpoints/{LAST_CHECKPOINT} to continue"
+                f"--resume: {run_root} has no checkpoints/{LAST_CHECKPOINT} (stopped before its first epoch "
+                "ended); pass --overwrite to start it again"
             )
         stored = _read_run_config(run_root / "config.yaml")
         if _comparable(stored) != _comparable(as_dict):
