@@ -51,6 +51,7 @@ def _root(
 def _register_areas() -> None:
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
+    from repscope.cli import disentangle as disentangle_cli
     from repscope.cli import mmvae as mmvae_cli
     from repscope.cli import mmvae_runs as mmvae_runs_cli
     from repscope.cli import morpho as morpho_cli
@@ -70,6 +71,9 @@ def _register_areas() -> None:
         mmvae_cli.app,
         name="mmvae",
         help="Multimodal VAEs (mvae, mmvae, mopoe, dmvae, mmvae-plus): train, sweep, evaluate, leaderboard.",
+    )
+    app.add_typer(
+        disentangle_cli.app, name="disentangle", help="Disentanglement metrics (IRS, UC, MIG, DCI, SAP, ...): score."
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)

@@ -1,0 +1,59 @@
+"""``repscope disentangle``: disentanglement metrics of any representation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("score")
+def score_command(
+    file: Path = typer.Argument(
+        ..., help="npz with 'factors' (N, K) integer classes, 'codes' (N, L), optional 'factor_sizes'"
+    ),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="result JSON (default: printed)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
+    bootstrap: int = typer.Option(
+        0, "--bootstrap", help="B resamples of rows for a 95% percentile interval of every score"
+    ),
+    seed: int = typer.Option(0, help="seed of the bootstrap"),
+    metric: List[str] = typer.Option(
+        [], "--metric", help="only these metrics (repeat): irs, uc, mig, dci, sap, modularity_explicitness"
+    ),
+) -> None:
+    """IRS, UC (rho 1, 2), MIG, DCI, SAP, modularity and explicitness of a (factors, codes) pair, as JSON."""
+    import json
+
+    from repscope import __version__
+    from repscope.fileio import write_json_atomic
+    from repscope.outputs import prepare_output
+    from repscope.studies.disentangle_score import headline, read_codes_npz, score_arrays
+
+    if out is not None:
+        prepare_output(out, overwrite=overwrite, kind="file")
+    factors, codes, sizes = read_codes_npz(file)
+    scores = score_arrays(factors, codes, metrics=list(metric) or None, bootstrap=bootstrap, seed=seed)
+    result = {
+        "file": str(file),
+        "repscope_version": __version__,
+        "factor_sizes": sizes.tolist() if sizes is not None else None,
+        "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95} if bootstrap else None,
+        "scores": headline(scores),
+        **scores,
+    }
+    if out is None:
+        typer.echo(json.dumps(result, indent=2, default=float))
+        return
+    write_json_atomic(out, result)
+    for name, value in result["scores"].items():
+        interval = ""
+        for part in scores["metrics"].values():
+            bounds = part.get("bootstrap", {}).get(name)
+            if bounds:
+                interval = f"  [{bounds['low']:.3f}, {bounds['high']:.3f}]"
+        typer.echo(f"{name}: {value:.4f}{interval}")
+    typer.echo(f"written: {out}")

@@ -1,0 +1,1 @@
+"""Disentanglement metrics on ground-truth factors and learned codes."""

@@ -1,0 +1,424 @@
+"""Interventional Robustness Score (IRS) and the Unconfoundedness (UC) metric built on it.
+
+IRS is the score of Suter et al., "Robustly disentangled causal mechanisms: validating deep
+representations for interventional robustness" (ICML 2019), computed as disentanglement_lib's
+``scalable_disentanglement_score`` does (``evaluation/metrics/irs.py``). UC is Eq. 1 of the CANDLE
+paper (Reddy et al., "On causally disentangled representations", section 4.1), which uses the IRS
+matrix to pick the latents that capture each generative factor.
+
+Both follow the metric convention of the package, ``metric(factors, codes, **params) -> dict``:
+``factors`` is ``(N, K)`` integer-valued, ``codes`` is ``(N, L)`` finite reals, and the dict carries
+the parameters used under ``"params"``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from repscope.errors import InvalidArgumentError
+from repscope.validation import as_array
+
+__all__ = ["irs", "uc_from_irs_matrix", "unique_capture"]
+
+# above this many distinct values of a factor, sorting within groups is done without a loop over them
+_MAX_GROUPS_LOOPED = 1000
+
+
+# --------------------------------------------------------------------------------------------------
+# validation
+
+
+def _check_factors(factors: Any) -> np.ndarray:
+    array = as_array(factors, "factors")
+    if array.ndim != 2:
+        raise InvalidArgumentError(f"factors: expected a 2-D array (N samples, K factors), got shape {array.shape}")
+    if array.shape[1] < 1:
+        raise InvalidArgumentError(f"factors: needs at least one factor column, got shape {array.shape}")
+    kind = array.dtype.kind
+    if kind in "iub":
+        return array.astype(np.int64, copy=False)
+    if kind != "f":
+        raise InvalidArgumentError(f"factors: expected integer-valued numbers, got dtype {array.dtype}")
+    if not np.all(np.isfinite(array)):
+        raise InvalidArgumentError("factors: holds NaN or infinity; expected integer values")
+    if not np.all(array == np.round(array)):
+        raise InvalidArgumentError(
+            "factors: holds non-integer values; expected discrete factor values (integers, or floats that are whole)"
+        )
+    return array
+
+
+def _check_codes(codes: Any) -> np.ndarray:
+    array = as_array(codes, "codes")
+    if array.ndim != 2:
+        raise InvalidArgumentError(f"codes: expected a 2-D array (N samples, L latents), got shape {array.shape}")
+    if array.shape[1] < 1:
+        raise InvalidArgumentError(f"codes: needs at least one latent column, got shape {array.shape}")
+    if array.dtype.kind not in "iuf":
+        raise InvalidArgumentError(f"codes: expected real numbers, got dtype {array.dtype}")
+    array = array.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(array)):
+        raise InvalidArgumentError("codes: holds NaN or infinity; expected finite values")
+    return array
+
+
+def _check_inputs(factors: Any, codes: Any) -> tuple[np.ndarray, np.ndarray]:
+    factors = _check_factors(factors)
+    codes = _check_codes(codes)
+    if codes.shape[0] != factors.shape[0]:
+        raise InvalidArgumentError(f"codes: has {codes.shape[0]} rows but factors has {factors.shape[0]}")
+    if factors.shape[0] < 2:
+        raise InvalidArgumentError(f"factors: needs at least 2 rows (samples), got {factors.shape[0]}")
+    return factors, codes
+
+
+def _check_quantile(diff_quantile: Any) -> float:
+    if isinstance(diff_quantile, bool) or not isinstance(diff_quantile, numbers.Real):
+        raise InvalidArgumentError(f"diff_quantile: expected a number in (0, 1], got {diff_quantile!r}")
+    value = float(diff_quantile)
+    if not 0.0 < value <= 1.0:
+        raise InvalidArgumentError(f"diff_quantile: expected a number in (0, 1], got {value}")
+    return value
+
+
+def _check_rho(rho: Any, num_latents: int, what: str = "non-constant latents") -> int:
+    if isinstance(rho, bool) or not isinstance(rho, numbers.Integral):
+        raise InvalidArgumentError(f"rho: expected a positive integer, got {rho!r}")
+    value = int(rho)
+    if value < 1:
+        raise InvalidArgumentError(f"rho: expected a positive integer, got {value}")
+    if value > num_latents:
+        raise InvalidArgumentError(
+            f"rho: {value} latents per factor asked for, but there are only {num_latents} {what}"
+        )
+    return value
+
+
+def _active_mask(codes: np.ndarray) -> np.ndarray:
+    """True for latents that are not constant over the rows (max != min)."""
+    return codes.max(axis=0) > codes.min(axis=0)
+
+
+# --------------------------------------------------------------------------------------------------
+# IRS
+
+
+def _sort_within_groups(diffs: np.ndarray, group_of_row: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """``diffs`` (rows already ordered by group) with each group's rows sorted, column by column.
+
+    Few groups (the usual discrete factor): one ``np.sort`` per group over all latents at once. Many tiny
+    groups (nearly unique values): fully vectorised, an argsort of every latent's deviations followed by
+    a stable argsort by group. Both give the same array.
+    """
+    if starts.size <= _MAX_GROUPS_LOOPED:
+        result = np.empty_like(diffs)
+        ends = np.append(starts[1:], diffs.shape[0])
+        for start, end in zip(starts, ends):
+            result[start:end] = np.sort(diffs[start:end], axis=0)
+        return result
+    by_column = np.ascontiguousarray(diffs.T)
+    by_diff = np.argsort(by_column, axis=1)
+    by_group = np.argsort(group_of_row[by_diff], axis=1, kind="stable")
+    return np.take_along_axis(by_column, np.take_along_axis(by_diff, by_group, axis=1), axis=1).T
+
+
+def _deviation_from_group_means(values: np.ndarray, codes: np.ndarray, diff_quantile: float) -> np.ndarray:
+    """``e_loc`` of one factor: per latent, the mean over the factor's values of the within-group quantile.
+
+    Vectorised over latents: rows are ordered by group once (``np.unique`` inverse), group means come
+    from ``np.add.reduceat``, the absolute deviations are sorted within each group and the quantile is
+    read by numpy's default ("linear") interpolation at position ``(n_g - 1) * q`` of each group.
+    """
+    _, inverse = np.unique(values, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    counts = np.bincount(inverse)
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    order = np.argsort(inverse, kind="stable")
+    group_of_row = inverse[order]
+    grouped = codes[order]
+    means = np.add.reduceat(grouped, starts, axis=0) / counts[:, None]
+    sorted_diffs = _sort_within_groups(np.abs(grouped - means[group_of_row]), group_of_row, starts)
+    position = (counts - 1) * diff_quantile
+    low = np.floor(position).astype(np.int64)
+    high = np.minimum(low + 1, counts - 1)
+    fraction = (position - low)[:, None]
+    below = sorted_diffs[starts + low]
+    above = sorted_diffs[starts + high]
+    quantiles = below + fraction * (above - below)  # (groups, latents)
+    return quantiles.mean(axis=0)
+
+
+def _irs_active(factors: np.ndarray, active: np.ndarray, diff_quantile: float) -> tuple[np.ndarray, np.ndarray]:
+    """IRS matrix ``(L_active, K)`` and ``max_deviations`` ``(L_active,)`` of non-constant codes."""
+    max_deviations = np.max(np.abs(active - active.mean(axis=0)), axis=0)
+    e_loc = np.stack(
+        [_deviation_from_group_means(factors[:, i], active, diff_quantile) for i in range(factors.shape[1])],
+        axis=1,
+    )
+    return 1.0 - e_loc / max_deviations[:, None], max_deviations
+
+
+def _assemble(
+    matrix_active: np.ndarray,
+    max_dev_active: np.ndarray,
+    mask: np.ndarray,
+    num_factors: int,
+    diff_quantile: float,
+) -> dict[str, Any]:
+    num_latents = mask.shape[0]
+    matrix = np.full((num_latents, num_factors), np.nan)
+    per_latent = np.full(num_latents, np.nan)
+    max_deviations = np.zeros(num_latents)
+    if matrix_active.shape[0] == 0:
+        score = 0.0
+    else:
+        scores = matrix_active.max(axis=1)
+        score = float(np.average(scores, weights=max_dev_active))
+        matrix[mask] = matrix_active
+        per_latent[mask] = scores
+        max_deviations[mask] = max_dev_active
+    return {
+        "irs": score,
+        "irs_per_latent": per_latent.tolist(),
+        "irs_matrix": matrix.tolist(),
+        "max_deviations": max_deviations.tolist(),
+        "active_latents": np.flatnonzero(mask).tolist(),
+        "params": {"diff_quantile": diff_quantile},
+    }
+
+
+def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]:
+    """Interventional Robustness Score (Suter et al. 2019), as computed by disentanglement_lib.
+
+    With ``z_l`` the ``l``-th latent (column of ``codes``) and ``g_i`` the ``i``-th factor:
+
+    1. Constant latents (same value on every row) are dropped; the steps below use the others.
+    2. ``max_dev_l = max_n |z_l[n] - mean(z_l)|`` over all rows (the normaliser; a maximum, not a
+       quantile, whatever ``diff_quantile`` is).
+    3. For each factor ``i`` and each distinct value ``v`` of ``g_i`` (``np.unique``), with
+       ``G = {n : g_i[n] = v}``: ``m = mean_{n in G} z_l[n]`` (``E[z | g_i = v]``) and
+       ``dev_v = quantile_{n in G}(|z_l[n] - m|, diff_quantile)`` (numpy's linear interpolation;
+       ``diff_quantile = 1`` is the maximum, the paper's version).
+    4. ``e_loc[j, i] = mean_v dev_v`` -- a plain mean over the distinct values, each value counting
+       once whatever its number of rows (as disentanglement_lib does).
+    5. ``IRS[l, i] = 1 - e_loc[j, i] / max_dev_l``. Not clipped: an entry can be negative when a
+       group's spread exceeds the global one (as in disentanglement_lib).
+    6. ``irs_per_latent[l] = max_i IRS[l, i]``.
+    7. ``irs = sum_l max_dev_l * irs_per_latent[l] / sum_l max_dev_l`` over the kept latents; 0.0 when
+       every latent is constant (disentanglement_lib's value).
+
+    disentanglement_lib's "parents" of a latent (the other factors) do not enter the score: each
+    factor is intervened on alone, grouping the rows by its value. Its ``compute_irs`` draws
+    ``num_train`` points and discretises the factors into histogram bins first; this function takes
+    the rows it is given and the factor values as they are.
+
+    Parameters
+    ----------
+    factors : array-like of shape (N, K)
+        Discrete ground-truth factor values: integers, or floats that are whole numbers. N >= 2.
+    codes : array-like of shape (N, L)
+        Finite real latent codes of the same N samples.
+    diff_quantile : float, default 0.99
+        Quantile in (0, 1] of the within-group deviations (step 3); 1.0 for the paper's maximum.
+
+    Returns
+    -------
+    dict
+        ``"irs"``: the weighted average score (step 7), a float.
+        ``"irs_per_latent"``: list of L floats (step 6), NaN for a dropped constant latent.
+        ``"irs_matrix"``: L lists of K floats (latents x factors, step 5), a row of NaN for a dropped
+        constant latent.
+        ``"max_deviations"``: list of L floats (step 2, the weights of step 7), 0.0 for a constant latent.
+        ``"active_latents"``: indices of the latents kept (step 1).
+        ``"params"``: ``{"diff_quantile": ...}``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``factors`` is not a 2-D integer-valued array, ``codes`` not a 2-D finite real array,
+        their row counts differ or are below 2, or ``diff_quantile`` is outside (0, 1].
+
+    References
+    ----------
+    R. Suter, D. Miladinovic, B. Schoelkopf, S. Bauer, Robustly disentangled causal mechanisms:
+    validating deep representations for interventional robustness, ICML 2019; disentanglement_lib,
+    ``evaluation/metrics/irs.py``.
+    """
+    factors, codes = _check_inputs(factors, codes)
+    diff_quantile = _check_quantile(diff_quantile)
+    mask = _active_mask(codes)
+    if mask.any():
+        matrix_active, max_dev_active = _irs_active(factors, codes[:, mask], diff_quantile)
+    else:
+        matrix_active, max_dev_active = np.empty((0, factors.shape[1])), np.empty(0)
+    return _assemble(matrix_active, max_dev_active, mask, factors.shape[1], diff_quantile)
+
+
+def _irs_reference(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]:
+    """Straightforward-loop IRS (the steps of :func:`irs` written one by one), for tests and benchmarks."""
+    factors, codes = _check_inputs(factors, codes)
+    diff_quantile = _check_quantile(diff_quantile)
+    mask = np.array([codes[:, j].max() > codes[:, j].min() for j in range(codes.shape[1])], dtype=bool)
+    active = codes[:, mask]
+    num_active, num_factors = active.shape[1], factors.shape[1]
+    max_deviations = np.zeros(num_active)
+    e_loc = np.zeros((num_active, num_factors))
+    for j in range(num_active):
+        max_deviations[j] = np.max(np.abs(active[:, j] - np.mean(active[:, j])))
+    for i in range(num_factors):
+        values = np.unique(factors[:, i])
+        for v in values:
+            rows = active[factors[:, i] == v]
+            for j in range(num_active):
+                group = rows[:, j]
+                e_loc[j, i] += np.quantile(np.abs(group - np.mean(group)), diff_quantile)
+        e_loc[:, i] /= len(values)
+    matrix = np.zeros((num_active, num_factors))
+    for j in range(num_active):
+        for i in range(num_factors):
+            matrix[j, i] = 1.0 - e_loc[j, i] / max_deviations[j]
+    return _assemble(matrix, max_deviations, mask, num_factors, diff_quantile)
+
+
+# --------------------------------------------------------------------------------------------------
+# UC
+
+
+def _check_matrix(matrix: Any) -> np.ndarray:
+    array = as_array(matrix, "matrix")
+    if array.ndim != 2 or array.shape[0] < 1 or array.shape[1] < 1:
+        raise InvalidArgumentError(f"matrix: expected a non-empty 2-D array (L latents, K factors), got {array.shape}")
+    if array.dtype.kind not in "iuf":
+        raise InvalidArgumentError(f"matrix: expected real numbers, got dtype {array.dtype}")
+    array = array.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(array)):
+        raise InvalidArgumentError("matrix: holds NaN or infinity; drop the rows of constant latents first")
+    return array
+
+
+def _top_latents(matrix: np.ndarray, rho: int) -> np.ndarray:
+    """``(K, rho)`` row indices of the ``rho`` largest entries of each column, ties to the lower index."""
+    return np.argsort(-matrix, axis=0, kind="stable")[:rho].T
+
+
+def _uc(matrix: np.ndarray, rho: int) -> float:
+    num_latents, num_factors = matrix.shape
+    if num_factors < 2:
+        return 1.0
+    membership = np.zeros((num_factors, num_latents))
+    np.put_along_axis(membership, _top_latents(matrix, rho), 1.0, axis=1)
+    intersections = membership @ membership.T
+    jaccard = intersections / (2 * rho - intersections)
+    upper = np.triu_indices(num_factors, k=1)
+    return float(1.0 - jaccard[upper].mean())
+
+
+def uc_from_irs_matrix(matrix: Any, rho: int) -> float:
+    """Unconfoundedness (CANDLE, Eq. 1) of a latents-by-factors IRS matrix.
+
+    ``Q_i`` is the set of the ``rho`` latents (rows) with the largest entries in column ``i`` (ties go
+    to the lower row index: a stable sort of ``-matrix``), and::
+
+        UC = 1 - mean_{i < j} |Q_i & Q_j| / |Q_i | Q_j|
+
+    over the ``K (K - 1) / 2`` unordered factor pairs (the paper's ``1/K sum_{i != j}`` with its
+    ``K = C(N, 2)`` pairs). UC is 1 when no two factors share a latent and 0 when all factors pick the
+    same latents. With a single factor there is no pair and nothing can be shared: UC is 1.0 by this
+    definition. The expectation over ``x`` in Eq. 1 is taken by the IRS matrix itself, computed on all
+    the rows.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (L, K)
+        Finite IRS entries, latents x factors (the ``"irs_matrix"`` of :func:`irs` without the NaN rows
+        of constant latents).
+    rho : int
+        Number of latents attributed to each factor, 1 <= rho <= L.
+
+    Returns
+    -------
+    float
+        UC in [0, 1].
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``matrix`` is not a finite non-empty 2-D array or ``rho`` is not an integer in [1, L].
+
+    References
+    ----------
+    A. G. Reddy, B. Godfrey L, V. N. Balasubramanian, On causally disentangled representations
+    (CANDLE), section 4.1, Eq. 1.
+    """
+    matrix = _check_matrix(matrix)
+    rho = _check_rho(rho, matrix.shape[0], what="rows in matrix")
+    return _uc(matrix, rho)
+
+
+def unique_capture(
+    factors: Any,
+    codes: Any,
+    rho: int | Sequence[int] = (1, 2),
+    diff_quantile: float = 0.99,
+) -> dict[str, Any]:
+    """Unconfoundedness (CANDLE, Eq. 1) of codes, with the factor-to-latent sets taken from IRS.
+
+    Computes the IRS matrix of :func:`irs` (constant latents dropped), then for each ``rho`` the UC of
+    :func:`uc_from_irs_matrix` on the non-constant latents.
+
+    Parameters
+    ----------
+    factors : array-like of shape (N, K)
+        Discrete ground-truth factor values: integers, or floats that are whole numbers. N >= 2.
+    codes : array-like of shape (N, L)
+        Finite real latent codes of the same N samples.
+    rho : int or sequence of int, default (1, 2)
+        Number(s) of latents attributed to each factor; each in [1, number of non-constant latents].
+    diff_quantile : float, default 0.99
+        Quantile of the within-group deviations of IRS, in (0, 1].
+
+    Returns
+    -------
+    dict
+        ``"uc_rho<r>"``: UC for each ``r`` in ``rho`` (a float in [0, 1]).
+        ``"q_sets"``: ``{"rho<r>": [[latent indices of Q_i] for each factor i]}``, indices into the
+        columns of ``codes`` (constant latents never appear), best first.
+        ``"active_latents"``: indices of the non-constant latents.
+        ``"params"``: ``{"rho": [...], "diff_quantile": ...}``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        On invalid ``factors``, ``codes`` or ``diff_quantile`` (see :func:`irs`), or a ``rho`` that is
+        not a positive integer or exceeds the number of non-constant latents.
+
+    References
+    ----------
+    A. G. Reddy, B. Godfrey L, V. N. Balasubramanian, On causally disentangled representations
+    (CANDLE), section 4.1; Suter et al., ICML 2019 for IRS.
+    """
+    factors, codes = _check_inputs(factors, codes)
+    diff_quantile = _check_quantile(diff_quantile)
+    if isinstance(rho, numbers.Integral) and not isinstance(rho, bool):
+        rhos = [rho]
+    elif isinstance(rho, Sequence) and not isinstance(rho, str) and len(rho) > 0:
+        rhos = list(rho)
+    else:
+        raise InvalidArgumentError(f"rho: expected a positive integer or a non-empty sequence of them, got {rho!r}")
+    mask = _active_mask(codes)
+    active_index = np.flatnonzero(mask)
+    rhos = list(dict.fromkeys(_check_rho(r, active_index.size) for r in rhos))
+    matrix, _ = _irs_active(factors, codes[:, mask], diff_quantile)
+    result: dict[str, Any] = {}
+    q_sets: dict[str, list[list[int]]] = {}
+    for r in rhos:
+        result[f"uc_rho{r}"] = _uc(matrix, r)
+        q_sets[f"rho{r}"] = active_index[_top_latents(matrix, r)].tolist()
+    result["q_sets"] = q_sets
+    result["active_latents"] = active_index.tolist()
+    result["params"] = {"rho": rhos, "diff_quantile": diff_quantile}
+    return result

@@ -1,0 +1,85 @@
+"""`repscope disentangle score`: the npz reader never unpickles, the bootstrap interval covers what it should."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from repscope.cli import app
+from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, scalar_scores
+from repscope.studies.disentangle_score import read_codes_npz
+
+
+def mean_metric(factors, codes):
+    return {"mean": float(codes[:, 0].mean()), "matrix": [[1.0]], "params": {"p": 1}}
+
+
+def test_the_percentile_interval_of_a_mean_has_the_normal_width():
+    rng = np.random.default_rng(0)
+    codes = rng.normal(size=(400, 1))
+    factors = np.zeros((400, 1), dtype=int)
+    interval = bootstrap_interval(mean_metric, factors, codes, 400, seed=1)["mean"]
+    # the standard error of a mean of 400 unit normals is 0.05: a 95% interval is about 0.196 wide
+    assert interval["high"] - interval["low"] == pytest.approx(2 * 1.96 * codes.std() / 20, rel=0.2)
+    assert interval["low"] < codes.mean() < interval["high"]
+    assert bootstrap_interval(mean_metric, factors, codes, 50, seed=1) == bootstrap_interval(
+        mean_metric, factors, codes, 50, seed=1
+    )
+    assert set(scalar_scores(mean_metric(factors, codes))) == {"mean"}  # no matrices, no params
+    with pytest.raises(InvalidArgumentError, match="--bootstrap"):
+        bootstrap_interval(mean_metric, factors, codes, 1)
+
+
+def write(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+def test_the_reader_takes_any_npz_and_refuses_what_it_cannot_trust(tmp_path):
+    codes = np.random.default_rng(0).normal(size=(6, 2))
+    factors, read_codes, sizes = read_codes_npz(write(tmp_path / "a.npz", factors=np.arange(6) % 2, codes=codes))
+    assert factors.shape == (6, 1) and np.array_equal(read_codes, codes) and sizes is None
+    good = {"factors": np.stack([np.arange(6) % 2, np.arange(6) % 3], 1), "codes": codes}
+    assert read_codes_npz(write(tmp_path / "b.npz", **good, factor_sizes=np.array([2, 3])))[2].tolist() == [2, 3]
+    cases = {
+        "object": ({"factors": good["factors"], "codes": np.array([object()] * 6)}, "object arrays"),
+        "missing": ({"factors": good["factors"]}, "no 'codes'"),
+        "rows": ({"factors": good["factors"][:5], "codes": codes}, "5 rows"),
+        "nan": ({"factors": good["factors"], "codes": np.where(np.eye(6, 2) > 0, np.nan, codes)}, "row 0"),
+        "fractional": ({"factors": good["factors"] + 0.5, "codes": codes}, "whole-number"),
+        "sizes": ({**good, "factor_sizes": np.array([2, 2])}, "factor 1 has classes outside 0..1"),
+    }
+    for name, (arrays, message) in cases.items():
+        path = tmp_path / f"{name}.npz"
+        np.savez(path, **arrays)  # numpy pickles an object array when saving
+        with pytest.raises(DataFormatError, match=message):
+            read_codes_npz(path)
+    (tmp_path / "text.npz").write_text("not a zip")
+    with pytest.raises(DataFormatError, match="text.npz"):
+        read_codes_npz(tmp_path / "text.npz")
+
+
+def test_the_cli_scores_a_disentangled_code_above_its_rotation(tmp_path):
+    rng = np.random.default_rng(0)
+    grid = np.stack(np.meshgrid(np.arange(3), np.arange(4), np.arange(5), indexing="ij"), -1).reshape(-1, 3)
+    factors = np.repeat(grid, 4, axis=0)
+    factors = factors[rng.permutation(len(factors))]
+    codes = factors + 0.05 * rng.normal(size=factors.shape)
+    rotation, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    runner = CliRunner()
+    scores = {}
+    for name, values in (("aligned", codes), ("rotated", codes @ rotation)):
+        path = write(tmp_path / f"{name}.npz", factors=factors, codes=values)
+        out = tmp_path / f"{name}.json"
+        result = runner.invoke(app, ["disentangle", "score", str(path), "--out", str(out)])
+        assert result.exit_code == 0, result.output
+        scores[name] = json.loads(out.read_text())["scores"]
+    for key in ("irs", "uc_rho1", "mig", "dci_disentanglement", "sap"):
+        assert scores["aligned"][key] > scores["rotated"][key], key
+    assert scores["aligned"]["mig"] > 0.9 and scores["aligned"]["uc_rho1"] == 1.0
+    again = runner.invoke(app, ["disentangle", "score", str(tmp_path / "aligned.npz"), "--out", str(out)])
+    assert again.exit_code != 0  # an existing result is not overwritten
