@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/train_throughput.py
 	$(PY) benchmarks/sprites_throughput.py
 	$(PY) benchmarks/mmvae_throughput.py
+	$(PY) benchmarks/disentanglement_metrics.py --sizes 10000 --dci-max 0
 
 clean:
 	rm -rf $(VENV) build src/*.egg-info .pytest_cache
