@@ -141,14 +141,29 @@ def _deviation_from_group_means(values: np.ndarray, codes: np.ndarray, diff_quan
     group_of_row = inverse[order]
     grouped = codes[order]
     means = np.add.reduceat(grouped, starts, axis=0) / counts[:, None]
-    sorted_diffs = _sort_within_groups(np.abs(grouped - means[group_of_row]), group_of_row, starts)
+    diffs = np.abs(grouped - means[group_of_row])
     position = (counts - 1) * diff_quantile
     low = np.floor(position).astype(np.int64)
     high = np.minimum(low + 1, counts - 1)
     fraction = (position - low)[:, None]
-    below = sorted_diffs[starts + low]
-    above = sorted_diffs[starts + high]
-    quantiles = below + fraction * (above - below)  # (groups, latents)
+    if diff_quantile == 1.0:
+        quantiles = np.maximum.reduceat(diffs, starts, axis=0)  # the maximum: no order statistics needed
+    elif starts.size <= _MAX_GROUPS_LOOPED:
+        # two order statistics per group and latent: a partial sort (linear time) of each group's block
+        below = np.empty((starts.size, diffs.shape[1]))
+        above = np.empty_like(below)
+        ends = np.append(starts[1:], diffs.shape[0])
+        for group, (start, end) in enumerate(zip(starts, ends)):
+            block = np.ascontiguousarray(diffs[start:end].T)  # (latents, rows of the group)
+            kth = np.unique([low[group], high[group]])
+            block.partition(kth, axis=1)
+            below[group], above[group] = block[:, low[group]], block[:, high[group]]
+        quantiles = below + fraction * (above - below)
+    else:
+        sorted_diffs = _sort_within_groups(diffs, group_of_row, starts)
+        below = sorted_diffs[starts + low]
+        above = sorted_diffs[starts + high]
+        quantiles = below + fraction * (above - below)  # (groups, latents)
     return quantiles.mean(axis=0)
 
 
