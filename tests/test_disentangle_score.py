@@ -83,3 +83,25 @@ def test_the_cli_scores_a_disentangled_code_above_its_rotation(tmp_path):
     assert scores["aligned"]["mig"] > 0.9 and scores["aligned"]["uc_rho1"] == 1.0
     again = runner.invoke(app, ["disentangle", "score", str(tmp_path / "aligned.npz"), "--out", str(out)])
     assert again.exit_code != 0  # an existing result is not overwritten
+
+
+def test_a_trained_vae_run_is_scored_on_its_own_test_images(tmp_path):
+    from repscope.studies.disentangle_score import codes_of_run
+    from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.run import fit
+
+    config = TrainConfig(
+        model=Named(name="beta-vae", params={"latent_dim": 4}),
+        data=Named(name="dsprites", params={"size": 256, "test_size": 120}),
+        trainer=TrainerSection(max_epochs=1),
+        batch_size=64,
+    )
+    outcome = fit(config, out=tmp_path / "run")
+    factors, codes, names = codes_of_run(tmp_path / "run", n=100, seed=3)
+    # dSprites' colour is constant: dropped; the other five factors stay
+    assert names == ["shape", "scale", "orientation", "posX", "posY"] and factors.shape == (100, 5)
+    test = outcome.data.batch("test", np.random.default_rng(3).permutation(120)[:100], ["image"])
+    assert np.allclose(codes, outcome.task.encode(test["image"]), atol=1e-6)
+    result = CliRunner().invoke(app, ["disentangle", "score", str(tmp_path / "run"), "--n", "100", "--metric", "mig"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["factor_names"] == names

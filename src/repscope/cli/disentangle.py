@@ -13,14 +13,17 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("score")
 def score_command(
     file: Path = typer.Argument(
-        ..., help="npz with 'factors' (N, K) integer classes, 'codes' (N, L), optional 'factor_sizes'"
+        ...,
+        help="npz with 'factors' (N, K) integer classes, 'codes' (N, L), optional 'factor_sizes'; or a run "
+        "directory of repscope train (a VAE on data with factors: its test images are encoded)",
     ),
+    n: int = typer.Option(10_000, "--n", help="run directory: test examples encoded (seeded draw)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="result JSON (default: printed)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
     bootstrap: int = typer.Option(
         0, "--bootstrap", help="B resamples of rows for a 95% percentile interval of every score"
     ),
-    seed: int = typer.Option(0, help="seed of the bootstrap"),
+    seed: int = typer.Option(0, help="seed of the bootstrap (and of a run directory's draw)"),
     metric: List[str] = typer.Option(
         [], "--metric", help="only these metrics (repeat): irs, uc, mig, dci, sap, modularity_explicitness"
     ),
@@ -31,16 +34,22 @@ def score_command(
     from repscope import __version__
     from repscope.fileio import write_json_atomic
     from repscope.outputs import prepare_output
-    from repscope.studies.disentangle_score import headline, read_codes_npz, score_arrays
+    from repscope.studies.disentangle_score import codes_of_run, headline, read_codes_npz, score_arrays
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    factors, codes, sizes = read_codes_npz(file)
+    names = None
+    if file.is_dir():
+        factors, codes, names = codes_of_run(file, n=n, seed=seed)
+        sizes = None
+    else:
+        factors, codes, sizes = read_codes_npz(file)
     scores = score_arrays(factors, codes, metrics=list(metric) or None, bootstrap=bootstrap, seed=seed)
     result = {
         "file": str(file),
         "repscope_version": __version__,
         "factor_sizes": sizes.tolist() if sizes is not None else None,
+        "factor_names": names,
         "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95} if bootstrap else None,
         "scores": headline(scores),
         **scores,

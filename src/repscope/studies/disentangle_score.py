@@ -19,12 +19,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import yaml
 
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, scalar_scores
 from repscope.metrics.disentanglement.dci import dci
 from repscope.metrics.disentanglement.information import mig, modularity_explicitness, sap
 from repscope.metrics.disentanglement.irs import irs, unique_capture
+from repscope.train.config import TrainConfig
+from repscope.train.run import load_data, load_task
 
 # name -> the metric; every one is metric(factors, codes, **params) -> dict
 METRICS: dict[str, Callable[..., dict[str, Any]]] = {
@@ -111,6 +114,59 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     return factors, codes, sizes
 
 
+def codes_of_run(
+    run_dir: str | Path, n: int = 10_000, seed: int = 0, split: str = "test"
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Factors and posterior-mean codes of ``n`` examples of a trained model's own dataset.
+
+    Parameters
+    ----------
+    run_dir : str or pathlib.Path
+        A run directory of ``repscope train`` whose model encodes images (the VAE family) and whose
+        dataset has a ``factors`` field (dSprites, ...).
+    n : int, default=10000
+        Examples, drawn without replacement from ``split`` (all of it when smaller), in a seeded order.
+    seed : int, default=0
+        Seed of the draw.
+    split : str, default="test"
+        The split to draw from.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray, list of str)
+        ``(n, K)`` factors without the ones constant over the draw (dSprites' colour; they carry no
+        information and DCI / SAP cannot fit them), ``(n, L)`` codes, and the factors' names.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the directory is not a training run, its model cannot encode, or its data has no factors.
+    """
+    run_dir = Path(run_dir)
+    path = run_dir / "config.yaml"
+    if not path.is_file():
+        raise InvalidArgumentError(f"{run_dir}: no config.yaml; not a run directory of repscope train")
+    stored = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    stored.pop("repscope_version", None)
+    config = TrainConfig(**stored)
+    task = load_task(run_dir)
+    if not hasattr(task, "encode"):
+        raise InvalidArgumentError(f"{run_dir}: model {config.model.name!r} has no encoder to score")
+    dataset = load_data(config)
+    if "factors" not in dataset.fields:
+        raise InvalidArgumentError(f"{run_dir}: dataset {config.data.name!r} has no 'factors' field to score against")
+    if int(n) < 2:
+        raise InvalidArgumentError(f"--n: must be >= 2, got {n}")
+    size = len(dataset.split(split))
+    rows = np.random.default_rng(seed).permutation(size)[: int(n)]
+    batch = dataset.batch(split, rows, ["image", "factors"])
+    codes = np.asarray(task.encode(batch["image"]), dtype=np.float64)
+    factors = np.asarray(batch["factors"], dtype=np.int64)
+    names = list(dataset.field("factors").names) or [f"factor{i}" for i in range(factors.shape[1])]
+    varying = factors.max(axis=0) > factors.min(axis=0)
+    return factors[:, varying], codes, [name for name, keep in zip(names, varying) if keep]
+
+
 def score_arrays(
     factors: np.ndarray,
     codes: np.ndarray,
@@ -174,4 +230,4 @@ def headline(scores: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
-__all__ = ["METRICS", "read_codes_npz", "score_arrays", "headline"]
+__all__ = ["METRICS", "codes_of_run", "read_codes_npz", "score_arrays", "headline"]

@@ -22,8 +22,8 @@ from repscope.errors import InvalidArgumentError
 
 
 def scalar_scores(result: dict[str, Any]) -> dict[str, float]:
-    """The finite scalar numbers of a metric's result (its scores), by key; matrices, lists and the
-    ``params`` entry are left out.
+    """The scalar real numbers of a metric's result (its scores), by key; counts (integers), matrices,
+    lists and the ``params`` entry are left out.
 
     Parameters
     ----------
@@ -33,13 +33,9 @@ def scalar_scores(result: dict[str, Any]) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        ``key -> value`` for every top-level int or float value (booleans excluded).
+        ``key -> value`` for every top-level float value.
     """
-    return {
-        key: float(value)
-        for key, value in result.items()
-        if isinstance(value, int | float | np.integer | np.floating) and not isinstance(value, bool | np.bool_)
-    }
+    return {key: float(value) for key, value in result.items() if isinstance(value, float | np.floating)}
 
 
 def bootstrap_interval(
