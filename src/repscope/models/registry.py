@@ -39,6 +39,10 @@ class ModelEntry:
 
 MODELS: dict[str, ModelEntry] = {
     "beta-vae": ModelEntry("repscope.train.tasks.vae:VAETask", "vae"),
+    "beta-tcvae": ModelEntry("repscope.train.tasks.disentangling_vaes:BetaTCVAETask", "vae"),
+    "dip-vae-i": ModelEntry("repscope.train.tasks.disentangling_vaes:DIPVAETask", "vae", {"dip_type": "i"}),
+    "dip-vae-ii": ModelEntry("repscope.train.tasks.disentangling_vaes:DIPVAETask", "vae", {"dip_type": "ii"}),
+    "factor-vae": ModelEntry("repscope.train.tasks.disentangling_vaes:FactorVAETask", "vae"),
     "gan": ModelEntry("repscope.train.tasks.gan:GANTask", "gan"),
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
