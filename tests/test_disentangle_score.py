@@ -105,3 +105,47 @@ def test_a_trained_vae_run_is_scored_on_its_own_test_images(tmp_path):
     result = CliRunner().invoke(app, ["disentangle", "score", str(tmp_path / "run"), "--n", "100", "--metric", "mig"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["factor_names"] == names
+
+
+def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp_path):
+    import torch
+
+    from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
+    from repscope.metrics.disentanglement.irs import unique_capture
+    from repscope.studies.disentangle_cg import cg_of_run
+    from repscope.studies.disentangle_score import codes_of_run
+    from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.run import fit, load_task
+
+    fit(
+        TrainConfig(
+            model=Named(name="beta-vae", params={"latent_dim": 4}),
+            data=Named(name="dsprites", params={"size": 128, "test_size": 64}),
+            trainer=TrainerSection(max_epochs=1),
+            batch_size=64,
+        ),
+        out=tmp_path / "run",
+    )
+    runner = CliRunner()
+    names = ["shape", "scale", "orientation", "posX", "posY"]
+    arguments = ["disentangle", "classifiers", "--out", str(tmp_path / "clf"), "--size", "128", "--test-size", "64"]
+    result = runner.invoke(app, [*arguments, "--epochs", "1"])
+    assert result.exit_code == 0, result.output
+    assert all((tmp_path / "clf" / name / "metrics.json").is_file() for name in names)
+    scores = cg_of_run(tmp_path / "run", tmp_path / "clf", n=32, seed=1)
+    # the same numbers from the metric called directly on the run's decoder and the classifiers
+    factors, codes, _ = codes_of_run(tmp_path / "run", n=32, seed=1)
+    models = [load_task(tmp_path / "clf" / name) for name in names]
+    q_sets = unique_capture(factors, codes, rho=(1,))["q_sets"]["rho1"]
+    direct = counterfactual_generativeness(
+        factors,
+        codes,
+        q_sets,
+        load_task(tmp_path / "run").decode,
+        lambda images: [torch.softmax(m.outputs(images), dim=1).numpy() for m in models],
+    )
+    assert scores["cg_rho1"] == pytest.approx(direct["cg"]) and 0.0 <= scores["cg_rho2"] <= 1.0
+    score = ["disentangle", "score", str(tmp_path / "run"), "--n", "32", "--metric", "irs"]
+    with_cg = runner.invoke(app, [*score, "--classifiers", str(tmp_path / "clf")])
+    assert with_cg.exit_code == 0, with_cg.output
+    assert "cg_rho1" in json.loads(with_cg.output)["scores"]

@@ -27,13 +27,18 @@ def score_command(
     metric: List[str] = typer.Option(
         [], "--metric", help="only these metrics (repeat): irs, uc, mig, dci, sap, modularity_explicitness"
     ),
+    classifiers: Optional[Path] = typer.Option(
+        None, "--classifiers", help="run directory: add CG at rho 1 and 2, judged by these factor classifiers"
+    ),
 ) -> None:
     """IRS, UC (rho 1, 2), MIG, DCI, SAP, modularity and explicitness of a (factors, codes) pair, as JSON."""
     import json
 
     from repscope import __version__
+    from repscope.errors import InvalidArgumentError
     from repscope.fileio import write_json_atomic
     from repscope.outputs import prepare_output
+    from repscope.studies.disentangle_cg import cg_of_run
     from repscope.studies.disentangle_score import codes_of_run, headline, read_codes_npz, score_arrays
 
     if out is not None:
@@ -54,6 +59,12 @@ def score_command(
         "scores": headline(scores),
         **scores,
     }
+    if classifiers is not None:
+        if not file.is_dir():
+            raise InvalidArgumentError("--classifiers: CG needs a run directory (a decoder), not an npz of codes")
+        cg = cg_of_run(file, classifiers, n=n, seed=seed)
+        result["metrics"]["cg"] = cg
+        result["scores"].update({key: value for key, value in cg.items() if key.startswith("cg_rho")})
     if out is None:
         typer.echo(json.dumps(result, indent=2, default=float))
         return
@@ -65,4 +76,31 @@ def score_command(
             if bounds:
                 interval = f"  [{bounds['low']:.3f}, {bounds['high']:.3f}]"
         typer.echo(f"{name}: {value:.4f}{interval}")
+    typer.echo(f"written: {out}")
+
+
+@app.command("classifiers")
+def classifiers_command(
+    out: Path = typer.Option(..., "--out", "-o", help="folder of the classifiers (one training run per factor)"),
+    data: str = typer.Option("dsprites", "--data", help="registered dataset with one categorical field per factor"),
+    factor: List[str] = typer.Option(
+        [], "--factor", help="factors to classify (repeat; default dSprites' shape, scale, orientation, posX, posY)"
+    ),
+    size: Optional[int] = typer.Option(None, "--size", help="training images (default: the dataset's)"),
+    test_size: Optional[int] = typer.Option(None, "--test-size", help="test images"),
+    epochs: int = typer.Option(3, "--epochs", help="epochs per classifier"),
+    seed: int = typer.Option(0, help="seed of the training"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
+) -> None:
+    """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy."""
+    from repscope.outputs import output_target, prepare_output
+    from repscope.studies.disentangle_cg import train_factor_classifiers
+
+    names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
+    params = {key: value for key, value in (("size", size), ("test_size", test_size)) if value is not None}
+    prepare_output(out, overwrite=overwrite, kind="directory")
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        accuracies = train_factor_classifiers(data, names, target, data_params=params, epochs=epochs, seed=seed)
+    for name, accuracy in accuracies.items():
+        typer.echo(f"{name}: test accuracy {accuracy:.3f}")
     typer.echo(f"written: {out}")
