@@ -7,6 +7,8 @@ from typing import List, Optional
 
 import typer
 
+from repscope.cli.studies import add_study_commands
+
 app = typer.Typer(no_args_is_help=True)
 
 
@@ -104,3 +106,7 @@ def classifiers_command(
     for name, accuracy in accuracies.items():
         typer.echo(f"{name}: test accuracy {accuracy:.3f}")
     typer.echo(f"written: {out}")
+
+
+# studies: repscope disentangle <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...] (the registry)
+add_study_commands(app, "disentangle")

@@ -60,6 +60,14 @@ class StudyEntry:
 
 STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
+        "disentangle",
+        "study",
+        "repscope.studies.disentangle_study",
+        "DisentangleStudyConfig",
+        "run_disentangle_study",
+        "Disentanglement VAEs on dSprites scored on IRS, UC and CG (rho 1, 2), MIG, DCI, SAP: the CANDLE Table 2.",
+    ),
+    StudyEntry(
         "morpho",
         "diversity",
         "repscope.studies.morpho_diversity",
