@@ -43,6 +43,16 @@ MODELS: dict[str, ModelEntry] = {
     "dip-vae-i": ModelEntry("repscope.train.tasks.disentangling_vaes:DIPVAETask", "vae", {"dip_type": "i"}),
     "dip-vae-ii": ModelEntry("repscope.train.tasks.disentangling_vaes:DIPVAETask", "vae", {"dip_type": "ii"}),
     "factor-vae": ModelEntry("repscope.train.tasks.disentangling_vaes:FactorVAETask", "vae"),
+    # semi-supervised variants: factor labels on a seeded 10% of the examples, on the latents assigned to them
+    "beta-vae-semi": ModelEntry("repscope.train.tasks.semi_supervised:SemiSupervisedVAETask", "vae"),
+    "beta-tcvae-semi": ModelEntry("repscope.train.tasks.semi_supervised:SemiSupervisedBetaTCVAETask", "vae"),
+    "dip-vae-i-semi": ModelEntry(
+        "repscope.train.tasks.semi_supervised:SemiSupervisedDIPVAETask", "vae", {"dip_type": "i"}
+    ),
+    "dip-vae-ii-semi": ModelEntry(
+        "repscope.train.tasks.semi_supervised:SemiSupervisedDIPVAETask", "vae", {"dip_type": "ii"}
+    ),
+    "factor-vae-semi": ModelEntry("repscope.train.tasks.semi_supervised:SemiSupervisedFactorVAETask", "vae"),
     "gan": ModelEntry("repscope.train.tasks.gan:GANTask", "gan"),
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),

@@ -33,11 +33,15 @@ DSPRITES_FACTORS = ["shape", "scale", "orientation", "posX", "posY"]
 
 def _default_models() -> list[MemberModel]:
     params = {"latent_dim": 10}
-    return [
-        MemberModel(label="beta-VAE", name="beta-vae", params=params),
-        MemberModel(label="beta-TCVAE", name="beta-tcvae", params=params),
-        MemberModel(label="DIP-VAE", name="dip-vae-i", params=params),
-        MemberModel(label="FactorVAE", name="factor-vae", params=params),
+    models = [
+        ("beta-VAE", "beta-vae"),
+        ("beta-TCVAE", "beta-tcvae"),
+        ("DIP-VAE", "dip-vae-i"),
+        ("FactorVAE", "factor-vae"),
+    ]
+    # the paper's eight: each model and its semi-supervised variant (labels on 10% of the data)
+    return [MemberModel(label=label, name=name, params=params) for label, name in models] + [
+        MemberModel(label=f"SS-{label}", name=f"{name}-semi", params=params) for label, name in models
     ]
 
 
