@@ -73,7 +73,9 @@ def _register_areas() -> None:
         help="Multimodal VAEs (mvae, mmvae, mopoe, dmvae, mmvae-plus): train, sweep, evaluate, leaderboard.",
     )
     app.add_typer(
-        disentangle_cli.app, name="disentangle", help="Disentanglement metrics (IRS, UC, MIG, DCI, SAP, ...): score."
+        disentangle_cli.app,
+        name="disentangle",
+        help="Disentanglement: metrics (IRS, UC, CG, MIG, DCI, SAP, ...), factor classifiers, the dSprites study.",
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)
