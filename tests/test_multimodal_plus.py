@@ -11,7 +11,15 @@ from torch import nn
 
 from repscope.models.multimodal.models import LikelihoodSpec, MultimodalVAE
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
-from test_multimodal_models import CLASSES, SMALL_NETS, LabelEncoder, make_dmvae, toy_data
+from test_multimodal_models import (
+    CLASSES,
+    SMALL_NETS,
+    LabelEncoder,
+    assert_both_directions,
+    make_dmvae,
+    toy_data,
+    train_on_toy_pairs,
+)
 
 
 def make_plus(shared: int = 2, private: int = 2) -> ModalitySpecificMixtureVAE:
@@ -25,27 +33,8 @@ def make_plus(shared: int = 2, private: int = 2) -> ModalitySpecificMixtureVAE:
 
 @pytest.mark.parametrize("objective, k", [("elbo", 1), ("dreg", 4)])
 def test_mmvae_plus_learns_both_directions_through_its_shared_code(objective, k):
-    inputs, patterns = toy_data(512, seed=1)
     net = make_plus()
-    optimiser = torch.optim.Adam(net.parameters(), lr=3e-3)
-    generator = torch.Generator().manual_seed(2)
-    first = None
-    for step in range(600):
-        batch = {name: value[(step * 64) % 512 : (step * 64) % 512 + 64] for name, value in inputs.items()}
-        loss = net.loss(batch, objective=objective, k=k, generator=generator)
-        first = first if first is not None else loss.item()
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    assert loss.item() < first
-    test, _ = toy_data(400, seed=9)
-    from_vector = net.reconstruct({"vector": test["vector"]}, generator=generator)
-    accuracy = (from_vector["label"][:, 0].argmax(-1) == test["label"][:, 0]).double().mean().item()
-    assert accuracy > 0.9, accuracy
-    # the vector from the label: shared code from the label, the vector's own code the auxiliary prior's mean
-    from_label = net.reconstruct({"label": test["label"]}, generator=generator)
-    error = ((from_label["vector"] - patterns[test["label"][:, 0]]) ** 2).sum(-1).mean().item()
-    assert error < 6.75 / 2, error
+    assert_both_directions(net, train_on_toy_pairs(net, objective, k))
 
 
 def test_mmvae_plus_cross_reconstruction_uses_the_auxiliary_prior():

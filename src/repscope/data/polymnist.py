@@ -44,6 +44,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from repscope.data.datasets import Dataset, FieldSpec, GeneratorSplit
+from repscope.data.datasets import _check_indices as check_indices
 from repscope.data.morpho.training_sets import load_digits
 from repscope.data.sprites.cdsprites import counter_uniforms, stream_key
 from repscope.data.sprites.textures import PHOTO_SUFFIXES, TEXTURE_FAMILIES, procedural_photo
@@ -307,13 +308,7 @@ class PolyMNIST:
         return self.size
 
     def _check_indices(self, indices: Any) -> np.ndarray:
-        indices = np.atleast_1d(np.asarray(indices))
-        if indices.dtype.kind not in "iu":
-            raise InvalidArgumentError(f"indices: must be integers, got dtype {indices.dtype}")
-        indices = indices.astype(np.int64)
-        if indices.size and (indices.min() < 0 or indices.max() >= self.size):
-            raise InvalidArgumentError(f"indices: must lie in [0, {self.size}), got {indices.min()}..{indices.max()}")
-        return indices
+        return check_indices(np.atleast_1d(np.asarray(indices)), self.size)
 
     def factors(self, indices: Any) -> dict[str, np.ndarray]:
         """What makes each tuple: its class, each modality's digit and crop corner.
