@@ -68,6 +68,26 @@ def test_histogram_discretize_follows_numpy_histogram_edges():
     assert np.unique(_histogram_discretize(np.full((5, 1), 3.0), 20)).size == 1
 
 
+@pytest.mark.parametrize("num_bins", [1, 2, 7, 20])
+def test_histogram_discretize_equals_digitize_on_every_edge(num_bins):
+    # the bins are read off (z - min) / width and corrected at the edges: they must equal np.digitize
+    # against np.histogram's left edges everywhere, values lying exactly on (rounded) edges included
+    rng = np.random.default_rng(num_bins)
+    columns = [
+        rng.standard_normal(3000),
+        np.round(rng.standard_normal(3000), 1),  # many ties
+        np.linspace(-0.3, 0.7, 3001)[:3000],  # values on or next to every edge
+        np.histogram_bin_edges(rng.standard_normal(3000), bins=num_bins).repeat(3000)[:3000],
+        np.r_[np.zeros(2999), 1e-300],  # a range too small for the division to be exact
+        rng.integers(-5, 5, 3000) * 1e8,
+    ]
+    values = np.column_stack(columns)
+    expected = np.column_stack(
+        [np.digitize(column, np.histogram_bin_edges(column, bins=num_bins)[:-1]) for column in columns]
+    )
+    np.testing.assert_array_equal(_histogram_discretize(values, num_bins), expected)
+
+
 @pytest.mark.parametrize("continuous", [False, True])
 @pytest.mark.parametrize("num_bins", [2, 20])
 def test_vectorised_mutual_information_matches_sklearn_loop(continuous, num_bins):

@@ -104,6 +104,28 @@ def test_vectorised_matches_reference_loop(diff_quantile, num_values):
     assert fast["active_latents"] == slow["active_latents"] == [0, 1, 2, 4, 5]
 
 
+@pytest.mark.parametrize("diff_quantile", [0.99, 1.0])
+def test_threaded_path_and_every_grouping_match_reference_loop(diff_quantile):
+    # 40,000 x 6 entries: the factors are scored on threads; the factors take each way of grouping rows:
+    # a byte of values, 300 values (16-bit group numbers), values spread too far for a lookup
+    # (np.unique), negative values, and more groups than the per-group loop takes
+    rng = np.random.default_rng(11)
+    n = 40_000
+    factors = np.column_stack(
+        [
+            rng.integers(0, 5, n),
+            rng.integers(0, 300, n),
+            rng.integers(-3, 3, n) * 10**9,
+            rng.integers(-40, -30, n),
+            rng.integers(0, 2000, n),
+        ]
+    )
+    codes = rng.standard_normal((n, 6)) + factors[:, :1] * [1, 0, 0, 0.5, 0, 0]
+    fast, slow = irs(factors, codes, diff_quantile), _irs_reference(factors, codes, diff_quantile)
+    np.testing.assert_allclose(fast["irs_matrix"], slow["irs_matrix"], rtol=0, atol=1e-12)
+    assert fast["irs"] == pytest.approx(slow["irs"], abs=1e-12)
+
+
 def test_reference_uses_numpy_quantile():
     rng = np.random.default_rng(3)
     factors = rng.integers(0, 4, (40, 1))

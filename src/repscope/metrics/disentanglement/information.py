@@ -120,21 +120,48 @@ def _histogram_discretize(values: np.ndarray, num_bins: int) -> np.ndarray:
 
     The rule of disentanglement_lib's ``_histogram_discretize``: ``np.digitize`` against the left edges of
     ``np.histogram``'s bins, so the column minimum falls in bin 1 and its maximum in bin ``num_bins``.
+    Computed without a search: the bin is first read off ``(z - min) / width`` and then moved by one
+    where rounding put ``z`` on the wrong side of an edge, so the result is ``np.digitize``'s exactly.
     """
-    discretized = np.empty(values.shape, dtype=np.int64)
-    for column in range(values.shape[1]):
-        edges = np.histogram_bin_edges(values[:, column], bins=num_bins)
-        discretized[:, column] = np.digitize(values[:, column], edges[:-1])
-    return discretized
+    by_column = np.ascontiguousarray(values.T, dtype=np.float64)
+    discretized = np.empty(by_column.shape, dtype=np.int64)
+    for column, row in enumerate(by_column):
+        left_edges = np.histogram_bin_edges(row, bins=num_bins)[:-1]
+        width = left_edges[1] - left_edges[0] if num_bins > 1 else 1.0
+        if width > 0:
+            # z >= min, so truncation is the floor; 0-based: the index of the left edge at or below z
+            guess = ((row - left_edges[0]) / width).astype(np.int64)
+            np.minimum(guess, num_bins - 1, out=guess)
+        else:
+            guess = np.zeros(row.shape, dtype=np.int64)
+        guess -= row < np.take(left_edges, guess)
+        above = np.minimum(guess + 1, num_bins - 1)
+        guess += (row >= np.take(left_edges, above)) & (above > guess)
+        discretized[column] = guess + 1
+    return np.ascontiguousarray(discretized.T)
 
 
 def _class_indices(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per column, labels recoded as 0..(k - 1), and the number of classes k of each column."""
+    """Per column, labels recoded as 0..(k - 1) in ascending order, and the number of classes k of each column.
+
+    Integer columns with a small range (histogram bins, factor classes) are recoded through a lookup
+    table in linear time; others through ``np.unique``.
+    """
     indices = np.empty(labels.shape, dtype=np.int64)
     sizes = np.empty(labels.shape[1], dtype=np.int64)
     for column in range(labels.shape[1]):
-        classes, indices[:, column] = np.unique(labels[:, column], return_inverse=True)
-        sizes[column] = classes.size
+        values = labels[:, column]
+        if values.dtype.kind == "f" and np.all(np.abs(values) < 2**53) and np.all(values == np.round(values)):
+            values = values.astype(np.int64)  # whole-number floats (checked factor classes) take the fast path
+        if values.dtype.kind in "iu" and values.size and int(values.max()) - int(values.min()) <= 4 * values.size:
+            shifted = values - values.min()
+            present = np.bincount(shifted) > 0
+            lookup = np.cumsum(present) - 1
+            indices[:, column] = lookup[shifted]
+            sizes[column] = lookup[-1] + 1
+        else:
+            classes, indices[:, column] = np.unique(values, return_inverse=True)
+            sizes[column] = classes.size
     return indices, sizes
 
 
@@ -162,10 +189,13 @@ def _mutual_information(discrete_codes: np.ndarray, factor_labels: np.ndarray) -
     max_code_size = int(code_sizes.max())
     latent_offsets = np.arange(num_codes, dtype=np.int64) * max_code_size
     information = np.empty((num_codes, factor_labels.shape[1]))
+    code_cells = code_indices + latent_offsets
+    cells = np.empty_like(code_cells)  # reused for every factor: in place beats fresh temporaries
     for factor in range(factor_labels.shape[1]):
         size = int(factor_sizes[factor])
         # cell of each (row, latent): ((latent * max_code_size) + code class) * size + factor class
-        cells = (code_indices + latent_offsets) * size + factor_indices[:, factor, None]
+        np.multiply(code_cells, size, out=cells)
+        cells += factor_indices[:, factor, None]
         joint = np.bincount(cells.ravel(), minlength=num_codes * max_code_size * size)
         joint = joint.reshape(num_codes, max_code_size, size) / num_rows
         code_marginal = joint.sum(axis=2, keepdims=True)

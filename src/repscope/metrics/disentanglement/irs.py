@@ -15,17 +15,21 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
+from repscope.resources import usable_cores
 from repscope.validation import as_array
 
 __all__ = ["irs", "uc_from_irs_matrix", "unique_capture"]
 
 # above this many distinct values of a factor, sorting within groups is done without a loop over them
 _MAX_GROUPS_LOOPED = 1000
+# below this many code entries (N x L) the factors are scored one after the other: a thread costs more
+_MIN_ENTRIES_THREADED = 200_000
 
 
 # --------------------------------------------------------------------------------------------------
@@ -98,82 +102,124 @@ def _check_rho(rho: Any, num_latents: int, what: str = "non-constant latents") -
     return value
 
 
-def _active_mask(codes: np.ndarray) -> np.ndarray:
-    """True for latents that are not constant over the rows (max != min)."""
-    return codes.max(axis=0) > codes.min(axis=0)
+def _active_latents(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mask of the latents that are not constant over the rows (max != min) and those latents' codes
+    as ``(L_active, N)``, one contiguous row per latent: every later step reduces along rows, which
+    runs far faster than along columns."""
+    by_latent = np.ascontiguousarray(codes.T)
+    mask = by_latent.max(axis=1) > by_latent.min(axis=1)
+    return mask, by_latent if mask.all() else by_latent[mask]
 
 
 # --------------------------------------------------------------------------------------------------
 # IRS
 
 
-def _sort_within_groups(diffs: np.ndarray, group_of_row: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """``diffs`` (rows already ordered by group) with each group's rows sorted, column by column.
+def _group_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row order that puts the rows of each distinct value together, the group sizes and group starts.
 
-    Few groups (the usual discrete factor): one ``np.sort`` per group over all latents at once. Many tiny
-    groups (nearly unique values): fully vectorised, an argsort of every latent's deviations followed by
-    a stable argsort by group. Both give the same array.
+    The groups are numbered in ascending order of value (as ``np.unique`` does); the row order is a stable sort of those numbers,
+    which numpy does by radix sort (linear time) when they fit in 8 or 16 bits.
     """
-    if starts.size <= _MAX_GROUPS_LOOPED:
-        result = np.empty_like(diffs)
-        ends = np.append(starts[1:], diffs.shape[0])
-        for start, end in zip(starts, ends):
-            result[start:end] = np.sort(diffs[start:end], axis=0)
-        return result
-    by_column = np.ascontiguousarray(diffs.T)
-    by_diff = np.argsort(by_column, axis=1)
-    by_group = np.argsort(group_of_row[by_diff], axis=1, kind="stable")
-    return np.take_along_axis(by_column, np.take_along_axis(by_diff, by_group, axis=1), axis=1).T
+    low, high = int(values.min()), int(values.max())
+    if high - low <= np.iinfo(np.uint16).max:
+        # small integer range: the shifted values are the group numbers (empty ones dropped below)
+        inverse = (values - low).astype(np.uint8 if high - low <= np.iinfo(np.uint8).max else np.uint16)
+        counts = np.bincount(inverse)
+        counts = counts[counts > 0]
+    else:
+        _, inverse = np.unique(values, return_inverse=True)
+        inverse = inverse.reshape(-1)
+        counts = np.bincount(inverse)
+        if counts.size <= np.iinfo(np.uint16).max:
+            inverse = inverse.astype(np.uint8 if counts.size <= np.iinfo(np.uint8).max else np.uint16)
+    order = np.argsort(inverse, kind="stable")
+    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    return order, counts, starts
 
 
-def _deviation_from_group_means(values: np.ndarray, codes: np.ndarray, diff_quantile: float) -> np.ndarray:
+def _sorted_within_groups(diffs: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """``diffs`` ``(L, N)`` (columns ordered by group) with each group's columns sorted, row by row.
+
+    For many tiny groups (nearly unique factor values): an argsort of every latent's deviations
+    followed by a stable argsort by group number, with no loop over the groups.
+    """
+    group_of_column = np.repeat(np.arange(counts.size), counts)
+    by_diff = np.argsort(diffs, axis=1)
+    by_group = np.argsort(group_of_column[by_diff], axis=1, kind="stable")
+    return np.take_along_axis(diffs, np.take_along_axis(by_diff, by_group, axis=1), axis=1)
+
+
+def _deviation_from_group_means(
+    values: np.ndarray, codes_by_latent: np.ndarray, diff_quantile: float, workspace: np.ndarray
+) -> np.ndarray:
     """``e_loc`` of one factor: per latent, the mean over the factor's values of the within-group quantile.
 
-    Vectorised over latents: rows are ordered by group once (``np.unique`` inverse), group means come
-    from ``np.add.reduceat``, the absolute deviations are sorted within each group and the quantile is
-    read by numpy's default ("linear") interpolation at position ``(n_g - 1) * q`` of each group.
+    ``codes_by_latent`` is ``(L, N)``, one contiguous row per latent; ``workspace`` an array of the same
+    shape that is overwritten. The columns are put in group
+    order once (a radix sort of the group numbers), group means come from ``np.add.reduceat``, and the
+    quantile is read by numpy's default ("linear") interpolation at position ``(n_g - 1) * q`` of each
+    group's sorted absolute deviations. Only the two order statistics around that position are
+    needed: one linear-time partition of the group's block at the lower one, whose upper neighbour is
+    then the minimum of the (short) part above it.
     """
-    _, inverse = np.unique(values, return_inverse=True)
-    inverse = inverse.reshape(-1)
-    counts = np.bincount(inverse)
-    starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
-    order = np.argsort(inverse, kind="stable")
-    group_of_row = inverse[order]
-    grouped = codes[order]
-    means = np.add.reduceat(grouped, starts, axis=0) / counts[:, None]
-    diffs = np.abs(grouped - means[group_of_row])
+    order, counts, starts = _group_rows(values)
+    diffs = np.take(codes_by_latent, order, axis=1, out=workspace, mode="clip")  # "raise" would buffer `out`
     position = (counts - 1) * diff_quantile
     low = np.floor(position).astype(np.int64)
     high = np.minimum(low + 1, counts - 1)
-    fraction = (position - low)[:, None]
-    if diff_quantile == 1.0:
-        quantiles = np.maximum.reduceat(diffs, starts, axis=0)  # the maximum: no order statistics needed
-    elif starts.size <= _MAX_GROUPS_LOOPED:
-        # two order statistics per group and latent: a partial sort (linear time) of each group's block
-        below = np.empty((starts.size, diffs.shape[1]))
-        above = np.empty_like(below)
-        ends = np.append(starts[1:], diffs.shape[0])
-        for group, (start, end) in enumerate(zip(starts, ends)):
-            block = np.ascontiguousarray(diffs[start:end].T)  # (latents, rows of the group)
-            kth = np.unique([low[group], high[group]])
-            block.partition(kth, axis=1)
-            below[group], above[group] = block[:, low[group]], block[:, high[group]]
-        quantiles = below + fraction * (above - below)
+    fraction = position - low
+    if starts.size > _MAX_GROUPS_LOOPED:
+        means = np.add.reduceat(diffs, starts, axis=1) / counts
+        np.subtract(diffs, np.repeat(means, counts, axis=1), out=diffs)
+        np.abs(diffs, out=diffs)
+        if diff_quantile == 1.0:
+            return np.maximum.reduceat(diffs, starts, axis=1).mean(axis=1)
+        sorted_diffs = _sorted_within_groups(diffs, counts)
+        below, above = sorted_diffs[:, starts + low], sorted_diffs[:, starts + high]
+        return (below + fraction * (above - below)).mean(axis=1)
+    below = np.empty((diffs.shape[0], starts.size))
+    above = np.empty_like(below)
+    for group, (start, count) in enumerate(zip(starts, counts)):
+        # in place on the group's block: a fresh (L, N) temporary per step costs more than the arithmetic
+        block = diffs[:, start : start + count]
+        np.subtract(block, block.mean(axis=1, keepdims=True), out=block)
+        np.abs(block, out=block)
+        if diff_quantile == 1.0:
+            below[:, group] = above[:, group] = block.max(axis=1)  # the maximum: no order statistics needed
+            continue
+        block = np.partition(block, low[group], axis=1)
+        below[:, group] = block[:, low[group]]
+        above[:, group] = block[:, low[group] + 1 :].min(axis=1) if high[group] > low[group] else below[:, group]
+    return (below + fraction * (above - below)).mean(axis=1)
+
+
+def _irs_active(
+    factors: np.ndarray, codes_by_latent: np.ndarray, diff_quantile: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """IRS matrix ``(L_active, K)`` and ``max_deviations`` ``(L_active,)`` of non-constant codes given
+    as ``(L_active, N)``."""
+    means = codes_by_latent.mean(axis=1)
+    # max |z - m| is reached at the largest or the smallest z (rounded subtraction is monotone), so it
+    # needs no (L, N) temporary
+    max_deviations = np.maximum(codes_by_latent.max(axis=1) - means, means - codes_by_latent.min(axis=1))
+    num_factors = factors.shape[1]
+    threads = min(num_factors, usable_cores()) if codes_by_latent.size >= _MIN_ENTRIES_THREADED else 1
+    columns: list[np.ndarray] = [np.empty(0)] * num_factors
+
+    def score_factors(thread: int) -> None:
+        # one buffer per thread, reused for each of its factors: fresh pages cost more than the work
+        workspace = np.empty_like(codes_by_latent)
+        for i in range(thread, num_factors, threads):
+            columns[i] = _deviation_from_group_means(factors[:, i], codes_by_latent, diff_quantile, workspace)
+
+    if threads == 1:
+        score_factors(0)
     else:
-        sorted_diffs = _sort_within_groups(diffs, group_of_row, starts)
-        below = sorted_diffs[starts + low]
-        above = sorted_diffs[starts + high]
-        quantiles = below + fraction * (above - below)  # (groups, latents)
-    return quantiles.mean(axis=0)
-
-
-def _irs_active(factors: np.ndarray, active: np.ndarray, diff_quantile: float) -> tuple[np.ndarray, np.ndarray]:
-    """IRS matrix ``(L_active, K)`` and ``max_deviations`` ``(L_active,)`` of non-constant codes."""
-    max_deviations = np.max(np.abs(active - active.mean(axis=0)), axis=0)
-    e_loc = np.stack(
-        [_deviation_from_group_means(factors[:, i], active, diff_quantile) for i in range(factors.shape[1])],
-        axis=1,
-    )
+        # numpy releases the GIL in the gathers, reductions and partitions that make up the work
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            list(pool.map(score_factors, range(threads)))
+    e_loc = np.stack(columns, axis=1)
     return 1.0 - e_loc / max_deviations[:, None], max_deviations
 
 
@@ -265,9 +311,9 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
     """
     factors, codes = _check_inputs(factors, codes)
     diff_quantile = _check_quantile(diff_quantile)
-    mask = _active_mask(codes)
+    mask, active = _active_latents(codes)
     if mask.any():
-        matrix_active, max_dev_active = _irs_active(factors, codes[:, mask], diff_quantile)
+        matrix_active, max_dev_active = _irs_active(factors, active, diff_quantile)
     else:
         matrix_active, max_dev_active = np.empty((0, factors.shape[1])), np.empty(0)
     return _assemble(matrix_active, max_dev_active, mask, factors.shape[1], diff_quantile)
@@ -424,10 +470,10 @@ def unique_capture(
         rhos = list(rho)
     else:
         raise InvalidArgumentError(f"rho: expected a positive integer or a non-empty sequence of them, got {rho!r}")
-    mask = _active_mask(codes)
+    mask, active = _active_latents(codes)
     active_index = np.flatnonzero(mask)
     rhos = list(dict.fromkeys(_check_rho(r, active_index.size) for r in rhos))
-    matrix, _ = _irs_active(factors, codes[:, mask], diff_quantile)
+    matrix, _ = _irs_active(factors, active, diff_quantile)
     result: dict[str, Any] = {}
     q_sets: dict[str, list[list[int]]] = {}
     for r in rhos:
