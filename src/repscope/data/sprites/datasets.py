@@ -12,6 +12,7 @@ from typing import Literal
 
 import numpy as np
 
+from repscope.data.boxes import BOX_NAMES
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec, GeneratorSplit
 from repscope.data.sprites import dsprites
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, ATTRIBUTES, check_level, level_attributes
@@ -54,7 +55,8 @@ def dsprites_dataset(
     Dataset
         Splits ``train`` and ``test``; fields ``image`` (uint8 ``(1, 64, 64)``, 0 or 255), ``factors``
         (int64 ``(6,)`` classes, :data:`~repscope.data.sprites.dsprites.FACTOR_NAMES`), one
-        categorical field per factor and ``index`` (the grid index).
+        categorical field per factor, ``index`` (the grid index) and ``box`` (float32 ``(4,)``, the
+        sprite's bounding box in pixels, :mod:`repscope.data.boxes`).
     """
     test_size = _positive(test_size, "test_size")
     size = _positive(size, "size")
@@ -82,6 +84,9 @@ def dsprites_dataset(
             "factor classes",
         ),
         "index": FieldSpec("index", (), "int64", description="index in the dSprites grid"),
+        "box": FieldSpec(
+            "continuous", (4,), "float32", names=BOX_NAMES, description="sprite's bounding box, pixels, ends exclusive"
+        ),
     }
     for name, count in zip(dsprites.FACTOR_NAMES, dsprites.FACTOR_SIZES):
         fields[name] = FieldSpec("categorical", (), "int64", count, description=f"{name} class")

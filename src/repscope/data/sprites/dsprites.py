@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from repscope.data.boxes import foreground_boxes
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import atomic_write, check_writable_dir
 
@@ -269,7 +270,8 @@ class DSprites:
 
     Also a generator of the framework (:class:`repscope.data.datasets.SampleGenerator`):
     ``sample(indices)`` gives the fields ``image`` (uint8 ``(N, 1, 64, 64)``, 0 or 255), ``factors``
-    (int64 ``(N, 6)`` classes in :data:`FACTOR_NAMES` order), one int64 column per factor, and ``index``.
+    (int64 ``(N, 6)`` classes in :data:`FACTOR_NAMES` order), one int64 column per factor, ``index``, and
+    ``box`` (float32 ``(N, 4)``, the sprite's bounding box, :mod:`repscope.data.boxes`).
 
     The class takes no parameters: the grid is fixed.
 
@@ -301,15 +303,16 @@ class DSprites:
         indices : int or array-like of int, shape (N,)
             Grid indices in ``[0, 737280)``.
         fields : sequence of str, optional
-            Names among ``image``, ``factors``, ``index`` and :data:`FACTOR_NAMES`; default all (the
-            images are only drawn when ``image`` is asked).
+            Names among ``image``, ``box``, ``factors``, ``index`` and :data:`FACTOR_NAMES`; default all
+            (the images are only drawn when ``image`` or ``box`` is asked).
 
         Returns
         -------
         dict of str to numpy.ndarray
             ``image`` uint8 ``(N, 1, 64, 64)`` (0 or 255), ``factors`` int64 ``(N, 6)`` classes,
-            ``index`` int64 ``(N,)``, and one int64 ``(N,)`` class column per factor; in the order of
-            ``fields`` when given.
+            ``index`` int64 ``(N,)``, ``box`` float32 ``(N, 4)`` (``x0, y0, x1, y1`` of the sprite's pixels,
+            ends exclusive) and one int64 ``(N,)`` class column per factor; in the order of ``fields``
+            when given.
 
         Raises
         ------
@@ -321,9 +324,10 @@ class DSprites:
         wanted = set(fields) if fields is not None else None
         out: dict[str, np.ndarray] = {"factors": classes, "index": indices}
         out.update({name: classes[:, k] for k, name in enumerate(FACTOR_NAMES)})
-        if wanted is None or "image" in wanted:
+        if wanted is None or "image" in wanted or "box" in wanted:
             # 0/1 drawings as the 0-255 pixels every image field holds
             out["image"] = (render(classes) * np.uint8(255))[:, None]
+            out["box"] = foreground_boxes(out["image"])  # black background: the lit pixels are the sprite
         return out if wanted is None else {name: out[name] for name in fields}
 
     def __getitem__(self, index: int) -> tuple[np.ndarray, np.ndarray]:

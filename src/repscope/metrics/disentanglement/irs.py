@@ -118,8 +118,9 @@ def _active_latents(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _group_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Row order that puts the rows of each distinct value together, the group sizes and group starts.
 
-    The groups are numbered in ascending order of value (as ``np.unique`` does); the row order is a stable sort of those numbers,
-    which numpy does by radix sort (linear time) when they fit in 8 or 16 bits.
+    The groups are numbered in ascending order of value (as ``np.unique`` does); the row order is a
+    stable sort of those numbers, which numpy does by radix sort (linear time) when they fit in 8 or 16
+    bits.
     """
     low, high = int(values.min()), int(values.max())
     if high - low <= np.iinfo(np.uint16).max:

@@ -218,7 +218,7 @@ class BetaTCVAETask(_ExtraHyperparameters, VAETask):
 
     Parameters
     ----------
-    latent_dim, lr, image_shape, architecture
+    latent_dim, lr, image_shape, architecture, box_weight
         As :class:`VAETask`.
     beta : float, default=6.0
         Weight of the total correlation; disentanglement_lib's unsupervised study sweeps
@@ -236,8 +236,9 @@ class BetaTCVAETask(_ExtraHyperparameters, VAETask):
         image_shape: Sequence[int] = DIGIT_SHAPE,
         architecture: str | None = None,
         dataset_size: int = DSPRITES_SIZE,
+        box_weight: float = 1.0,
     ) -> None:
-        super().__init__(latent_dim, beta, lr, image_shape, architecture)
+        super().__init__(latent_dim, beta, lr, image_shape, architecture, box_weight)
         if int(dataset_size) < 1:
             raise InvalidArgumentError(f"dataset_size: must be at least 1, got {dataset_size}")
         self._save_extra(dataset_size=int(dataset_size))
@@ -271,7 +272,7 @@ class DIPVAETask(_ExtraHyperparameters, VAETask):
 
     Parameters
     ----------
-    latent_dim, lr, image_shape, architecture
+    latent_dim, lr, image_shape, architecture, box_weight
         As :class:`VAETask`.
     beta : float, default=1.0
         Weight of the KL (1: the ELBO, as in the paper).
@@ -295,8 +296,9 @@ class DIPVAETask(_ExtraHyperparameters, VAETask):
         dip_type: str = "i",
         lambda_od: float = 10.0,
         lambda_d: float | None = None,
+        box_weight: float = 1.0,
     ) -> None:
-        super().__init__(latent_dim, beta, lr, image_shape, architecture)
+        super().__init__(latent_dim, beta, lr, image_shape, architecture, box_weight)
         if dip_type not in ("i", "ii"):
             raise InvalidArgumentError(f"dip_type: expected 'i' or 'ii', got {dip_type!r}")
         if lambda_d is None:
@@ -342,7 +344,7 @@ class FactorVAETask(_ExtraHyperparameters, VAETask):
 
     Parameters
     ----------
-    latent_dim, lr, image_shape, architecture
+    latent_dim, lr, image_shape, architecture, box_weight
         As :class:`VAETask` (``lr``: the encoder's and decoder's Adam).
     beta : float, default=1.0
         Weight of the KL (1: the ELBO, as in the paper).
@@ -368,8 +370,9 @@ class FactorVAETask(_ExtraHyperparameters, VAETask):
         discriminator_width: int = 256,
         discriminator_layers: int = 6,
         lr_discriminator: float = 1e-4,
+        box_weight: float = 1.0,
     ) -> None:
-        super().__init__(latent_dim, beta, lr, image_shape, architecture)
+        super().__init__(latent_dim, beta, lr, image_shape, architecture, box_weight)
         if gamma < 0:
             raise InvalidArgumentError(f"gamma: must be non-negative, got {gamma}")
         self._save_extra(
@@ -428,7 +431,8 @@ class FactorVAETask(_ExtraHyperparameters, VAETask):
     def training_step(self, batch: Any, batch_idx: int) -> None:
         images = batch["image"]
         opt_vae, opt_d = self.optimizers()
-        losses = self.losses(images)
+        with self.box_weighting(batch):
+            losses = self.losses(images)
         opt_vae.zero_grad()
         self.manual_backward(losses["loss"])
         opt_vae.step()

@@ -328,6 +328,8 @@ _SEMI_DOC = """
         ``rho``, latent dimensions per supervised factor (the CANDLE paper uses 1 and 2).
     label_seed : int, default=0
         Which subset is labelled (:func:`labelled_mask`).
+    box_weight : float, default=1.0
+        Weight of the reconstruction inside the ``box`` field's bounding boxes (:class:`VAETask`).
 """
 
 
@@ -349,8 +351,9 @@ class SemiSupervisedVAETask(SemiSupervisedMixin, VAETask):
         factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
         dims_per_factor: int = 1,
         label_seed: int = 0,
+        box_weight: float = 1.0,
     ) -> None:
-        VAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture)
+        VAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture, box_weight)
         self._init_supervision(
             labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
         )
@@ -375,8 +378,9 @@ class SemiSupervisedBetaTCVAETask(SemiSupervisedMixin, BetaTCVAETask):
         factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
         dims_per_factor: int = 1,
         label_seed: int = 0,
+        box_weight: float = 1.0,
     ) -> None:
-        BetaTCVAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture, dataset_size)
+        BetaTCVAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture, dataset_size, box_weight)
         self._init_supervision(
             labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
         )
@@ -403,8 +407,11 @@ class SemiSupervisedDIPVAETask(SemiSupervisedMixin, DIPVAETask):
         factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
         dims_per_factor: int = 1,
         label_seed: int = 0,
+        box_weight: float = 1.0,
     ) -> None:
-        DIPVAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture, dip_type, lambda_od, lambda_d)
+        DIPVAETask.__init__(
+            self, latent_dim, beta, lr, image_shape, architecture, dip_type, lambda_od, lambda_d, box_weight
+        )
         self._init_supervision(
             labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
         )
@@ -433,6 +440,7 @@ class SemiSupervisedFactorVAETask(SemiSupervisedMixin, FactorVAETask):
         factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
         dims_per_factor: int = 1,
         label_seed: int = 0,
+        box_weight: float = 1.0,
     ) -> None:
         FactorVAETask.__init__(
             self,
@@ -445,6 +453,7 @@ class SemiSupervisedFactorVAETask(SemiSupervisedMixin, FactorVAETask):
             discriminator_width,
             discriminator_layers,
             lr_discriminator,
+            box_weight,
         )
         self._init_supervision(
             labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed

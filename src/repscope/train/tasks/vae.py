@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,35 @@ from repscope.train.tasks.base import (
 )
 
 
+def box_weight_map(boxes: torch.Tensor, height: int, width: int, weight: float) -> torch.Tensor:
+    """Per-pixel weights ``(B, 1, height, width)``: ``weight`` inside each image's box, 1 outside.
+
+    A pixel is inside when its centre ``(column + 0.5, row + 0.5)`` lies in ``x0 <= x < x1``,
+    ``y0 <= y < y1`` (the ``box`` field layout of :mod:`repscope.data.boxes`).
+
+    Parameters
+    ----------
+    boxes : torch.Tensor, shape (B, 4)
+        ``(x0, y0, x1, y1)`` in pixels of the images the loss sees.
+    height, width : int
+        Image size.
+    weight : float
+        Weight of the pixels inside.
+
+    Returns
+    -------
+    torch.Tensor
+        float ``(B, 1, height, width)`` on ``boxes``' device.
+    """
+    boxes = boxes.to(torch.float32)
+    x = torch.arange(width, device=boxes.device, dtype=torch.float32) + 0.5
+    y = torch.arange(height, device=boxes.device, dtype=torch.float32) + 0.5
+    inside_x = (x >= boxes[:, 0, None]) & (x < boxes[:, 2, None])  # (B, W)
+    inside_y = (y >= boxes[:, 1, None]) & (y < boxes[:, 3, None])  # (B, H)
+    inside = inside_y[:, :, None] & inside_x[:, None, :]
+    return (1.0 + (weight - 1.0) * inside.to(torch.float32))[:, None]
+
+
 class VAETask(ImageTask):
     """beta-VAE (Higgins et al., 2017) with a Bernoulli likelihood and a standard normal prior.
 
@@ -34,7 +64,17 @@ class VAETask(ImageTask):
     Loss per image, averaged over the batch: ``BCE(x, decoder logits)`` summed over the pixels
     ``+ beta * KL(q(z|x) || N(0, I))`` with ``KL = 1/2 sum(mu^2 + sigma^2 - 1 - log sigma^2)``.
     Subclasses change the regulariser by overriding :meth:`regulariser`.
+
+    ``box_weight`` (default 1: off) multiplies the reconstruction term of the pixels inside each image's
+    bounding box (the batch field ``box``, :mod:`repscope.data.boxes`), as the CANDLE paper (Reddy et
+    al., section 3) proposes when the object is small against a busy background: the object's pixels
+    count more without scaling the whole reconstruction term. It applies in training and validation
+    steps, whose batches then carry ``box``; the likelihood-based outputs (``encode``, ``decode``) are
+    unchanged.
     """
+
+    box_weight_field = "box"
+    _boxes: torch.Tensor | None = None
 
     def __init__(
         self,
@@ -43,12 +83,15 @@ class VAETask(ImageTask):
         lr: float = 1e-3,
         image_shape: Sequence[int] = DIGIT_SHAPE,
         architecture: str | None = None,
+        box_weight: float = 1.0,
     ) -> None:
         super().__init__()
         if latent_dim < 1:
             raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
         if beta < 0:
             raise InvalidArgumentError(f"beta: must be non-negative, got {beta}")
+        if isinstance(box_weight, bool) or not np.isfinite(box_weight) or box_weight <= 0:
+            raise InvalidArgumentError(f"box_weight: must be a positive number, got {box_weight!r}")
         shape = checked_shape(image_shape)
         architecture = architecture or default_architecture(shape)
         self.save_hyperparameters(
@@ -58,8 +101,12 @@ class VAETask(ImageTask):
                 "lr": float(lr),
                 "image_shape": shape,
                 "architecture": architecture,
+                "box_weight": float(box_weight),
             }
         )
+        if box_weight != 1.0:
+            # the subclass's fields (e.g. factors for semi-supervision) plus the boxes
+            self.batch_fields = (*type(self).batch_fields, self.box_weight_field)
         self.encoder, self.decoder = build_autoencoder(architecture, shape, latent_dim)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -91,8 +138,11 @@ class VAETask(ImageTask):
 
         With one reparameterised sample ``z = mu + sigma * eps``, ``eps ~ N(0, I)`` (the global torch RNG)::
 
-            reconstruction = mean_batch sum_pixels BCE(x, sigmoid(decoder logits(z)))
+            reconstruction = mean_batch sum_pixels w(p) BCE(x, sigmoid(decoder logits(z)))
             loss           = reconstruction + beta * KL          (see :meth:`regulariser`)
+
+        with ``w(p) = box_weight`` inside the batch's boxes (when a training or validation step set
+        them) and 1 elsewhere.
 
         Parameters
         ----------
@@ -109,19 +159,51 @@ class VAETask(ImageTask):
         mean, log_var = self.encoder(images)
         z = mean + torch.randn_like(mean) * torch.exp(0.5 * log_var)
         logits = self.decoder(z, logits=True)
-        reconstruction = F.binary_cross_entropy_with_logits(logits, images, reduction="none").flatten(1).sum(1).mean()
+        per_pixel = F.binary_cross_entropy_with_logits(logits, images, reduction="none")
+        if self._boxes is not None:
+            per_pixel = per_pixel * box_weight_map(
+                self._boxes, images.shape[-2], images.shape[-1], self.hparams.box_weight
+            )
+        reconstruction = per_pixel.flatten(1).sum(1).mean()
         parts = self.regulariser(mean, log_var, z)
         regulariser = parts.pop("regulariser")
         return {"loss": reconstruction + regulariser, "reconstruction": reconstruction, **parts}
 
+    @contextmanager
+    def box_weighting(self, batch: Any) -> Iterator[None]:
+        """Within the block, :meth:`losses` weights the reconstruction inside the batch's boxes.
+
+        A no-op when ``box_weight`` is 1. Otherwise the batch must carry the ``box`` field (``(B, 4)``,
+        :mod:`repscope.data.boxes`).
+        """
+        if self.hparams.box_weight == 1.0:
+            yield
+            return
+        boxes = batch.get(self.box_weight_field) if isinstance(batch, dict) else None
+        if boxes is None:
+            raise InvalidArgumentError(
+                f"box_weight: {self.hparams.box_weight} weights the pixels inside bounding boxes, but the batch "
+                f"has no {self.box_weight_field!r} field; use a dataset that gives one (e.g. dsprites) or box_weight 1"
+            )
+        if boxes.ndim != 2 or boxes.shape[1] != 4:
+            raise InvalidArgumentError(f"box: expected shape (B, 4) (x0, y0, x1, y1), got {tuple(boxes.shape)}")
+        previous, self._boxes = self._boxes, boxes
+        try:
+            yield
+        finally:
+            self._boxes = previous
+
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
-        losses = self.losses(batch["image"])
+        with self.box_weighting(batch):
+            losses = self.losses(batch["image"])
         for key, value in losses.items():
             self._log(f"train_{key}", value, len(batch["image"]))
         return losses["loss"]
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
-        for key, value in self.losses(batch["image"]).items():
+        with self.box_weighting(batch):
+            losses = self.losses(batch["image"])
+        for key, value in losses.items():
             self._log(f"val_{key}", value, len(batch["image"]))
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
@@ -201,4 +283,4 @@ class VAETask(ImageTask):
         return self._decode(self.decoder, z)
 
 
-__all__ = ["VAETask"]
+__all__ = ["VAETask", "box_weight_map"]
