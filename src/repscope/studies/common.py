@@ -9,8 +9,9 @@ from typing import Any, Literal
 
 from pydantic import Field
 
+from repscope.errors import InvalidArgumentError
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
-from repscope.train.run import load_task, train
+from repscope.train.run import build_task, load_data, load_task, train
 
 
 class DataSection(Section):
@@ -97,3 +98,34 @@ def train_or_load(
 
 def slug(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "-" for c in label.strip()).strip("-").lower() or "model"
+
+
+def check_members(members: list[MemberModel], data: Named, training: TrainingSection, seed: int, source: str) -> None:
+    """Check every member before a study trains anything: labels that name distinct files, parameters
+    the model takes, and batch fields the dataset gives (the model is built once and dropped).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the member's label and the key at fault.
+    """
+    seen: dict[str, str] = {}
+    for member in members:
+        key = slug(member.label)
+        if key in seen:
+            raise InvalidArgumentError(
+                f"{source}: models: labels {seen[key]!r} and {member.label!r} name the same run directory {key!r}"
+            )
+        seen[key] = member.label
+    dataset = None
+    for member in members:
+        if member.checkpoint:
+            continue
+        config = member_config(member, data, training, seed)
+        where = f"{source}: model {member.label!r}"
+        config.check_params(where)
+        dataset = dataset or load_data(config)
+        try:
+            build_task(config, dataset)
+        except InvalidArgumentError as error:
+            raise InvalidArgumentError(f"{where}: {error}") from None

@@ -10,6 +10,7 @@ DCI disentanglement and SAP; the table has the paper's layout, and each model's 
 
 from __future__ import annotations
 
+import inspect
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +18,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
+from repscope.data.registry import dataset_loader
 from repscope.metrics.disentanglement.dci import dci
 from repscope.metrics.disentanglement.information import mig, sap
 from repscope.metrics.disentanglement.irs import irs, unique_capture
 from repscope.report import Report
 from repscope.report.figures import image_grid
 from repscope.runs import RunDirectory
-from repscope.studies.common import MemberModel, TrainingSection, train_or_load
+from repscope.studies.common import MemberModel, TrainingSection, check_members, slug, train_or_load
 from repscope.studies.disentangle_cg import cg_of_run, train_factor_classifiers
 from repscope.studies.disentangle_score import codes_of_run
 from repscope.train.config import Named, Section, TrainerSection
@@ -67,10 +69,21 @@ class DisentangleStudyConfig(Section):
     seed: int = 0
 
 
+QUICK_TRAIN, QUICK_TEST = 2000, 500
+
+
 def quick(config: DisentangleStudyConfig) -> DisentangleStudyConfig:
-    """Minutes on 2 CPU cores: 2,000 training and 500 test images, one epoch, 300 scored codes."""
+    """Minutes on 2 CPU cores: 2,000 training and 500 test images, one epoch, 300 scored codes.
+
+    The sizes are set through the dataset's ``size`` and ``test_size`` parameters (dSprites'); a dataset
+    without them trains on ``2000 / batch_size`` batches per epoch instead.
+    """
     out = config.model_copy(deep=True)
-    out.data.params = {**out.data.params, "size": 2000, "test_size": 500}
+    accepted = inspect.signature(dataset_loader(out.data.name)).parameters
+    if "size" in accepted and "test_size" in accepted:
+        out.data.params = {**out.data.params, "size": QUICK_TRAIN, "test_size": QUICK_TEST}
+    else:
+        out.training.trainer.limit_train_batches = max(1, QUICK_TRAIN // out.training.batch_size)
     out.training.trainer.max_epochs = 1
     out.classifier_epochs = 1
     out.evaluation_n = min(out.evaluation_n, 300)
@@ -110,6 +123,8 @@ def run_disentangle_study(
     source: str = "config",
     quick: bool = False,
 ) -> Path:
+    data = Named(name=config.data.name, params=config.data.params)
+    check_members(config.models, data, config.training, config.seed, source)
     run = RunDirectory.create("disentangle-study", out=out, root=root)
     run.write_config(config.model_dump(mode="json"))
     report = Report(
@@ -129,10 +144,10 @@ def run_disentangle_study(
     )
     rows, figures = [], []
     for k, member in enumerate(config.models):
-        model_dir = run.path("models", member.label.lower())
+        model_dir = run.path("models", slug(member.label))
         task, _ = train_or_load(
             member,
-            Named(name=config.data.name, params=config.data.params),
+            data,
             config.training,
             config.seed,
             model_dir,
@@ -148,7 +163,7 @@ def run_disentangle_study(
             (
                 member.label,
                 run.save_figure(
-                    f"traversal_{member.label.lower()}",
+                    f"traversal_{slug(member.label)}",
                     image_grid(images, codes.shape[1], config.traversal_steps, row_labels=labels),
                 ),
             )

@@ -150,6 +150,12 @@ class DatasetModule(pl.LightningDataModule):
         super().__init__()
         if "target" in fields and dataset.target is None:
             raise InvalidArgumentError(f"data: dataset {dataset.name} has no target; set data.params.target")
+        missing = [name for name in fields if name != "target" and name not in dataset.fields]
+        if missing:
+            raise InvalidArgumentError(
+                f"data: the model reads the field(s) {', '.join(map(repr, missing))}, which dataset {dataset.name} "
+                f"does not give (it gives {', '.join(dataset.fields)})"
+            )
         self.dataset, self.fields = dataset, tuple(fields)
         self.batch_size, self.seed, self.num_workers = batch_size, seed, num_workers
         n = len(dataset.split("train"))

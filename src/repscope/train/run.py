@@ -93,8 +93,8 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
     ------
     InvalidArgumentError
         When the model is not registered, the data has no image field, a 28x28-digits-only model gets
-        other images, a supervised model gets a dataset without a target, or the task's constructor
-        refuses a parameter.
+        other images, a supervised model gets a dataset without a target, the task's constructor
+        refuses a parameter, or the task reads a batch field the dataset does not give.
     """
     entry = model_entry(config.model.name)
     cls = task_class(config.model.name)
@@ -126,7 +126,14 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
             )
         kwargs["kind"] = dataset.target_kind
         kwargs["num_outputs"] = dataset.num_classes if dataset.target_kind == "classification" else 1
-    return cls(**kwargs)
+    task = cls(**kwargs)
+    missing = [name for name in getattr(task, "batch_fields", ()) if name != "target" and name not in dataset.fields]
+    if missing:
+        raise InvalidArgumentError(
+            f"model {config.model.name!r}: reads the field(s) {', '.join(map(repr, missing))}, which data "
+            f"{dataset.name!r} does not give (it gives {', '.join(dataset.fields)})"
+        )
+    return task
 
 
 def load_data(config: TrainConfig) -> Any:
