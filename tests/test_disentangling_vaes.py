@@ -259,3 +259,18 @@ def test_each_model_trains_through_the_framework_on_dsprites_and_is_scored(tmp_p
     assert np.isfinite(outcome.metrics["final"]["train_loss_epoch"])
     factors, codes, _ = codes_of_run(tmp_path / "run", n=64)
     assert codes.shape == (64, 4) and np.isfinite(codes).all() and factors.shape == (64, 5)
+
+
+@pytest.mark.parametrize("cls", [BetaTCVAETask, DIPVAETask, FactorVAETask])
+def test_colour_64x64_images(cls):
+    # CANDLE's images are colour: the conv64 networks take 3 channels and give colour images back
+    torch.manual_seed(0)
+    task = cls(latent_dim=4, image_shape=(3, 64, 64), architecture="conv64")
+    rng = np.random.default_rng(0)
+    images = rng.integers(0, 256, (6, 64, 64, 3), dtype=np.uint8)
+    losses = task.losses(torch.from_numpy(images).permute(0, 3, 1, 2).float() / 255)
+    assert all(math.isfinite(float(value)) for value in losses.values())
+    # a colour image's Bernoulli reconstruction term covers 3 x 64 x 64 pixels: above 3 * 4096 * log(2) / 2
+    assert float(losses["reconstruction"]) > 3 * 4096 * math.log(2) / 2
+    assert task.encode(images).shape == (6, 4)
+    assert task.decode(np.zeros((2, 4))).shape == (2, 64, 64, 3)
