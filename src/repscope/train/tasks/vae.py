@@ -175,6 +175,21 @@ class VAETask(ImageTask):
 
         A no-op when ``box_weight`` is 1. Otherwise the batch must carry the ``box`` field (``(B, 4)``,
         :mod:`repscope.data.boxes`).
+
+        Parameters
+        ----------
+        batch : dict of str to torch.Tensor
+            A training or validation batch; its ``box`` field is read.
+
+        Returns
+        -------
+        contextlib.AbstractContextManager
+            Active for the ``with`` block; the boxes are dropped on leaving it.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``box_weight`` is not 1 and the batch has no ``box`` field of shape ``(B, 4)``.
         """
         if self.hparams.box_weight == 1.0:
             yield
