@@ -167,6 +167,41 @@ def test_output_target_replaces_only_once_complete(tmp_path):
     assert file.read_text() == "new"
 
 
+def test_an_interrupted_fresh_output_is_kept_and_named_in_the_last_line(tmp_path, capsys):
+    from repscope.cli import _interrupted_exit
+    from repscope.outputs import incomplete_outputs
+
+    run = tmp_path / "study"
+    with pytest.raises(KeyboardInterrupt):
+        with output_target(run, kind="directory") as target:
+            assert target == run
+            run.mkdir()
+            (run / "classifiers").mkdir()  # what a study writes before its models are trained
+            raise KeyboardInterrupt
+    assert (run / "classifiers").is_dir()  # kept: no work is thrown away
+    assert incomplete_outputs()[-1] == (run, "--out", False)
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        assert _interrupted_exit().code == 130  # it ignores SIGINT from then on: restored below
+    finally:
+        signal.signal(signal.SIGINT, before)
+    assert capsys.readouterr().err.strip() == (
+        f"repscope: interrupted; --out {run} holds an incomplete output (pass --overwrite to replace it)"
+    )
+    # a verb that can resume says so; an output never started is not named
+    with pytest.raises(KeyboardInterrupt):
+        with output_target(tmp_path / "train", kind="directory", resume=False) as target:
+            target.mkdir()
+            (target / "checkpoints").mkdir()
+            raise KeyboardInterrupt
+    assert incomplete_outputs()[-1] == (tmp_path / "train", "--out", True)
+    count = len(incomplete_outputs())
+    with pytest.raises(KeyboardInterrupt):
+        with output_target(tmp_path / "never", kind="directory"):
+            raise KeyboardInterrupt
+    assert len(incomplete_outputs()) == count
+
+
 def test_measure_refuses_then_overwrites(digits, tmp_path, capsys):
     out = tmp_path / "m.csv"
     assert invoke("morpho", "measure", digits, "-o", out).exit_code == 0

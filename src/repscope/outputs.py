@@ -25,6 +25,8 @@ from repscope.errors import InvalidArgumentError, OutputExistsError
 
 Kind = Literal["file", "directory"]
 TEMP_PREFIX = ".tmp-"  # the prefix of repscope.fileio: later runs ignore such names
+# outputs a command left incomplete when it stopped (interrupted or failed), for its last message
+_incomplete: list[tuple[Path, str, bool]] = []
 
 
 def _occupied(path: Path) -> bool:
@@ -140,7 +142,12 @@ def output_target(
     """
     path = prepare_output(path, overwrite=overwrite, resume=resume, kind=kind, option=option)
     if not (overwrite and _occupied(path)):
-        yield path
+        try:
+            yield path
+        except BaseException:
+            if _occupied(path):
+                _incomplete.append((path, option, resume is not None))
+            raise
         return
     try:
         target = _temporary_sibling(path, kind)
@@ -156,4 +163,16 @@ def output_target(
     replace_output(target, path)
 
 
-__all__ = ["existing_output_message", "output_target", "prepare_output", "replace_output"]
+def incomplete_outputs() -> list[tuple[Path, str, bool]]:
+    """Outputs written in place by :func:`output_target` whose writer stopped before the end.
+
+    Returns
+    -------
+    list of (pathlib.Path, str, bool)
+        Each output's path, the option that named it and whether its verb can resume it, in the
+        order they stopped.
+    """
+    return list(_incomplete)
+
+
+__all__ = ["existing_output_message", "incomplete_outputs", "output_target", "prepare_output", "replace_output"]

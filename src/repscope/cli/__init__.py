@@ -118,7 +118,14 @@ def _interrupted_exit() -> SystemExit:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:
         pass
-    print("repscope: interrupted", file=sys.stderr, flush=True)
+    from repscope.outputs import incomplete_outputs
+
+    message = "repscope: interrupted"
+    for path, option, can_resume in incomplete_outputs()[-1:]:
+        # what the run wrote so far stays; the next run must resume or replace it explicitly
+        how = "--resume to go on or --overwrite to replace it" if can_resume else "--overwrite to replace it"
+        message += f"; {option} {path} holds an incomplete output (pass {how})"
+    print(message, file=sys.stderr, flush=True)
     return SystemExit(130)
 
 
