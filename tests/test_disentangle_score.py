@@ -26,12 +26,24 @@ def test_the_percentile_interval_of_a_mean_has_the_normal_width():
     # the standard error of a mean of 400 unit normals is 0.05: a 95% interval is about 0.196 wide
     assert interval["high"] - interval["low"] == pytest.approx(2 * 1.96 * codes.std() / 20, rel=0.2)
     assert interval["low"] < codes.mean() < interval["high"]
+    assert interval["mean"] == pytest.approx(codes.mean(), abs=0.01)  # a mean is unbiased under resampling
     assert bootstrap_interval(mean_metric, factors, codes, 50, seed=1) == bootstrap_interval(
         mean_metric, factors, codes, 50, seed=1
     )
     assert set(scalar_scores(mean_metric(factors, codes))) == {"mean"}  # no matrices, no params
     with pytest.raises(InvalidArgumentError, match="--bootstrap"):
         bootstrap_interval(mean_metric, factors, codes, 1)
+
+
+def test_the_resampled_mean_shows_the_shift_of_a_plug_in_score():
+    # the fraction of distinct rows is 1 on the data and about 1 - 1/e on a resample: a shift of -0.37
+    def distinct(factors, codes):
+        return {"distinct": len(np.unique(codes[:, 0])) / len(codes)}
+
+    codes = np.arange(500.0)[:, None]
+    interval = bootstrap_interval(distinct, np.zeros((500, 1), int), codes, 50, seed=0)["distinct"]
+    assert interval["mean"] == pytest.approx(1 - np.exp(-1), abs=0.01)
+    assert interval["high"] < 1.0  # the interval excludes the score: the reason the mean is reported
 
 
 def write(path, **arrays):

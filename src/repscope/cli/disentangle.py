@@ -77,6 +77,9 @@ def score_command(
             bounds = part.get("bootstrap", {}).get(name)
             if bounds:
                 interval = f"  [{bounds['low']:.3f}, {bounds['high']:.3f}]"
+                if not bounds["low"] <= value <= bounds["high"]:
+                    # a plug-in score shifts under resampling: show by how much (bootstrap module)
+                    interval += f" (resampled mean {bounds['mean']:.3f})"
         typer.echo(f"{name}: {value:.4f}{interval}")
     typer.echo(f"written: {out}")
 
