@@ -18,6 +18,7 @@ DATASETS: dict[str, str] = {
     "dsprites": "repscope.data.sprites.datasets:dsprites_dataset",
     "cdsprites": "repscope.data.sprites.datasets:cdsprites_dataset",
     "polymnist": "repscope.data.polymnist:polymnist_dataset",
+    "candle": "repscope.data.candle:candle_dataset",
 }
 
 
@@ -44,7 +45,8 @@ def dataset_loader(name: str) -> Callable[..., Any]:
     Parameters
     ----------
     name : str
-        A key of :data:`DATASETS`: ``"digits"``, ``"morpho-mnist"``, ``"dsprites"``, ``"cdsprites"`` or ``"polymnist"``.
+        A key of :data:`DATASETS`: ``"digits"``, ``"morpho-mnist"``, ``"dsprites"``, ``"cdsprites"``, ``"polymnist"``
+        or ``"candle"``.
 
     Returns
     -------

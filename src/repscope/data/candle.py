@@ -1,0 +1,362 @@
+"""CANDLE (Reddy et al., "On causally disentangled representations"): folders of renders with JSON factors.
+
+A CANDLE folder holds, for each image, ``<name>.png`` and ``<name>.json`` side by side (sub-folders
+are searched too). The JSON has the layout of the published dataset and of our renderer::
+
+    {"scene": "indoor", "lights": "left",
+     "objects": {"Cube_0": {"object_type": "cube", "color": "red", "size": 2, "rotation": 60,
+                            "bounds": [[x0, y0], [x1, y1]]}}}
+
+one object per image. Factors, in this order (:data:`FACTOR_NAMES`):
+
+==============  =======================================================================================
+object          cube, sphere, cylinder, cone, torus
+color           red, blue, yellow, purple, orange
+size            small, medium, large: a name, or an integer class (0-2, or 1-3 when no 0 appears)
+rotation        0, 15, 30, 45, 60, 90 degrees about the vertical axis
+scene           indoor, playground, outdoor, then any other scene names found, sorted (the published
+                set has 16)
+light           left, middle, right (the artificial light's position)
+==============  =======================================================================================
+
+``bounds`` is the object's bounding box in pixels of the stored image, top-left corner first; it is
+scaled with the image to the served size and served as the ``box`` field (:mod:`repscope.data.boxes`).
+The paper's observed-confounding subset keeps each object in two colours only (:data:`CONFOUNDED_COLORS`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from PIL import Image
+
+from repscope.data.boxes import BOX_NAMES
+from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
+from repscope.errors import DataFormatError, InvalidArgumentError
+
+OBJECTS: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "torus")
+COLORS: tuple[str, ...] = ("red", "blue", "yellow", "purple", "orange")
+SIZES: tuple[str, ...] = ("small", "medium", "large")
+ROTATIONS: tuple[int, ...] = (0, 15, 30, 45, 60, 90)
+SCENES: tuple[str, ...] = ("indoor", "playground", "outdoor")
+LIGHTS: tuple[str, ...] = ("left", "middle", "right")
+FACTOR_NAMES: tuple[str, ...] = ("object", "color", "size", "rotation", "scene", "light")
+# the paper's section 5: "cube in red and blue, sphere in blue and yellow, cylinder in yellow and purple,
+# cone in purple and orange and torus in orange and red"
+CONFOUNDED_COLORS: dict[str, tuple[str, str]] = {
+    "cube": ("red", "blue"),
+    "sphere": ("blue", "yellow"),
+    "cylinder": ("yellow", "purple"),
+    "cone": ("purple", "orange"),
+    "torus": ("orange", "red"),
+}
+
+
+def _field(record: dict[str, Any], key: str, path: Path) -> Any:
+    if key not in record:
+        raise DataFormatError(f"{path}: no {key!r} key (CANDLE layout: scene, lights, objects)")
+    return record[key]
+
+
+def _class(value: Any, choices: tuple[Any, ...], key: str, path: Path) -> int:
+    word = value.lower() if isinstance(value, str) else value
+    if word not in choices:
+        raise DataFormatError(f"{path}: {key} {value!r} is not one of {', '.join(map(str, choices))}")
+    return choices.index(word)
+
+
+def read_record(path: str | Path) -> dict[str, Any]:
+    """The factors and the bounding box of one CANDLE JSON file.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.json`` file in the CANDLE layout (module docstring).
+
+    Returns
+    -------
+    dict
+        ``object``, ``color``, ``scene``, ``light`` (lower-case names), ``size`` (a name or an int as
+        stored), ``rotation`` (int degrees) and ``bounds`` (float ``(4,)``: x0, y0, x1, y1 in pixels).
+
+    Raises
+    ------
+    DataFormatError
+        When the file is not JSON, a key is missing, it holds no object or more than one, or a value
+        has the wrong type.
+    """
+    path = Path(path)
+    try:
+        record = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise DataFormatError(f"{path}: not a readable JSON file ({error})") from None
+    if not isinstance(record, dict):
+        raise DataFormatError(f"{path}: expected a JSON object with keys scene, lights, objects")
+    objects = _field(record, "objects", path)
+    if not isinstance(objects, dict) or len(objects) != 1:
+        count = len(objects) if isinstance(objects, dict) else "no"
+        raise DataFormatError(f"{path}: objects must hold exactly one object, got {count}")
+    item = next(iter(objects.values()))
+    if not isinstance(item, dict):
+        raise DataFormatError(f"{path}: objects: expected an object with object_type, color, size, rotation, bounds")
+    bounds = np.asarray(_field(item, "bounds", path), dtype=object)
+    try:
+        box = np.asarray(bounds.tolist(), dtype=np.float64).reshape(-1)
+    except (TypeError, ValueError):
+        box = np.empty(0)
+    if box.shape != (4,) or not np.all(np.isfinite(box)):
+        raise DataFormatError(f"{path}: bounds must be [[x0, y0], [x1, y1]] in pixels, got {item['bounds']!r}")
+    rotation = _field(item, "rotation", path)
+    if isinstance(rotation, bool) or not isinstance(rotation, int | float) or rotation != int(rotation):
+        raise DataFormatError(f"{path}: rotation must be whole degrees, got {rotation!r}")
+    size = _field(item, "size", path)
+    if isinstance(size, bool) or not isinstance(size, str | int):
+        raise DataFormatError(f"{path}: size must be a name or an integer class, got {size!r}")
+    return {
+        "object": str(_field(item, "object_type", path)).lower(),
+        "color": str(_field(item, "color", path)).lower(),
+        "size": size.lower() if isinstance(size, str) else int(size),
+        "rotation": int(rotation),
+        "scene": str(_field(record, "scene", path)).lower(),
+        "light": str(_field(record, "lights", path)).lower(),
+        "bounds": box,
+    }
+
+
+def _size_classes(sizes: list[Any], paths: list[Path]) -> list[int]:
+    numbers = {s for s in sizes if isinstance(s, int)}
+    offset = 1 if numbers and 0 not in numbers and numbers <= {1, 2, 3} else 0
+    out = []
+    for size, path in zip(sizes, paths):
+        if isinstance(size, str):
+            out.append(_class(size, SIZES, "size", path))
+        elif 0 <= size - offset < len(SIZES):
+            out.append(size - offset)
+        else:
+            raise DataFormatError(f"{path}: size {size} is not a class of small, medium, large (0-2 or 1-3)")
+    return out
+
+
+def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]:
+    """Every image of a CANDLE folder, resized, with its factors and scaled bounding box.
+
+    Parameters
+    ----------
+    root : str or Path
+        Folder searched recursively for ``*.json`` files, each beside an image of the same name
+        (``.png``, ``.jpg`` or ``.jpeg``).
+    image_size : int, default 64
+        Side of the square images served (bilinear resizing with antialiasing, as PIL does).
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``image`` uint8 ``(N, 3, S, S)``, ``factors`` int64 ``(N, 6)`` (:data:`FACTOR_NAMES`), ``box``
+        float32 ``(N, 4)`` and ``scenes`` (the scene names, class order), rows in sorted file order.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``root`` is not a folder or holds no JSON file.
+    DataFormatError
+        Naming the file: a JSON without its image, an unreadable image, a bad key or value.
+    """
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise InvalidArgumentError(f"root: {root} is not a folder")
+    files = sorted(root.rglob("*.json"))
+    if not files:
+        raise InvalidArgumentError(f"root: {root} holds no CANDLE .json files")
+    records = [read_record(path) for path in files]
+    scenes = list(SCENES) + sorted({r["scene"] for r in records} - set(SCENES))
+    sizes = _size_classes([r["size"] for r in records], files)
+    images = np.empty((len(files), 3, image_size, image_size), np.uint8)
+    boxes = np.empty((len(files), 4), np.float32)
+    factors = np.empty((len(files), len(FACTOR_NAMES)), np.int64)
+    for row, (path, record) in enumerate(zip(files, records)):
+        image_path = next(
+            (path.with_suffix(s) for s in (".png", ".jpg", ".jpeg") if path.with_suffix(s).exists()), None
+        )
+        if image_path is None:
+            raise DataFormatError(f"{path}: no image beside it ({path.with_suffix('.png').name})")
+        try:
+            with Image.open(image_path) as image:
+                width, height = image.size
+                resized = image.convert("RGB").resize((image_size, image_size), Image.Resampling.BILINEAR)
+        except OSError as error:
+            raise DataFormatError(f"{image_path}: not a readable image ({error})") from None
+        images[row] = np.asarray(resized).transpose(2, 0, 1)
+        scale_x, scale_y = image_size / width, image_size / height
+        boxes[row] = record["bounds"] * np.array([scale_x, scale_y, scale_x, scale_y])
+        factors[row] = [
+            _class(record["object"], OBJECTS, "object_type", path),
+            _class(record["color"], COLORS, "color", path),
+            sizes[row],
+            _class(record["rotation"], ROTATIONS, "rotation", path),
+            scenes.index(record["scene"]),
+            _class(record["light"], LIGHTS, "lights", path),
+        ]
+    return {"image": images, "factors": factors, "box": boxes, "scenes": np.array(scenes)}
+
+
+def confounded_mask(factors: Any) -> np.ndarray:
+    """Rows of the paper's observed-confounding subset: each object in its two colours only.
+
+    Parameters
+    ----------
+    factors : array-like of shape (N, 6)
+        Factor classes in :data:`FACTOR_NAMES` order.
+
+    Returns
+    -------
+    numpy.ndarray
+        bool ``(N,)``.
+    """
+    factors = np.asarray(factors)
+    allowed = np.zeros((len(OBJECTS), len(COLORS)), bool)
+    for name, colours in CONFOUNDED_COLORS.items():
+        allowed[OBJECTS.index(name), [COLORS.index(c) for c in colours]] = True
+    return allowed[factors[:, 0], factors[:, 1]]
+
+
+def paired_rows(factors: Any, differ: list[int], n: int, seed: int = 0) -> np.ndarray:
+    """Pairs of rows that differ in exactly the factors ``differ`` (weak supervision by pairs).
+
+    Pair ``(i, j)``: the same class on every factor not in ``differ`` and a different class on each
+    factor in ``differ``. Drawn uniformly over the first rows ``i`` that have a partner, then over
+    ``i``'s partners.
+
+    Parameters
+    ----------
+    factors : array-like of shape (N, K)
+        Factor classes.
+    differ : list of int
+        Columns that must differ (at least one).
+    n : int
+        Number of pairs.
+    seed : int, default 0
+        Seed of the draw.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 ``(n, 2)`` row indices.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``differ`` is empty or out of range, or no pair exists.
+    """
+    factors = np.asarray(factors)
+    columns = sorted(set(int(k) for k in differ))
+    if not columns or not all(0 <= k < factors.shape[1] for k in columns):
+        raise InvalidArgumentError(f"differ: expected factor columns in 0..{factors.shape[1] - 1}, got {differ}")
+    same = [k for k in range(factors.shape[1]) if k not in columns]
+    _, group = np.unique(factors[:, same], axis=0, return_inverse=True) if same else (None, np.zeros(len(factors)))
+    group = np.asarray(group).reshape(-1)
+    members: dict[int, np.ndarray] = {}
+    for g in np.unique(group):
+        members[int(g)] = np.flatnonzero(group == g)
+    partners = []
+    for i in range(len(factors)):
+        rows = members[int(group[i])]
+        ok = rows[np.all(factors[rows][:, columns] != factors[i, columns], axis=1)]
+        partners.append(ok)
+    firsts = np.array([i for i, p in enumerate(partners) if p.size])
+    if firsts.size == 0:
+        raise InvalidArgumentError(f"differ: no two rows differ in exactly factors {columns}")
+    rng = np.random.default_rng(seed)
+    chosen = rng.choice(firsts, size=int(n))
+    return np.array([[i, rng.choice(partners[i])] for i in chosen], dtype=np.int64).reshape(-1, 2)
+
+
+def candle_dataset(
+    root: str,
+    subset: Literal["all", "confounded"] = "all",
+    image_size: int = 64,
+    test_fraction: float = 0.2,
+    seed: int = 0,
+) -> Dataset:
+    """CANDLE renders (ours or the published folders) as a registered dataset.
+
+    Parameters
+    ----------
+    root : str
+        Folder of ``.png`` + ``.json`` pairs (:func:`read_folder`).
+    subset : {"all", "confounded"}
+        Every image, or the paper's observed-confounding subset (:func:`confounded_mask`).
+    image_size : int
+        Side of the served square images (the models' 64 by default).
+    test_fraction : float
+        Seeded fraction of the images held out as ``test``.
+    seed : int
+        Seed of the split.
+
+    Returns
+    -------
+    Dataset
+        Splits ``train`` and ``test``; fields ``image`` (uint8 ``(3, S, S)``), ``factors`` (int64
+        ``(6,)``), one categorical field per factor, ``box`` (float32 ``(4,)``) and ``index`` (row in
+        the sorted file list).
+
+    Raises
+    ------
+    InvalidArgumentError
+        On a bad argument or a folder without CANDLE files; DataFormatError on a bad file.
+    """
+    if subset not in ("all", "confounded"):
+        raise InvalidArgumentError(f"subset: expected 'all' or 'confounded', got {subset!r}")
+    if isinstance(image_size, bool) or int(image_size) != image_size or image_size < 8:
+        raise InvalidArgumentError(f"image_size: expected an integer of at least 8, got {image_size!r}")
+    if not 0.0 < float(test_fraction) < 1.0:
+        raise InvalidArgumentError(f"test_fraction: expected a number in (0, 1), got {test_fraction!r}")
+    data = read_folder(root, int(image_size))
+    index = np.arange(len(data["factors"]))
+    if subset == "confounded":
+        index = index[confounded_mask(data["factors"])]
+        if index.size == 0:
+            raise InvalidArgumentError(f"subset: no image of {root} is in the confounded subset")
+    if index.size < 2:
+        raise InvalidArgumentError(f"root: {root} gives {index.size} image(s); a train / test split needs 2")
+    order = np.random.default_rng([seed, 31]).permutation(index)
+    n_test = min(max(1, round(test_fraction * index.size)), index.size - 1)
+    scenes = tuple(str(s) for s in data["scenes"])
+    sizes = (len(OBJECTS), len(COLORS), len(SIZES), len(ROTATIONS), len(scenes), len(LIGHTS))
+    words = (OBJECTS, COLORS, SIZES, tuple(map(str, ROTATIONS)), scenes, LIGHTS)
+
+    def split(rows: np.ndarray) -> ArraySplit:
+        rows = np.sort(rows)
+        arrays = {"image": data["image"][rows], "factors": data["factors"][rows], "box": data["box"][rows]}
+        arrays["index"] = rows.astype(np.int64)
+        arrays.update({name: data["factors"][rows, k] for k, name in enumerate(FACTOR_NAMES)})
+        return ArraySplit(arrays)
+
+    fields = {
+        "image": FieldSpec("image", (3, int(image_size), int(image_size)), "uint8", description="CANDLE render"),
+        "factors": FieldSpec("categorical", (len(FACTOR_NAMES),), "int64", max(sizes), FACTOR_NAMES, "factor classes"),
+        "box": FieldSpec("continuous", (4,), "float32", names=BOX_NAMES, description="object's bounding box, pixels"),
+        "index": FieldSpec("index", (), "int64", description="row in the folder's sorted file list"),
+    }
+    for name, count, names in zip(FACTOR_NAMES, sizes, words):
+        fields[name] = FieldSpec("categorical", (), "int64", count, names, f"{name} class")
+    return Dataset(
+        "candle",
+        {"train": split(order[n_test:]), "test": split(order[:n_test])},
+        fields,
+        None,
+        f"CANDLE ({subset}): {index.size - n_test} training and {n_test} test images from {root}",
+    )
+
+
+__all__ = [
+    "CONFOUNDED_COLORS",
+    "FACTOR_NAMES",
+    "candle_dataset",
+    "confounded_mask",
+    "paired_rows",
+    "read_folder",
+    "read_record",
+]
