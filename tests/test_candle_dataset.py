@@ -158,14 +158,14 @@ def test_registered_dataset_trains_a_box_weighted_model(folder, tmp_path):
     assert sum(counts.values()) == len(OBJECTS) * 2 * 3 * 2 and counts["test"] == 12  # 2 colours per object
     assert confounded.image_shape == (3, 64, 64)
     config = TrainConfig(
-        model=Named(
-            name="beta-vae-semi", params={"latent_dim": 6, "box_weight": 5.0, "factor_sizes": [5, 5, 3, 6, 3, 3]}
-        ),
+        model=Named(name="beta-vae-semi", params={"latent_dim": 6, "box_weight": 5.0}),
         data=Named(name="candle", params={"root": str(folder)}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=32,
     )
     outcome = fit(config, out=tmp_path / "run")
     assert np.isfinite(outcome.metrics["final"]["train_loss_epoch"])
+    # the factor class counts come from the data (one scene in this folder, so 3 by the canonical names)
+    assert list(outcome.task.hparams.factor_sizes) == [5, 5, 3, 6, 3, 3]
     factors, codes, _ = codes_of_run(tmp_path / "run", n=20)
     assert codes.shape == (20, 6) and factors.shape[0] == 20

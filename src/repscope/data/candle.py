@@ -279,6 +279,7 @@ def candle_dataset(
     image_size: int = 64,
     test_fraction: float = 0.2,
     seed: int = 0,
+    target: Literal["object", "color", "size", "rotation", "scene", "light"] | None = None,
 ) -> Dataset:
     """CANDLE renders (ours or the published folders) as a registered dataset.
 
@@ -294,6 +295,8 @@ def candle_dataset(
         Seeded fraction of the images held out as ``test``.
     seed : int
         Seed of the split.
+    target : str, optional
+        A factor a supervised model learns (its class), e.g. the factor classifiers CG judges with.
 
     Returns
     -------
@@ -307,6 +310,8 @@ def candle_dataset(
     InvalidArgumentError
         On a bad argument or a folder without CANDLE files; DataFormatError on a bad file.
     """
+    if target is not None and target not in FACTOR_NAMES:
+        raise InvalidArgumentError(f"target: expected one of {', '.join(FACTOR_NAMES)}, got {target!r}")
     if subset not in ("all", "confounded"):
         raise InvalidArgumentError(f"subset: expected 'all' or 'confounded', got {subset!r}")
     if isinstance(image_size, bool) or int(image_size) != image_size or image_size < 8:
@@ -346,7 +351,7 @@ def candle_dataset(
         "candle",
         {"train": split(order[n_test:]), "test": split(order[:n_test])},
         fields,
-        None,
+        target,
         f"CANDLE ({subset}): {index.size - n_test} training and {n_test} test images from {root}",
     )
 

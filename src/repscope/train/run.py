@@ -75,7 +75,8 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
     for the supervised family, its target (classification with the target's classes, or regression).
 
     The constructor gets the registry entry's defaults, overridden by ``config.model.params``, overridden
-    by the entry's fixed parameters; then ``image_shape``, ``kind`` and ``num_outputs`` from the data.
+    by the entry's fixed parameters; then ``image_shape``, ``kind`` and ``num_outputs`` from the data,
+    and ``factor_sizes`` (semi-supervised models) from the data's ``factors`` field unless given.
 
     Parameters
     ----------
@@ -118,6 +119,12 @@ def build_task(config: TrainConfig, dataset: Any) -> Any:
             name: {"shape": list(spec.shape), "classes": spec.classes, "kind": spec.kind}
             for name, spec in dataset.fields.items()
         }
+    factors = dataset.fields.get("factors")
+    if "factor_sizes" in accepted and "factor_sizes" not in config.model.params and factors is not None:
+        # semi-supervised models: the class count of each factor column, from the data's factor fields
+        sizes = [dataset.fields[name].classes for name in factors.names if name in dataset.fields]
+        if len(sizes) == factors.shape[0] and all(sizes):
+            kwargs["factor_sizes"] = sizes
     if entry.supervised:
         if dataset.target_kind == "none":
             raise InvalidArgumentError(
