@@ -255,16 +255,19 @@ def paired_rows(factors: Any, differ: list[int], n: int, seed: int = 0) -> np.nd
     if not columns or not all(0 <= k < factors.shape[1] for k in columns):
         raise InvalidArgumentError(f"differ: expected factor columns in 0..{factors.shape[1] - 1}, got {differ}")
     same = [k for k in range(factors.shape[1]) if k not in columns]
-    _, group = np.unique(factors[:, same], axis=0, return_inverse=True) if same else (None, np.zeros(len(factors)))
-    group = np.asarray(group).reshape(-1)
-    members: dict[int, np.ndarray] = {}
-    for g in np.unique(group):
-        members[int(g)] = np.flatnonzero(group == g)
-    partners = []
-    for i in range(len(factors)):
-        rows = members[int(group[i])]
-        ok = rows[np.all(factors[rows][:, columns] != factors[i, columns], axis=1)]
-        partners.append(ok)
+    if same:
+        _, group = np.unique(factors[:, same], axis=0, return_inverse=True)
+        group = np.asarray(group).reshape(-1)
+    else:
+        group = np.zeros(len(factors), np.int64)
+    # the rows of each group, from one sort (not one scan of every row per group)
+    order = np.argsort(group, kind="stable")
+    members = np.split(order, np.flatnonzero(np.diff(group[order])) + 1)
+    partners: list[np.ndarray] = [np.empty(0, np.int64)] * len(factors)
+    for rows in members:
+        chosen = factors[rows][:, columns]
+        for position, row in enumerate(rows):  # one row against its group: memory stays linear
+            partners[row] = rows[np.all(chosen != chosen[position], axis=1)]
     firsts = np.array([i for i, p in enumerate(partners) if p.size])
     if firsts.size == 0:
         raise InvalidArgumentError(f"differ: no two rows differ in exactly factors {columns}")
