@@ -49,6 +49,7 @@ def _root(
 
 
 def _register_areas() -> None:
+    from repscope.cli import candle as candle_cli
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
     from repscope.cli import disentangle as disentangle_cli
@@ -76,6 +77,11 @@ def _register_areas() -> None:
         disentangle_cli.app,
         name="disentangle",
         help="Disentanglement: metrics (IRS, UC, CG, MIG, DCI, SAP, ...), factor classifiers, the dSprites study.",
+    )
+    app.add_typer(
+        candle_cli.app,
+        name="candle",
+        help="CANDLE: render the causal scene grid (Blender), the disentanglement study on it.",
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)

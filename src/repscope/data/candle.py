@@ -147,7 +147,8 @@ def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]
     ----------
     root : str or Path
         Folder searched recursively for ``*.json`` files, each beside an image of the same name
-        (``.png``, ``.jpg`` or ``.jpeg``).
+        (``.png``, ``.jpg`` or ``.jpeg``); hidden files and folders and our renders' ``render.json``
+        are left out.
     image_size : int, default 64
         Side of the square images served (bilinear resizing with antialiasing, as PIL does).
 
@@ -167,7 +168,13 @@ def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]
     root = Path(root).expanduser()
     if not root.is_dir():
         raise InvalidArgumentError(f"root: {root} is not a folder")
-    files = sorted(root.rglob("*.json"))
+    # our renders keep their manifest (render.json) and bookkeeping (hidden folders) beside the images
+    files = sorted(
+        path
+        for path in root.rglob("*.json")
+        if not any(part.startswith(".") for part in path.relative_to(root).parts)
+        and path.relative_to(root) != Path("render.json")
+    )
     if not files:
         raise InvalidArgumentError(f"root: {root} holds no CANDLE .json files")
     records = [read_record(path) for path in files]

@@ -68,6 +68,14 @@ STUDIES: tuple[StudyEntry, ...] = (
         "Disentanglement VAEs on dSprites scored on IRS, UC and CG (rho 1, 2), MIG, DCI, SAP: the CANDLE Table 2.",
     ),
     StudyEntry(
+        "candle",
+        "study",
+        "repscope.studies.candle_study",
+        "CandleStudyConfig",
+        "run_candle_study",
+        "The disentanglement study on CANDLE's confounded subset (renders it first): IRS, UC, CG (Table 2).",
+    ),
+    StudyEntry(
         "morpho",
         "diversity",
         "repscope.studies.morpho_diversity",
