@@ -50,6 +50,7 @@ def render_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out"),
 ) -> None:
     """Render CANDLE images with Blender Cycles (pip install 'repscope[candle]'); default: the 4,050-point grid."""
+    from repscope.data.candle_grid import GRID_FACTORS
     from repscope.data.candle_render import RenderSettings, parse_resolution, render_grid, select_points
     from repscope.data.candle_scene import hdri_files, import_bpy
     from repscope.errors import InvalidArgumentError
@@ -73,7 +74,7 @@ def render_command(
         raise InvalidArgumentError(f"--samples: expected a positive integer, got {samples}")
     points = select_points(grid, limit, subset, shard)
     if hdri_dir is not None:
-        hdri_files(hdri_dir, sorted({point["scene"] for point in points}))
+        hdri_files(hdri_dir, [scene for scene in GRID_FACTORS["scene"] if any(p["scene"] == scene for p in points)])
     import_bpy()  # before anything is written: a missing extra is one line, not an empty folder
     with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
         summary = render_grid(
@@ -88,7 +89,8 @@ def render_command(
     per_image = summary["seconds_per_image"]
     speed = f", {per_image:.2f} s per image on {summary['device']}" if per_image else ""
     typer.echo(
-        f"rendered {summary['rendered']} images ({summary['skipped']} already there) of {summary['points']} "
+        f"rendered {summary['rendered']} image{'' if summary['rendered'] == 1 else 's'} "
+        f"({summary['skipped']} already there) of {summary['points']} "
         f"in {format_seconds(summary['seconds'])}{speed}"
     )
     typer.echo(f"written: {out}")

@@ -235,6 +235,7 @@ def render_points(
         device=settings.device,
         hdri_dir=settings.hdri_dir,
         threads=settings.threads,
+        scenes=sorted({point["scene"] for point in pending}),
     )
     summary["setup_seconds"] = round(time.perf_counter() - clock, 3)
     summary["device"] = stage.device

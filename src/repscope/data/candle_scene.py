@@ -33,8 +33,11 @@ into the image, in pixels with the origin at the top-left corner, ``[[x0, y0], [
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +83,10 @@ def import_bpy() -> Any:
         When ``bpy`` is not installed (it is the ``repscope[candle]`` extra; wheels exist for one
         Python version per Blender release: Python 3.11 for Blender 4.1-5.0).
     """
+    if "bpy" not in sys.modules:
+        # a process spawned from one that imported bpy inherits Blender's script folders on sys.path;
+        # their Python-side bpy package would shadow the compiled module, which adds them back itself
+        sys.path[:] = [entry for entry in sys.path if not _blender_script_folder(entry)]
     try:
         import bpy  # noqa: PLC0415 -- optional extra, ~1 GB, loaded only to render
     except ImportError as exc:
@@ -88,6 +95,31 @@ def import_bpy() -> Any:
             f"(bpy wheels need Python 3.11 for Blender 4.1-5.0) ({exc})"
         ) from None
     return bpy
+
+
+@contextlib.contextmanager
+def blender_stdout_silenced() -> Iterator[None]:
+    """Send what Blender's C code prints on stdout (Cycles' notes on GPU libraries it does not find,
+    render statistics) to /dev/null inside the block; Python's own output is flushed first."""
+    sys.stdout.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:  # no stdout at all
+        yield
+        return
+    with open(os.devnull, "wb") as sink:
+        os.dup2(sink.fileno(), 1)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            os.dup2(saved, 1)
+            os.close(saved)
+
+
+def _blender_script_folder(entry: str) -> bool:
+    parts = Path(entry).parts
+    return "scripts" in parts and ("bpy" in parts or "blender" in parts)
 
 
 def hdri_files(hdri_dir: str | Path, scenes: list[str]) -> dict[str, Path]:
@@ -143,6 +175,9 @@ class CandleStage:
         Folder of ``<scene>.hdr|.exr`` panoramas to light and show instead of the procedural scenes.
     threads : int, default 0
         CPU threads of Cycles (0: every core).
+    scenes : list of str, optional
+        The scenes this stage will render (default: the grid's three); only their sets are built,
+        and only their HDRIs are needed.
 
     Raises
     ------
@@ -158,6 +193,7 @@ class CandleStage:
         device: str = "auto",
         hdri_dir: str | Path | None = None,
         threads: int = 0,
+        scenes: list[str] | None = None,
     ) -> None:
         width, height = (int(v) for v in resolution)
         if width < 16 or height < 16:
@@ -168,14 +204,21 @@ class CandleStage:
             raise InvalidArgumentError(f"--device: expected auto, cpu or gpu, got {device!r}")
         from repscope.data.candle_grid import GRID_FACTORS  # noqa: PLC0415
 
-        self.scenes = list(GRID_FACTORS["scene"])
+        self.scenes = [name for name in GRID_FACTORS["scene"] if scenes is None or name in scenes]
+        unknown = sorted(set(scenes or ()) - set(GRID_FACTORS["scene"]))
+        if unknown or not self.scenes:
+            raise InvalidArgumentError(f"scenes: expected some of {GRID_FACTORS['scene']}, got {scenes!r}")
         self.hdri = hdri_files(hdri_dir, self.scenes) if hdri_dir is not None else None
         self.bpy = import_bpy()
         self.width, self.height = width, height
+        with blender_stdout_silenced():
+            self._build(int(samples), bool(denoise), int(threads), device)
+
+    def _build(self, samples: int, denoise: bool, threads: int, device: str) -> None:
         bpy = self.bpy
         bpy.ops.wm.read_factory_settings(use_empty=True)
         self.scene = bpy.context.scene
-        self._render_settings(int(samples), bool(denoise), int(threads))
+        self._render_settings(samples, denoise, threads)
         self.device = self._choose_device(device)
         self._materials: dict[str, Any] = {}
         self._build_floor()
@@ -240,7 +283,7 @@ class CandleStage:
     def _material(self, name: str, rgb: tuple[float, float, float], roughness: float = 0.6, noise: float = 0.0) -> Any:
         """A Principled BSDF of colour ``rgb``; ``noise`` > 0 mottles it (wood, grass, pavement)."""
         material = self.bpy.data.materials.new(name)
-        material.use_nodes = True
+        _use_nodes(material)
         nodes, links = material.node_tree.nodes, material.node_tree.links
         shader = nodes.get("Principled BSDF")
         shader.inputs["Roughness"].default_value = roughness
@@ -360,7 +403,7 @@ class CandleStage:
     def _world(self, name: str, horizon: tuple[float, ...], zenith: tuple[float, ...] | None) -> Any:
         """A world of one colour, or a sky from ``horizon`` to ``zenith`` by the view's elevation."""
         world = self.bpy.data.worlds.new(name)
-        world.use_nodes = True
+        _use_nodes(world)
         nodes, links = world.node_tree.nodes, world.node_tree.links
         background = nodes.get("Background")
         background.inputs["Color"].default_value = (*horizon, 1.0)
@@ -378,7 +421,7 @@ class CandleStage:
 
     def _hdri_world(self, name: str, path: Path) -> Any:
         world = self.bpy.data.worlds.new(f"hdri {name}")
-        world.use_nodes = True
+        _use_nodes(world)
         nodes, links = world.node_tree.nodes, world.node_tree.links
         texture = nodes.new("ShaderNodeTexEnvironment")
         try:
@@ -524,6 +567,8 @@ class CandleStage:
         for name, values in GRID_FACTORS.items():
             if point[name] not in values:
                 raise InvalidArgumentError(f"point: {name} {point[name]!r} is not one of {values}")
+        if point["scene"] not in self._scene_sets:
+            raise InvalidArgumentError(f"point: scene {point['scene']!r} is not one of this stage's {self.scenes}")
         bpy = self.bpy
         rng = np.random.default_rng(int(seed))
         u = float(rng.uniform())  # draw order is fixed: U, camera, then the object's position
@@ -563,7 +608,8 @@ class CandleStage:
         offset = LIGHT_OFFSETS[point["light"]]
         self.light.location = (x + offset[0], y + offset[1], offset[2])
         self.scene.cycles.seed = int(seed) % (2**31)
-        bpy.ops.render.render(write_still=False)
+        with blender_stdout_silenced():
+            bpy.ops.render.render(write_still=False)
         path = Path(path)
         partial = path.with_name(f".{path.name}.part")
         bpy.data.images["Render Result"].save_render(filepath=str(partial))
@@ -590,6 +636,12 @@ class CandleStage:
             "camera": camera,
             "position": [round(float(x), 4), round(float(y), 4)],
         }
+
+
+def _use_nodes(owner: Any) -> None:
+    # Blender 5 gives every material and world a node tree and deprecates the switch
+    if owner.node_tree is None:
+        owner.use_nodes = True
 
 
 def _scale_matrix(factor: float) -> Any:
