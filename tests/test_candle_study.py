@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pandas as pd
-import yaml
 import pytest
+import yaml
 
 from repscope.data.candle import read_folder
 from repscope.studies.candle_study import QUICK_GRID, CandleStudyConfig, quick, render_folder, run_candle_study
