@@ -18,10 +18,11 @@ The causal graph of the paper (section 3, Fig. 2):
   lighting the object, whose floor then only catches shadows.
 * **light**: an artificial point light that casts the object's shadow from the ``left``, ``middle``
   (overhead) or ``right``, placed relative to the object.
-* **U**, the unobserved confounder: the scene's own light (lamp power indoors; the sun's elevation,
-  colour and strength outside; the HDRI's strength), drawn per image. It acts on the scene's look and
-  on the artificial light's effect (its shadow and highlights stand out less in a bright scene). Its
-  value is stored in the JSON under ``confounder`` for analysis; the factors leave it out.
+* **U**, the unobserved confounder: the scene's own light (lamp power and ambient level indoors; the
+  sun's elevation, direction, colour and strength outside; the HDRI's strength), drawn per image. It
+  acts on the scene's look and on the artificial light's effect (its shadow and highlights stand out
+  less in a bright scene). Its value is stored in the JSON under ``confounder`` for analysis; the
+  factors leave it out.
 * The camera looks at the floor from 1.9 m with a seeded jitter of a few centimetres and about a
   degree per image.
 
@@ -61,6 +62,7 @@ LIGHT_OFFSETS: dict[str, tuple[float, float, float]] = {
     "right": (2.2, -0.8, 2.2),
 }
 LIGHT_WATTS = 450.0
+SKY_STRENGTH = 0.7
 HDRI_SUFFIXES = (".hdr", ".exr")
 CAMERA_LOCATION = (0.0, -7.0, 1.9)
 CAMERA_TARGET = (0.0, 0.0, 0.25)
@@ -417,6 +419,7 @@ class CandleStage:
             links.new(coordinates.outputs["Generated"], separate.inputs["Vector"])
             links.new(separate.outputs["Z"], ramp.inputs["Fac"])
             links.new(ramp.outputs["Color"], background.inputs["Color"])
+            background.inputs["Strength"].default_value = SKY_STRENGTH
         return world
 
     def _hdri_world(self, name: str, path: Path) -> Any:
@@ -536,7 +539,8 @@ class CandleStage:
         warm = 1.0 - u
         own.data.color = (1.0, 0.97 - 0.25 * warm * low, 0.92 - 0.45 * warm * low)
         own.data.energy = 1.0 + 3.0 * u
-        background.inputs["Strength"].default_value = 0.35 + 0.65 * u
+        # the sky is left as built (SKY_STRENGTH): touching a textured world makes Cycles rebuild its
+        # lighting data (0.6 s an image); U acts through the sun, whose shading and shadows cover the scene
 
     def render(self, point: dict[str, Any], seed: int, path: str | Path) -> dict[str, Any]:
         """Render one grid point to ``path`` (a PNG, written atomically) and return its JSON record.

@@ -21,7 +21,7 @@ from repscope.cache import exclusive_lock
 from repscope.data.candle import FACTOR_NAMES
 from repscope.data.candle_render import RenderSettings, parse_resolution, render_grid, select_points
 from repscope.data.sources import repscope_home
-from repscope.studies.common import MemberModel
+from repscope.studies.common import MemberModel, TrainingSection
 from repscope.studies.disentangle_study import (
     PAPER_TABLE2_CANDLE,
     DisentangleStudyConfig,
@@ -29,7 +29,7 @@ from repscope.studies.disentangle_study import (
     run_disentangle_study,
 )
 from repscope.studies.disentangle_study import quick as disentangle_quick
-from repscope.train.config import Section
+from repscope.train.config import Section, TrainerSection
 
 BOX_WEIGHT = 10.0
 
@@ -65,7 +65,11 @@ class CandleStudyConfig(DisentangleStudyConfig):
         )
     )
     models: list[MemberModel] = Field(default_factory=_candle_models)
-    classifier_epochs: int = Field(10, ge=1)
+    # 1,296 training images (of the subset's 1,620): many epochs make the steps of the dSprites study
+    training: TrainingSection = Field(
+        default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=100), batch_size=64)
+    )
+    classifier_epochs: int = Field(30, ge=1)
     evaluation_n: int = Field(1000, ge=10)
 
 
