@@ -37,7 +37,9 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import signal
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,31 @@ def blender_stdout_silenced() -> Iterator[None]:
             sys.stdout.flush()
             os.dup2(saved, 1)
             os.close(saved)
+
+
+@contextlib.contextmanager
+def interrupt_deferred() -> Iterator[None]:
+    """Hold Ctrl-C until the block ends, then deliver it.
+
+    Blender runs the render inside its own Python callback and swallows a KeyboardInterrupt raised
+    there (printing a traceback and rendering on), so SIGINT is recorded during the block and handed
+    to the previous handler (or raised as KeyboardInterrupt) once the image is written: an
+    interrupted render stops within one image. Outside the main thread the block runs as it is.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[tuple[int, Any]] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append((signum, frame)))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if received:
+        if callable(previous):
+            previous(*received[0])
+        elif previous != signal.SIG_IGN:
+            raise KeyboardInterrupt
 
 
 def _blender_script_folder(entry: str) -> bool:
@@ -612,12 +639,12 @@ class CandleStage:
         offset = LIGHT_OFFSETS[point["light"]]
         self.light.location = (x + offset[0], y + offset[1], offset[2])
         self.scene.cycles.seed = int(seed) % (2**31)
-        with blender_stdout_silenced():
-            bpy.ops.render.render(write_still=False)
         path = Path(path)
         partial = path.with_name(f".{path.name}.part")
-        bpy.data.images["Render Result"].save_render(filepath=str(partial))
-        os.replace(partial, path)
+        with interrupt_deferred(), blender_stdout_silenced():
+            bpy.ops.render.render(write_still=False)
+            bpy.data.images["Render Result"].save_render(filepath=str(partial))
+            os.replace(partial, path)
         label = f"{point['object'].capitalize()}_0"
         return {
             "scene": scene_name,
