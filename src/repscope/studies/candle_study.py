@@ -20,6 +20,7 @@ from pydantic import Field
 from repscope.cache import exclusive_lock
 from repscope.data.candle import FACTOR_NAMES
 from repscope.data.candle_render import RenderSettings, parse_resolution, render_grid, select_points
+from repscope.data.candle_scene import import_bpy
 from repscope.data.sources import repscope_home
 from repscope.studies.common import MemberModel, TrainingSection
 from repscope.studies.disentangle_study import (
@@ -96,6 +97,7 @@ def render_folder(section: CandleRenderSection, home: Path | None = None) -> Pat
     (made, or continued, under ``$REPSCOPE_HOME/candle/``)."""
     if section.root is not None:
         return Path(section.root).expanduser()
+    import_bpy()  # a missing extra is one line before anything is written
     settings = RenderSettings(
         resolution=parse_resolution(section.resolution),
         samples=section.samples,
