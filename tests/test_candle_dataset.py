@@ -7,14 +7,17 @@ import json
 import logging
 
 import numpy as np
+import pandas as pd
 import pytest
 from PIL import Image
 
 from repscope.data.boxes import box_masks
 from repscope.data.candle import (
     COLORS,
+    CONFOUNDED_COLORS,
     OBJECTS,
     confounded_mask,
+    pair_table,
     paired_rows,
     read_folder,
     read_record,
@@ -146,6 +149,34 @@ def test_pairs_differ_in_exactly_the_chosen_factors(folder):
     # the light changes with the file index, so no two renders differ in the light alone
     with pytest.raises(InvalidArgumentError, match="no two rows differ"):
         paired_rows(factors, [5], 5)
+
+
+def test_pairs_from_the_cli_name_files_whose_json_differs_as_asked(folder, tmp_path, capsys):
+    from repscope.cli import main
+
+    out = tmp_path / "pairs.csv"
+    with pytest.raises(SystemExit) as exit_:
+        main(
+            ["candle", "pairs", str(folder), "--differ", "object", "--differ", "color", "--n", "30", "--out", str(out)]
+        )
+    assert exit_.value.code in (0, None)
+    assert "30 pairs differing in object, color" in capsys.readouterr().out
+    table = pd.read_csv(out, dtype=str)
+    assert len(table) == 30
+    for _, row in table.iterrows():
+        first = read_record((folder / row["first"]).with_suffix(".json"))
+        second = read_record((folder / row["second"]).with_suffix(".json"))
+        assert first["color"] == row["color_first"] and second["color"] == row["color_second"]
+        assert first["color"] != second["color"] and first["object"] != second["object"]
+        assert all(first[name] == second[name] for name in ("size", "rotation", "scene", "light"))
+    # the confounded subset: both images of each pair keep their object's two colours
+    confounded = pair_table(folder, ["object"], 40, seed=2, subset="confounded")
+    allowed = {(obj, color) for obj, colors in CONFOUNDED_COLORS.items() for color in colors}
+    assert set(zip(confounded["object_first"], confounded["color_first"])) <= allowed
+    with pytest.raises(InvalidArgumentError, match="--differ"):
+        pair_table(folder, ["colour"], 5)
+    with pytest.raises(InvalidArgumentError, match="--differ light: no two images"):
+        pair_table(folder, ["light"], 5)  # the light changes with the file index
 
 
 def test_registered_dataset_trains_a_box_weighted_model(folder, tmp_path):

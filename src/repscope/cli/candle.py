@@ -96,5 +96,28 @@ def render_command(
     typer.echo(f"written: {out}")
 
 
+@app.command("pairs")
+def pairs_command(
+    root: Path = typer.Argument(..., help="a CANDLE folder: ours or the published files (<name>.png + <name>.json)"),
+    differ: List[str] = typer.Option(
+        ..., "--differ", help="factor that differs within a pair (repeat): object, color, size, rotation, scene, light"
+    ),
+    n: int = typer.Option(1000, "--n", help="pairs to draw (with replacement)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the draw"),
+    subset: SUBSET_CHOICES = typer.Option("all", "--subset", help="confounded: the paper's subset only"),
+    out: Path = typer.Option(..., "--out", "-o", help="CSV: first, second (files), <factor>_first, <factor>_second"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out"),
+) -> None:
+    """Pairs of images that differ in exactly the chosen factors (weak supervision), as a CSV."""
+    from repscope.data.candle import pair_table
+    from repscope.fileio import write_text_atomic
+    from repscope.outputs import prepare_output
+
+    prepare_output(out, overwrite=overwrite, kind="file")
+    table = pair_table(root, list(differ), n, seed, subset)
+    write_text_atomic(out, table.to_csv(index=False))
+    typer.echo(f"{len(table)} pairs differing in {', '.join(differ)}; written: {out}")
+
+
 # studies: repscope candle <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...] (the registry)
 add_study_commands(app, "candle")

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
+import pandas as pd
 from PIL import Image
 
 from repscope.data.boxes import BOX_NAMES
@@ -140,6 +141,69 @@ def _size_classes(sizes: list[Any], paths: list[Path]) -> list[int]:
     return out
 
 
+def folder_records(root: str | Path) -> dict[str, Any]:
+    """The JSON records of a CANDLE folder as factor classes, without reading the images.
+
+    Parameters
+    ----------
+    root : str or Path
+        Folder searched recursively for ``*.json`` files; hidden files and folders and our renders'
+        ``render.json`` are left out.
+
+    Returns
+    -------
+    dict
+        ``files`` (list of Path, sorted), ``factors`` int64 ``(N, 6)`` (:data:`FACTOR_NAMES`),
+        ``bounds`` float64 ``(N, 4)`` in pixels of the stored images and ``scenes`` (the scene names,
+        class order).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``root`` is not a folder or holds no JSON file.
+    DataFormatError
+        Naming the file: a bad key or value.
+    """
+    root = Path(root).expanduser()
+    if not root.is_dir():
+        raise InvalidArgumentError(f"root: {root} is not a folder")
+    # our renders keep their manifest (render.json) and bookkeeping (hidden folders) beside the images
+    files = sorted(
+        path
+        for path in root.rglob("*.json")
+        if not any(part.startswith(".") for part in path.relative_to(root).parts)
+        and path.relative_to(root) != Path("render.json")
+    )
+    if not files:
+        raise InvalidArgumentError(f"root: {root} holds no CANDLE .json files")
+    records = [read_record(path) for path in files]
+    scenes = list(SCENES) + sorted({r["scene"] for r in records} - set(SCENES))
+    sizes = _size_classes([r["size"] for r in records], files)
+    factors = np.array(
+        [
+            [
+                _class(record["object"], OBJECTS, "object_type", path),
+                _class(record["color"], COLORS, "color", path),
+                size,
+                _class(record["rotation"], ROTATIONS, "rotation", path),
+                scenes.index(record["scene"]),
+                _class(record["light"], LIGHTS, "lights", path),
+            ]
+            for path, record, size in zip(files, records, sizes)
+        ],
+        dtype=np.int64,
+    ).reshape(-1, len(FACTOR_NAMES))
+    bounds = np.array([record["bounds"] for record in records], dtype=np.float64).reshape(-1, 4)
+    return {"files": files, "factors": factors, "bounds": bounds, "scenes": scenes}
+
+
+def _image_of(path: Path) -> Path:
+    for suffix in (".png", ".jpg", ".jpeg"):
+        if path.with_suffix(suffix).exists():
+            return path.with_suffix(suffix)
+    raise DataFormatError(f"{path}: no image beside it ({path.with_suffix('.png').name})")
+
+
 def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]:
     """Every image of a CANDLE folder, resized, with its factors and scaled bounding box.
 
@@ -165,30 +229,12 @@ def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]
     DataFormatError
         Naming the file: a JSON without its image, an unreadable image, a bad key or value.
     """
-    root = Path(root).expanduser()
-    if not root.is_dir():
-        raise InvalidArgumentError(f"root: {root} is not a folder")
-    # our renders keep their manifest (render.json) and bookkeeping (hidden folders) beside the images
-    files = sorted(
-        path
-        for path in root.rglob("*.json")
-        if not any(part.startswith(".") for part in path.relative_to(root).parts)
-        and path.relative_to(root) != Path("render.json")
-    )
-    if not files:
-        raise InvalidArgumentError(f"root: {root} holds no CANDLE .json files")
-    records = [read_record(path) for path in files]
-    scenes = list(SCENES) + sorted({r["scene"] for r in records} - set(SCENES))
-    sizes = _size_classes([r["size"] for r in records], files)
+    records = folder_records(root)
+    files = records["files"]
     images = np.empty((len(files), 3, image_size, image_size), np.uint8)
     boxes = np.empty((len(files), 4), np.float32)
-    factors = np.empty((len(files), len(FACTOR_NAMES)), np.int64)
-    for row, (path, record) in enumerate(zip(files, records)):
-        image_path = next(
-            (path.with_suffix(s) for s in (".png", ".jpg", ".jpeg") if path.with_suffix(s).exists()), None
-        )
-        if image_path is None:
-            raise DataFormatError(f"{path}: no image beside it ({path.with_suffix('.png').name})")
+    for row, path in enumerate(files):
+        image_path = _image_of(path)
         try:
             with Image.open(image_path) as image:
                 width, height = image.size
@@ -197,16 +243,69 @@ def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]
             raise DataFormatError(f"{image_path}: not a readable image ({error})") from None
         images[row] = np.asarray(resized).transpose(2, 0, 1)
         scale_x, scale_y = image_size / width, image_size / height
-        boxes[row] = record["bounds"] * np.array([scale_x, scale_y, scale_x, scale_y])
-        factors[row] = [
-            _class(record["object"], OBJECTS, "object_type", path),
-            _class(record["color"], COLORS, "color", path),
-            sizes[row],
-            _class(record["rotation"], ROTATIONS, "rotation", path),
-            scenes.index(record["scene"]),
-            _class(record["light"], LIGHTS, "lights", path),
-        ]
-    return {"image": images, "factors": factors, "box": boxes, "scenes": np.array(scenes)}
+        boxes[row] = records["bounds"][row] * np.array([scale_x, scale_y, scale_x, scale_y])
+    return {"image": images, "factors": records["factors"], "box": boxes, "scenes": np.array(records["scenes"])}
+
+
+def pair_table(
+    root: str | Path,
+    differ: list[str],
+    n: int,
+    seed: int = 0,
+    subset: Literal["all", "confounded"] = "all",
+) -> pd.DataFrame:
+    """Pairs of a folder's images that differ in exactly the factors ``differ`` (weak supervision).
+
+    Parameters
+    ----------
+    root : str or Path
+        A CANDLE folder (:func:`folder_records`).
+    differ : list of str
+        Factor names (:data:`FACTOR_NAMES`) that differ within a pair; every other factor is equal.
+    n : int
+        Number of pairs (drawn with replacement, :func:`paired_rows`).
+    seed : int, default 0
+        Seed of the draw.
+    subset : {"all", "confounded"}
+        Draw among every image or the paper's confounded subset only.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per pair: ``first``, ``second`` (image files relative to ``root``) and, for each
+        factor, ``<factor>_first`` and ``<factor>_second`` (names).
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown factor, no factor, or no such pair in the folder.
+    """
+    unknown = [name for name in differ if name not in FACTOR_NAMES]
+    if unknown or not differ:
+        raise InvalidArgumentError(f"--differ: expected some of {', '.join(FACTOR_NAMES)}, got {differ!r}")
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise InvalidArgumentError(f"--n: expected a positive integer, got {n!r}")
+    records = folder_records(root)
+    rows = np.arange(len(records["files"]))
+    if subset == "confounded":
+        rows = rows[confounded_mask(records["factors"])]
+    factors = records["factors"][rows]
+    try:
+        chosen = paired_rows(factors, [FACTOR_NAMES.index(name) for name in differ], int(n), seed)
+    except InvalidArgumentError:
+        raise InvalidArgumentError(
+            f"--differ {', '.join(differ)}: no two images of {root} differ in exactly these factors"
+        ) from None
+    pairs = rows[chosen]
+    root = Path(root).expanduser()
+    words = (OBJECTS, COLORS, SIZES, tuple(map(str, ROTATIONS)), tuple(records["scenes"]), LIGHTS)
+    table: dict[str, Any] = {}
+    for side, column in (("first", 0), ("second", 1)):
+        table[side] = [str(_image_of(records["files"][i]).relative_to(root)) for i in pairs[:, column]]
+    for k, name in enumerate(FACTOR_NAMES):
+        for side, column in (("first", 0), ("second", 1)):
+            table[f"{name}_{side}"] = [words[k][c] for c in records["factors"][pairs[:, column], k]]
+    return pd.DataFrame(table)
 
 
 def confounded_mask(factors: Any) -> np.ndarray:
@@ -371,6 +470,8 @@ __all__ = [
     "FACTOR_NAMES",
     "candle_dataset",
     "confounded_mask",
+    "folder_records",
+    "pair_table",
     "paired_rows",
     "read_folder",
     "read_record",
