@@ -76,6 +76,9 @@ MARGIN_PIXELS = 3.0
 def import_bpy() -> Any:
     """``bpy``, or an error saying how to install it.
 
+    Blender's user folder (its extensions cache) is ``$REPSCOPE_HOME/blender`` unless
+    ``BLENDER_USER_RESOURCES`` is set.
+
     Returns
     -------
     module
@@ -88,6 +91,10 @@ def import_bpy() -> Any:
         Python version per Blender release: Python 3.11 for Blender 4.1-5.0).
     """
     if "bpy" not in sys.modules:
+        # Blender keeps its user files (an extensions cache) in ~/.config/blender unless told otherwise
+        from repscope.data.sources import repscope_home  # noqa: PLC0415
+
+        os.environ.setdefault("BLENDER_USER_RESOURCES", str(repscope_home() / "blender"))
         # a process spawned from one that imported bpy inherits Blender's script folders on sys.path;
         # their Python-side bpy package would shadow the compiled module, which adds them back itself
         sys.path[:] = [entry for entry in sys.path if not _blender_script_folder(entry)]
@@ -392,11 +399,10 @@ class CandleStage:
                 paint = self._material("slide", (0.10, 0.45, 0.40), 0.4)
                 metal = self._material("metal", (0.55, 0.56, 0.58), 0.3)
                 box("cube", "platform", paint, props, location=(-3.0, 6.0, 1.2), scale=(0.6, 0.6, 0.08))
-                slide = box(
+                box(
                     "cube", "slide", paint, props, location=(-1.6, 6.0, 0.65), scale=(1.3, 0.4, 0.04),
                     rotation_euler=(0, math.radians(27), 0),
                 )  # fmt: skip
-                slide.name = "slide"
                 for dx, dy in ((-0.55, -0.55), (-0.55, 0.55), (0.55, -0.55), (0.55, 0.55)):
                     box("cylinder", f"post {dx} {dy}", metal, props, location=(-3.0 + dx, 6.0 + dy, 0.6),
                         scale=(0.04, 0.04, 0.6))  # fmt: skip
