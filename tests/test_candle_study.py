@@ -49,7 +49,7 @@ def test_the_study_renders_once_trains_and_writes_the_candle_half_of_table_2(tmp
     report = run_candle_study(config, out=tmp_path / "study")
     # the render was found again, not redone
     assert {path.name: path.stat().st_mtime_ns for path in folder.glob("*.png")} == stamps
-    assert "The paper&#x27;s Table 2, candle half" in report.read_text()
+    assert "The paper&#x27;s Table 2, CANDLE half" in report.read_text()
     table = pd.read_csv(tmp_path / "study" / "tables" / "table2.csv")
     assert table["model"].tolist() == ["beta-VAE", "SS-beta-VAE"]
     for column in ("irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2"):
