@@ -1,0 +1,309 @@
+"""Families of image transformations for invariance testing (ML4ML, Sec. III): t_0 .. t_n over a variable V.
+
+A family samples V over ``[-a, a]`` in ``2k + 1`` steps with the identity in the centre (``t_k``). The
+paper's workflows use 31 transformations each:
+
+==========  ===============================  ================================================
+rotation    -15 .. 15 degrees, step 1        about the image centre, bilinear, black fill
+brightness  -30% .. +30%, step 2%            pixel values times ``1 + V``, clipped to [0, 1]
+scale       x0.70 .. x1.30, step 2%          zoom about the image centre, bilinear, black fill
+==========  ===============================  ================================================
+
+Images are float tensors ``(B, C, H, W)`` in ``[0, 1]``; a transformation acts on the whole batch at
+once (one affine grid and one ``grid_sample``), on the batch's device, with no randomness.
+:func:`custom_family` wraps any ``callable(images, value) -> images``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from repscope.errors import InvalidArgumentError
+
+Apply = Callable[[torch.Tensor, float], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class TransformFamily:
+    """Transformations ``t_0 .. t_n`` of a variable ``V`` (``values``), the identity at ``values[n // 2]``.
+
+    Parameters
+    ----------
+    name : str
+        ``rotation``, ``brightness``, ``scale`` or a user's name.
+    values : tuple of float
+        ``V`` of each transformation, increasing, an odd count.
+    unit : str
+        How ``values`` read (``"degrees"``, ``"fraction"``, ``"factor"``).
+    apply : callable
+        ``apply(images, value) -> images`` on a batch ``(B, C, H, W)``.
+    """
+
+    name: str
+    values: tuple[float, ...]
+    unit: str
+    apply: Apply
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def transform(self, images: torch.Tensor, index: int) -> torch.Tensor:
+        """Transformation ``t_index`` of a batch.
+
+        Parameters
+        ----------
+        images : torch.Tensor
+            ``(B, C, H, W)`` floats in ``[0, 1]``.
+        index : int
+            ``0 <= index < len(self)``.
+
+        Returns
+        -------
+        torch.Tensor
+            The transformed batch, same shape and device.
+        """
+        return self.apply(images, self.values[index])
+
+
+def _affine(images: torch.Tensor, theta: torch.Tensor) -> torch.Tensor:
+    grid = F.affine_grid(theta.expand(images.shape[0], 2, 3), list(images.shape), align_corners=False)
+    return F.grid_sample(images, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+
+
+def rotate(images: torch.Tensor, degrees: float) -> torch.Tensor:
+    """Rotate a batch by ``degrees`` (counter-clockwise as displayed) about the image centre.
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)``.
+    degrees : float
+        The angle.
+
+    Returns
+    -------
+    torch.Tensor
+        The rotated batch; pixels from outside the image are 0.
+    """
+    if degrees == 0:
+        return images
+    angle = math.radians(degrees)
+    cos, sin = math.cos(angle), math.sin(angle)
+    height, width = images.shape[-2:]
+    # the grid maps output pixels to input pixels in [-1, 1] coordinates; on a non-square image the
+    # aspect ratio keeps the rotation rigid
+    theta = torch.tensor(
+        [[cos, -sin * height / width, 0.0], [sin * width / height, cos, 0.0]], dtype=images.dtype, device=images.device
+    )
+    return _affine(images, theta)
+
+
+def zoom(images: torch.Tensor, factor: float) -> torch.Tensor:
+    """Scale a batch's content by ``factor`` about the image centre (``> 1`` enlarges).
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)``.
+    factor : float
+        Positive scale.
+
+    Returns
+    -------
+    torch.Tensor
+        The scaled batch; pixels from outside the image are 0.
+    """
+    if factor == 1:
+        return images
+    theta = torch.tensor([[1 / factor, 0.0, 0.0], [0.0, 1 / factor, 0.0]], dtype=images.dtype, device=images.device)
+    return _affine(images, theta)
+
+
+def brighten(images: torch.Tensor, change: float) -> torch.Tensor:
+    """Multiply a batch's pixel values by ``1 + change`` and clip them to ``[0, 1]``.
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)`` in ``[0, 1]``.
+    change : float
+        Relative change, e.g. ``-0.3`` for -30%.
+
+    Returns
+    -------
+    torch.Tensor
+        The changed batch.
+    """
+    if change == 0:
+        return images
+    return (images * (1.0 + change)).clamp(0.0, 1.0)
+
+
+def symmetric_values(half_range: float, steps: int, centre: float = 0.0) -> tuple[float, ...]:
+    """``2k + 1`` evenly spaced values over ``[centre - half_range, centre + half_range]``.
+
+    Parameters
+    ----------
+    half_range : float
+        ``a`` (positive).
+    steps : int
+        An odd count of at least 3.
+    centre : float, default 0
+        The identity's value (1 for a scale factor).
+
+    Returns
+    -------
+    tuple of float
+        Increasing; the middle one equals ``centre`` exactly.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``steps`` is even or below 3, or ``half_range`` is not positive.
+    """
+    if isinstance(steps, bool) or int(steps) != steps or steps < 3 or steps % 2 == 0:
+        raise InvalidArgumentError(f"steps: expected an odd number of at least 3 (2k + 1), got {steps!r}")
+    if not half_range > 0:
+        raise InvalidArgumentError(f"range: expected a positive half-range, got {half_range!r}")
+    k = int(steps) // 2
+    # integer multiples of the step, rounded, so that the identity is exact and the labels are clean
+    return tuple(round(centre + half_range * i / k, 10) for i in range(-k, k + 1))
+
+
+def rotation_family(degrees: float = 15.0, steps: int = 31) -> TransformFamily:
+    """Rotations over ``[-degrees, degrees]`` (the paper's -15..15, step 1).
+
+    Parameters
+    ----------
+    degrees : float, default 15
+        Half-range.
+    steps : int, default 31
+        Transformations (odd).
+
+    Returns
+    -------
+    TransformFamily
+    """
+    return TransformFamily("rotation", symmetric_values(degrees, steps), "degrees", rotate)
+
+
+def brightness_family(change: float = 0.30, steps: int = 31) -> TransformFamily:
+    """Brightness changes over ``[-change, change]`` (the paper's -30%..+30%, step 2%).
+
+    Parameters
+    ----------
+    change : float, default 0.30
+        Half-range, as a fraction.
+    steps : int, default 31
+        Transformations (odd).
+
+    Returns
+    -------
+    TransformFamily
+    """
+    return TransformFamily("brightness", symmetric_values(change, steps), "fraction", brighten)
+
+
+def scale_family(change: float = 0.30, steps: int = 31) -> TransformFamily:
+    """Scalings by ``1 - change .. 1 + change`` (the paper's x0.70..x1.30, step 2%).
+
+    Parameters
+    ----------
+    change : float, default 0.30
+        Half-range of the factor.
+    steps : int, default 31
+        Transformations (odd).
+
+    Returns
+    -------
+    TransformFamily
+    """
+    if not 0 < change < 1:
+        raise InvalidArgumentError(f"range: a scale half-range must lie in (0, 1), got {change!r}")
+    return TransformFamily("scale", symmetric_values(change, steps, centre=1.0), "factor", zoom)
+
+
+FAMILIES: dict[str, Callable[..., TransformFamily]] = {
+    "rotation": rotation_family,
+    "brightness": brightness_family,
+    "scale": scale_family,
+}
+
+
+def transform_family(name: str, half_range: float | None = None, steps: int = 31) -> TransformFamily:
+    """A registered family by name, with the paper's range unless ``half_range`` is given.
+
+    Parameters
+    ----------
+    name : {"rotation", "brightness", "scale"}
+        The family.
+    half_range : float, optional
+        Degrees for rotation, a fraction for brightness and scale.
+    steps : int, default 31
+        Transformations (odd).
+
+    Returns
+    -------
+    TransformFamily
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``--transform`` for an unknown family.
+    """
+    if name not in FAMILIES:
+        raise InvalidArgumentError(f"--transform: expected one of {', '.join(FAMILIES)}, got {name!r}")
+    builder = FAMILIES[name]
+    return builder(steps=steps) if half_range is None else builder(half_range, steps)
+
+
+def custom_family(name: str, values: list[float], apply: Apply, unit: str = "") -> TransformFamily:
+    """A user's family: ``apply(images, value)`` at each of ``values`` (odd count, identity in the middle).
+
+    Parameters
+    ----------
+    name : str
+        Its name in tables and figures.
+    values : list of float
+        ``V``, increasing, an odd count of at least 3.
+    apply : callable
+        ``apply(images, value) -> images`` on ``(B, C, H, W)`` batches, deterministic.
+    unit : str, optional
+        How the values read.
+
+    Returns
+    -------
+    TransformFamily
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the values are not increasing, not an odd count of at least 3, or ``apply`` is not callable.
+    """
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or array.size < 3 or array.size % 2 == 0 or not np.all(np.diff(array) > 0):
+        raise InvalidArgumentError(f"values: expected an increasing odd count (2k + 1) of at least 3, got {values!r}")
+    if not callable(apply):
+        raise InvalidArgumentError(f"apply: expected a callable (images, value) -> images, got {apply!r}")
+    return TransformFamily(name, tuple(float(v) for v in array), unit, apply)
+
+
+__all__ = [
+    "FAMILIES",
+    "TransformFamily",
+    "brighten",
+    "brightness_family",
+    "custom_family",
+    "rotate",
+    "rotation_family",
+    "scale_family",
+    "symmetric_values",
+    "transform_family",
+    "zoom",
+]
