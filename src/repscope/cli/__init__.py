@@ -53,6 +53,7 @@ def _register_areas() -> None:
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
     from repscope.cli import disentangle as disentangle_cli
+    from repscope.cli import invariance as invariance_cli
     from repscope.cli import mmvae as mmvae_cli
     from repscope.cli import mmvae_runs as mmvae_runs_cli
     from repscope.cli import morpho as morpho_cli
@@ -82,6 +83,11 @@ def _register_areas() -> None:
         candle_cli.app,
         name="candle",
         help="CANDLE: render the causal scene grid (Blender), the disentanglement study on it.",
+    )
+    app.add_typer(
+        invariance_cli.app,
+        name="invariance",
+        help="Invariance testing (ML4ML): variance matrices of a model, their 16 features.",
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)

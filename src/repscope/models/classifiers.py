@@ -92,6 +92,41 @@ class MLP(nn.Module):
         return self.net(images.flatten(1))
 
 
+class CNN5(nn.Module):
+    """CNN5, the small classifier of the ML4ML model repository, for 28x28 (or larger) images.
+
+    Five weight layers: 3x3 convolution to 32 maps, ReLU, 2x2 max pooling (28 -> 14); 3x3 convolution
+    to 64 maps, ReLU, 2x2 max pooling (14 -> 7); 3x3 convolution to 64 maps, ReLU; fully connected
+    ``64*7*7 -> 128``, ReLU; ``128 -> num_outputs``. All convolutions keep the size (padding 1), so the
+    probes' CONV-1 and CONV-2 are the third and second convolutions. The paper gives CNN5's layers in
+    an appendix that is not in the text we have; this is our reading of its name (five layers, three
+    of them convolutions, as the paper's CONV-1 / CONV-2 positions need at least two).
+    """
+
+    def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
+        super().__init__()
+        if int(num_outputs) < 1:
+            raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        channels, height, width = _image_shape(image_shape, minimum=4)
+        self.num_outputs = int(num_outputs)
+        self.features = nn.Sequential(
+            nn.Conv2d(channels, 32, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3, padding=1),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Conv2d(64, 64, 3, padding=1),
+            nn.ReLU(),
+        )
+        self.classifier = nn.Sequential(
+            nn.Linear(64 * (height // 4) * (width // 4), 128), nn.ReLU(), nn.Linear(128, self.num_outputs)
+        )
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(images).flatten(1))
+
+
 def _image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, int, int]:
     shape = tuple(int(s) for s in image_shape)
     if len(shape) != 3 or shape[0] < 1 or min(shape[1:]) < minimum:

@@ -56,6 +56,7 @@ MODELS: dict[str, ModelEntry] = {
     "gan": ModelEntry("repscope.train.tasks.gan:GANTask", "gan"),
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
+    "cnn5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "cnn5"}),
     "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
     "mvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mvae"}),
     "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),

@@ -248,3 +248,41 @@ def _grey_range(images: np.ndarray, vmin: float | None, vmax: float | None) -> t
 
 
 __all__ = ["distributions_by_class", "image_grid", "save_png_bytes", "new_figure", "PNG_SIGNATURE"]
+
+
+def variance_heatmap(matrix: Any, values: Sequence[float], title: str = "", unit: str = "") -> Figure:
+    """A variance matrix in the ML4ML paper's orientation: delta_00 at the bottom-left, V on both axes.
+
+    Parameters
+    ----------
+    matrix : array-like of shape (T, T)
+        The variance matrix (row i, column j).
+    values : sequence of float
+        ``V`` of the ``T`` transformations.
+    title : str, optional
+        Above the image.
+    unit : str, optional
+        Axis label suffix (``degrees``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Heat map with a colour bar.
+    """
+    matrix = np.asarray(matrix, dtype=float)
+    values = np.asarray(values, dtype=float)
+    if matrix.ndim != 2 or matrix.shape != (len(values), len(values)):
+        raise InvalidArgumentError(f"matrix: expected ({len(values)}, {len(values)}), got {matrix.shape}")
+    fig = new_figure(3.6, 3.0)
+    ax = fig.add_subplot()
+    half = (values[-1] - values[0]) / (len(values) - 1) / 2
+    extent = (values[0] - half, values[-1] + half, values[0] - half, values[-1] + half)
+    # row i at height V_i (origin lower), column j at V_j: the paper's delta_00 sits bottom-left
+    image = ax.imshow(matrix, origin="lower", extent=extent, cmap="viridis", interpolation="nearest")
+    label = f"V ({unit})" if unit else "V"
+    ax.set_xlabel(f"{label}, transformation j")
+    ax.set_ylabel(f"{label}, transformation i")
+    if title:
+        ax.set_title(title, fontsize=9)
+    fig.colorbar(image, ax=ax, shrink=0.85)
+    return fig

@@ -13,14 +13,16 @@ examples classified correctly under every transformation).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
 from repscope.data.invariance_transforms import TransformFamily
-from repscope.errors import InvalidArgumentError
+from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.metrics.invariance.features import matrix_features
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
 from repscope.models.probes import resolve_positions, signal_sets
@@ -184,8 +186,164 @@ def matrices_and_features(
     return matrices, features
 
 
+def load_classifier(
+    model: str | Path, arch: str | None = None, data: str | None = None, data_params: dict[str, Any] | None = None
+) -> tuple[nn.Module, str, dict[str, Any]]:
+    """The network to test, and the dataset (name, params) whose test split it is tested on.
+
+    Parameters
+    ----------
+    model : str or Path
+        A run directory of ``repscope train`` or a Lightning checkpoint (``.ckpt``; ``arch`` = the
+        registered model, e.g. ``cnn5``), or a plain ``state_dict`` file (``arch`` = a classifier
+        network, ``data`` required for the image shape and classes).
+    arch : str, optional
+        See ``model``.
+    data : str, optional
+        Registered dataset; default the run's own (from its ``config.yaml``).
+    data_params : dict, optional
+        The dataset's parameters (default the run's, when ``data`` is omitted).
+
+    Returns
+    -------
+    tuple
+        ``(network in eval mode, dataset name, dataset params)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A missing file, a state_dict without ``arch`` and ``data``, a run without a dataset.
+    DataFormatError
+        An unreadable checkpoint or weights that do not fit the network.
+    """
+    import yaml  # noqa: PLC0415
+
+    from repscope.data.registry import load_dataset  # noqa: PLC0415
+    from repscope.models.networks import build_classifier  # noqa: PLC0415
+    from repscope.train.run import load_task  # noqa: PLC0415
+
+    path = Path(model)
+    if not path.exists():
+        raise InvalidArgumentError(f"--model {path}: no such file or run directory")
+    params = dict(data_params or {})
+    if path.is_dir() or path.suffix == ".ckpt":
+        task = load_task(path, model=arch)
+        if data is None:
+            config = path / "config.yaml" if path.is_dir() else None
+            stored = yaml.safe_load(config.read_text()) if config is not None and config.exists() else {}
+            section = stored.get("data") if isinstance(stored, dict) else None
+            if not isinstance(section, dict) or "name" not in section:
+                raise InvalidArgumentError(f"--model {path}: say which data to test on (--data)")
+            data, params = section["name"], {**(section.get("params") or {}), **params}
+        return task.network.eval(), data, params
+    if arch is None or data is None:
+        raise InvalidArgumentError(f"--model {path}: a state_dict file needs --arch (a network) and --data")
+    dataset = load_dataset(data, **params)
+    network = build_classifier(arch, dataset.field("image").shape, dataset.num_classes or 1)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        network.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
+    except (RuntimeError, OSError, AttributeError, KeyError, ValueError) as exc:
+        raise DataFormatError(
+            f"--model {path}: not weights of network {arch!r} ({' '.join(str(exc).split())[:300]})"
+        ) from None
+    return network.eval(), data, params
+
+
+def run_invariance_test(
+    model: str | Path,
+    out: Path,
+    transform: str = "rotation",
+    arch: str | None = None,
+    data: str | None = None,
+    data_params: dict[str, Any] | None = None,
+    n: int = 1000,
+    half_range: float | None = None,
+    steps: int = 31,
+    correct_only: bool = False,
+    batch_size: int = 500,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Test one classifier: matrices (``matrices/*.npy``), features, robust accuracy, heat maps, report.
+
+    Parameters
+    ----------
+    model, arch, data, data_params
+        As :func:`load_classifier`.
+    out : Path
+        The run directory to write (the caller applies the output rule).
+    transform : {"rotation", "brightness", "scale"}
+        The family (the paper's range and 31 steps unless ``half_range`` / ``steps`` say otherwise).
+    n : int
+        Test images (a seeded draw of the test split; all when fewer).
+    half_range, steps
+        The family's range and count.
+    correct_only : bool
+        Keep the examples classified correctly at the identity.
+    batch_size : int
+        Images per forward pass.
+    seed : int
+        Seed of the draw and of the sensitivity subsample.
+
+    Returns
+    -------
+    dict
+        The metrics written to ``metrics.json``: ``robust_accuracy``, ``accuracy`` (at the identity),
+        ``examples``, and ``features`` per modality.
+    """
+    from repscope.data.invariance_transforms import transform_family  # noqa: PLC0415
+    from repscope.data.registry import load_dataset  # noqa: PLC0415
+    from repscope.report import Report  # noqa: PLC0415
+    from repscope.report.figures import variance_heatmap  # noqa: PLC0415
+    from repscope.runs import RunDirectory  # noqa: PLC0415
+
+    family = transform_family(transform, half_range, steps)
+    network, data_name, params = load_classifier(model, arch, data, data_params)
+    dataset = load_dataset(data_name, **params)
+    if dataset.target_kind != "classification":
+        raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
+    total = len(dataset.split("test"))
+    rows = np.sort(np.random.default_rng(seed).choice(total, size=min(int(n), total), replace=False))
+    batch = dataset.batch("test", rows, ["image", "target"])
+    signals = model_signals(
+        network, batch["image"], batch["target"], family, batch_size=batch_size, correct_only=correct_only
+    )
+    matrices, features = matrices_and_features(signals, seed=seed)
+    run = RunDirectory.create("invariance-test", out=out)
+    run.write_config(
+        {"model": str(model), "arch": arch, "data": {"name": data_name, "params": params}, "transform": transform,
+         "values": list(family.values), "n": len(rows), "correct_only": correct_only, "seed": seed}
+    )  # fmt: skip
+    for name, matrix in matrices.items():
+        np.save(run.path("matrices", f"{name.replace('@', '_at_')}.npy"), matrix)
+    identity = len(family) // 2
+    metrics = {
+        "robust_accuracy": robust_accuracy(signals.correct),
+        "accuracy": float(signals.correct[:, identity].mean()),
+        "examples": int(signals.kept.sum()),
+        "transform": transform,
+        "features": features,
+    }
+    run.write_metrics(metrics)
+    table = pd.DataFrame(features).T.rename_axis("modality").reset_index()
+    run.write_table("features", table)
+    report = Report(f"Invariance test: {transform}", subtitle=f"{model} on {data_name}, {len(rows)} test images")
+    report.add_metrics(
+        {"robust accuracy (Eq. 1)": metrics["robust_accuracy"], "accuracy at the identity": metrics["accuracy"]},
+        title="Accuracy",
+    )
+    for name, matrix in matrices.items():
+        figure = variance_heatmap(matrix, family.values, title=name, unit=family.unit)
+        report.add_figure(run.save_figure(f"matrix_{name.replace('@', '_at_')}", figure), caption=name)
+    report.add_table(table.round(4), title="The 16 features of each variance matrix")
+    metrics["report"] = str(run.write_report(report))
+    return metrics
+
+
 __all__ = [
     "PAPER_MODALITIES",
+    "load_classifier",
+    "run_invariance_test",
     "InvarianceSignals",
     "matrices_and_features",
     "model_signals",

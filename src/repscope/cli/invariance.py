@@ -1,0 +1,87 @@
+"""``repscope invariance``: invariance testing (ML4ML): variance matrices, their features, tests of a model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Literal, Optional
+
+import typer
+
+app = typer.Typer(no_args_is_help=True)
+
+TRANSFORM_CHOICES = Literal["rotation", "brightness", "scale"]
+
+
+@app.command("features")
+def features_command(
+    matrix: Path = typer.Argument(..., help="a square variance matrix saved with numpy.save (.npy)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON of the features (default: printed)"),
+    tau: float = typer.Option(0.15, "--tau", help="threshold of the significant-variance feature"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
+) -> None:
+    """The 16 features of a variance matrix (sensitivity needs the model, so 15 here), as JSON."""
+    import json
+
+    import numpy as np
+
+    from repscope.errors import DataFormatError
+    from repscope.fileio import write_json_atomic
+    from repscope.metrics.invariance.features import matrix_features
+    from repscope.outputs import prepare_output
+
+    if out is not None:
+        prepare_output(out, overwrite=overwrite, kind="file")
+    try:
+        array = np.load(matrix, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{matrix}: not a .npy array ({' '.join(str(exc).split())})") from None
+    features = {"file": str(matrix), "tau": tau, "features": matrix_features(array, tau=tau)}
+    if out is None:
+        typer.echo(json.dumps(features, indent=2))
+        return
+    write_json_atomic(out, features)
+    typer.echo(f"written: {out}")
+
+
+@app.command("test")
+def test_command(
+    model: Path = typer.Option(..., "--model", help="run directory of repscope train, a .ckpt, or a state_dict file"),
+    transform: TRANSFORM_CHOICES = typer.Option("rotation", "--transform", help="the transformation family"),
+    out: Path = typer.Option(..., "--out", "-o", help="run directory: matrices, features, heat maps, report"),
+    arch: Optional[str] = typer.Option(
+        None, "--arch", help="registered model of a .ckpt (cnn5, lenet5), or network of a state_dict file"
+    ),
+    data: Optional[str] = typer.Option(None, "--data", help="registered dataset (default: the run's own)"),
+    data_param: List[str] = typer.Option([], "--data-param", help="dataset parameter key=value (repeat)"),
+    n: int = typer.Option(1000, "--n", help="test images (seeded draw)"),
+    half_range: Optional[float] = typer.Option(
+        None, "--range", help="half-range: degrees, or a fraction for brightness and scale (paper: 15, 0.3, 0.3)"
+    ),
+    steps: int = typer.Option(31, "--steps", help="transformations, odd (2k + 1)"),
+    correct_only: bool = typer.Option(False, "--correct-only", help="only examples right at the identity"),
+    batch_size: int = typer.Option(500, "--batch-size", help="images per forward pass"),
+    seed: int = typer.Option(0, "--seed", help="seed of the draw and the sensitivity subsample"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
+) -> None:
+    """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy."""
+    import yaml
+
+    from repscope.errors import InvalidArgumentError
+    from repscope.outputs import output_target
+    from repscope.studies.invariance_test import run_invariance_test
+
+    params = {}
+    for item in data_param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidArgumentError(f"--data-param {item!r}: expected key=value")
+        params[key] = yaml.safe_load(value)
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        metrics = run_invariance_test(
+            model, target, transform, arch, data, params, n, half_range, steps, correct_only, batch_size, seed
+        )
+    typer.echo(
+        f"robust accuracy {metrics['robust_accuracy']:.3f} (accuracy {metrics['accuracy']:.3f}) "
+        f"on {metrics['examples']} images"
+    )
+    typer.echo(f"report: {Path(out) / 'report.html'}")

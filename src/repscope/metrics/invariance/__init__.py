@@ -1,0 +1,1 @@
+"""Invariance testing (ML4ML): variance matrices and their features."""
