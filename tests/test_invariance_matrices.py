@@ -157,3 +157,53 @@ def test_correct_only_keeps_the_examples_right_at_the_identity_and_robust_accura
     assert signals.kept.tolist() == [True] * 8 + [False] * 12
     assert signals.values["max@CONF"].shape == (8, 3)
     assert robust_accuracy([[True, True], [True, False], [False, False], [True, True]]) == 0.5
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
+    from repscope.cli import main
+
+    try:
+        main(args)
+        code = 0
+    except SystemExit as exit_:
+        code = int(exit_.code or 0)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from repscope.models.classifiers import CNN5
+
+    torch.manual_seed(0)
+    weights = tmp_path / "cnn5.pt"
+    torch.save(CNN5().state_dict(), weights)
+    out = tmp_path / "test"
+    args = ["invariance", "test", "--model", str(weights), "--arch", "cnn5", "--data", "digits"]
+    args += ["--data-param", "max_test=60", "--n", "40", "--range", "4", "--steps", "5", "--out", str(out)]
+    code, stdout, stderr = run_cli(args, capsys)
+    assert code == 0, stderr
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["examples"] == 40 and 0 <= metrics["robust_accuracy"] <= metrics["accuracy"] <= 1
+    matrix = np.load(out / "matrices" / "max_at_CONF.npy")
+    assert matrix.shape == (5, 5) and np.allclose(matrix, matrix.T) and np.all(np.diag(matrix) == 0)
+    table = pd.read_csv(out / "tables" / "features.csv")
+    assert table["modality"].tolist() == ["max@CONF", "max@CONV-1", "mean@CONV-1", "max@CONV-2", "mean@CONV-2"]
+    assert (out / "figures" / "matrix_max_at_CONF.png").exists() and (out / "report.html").exists()
+    # the features command on the saved matrix gives the same 15 features (sensitivity needs the model)
+    code, stdout, _ = run_cli(["invariance", "features", str(out / "matrices" / "max_at_CONF.npy")], capsys)
+    printed = json.loads(stdout)["features"]
+    assert len(printed) == 15 and "sensitivity" not in printed
+    for name, value in printed.items():
+        assert value == pytest.approx(metrics["features"]["max@CONF"][name], rel=1e-12, abs=1e-15)
+    # an existing output is refused; weights of another network are one clear line
+    code, _, stderr = run_cli(args, capsys)
+    assert code == 1 and "exists" in stderr
+    wrong = [*args[:5], "lenet5", *args[6:-1], str(tmp_path / "other")]
+    code, _, stderr = run_cli(wrong, capsys)
+    assert code == 1 and "not weights of network 'lenet5'" in stderr and len(stderr.strip().splitlines()) == 1
+    code, _, stderr = run_cli(["invariance", "features", str(weights)], capsys)
+    assert code == 1 and "not a .npy array" in stderr

@@ -35,6 +35,9 @@ def features_command(
         array = np.load(matrix, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise DataFormatError(f"{matrix}: not a .npy array ({' '.join(str(exc).split())})") from None
+    if not isinstance(array, np.ndarray):  # a zip archive (.npz, a torch file) loads as an archive
+        array.close()
+        raise DataFormatError(f"{matrix}: not a .npy array (a zip archive); save the matrix with numpy.save")
     features = {"file": str(matrix), "tau": tau, "features": matrix_features(array, tau=tau)}
     if out is None:
         typer.echo(json.dumps(features, indent=2))
