@@ -207,3 +207,44 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, cap
     assert code == 1 and "not weights of network 'lenet5'" in stderr and len(stderr.strip().splitlines()) == 1
     code, _, stderr = run_cli(["invariance", "features", str(weights)], capsys)
     assert code == 1 and "not a .npy array" in stderr
+
+
+def test_per_example_transforms_equal_the_batch_ones_and_draws_cover_the_ranges():
+    from repscope.data.invariance_transforms import brighten_each, check_ranges, draw_values, rotate_each, zoom_each
+
+    images = torch.rand(3, 1, 16, 16)
+    angles = torch.tensor([-10.0, 0.0, 7.0])
+    each = rotate_each(images, angles)
+    for k, angle in enumerate(angles.tolist()):
+        assert torch.allclose(each[k : k + 1], rotate(images[k : k + 1], angle), atol=1e-6)
+    assert torch.allclose(zoom_each(images, torch.tensor([1.2] * 3)), zoom(images, 1.2), atol=1e-6)
+    assert torch.allclose(brighten_each(images, torch.tensor([0.1] * 3)), brighten(images, 0.1))
+    torch.manual_seed(0)
+    values = draw_values(check_ranges("rotation", [[-15, -8], [8, 15]]), 4000)
+    assert bool(((values.abs() >= 8) & (values.abs() <= 15)).all())  # the gap stays empty
+    assert abs(float((values > 0).float().mean()) - 0.5) < 0.05
+    with pytest.raises(InvalidArgumentError, match="augment_ranges"):
+        check_ranges("rotation", [[5, -5]])
+    with pytest.raises(InvalidArgumentError, match="augment"):
+        check_ranges("shear", [[0, 1]])
+
+
+def test_rotation_augmentation_raises_robust_accuracy_under_rotation(tmp_path):
+    from repscope.data.registry import load_dataset
+    from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.run import fit
+
+    data = Named(name="digits", params={"max_train": 1500, "max_test": 300, "target": "label"})
+    robust = {}
+    for augment, params in (("none", {}), ("rotation", {"augment": "rotation", "augment_ranges": [[-40, 40]]})):
+        config = TrainConfig(
+            model=Named(name="cnn5", params=params), data=data, trainer=TrainerSection(max_epochs=4), batch_size=32
+        )
+        outcome = fit(config, out=tmp_path / augment)
+        assert outcome.task.hparams.augment == augment
+        test = load_dataset("digits", **data.params).batch("test", np.arange(300), ["image", "target"])
+        family = transform_family("rotation", 40.0, steps=9)
+        signals = model_signals(outcome.task.network, test["image"], test["target"], family, progress=False)
+        robust[augment] = robust_accuracy(signals.correct)
+    # trained on digits turned by up to 40 degrees, the model stays right over more of the turns
+    assert robust["rotation"] > robust["none"] + 0.1, robust

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -143,6 +144,140 @@ def brighten(images: torch.Tensor, change: float) -> torch.Tensor:
     if change == 0:
         return images
     return (images * (1.0 + change)).clamp(0.0, 1.0)
+
+
+def _per_example(values: torch.Tensor | float, images: torch.Tensor) -> torch.Tensor:
+    return torch.as_tensor(values, dtype=images.dtype, device=images.device).reshape(-1).expand(images.shape[0])
+
+
+def rotate_each(images: torch.Tensor, degrees: torch.Tensor) -> torch.Tensor:
+    """Rotate each image by its own angle (as :func:`rotate`), in one affine grid.
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)``.
+    degrees : torch.Tensor
+        ``(B,)`` angles (or one for all).
+
+    Returns
+    -------
+    torch.Tensor
+        The rotated batch.
+    """
+    angle = torch.deg2rad(_per_example(degrees, images))
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    height, width = images.shape[-2:]
+    zero = torch.zeros_like(cos)
+    theta = torch.stack(
+        [torch.stack([cos, -sin * height / width, zero], 1), torch.stack([sin * width / height, cos, zero], 1)], 1
+    )
+    return _affine(images, theta)
+
+
+def zoom_each(images: torch.Tensor, factors: torch.Tensor) -> torch.Tensor:
+    """Scale each image by its own factor (as :func:`zoom`), in one affine grid.
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)``.
+    factors : torch.Tensor
+        ``(B,)`` positive factors (or one for all).
+
+    Returns
+    -------
+    torch.Tensor
+        The scaled batch.
+    """
+    inverse = 1.0 / _per_example(factors, images)
+    zero = torch.zeros_like(inverse)
+    theta = torch.stack([torch.stack([inverse, zero, zero], 1), torch.stack([zero, inverse, zero], 1)], 1)
+    return _affine(images, theta)
+
+
+def brighten_each(images: torch.Tensor, changes: torch.Tensor) -> torch.Tensor:
+    """Multiply each image by ``1 + change`` of its own and clip to [0, 1] (as :func:`brighten`).
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)`` in [0, 1].
+    changes : torch.Tensor
+        ``(B,)`` relative changes (or one for all).
+
+    Returns
+    -------
+    torch.Tensor
+        The changed batch.
+    """
+    return (images * (1.0 + _per_example(changes, images)).reshape(-1, 1, 1, 1)).clamp(0.0, 1.0)
+
+
+# per-example versions, for augmentation during training: family -> (transform, identity value)
+PER_EXAMPLE: dict[str, tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], float]] = {
+    "rotation": (rotate_each, 0.0),
+    "brightness": (brighten_each, 0.0),
+    "scale": (zoom_each, 1.0),
+}
+
+
+def check_ranges(family: str, ranges: Any) -> list[tuple[float, float]]:
+    """Validate augmentation intervals: ``[[low, high], ...]`` of V, each ``low <= high``.
+
+    Parameters
+    ----------
+    family : str
+        ``rotation``, ``brightness`` or ``scale``.
+    ranges : list of pairs
+        Intervals V is drawn from (several make a range with gaps).
+
+    Returns
+    -------
+    list of (float, float)
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``augment`` or ``augment_ranges``.
+    """
+    if family not in PER_EXAMPLE:
+        raise InvalidArgumentError(f"augment: expected none or one of {', '.join(PER_EXAMPLE)}, got {family!r}")
+    try:
+        pairs = [(float(low), float(high)) for low, high in ranges]
+    except (TypeError, ValueError):
+        pairs = []
+    if not pairs or any(not (np.isfinite(low) and np.isfinite(high) and low <= high) for low, high in pairs):
+        raise InvalidArgumentError(f"augment_ranges: expected [[low, high], ...] with low <= high, got {ranges!r}")
+    if family == "scale" and min(low for low, _ in pairs) <= 0:
+        raise InvalidArgumentError(f"augment_ranges: scale factors must be positive, got {ranges!r}")
+    return pairs
+
+
+def draw_values(
+    ranges: list[tuple[float, float]], count: int, generator: torch.Generator | None = None
+) -> torch.Tensor:
+    """``count`` values uniform over the union of the intervals (an interval's share is its length).
+
+    Parameters
+    ----------
+    ranges : list of (float, float)
+        :func:`check_ranges`.
+    count : int
+        Values to draw.
+    generator : torch.Generator, optional
+        Source of randomness (default torch's global one, which the training seed sets).
+
+    Returns
+    -------
+    torch.Tensor
+        ``(count,)`` float32.
+    """
+    lows = torch.tensor([low for low, _ in ranges])
+    widths = torch.tensor([high - low for low, high in ranges])
+    weights = widths if float(widths.sum()) > 0 else torch.ones(len(ranges))
+    chosen = torch.multinomial(weights, count, replacement=True, generator=generator)
+    return lows[chosen] + widths[chosen] * torch.rand(count, generator=generator)
 
 
 def symmetric_values(half_range: float, steps: int, centre: float = 0.0) -> tuple[float, ...]:
@@ -296,6 +431,12 @@ def custom_family(name: str, values: list[float], apply: Apply, unit: str = "") 
 
 __all__ = [
     "FAMILIES",
+    "PER_EXAMPLE",
+    "brighten_each",
+    "check_ranges",
+    "draw_values",
+    "rotate_each",
+    "zoom_each",
     "TransformFamily",
     "brighten",
     "brightness_family",

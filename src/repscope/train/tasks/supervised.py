@@ -9,6 +9,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from repscope.data.invariance_transforms import PER_EXAMPLE, check_ranges, draw_values
 from repscope.errors import InvalidArgumentError
 from repscope.models.classifiers import KINDS
 from repscope.models.networks import build_classifier
@@ -33,6 +34,9 @@ class SupervisedTask(ImageTask):
     Regression: mean squared error of the single output (``num_outputs`` must be 1), targets float.
     ``schedule="cosine"`` decays the learning rate to zero over the run, step by step (large steps
     early, small ones to settle at the end, so a few epochs suffice).
+    ``augment`` (``rotation``, ``brightness``, ``scale``) transforms each training image by a value
+    drawn uniformly from ``augment_ranges`` (``[[low, high], ...]``; two intervals make a range with a
+    gap), as the ML4ML model repository varies its models; validation and test images stay as they are.
 
     Logs (``on_epoch``) ``train_loss``, ``val_loss`` and ``val_accuracy`` (classification) or
     ``val_rmse`` (regression, over all validation samples).
@@ -48,6 +52,8 @@ class SupervisedTask(ImageTask):
         lr: float = 1e-3,
         image_shape: Sequence[int] = DIGIT_SHAPE,
         schedule: Literal["none", "cosine"] = "none",
+        augment: Literal["none", "rotation", "brightness", "scale"] = "none",
+        augment_ranges: Sequence[Sequence[float]] = (),
     ) -> None:
         super().__init__()
         if kind not in KINDS:
@@ -61,6 +67,9 @@ class SupervisedTask(ImageTask):
         if not float(lr) > 0:
             raise InvalidArgumentError(f"lr: must be positive, got {lr!r}")
         shape = checked_shape(image_shape)
+        ranges = [] if augment == "none" else check_ranges(augment, augment_ranges)
+        if augment == "none" and len(augment_ranges):
+            raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
         self.save_hyperparameters(
             {
                 "network": network,
@@ -69,6 +78,8 @@ class SupervisedTask(ImageTask):
                 "lr": float(lr),
                 "image_shape": shape,
                 "schedule": schedule,
+                "augment": augment,
+                "augment_ranges": [list(pair) for pair in ranges],
             }
         )
         self.network = build_classifier(network, shape, num_outputs)
@@ -88,7 +99,19 @@ class SupervisedTask(ImageTask):
         outputs = outputs.squeeze(1)
         return F.mse_loss(outputs, targets.float()), outputs, targets
 
+    def augmented(self, images: torch.Tensor) -> torch.Tensor:
+        """The training images with each one transformed by a V drawn from ``augment_ranges``
+        (torch's generator, seeded by the training seed); unchanged when ``augment`` is ``none``."""
+        if self.hparams.augment == "none":
+            return images
+        if images.dtype == torch.uint8:
+            images = images.float() / 255.0
+        transform, _ = PER_EXAMPLE[self.hparams.augment]
+        values = draw_values([tuple(pair) for pair in self.hparams.augment_ranges], len(images)).to(images.device)
+        return transform(images, values)
+
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
+        batch = {**batch, "image": self.augmented(batch["image"])}
         loss, _, _ = self._step(batch)
         self._log("train_loss", loss, len(batch["image"]))
         return loss
