@@ -118,6 +118,15 @@ def write_bytes_atomic(path: str | os.PathLike, data: bytes) -> Path:
     return Path(path)
 
 
+def save_npy_atomic(path: str | os.PathLike, array: Any) -> None:
+    """``numpy.save`` to ``path`` through a temporary name, so a reader never sees half an array."""
+    import numpy as np  # noqa: PLC0415 -- this module stays light for the CLI's start-up
+
+    buffer = io.BytesIO()
+    np.save(buffer, np.asarray(array), allow_pickle=False)
+    write_bytes_atomic(path, buffer.getvalue())
+
+
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
     write_bytes_atomic(path, text.encode("utf-8"))
 

@@ -88,3 +88,41 @@ def test_command(
         f"on {metrics['examples']} images"
     )
     typer.echo(f"report: {Path(out) / 'report.html'}")
+
+
+repo_app = typer.Typer(no_args_is_help=True, help="The model repository: build it.")
+app.add_typer(repo_app, name="repo")
+
+
+@repo_app.command("build")
+def repo_build_command(
+    config: Optional[Path] = typer.Argument(None, help="repository config (YAML); default: 60 CNN5 models on digits"),
+    out: Path = typer.Option(..., "--out", "-o", help="repository folder: one run directory per model"),
+    quick: bool = typer.Option(False, "--quick", help="6 short models, to try it out"),
+    settings: List[str] = typer.Option([], "--set", help="override a config key, e.g. --set count=100"),
+    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes (-1: all cores)"),
+    backend: Literal["local", "ray"] = typer.Option("local", "--backend", help="local, or Ray Tune (repscope[ray])"),
+    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local instance)"),
+    resume: bool = typer.Option(False, "--resume", help="continue the repository in --out"),
+    print_config: bool = typer.Option(False, "--print-config", help="print the config as it would run and exit"),
+) -> None:
+    """Train and test a repository of classifiers with varied settings (augmentation, lr, epochs, anomalies)."""
+    import yaml
+
+    from repscope.config import load_config
+    from repscope.outputs import prepare_output
+    from repscope.studies.invariance_repo import RepoConfig, build_repository
+    from repscope.studies.invariance_repo import quick as shrink
+
+    repo = load_config(config, RepoConfig, settings)
+    repo = shrink(repo) if quick else repo
+    if print_config:
+        typer.echo(yaml.safe_dump(repo.model_dump(mode="json"), sort_keys=False).rstrip())
+        return
+    prepare_output(out, resume=resume, kind="directory")
+    result = build_repository(repo, out, workers=workers, backend=backend, address=address)
+    done = sum(status == "done" for status in result.status.values())
+    typer.echo(f"{done} of {len(result.status)} models built; failed: {len(result.failed)}")
+    for failed in result.failed[:3]:
+        typer.echo(f"  {failed.name}: {failed.error_type}: {failed.message}")
+    typer.echo(f"summary: {out / 'summary.csv'}")

@@ -19,6 +19,7 @@ DATASETS: dict[str, str] = {
     "cdsprites": "repscope.data.sprites.datasets:cdsprites_dataset",
     "polymnist": "repscope.data.polymnist:polymnist_dataset",
     "candle": "repscope.data.candle:candle_dataset",
+    "anomalous": "repscope.data.anomalies:anomalous_dataset",
 }
 
 

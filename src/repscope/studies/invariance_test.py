@@ -12,7 +12,6 @@ examples classified correctly under every transformation).
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ from torch import nn
 
 from repscope.data.invariance_transforms import TransformFamily
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.fileio import write_bytes_atomic
+from repscope.fileio import save_npy_atomic
 from repscope.metrics.invariance.features import matrix_features
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
 from repscope.models.probes import resolve_positions, signal_sets
@@ -317,9 +316,7 @@ def run_invariance_test(
          "values": list(family.values), "n": len(rows), "correct_only": correct_only, "seed": seed}
     )  # fmt: skip
     for name, matrix in matrices.items():
-        buffer = io.BytesIO()
-        np.save(buffer, matrix)
-        write_bytes_atomic(run.path("matrices", f"{name.replace('@', '_at_')}.npy"), buffer.getvalue())
+        save_npy_atomic(run.path("matrices", f"{name.replace('@', '_at_')}.npy"), matrix)
     identity = len(family) // 2
     metrics = {
         "robust_accuracy": robust_accuracy(signals.correct),

@@ -62,6 +62,8 @@ class TrainConfig(Section):
     val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     seed: int = 0
     num_workers: int = Field(0, ge=0)
+    # False feeds the training examples in their stored order every epoch (an ML4ML anomaly)
+    shuffle: bool = True
 
     def framework_params(self) -> set[str]:
         """Constructor arguments the framework sets (from the model's name and the data).

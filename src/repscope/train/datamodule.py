@@ -136,6 +136,8 @@ class DatasetModule(pl.LightningDataModule):
         Seed of the hold-out and of the shuffling.
     num_workers : int
         DataLoader worker processes.
+    shuffle : bool
+        Shuffle the training examples each epoch (seeded); False keeps their order.
     """
 
     def __init__(
@@ -146,8 +148,10 @@ class DatasetModule(pl.LightningDataModule):
         val_fraction: float = 0.1,
         seed: int = 0,
         num_workers: int = 0,
+        shuffle: bool = True,
     ) -> None:
         super().__init__()
+        self.shuffle = bool(shuffle)
         if "target" in fields and dataset.target is None:
             raise InvalidArgumentError(f"data: dataset {dataset.name} has no target; set data.params.target")
         missing = [name for name in fields if name != "target" and name not in dataset.fields]
@@ -173,7 +177,7 @@ class DatasetModule(pl.LightningDataModule):
         return loader(
             self.train_set,
             self.batch_size,
-            shuffle=True,
+            shuffle=self.shuffle,
             seed=self.seed,
             num_workers=self.num_workers,
             drop_last=len(self.train_set) > self.batch_size,

@@ -441,7 +441,13 @@ def fit(
     if resume:
         check_resumable(last, task)  # fail early, with a clear message, on a corrupt or mismatched file
     module = DatasetModule(
-        dataset, task.batch_fields, config.batch_size, config.val_fraction, config.seed, config.num_workers
+        dataset,
+        task.batch_fields,
+        config.batch_size,
+        config.val_fraction,
+        config.seed,
+        config.num_workers,
+        shuffle=config.shuffle,
     )
     run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
     run.write_config(as_dict)
