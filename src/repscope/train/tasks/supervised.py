@@ -100,8 +100,19 @@ class SupervisedTask(ImageTask):
         return F.mse_loss(outputs, targets.float()), outputs, targets
 
     def augmented(self, images: torch.Tensor) -> torch.Tensor:
-        """The training images with each one transformed by a V drawn from ``augment_ranges``
-        (torch's generator, seeded by the training seed); unchanged when ``augment`` is ``none``."""
+        """The training images with each one transformed by a V drawn from ``augment_ranges``.
+
+        Parameters
+        ----------
+        images : torch.Tensor
+            A training batch ``(B, C, H, W)``, uint8 or floats in [0, 1].
+
+        Returns
+        -------
+        torch.Tensor
+            The batch unchanged when ``augment`` is ``none``; otherwise floats in [0, 1], each image
+            transformed by its own value (torch's generator, seeded by the training seed).
+        """
         if self.hparams.augment == "none":
             return images
         if images.dtype == torch.uint8:
