@@ -64,6 +64,9 @@ def test_command(
     correct_only: bool = typer.Option(False, "--correct-only", help="only examples right at the identity"),
     batch_size: int = typer.Option(500, "--batch-size", help="images per forward pass"),
     seed: int = typer.Option(0, "--seed", help="seed of the draw and the sensitivity subsample"),
+    assessor: Optional[Path] = typer.Option(
+        None, "--assessor", help="assessors.joblib of repscope invariance assess train (a pickle: trusted files only)"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy."""
@@ -81,12 +84,14 @@ def test_command(
         params[key] = yaml.safe_load(value)
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         metrics = run_invariance_test(
-            model, target, transform, arch, data, params, n, half_range, steps, correct_only, batch_size, seed
+            model, target, transform, arch, data, params, n, half_range, steps, correct_only, batch_size, seed, assessor
         )
     typer.echo(
         f"robust accuracy {metrics['robust_accuracy']:.3f} (accuracy {metrics['accuracy']:.3f}) "
         f"on {metrics['examples']} images"
     )
+    for name, value in (metrics.get("verdict") or {}).items():
+        typer.echo(f"{name}: {'invariant' if value else 'variant'}")
     typer.echo(f"report: {Path(out) / 'report.html'}")
 
 
@@ -126,3 +131,62 @@ def repo_build_command(
     for failed in result.failed[:3]:
         typer.echo(f"  {failed.name}: {failed.error_type}: {failed.message}")
     typer.echo(f"summary: {out / 'summary.csv'}")
+
+
+@repo_app.command("label")
+def repo_label_command(
+    repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build)"),
+    out: Path = typer.Option(..., "--out", "-o", help="CSV: name, label (1 invariant, 0 variant), reasons"),
+    human: Optional[Path] = typer.Option(
+        None, "--human", help="CSV of human labels (name + one column per annotator): adds Cohen's and Fleiss' kappa"
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
+) -> None:
+    """Label every model by the guideline's rules; with --human, the annotators' agreement."""
+    import pandas as pd
+
+    from repscope.errors import DataFormatError
+    from repscope.fileio import write_text_atomic
+    from repscope.outputs import prepare_output
+    from repscope.studies.invariance_assess import agreement, read_repository, rule_labels
+
+    prepare_output(out, overwrite=overwrite, kind="file")
+    labels = rule_labels(read_repository(repo))
+    write_text_atomic(out, labels.to_csv(index=False))
+    typer.echo(f"{int(labels['label'].sum())} of {len(labels)} models invariant by the rules; written: {out}")
+    if human is not None:
+        try:
+            given = pd.read_csv(human)
+        except (OSError, ValueError) as exc:
+            raise DataFormatError(f"--human {human}: not a readable CSV ({exc})") from None
+        if "name" not in given.columns:
+            raise DataFormatError(f"--human {human}: needs a name column")
+        merged = given.merge(labels[["name", "label"]].rename(columns={"label": "rules"}), on="name")
+        result = agreement(merged)
+        for pair, kappa in result["cohen"].items():
+            typer.echo(f"Cohen's kappa {pair}: {kappa:.3f}")
+        typer.echo(f"Fleiss' kappa: {result['fleiss']:.3f}")
+
+
+assess_app = typer.Typer(no_args_is_help=True, help="ML4ML assessors: train them on a repository.")
+app.add_typer(assess_app, name="assess")
+
+
+@assess_app.command("train")
+def assess_train_command(
+    repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build)"),
+    transform: TRANSFORM_CHOICES = typer.Option("rotation", "--transform", help="the family the repository tested"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.joblib"),
+    labels: Optional[Path] = typer.Option(None, "--labels", help="CSV name,label (default: the rule labels)"),
+    seed: int = typer.Option(0, "--seed", help="seed of the folds and balanced draws"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
+) -> None:
+    """Decision tree, random forest, AdaBoost, linear regression against the robust-accuracy baseline (Table IV)."""
+    from repscope.outputs import output_target
+    from repscope.studies.invariance_assess import train_assessors
+
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        table = train_assessors(repo, target, transform, labels, seed)
+    for _, row in table.iterrows():
+        typer.echo(f"{row['assessor']}: {row['mean']:.3f} +/- {row['std']:.3f}")
+    typer.echo(f"written: {out}")

@@ -264,6 +264,7 @@ def run_invariance_test(
     correct_only: bool = False,
     batch_size: int = 500,
     seed: int = 0,
+    assessor: str | Path | None = None,
 ) -> dict[str, Any]:
     """Test one classifier: matrices (``matrices/*.npy``), features, robust accuracy, heat maps, report.
 
@@ -285,6 +286,8 @@ def run_invariance_test(
         Images per forward pass.
     seed : int
         Seed of the draw and of the sensitivity subsample.
+    assessor : str or Path, optional
+        ``assessors.joblib`` of ``repscope invariance assess train``: adds each assessor's verdict.
 
     Returns
     -------
@@ -325,6 +328,10 @@ def run_invariance_test(
         "transform": transform,
         "features": features,
     }
+    if assessor is not None:
+        from repscope.studies.invariance_assess import verdict  # noqa: PLC0415
+
+        metrics["verdict"] = verdict(assessor, features, transform)
     run.write_metrics(metrics)
     table = pd.DataFrame(features).T.rename_axis("modality").reset_index()
     run.write_table("features", table)
@@ -333,6 +340,11 @@ def run_invariance_test(
         {"robust accuracy (Eq. 1)": metrics["robust_accuracy"], "accuracy at the identity": metrics["accuracy"]},
         title="Accuracy",
     )
+    if "verdict" in metrics:
+        report.add_metrics(
+            {name: "invariant" if value else "variant" for name, value in metrics["verdict"].items()},
+            title=f"Assessors' verdict ({assessor})",
+        )
     for name, matrix in matrices.items():
         figure = variance_heatmap(matrix, family.values, title=name, unit=family.unit)
         report.add_figure(run.save_figure(f"matrix_{name.replace('@', '_at_')}", figure), caption=name)

@@ -1,0 +1,353 @@
+"""Labels and ML4ML assessors for a model repository (Secs. V-C, VI, Table IV).
+
+**Rule labels.** The paper's guideline, as rules on each model's metadata: a model is labelled
+*invariant* (1) when its augmentation covers the tested interval, no anomaly was injected, it neither
+under-fits (accuracy at the identity at least ``min_accuracy``) nor over-fits (its last validation loss
+at most ``overfit_ratio`` times its lowest), and its max@CONF matrix is normal (mean of the meaningful
+elements at most ``max_conf_mean``); otherwise *variant* (0), with the failed rules as reasons. The
+thresholds are ours: the paper's annotators judged the curves and matrices by eye. Human labels can be
+imported from a CSV (``name`` plus one column per annotator); Cohen's kappa per pair of columns and
+Fleiss' kappa over all say how far they agree.
+
+**Assessors.** Decision tree, random forest, AdaBoost and linear regression (thresholded at 0.5)
+on the 5 x 16 features, by the paper's protocol: 3-fold cross-validation repeated 10 times on a
+balanced draw (as many variant as invariant models), mean and std of the test-fold accuracy. The
+baseline is the robust accuracy (Eq. 1) with a threshold chosen by a greedy search on the training folds.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from repscope.errors import DataFormatError, InvalidArgumentError
+
+
+def read_repository(repo: str | Path) -> pd.DataFrame:
+    """One row per finished model of a repository: its name, settings, accuracies, curves and features.
+
+    Parameters
+    ----------
+    repo : str or Path
+        A folder written by ``repscope invariance repo build``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        Columns ``name``, the settings, ``accuracy``, ``robust_accuracy``, ``val_loss`` (list) and one
+        column per feature (``modality:feature``), sorted by name.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the folder holds no finished model.
+    DataFormatError
+        Naming a model's unreadable metadata or features.
+    """
+    repo = Path(repo)
+    rows = []
+    for folder in sorted(p for p in repo.glob("*/metadata.json")):
+        try:
+            metadata = json.loads(folder.read_text())
+            features = json.loads((folder.parent / "features.json").read_text())
+        except (OSError, ValueError) as exc:
+            raise DataFormatError(f"{folder.parent}: unreadable metadata or features ({exc})") from None
+        row = {"name": folder.parent.name, **metadata["settings"]}
+        row.update(accuracy=metadata["accuracy"], robust_accuracy=metadata["robust_accuracy"])
+        row["val_loss"] = metadata.get("curves", {}).get("val_loss", [])
+        row.update({f"{m}:{k}": v for m, values in features.items() for k, v in values.items()})
+        rows.append(row)
+    if not rows:
+        raise InvalidArgumentError(f"repository {repo}: no finished model (metadata.json); build it first")
+    return pd.DataFrame(rows)
+
+
+def rule_labels(
+    table: pd.DataFrame, min_accuracy: float = 0.8, overfit_ratio: float = 1.2, max_conf_mean: float = 0.15
+) -> pd.DataFrame:
+    """The guideline as rules: 1 (invariant) when every rule holds, else 0, with the reasons.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`read_repository`.
+    min_accuracy : float
+        Below this accuracy at the identity a model under-fits.
+    overfit_ratio : float
+        A last validation loss above this multiple of the lowest one over-fits.
+    max_conf_mean : float
+        Above this mean of the max@CONF matrix the matrix is not normal.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``name``, ``label`` and ``reasons`` (``;``-separated failed rules).
+    """
+    labels = []
+    for _, row in table.iterrows():
+        reasons = []
+        if row["augment"] != "covering":
+            reasons.append(f"augmentation {row['augment']}")
+        if row["anomaly"] != "none":
+            reasons.append(f"anomaly {row['anomaly']}")
+        if row["accuracy"] < min_accuracy:
+            reasons.append("under-fits")
+        losses = list(row["val_loss"]) if isinstance(row["val_loss"], list | tuple) else []
+        if len(losses) >= 2 and losses[-1] > overfit_ratio * min(losses):
+            reasons.append("over-fits")
+        if row.get("max@CONF:mean", 0.0) > max_conf_mean:
+            reasons.append("max@CONF matrix not normal")
+        labels.append({"name": row["name"], "label": int(not reasons), "reasons": "; ".join(reasons)})
+    return pd.DataFrame(labels)
+
+
+def fleiss_kappa(ratings: Any) -> float:
+    """Fleiss' kappa of ``(subjects, raters)`` category labels.
+
+    kappa = (P_bar - P_e) / (1 - P_e), with P_i = (sum_c n_ic^2 - r) / (r (r - 1)) per subject,
+    P_bar their mean and P_e = sum_c p_c^2 over the categories' shares p_c of all ratings.
+
+    Parameters
+    ----------
+    ratings : array-like of shape (N, R)
+        Each subject's category from each of R >= 2 raters.
+
+    Returns
+    -------
+    float
+        1 for full agreement; NaN when every rating is the same category (P_e = 1).
+    """
+    ratings = np.asarray(ratings)
+    if ratings.ndim != 2 or ratings.shape[1] < 2:
+        raise InvalidArgumentError(f"ratings: expected (subjects, raters >= 2), got {ratings.shape}")
+    categories = np.unique(ratings)
+    counts = np.stack([(ratings == c).sum(axis=1) for c in categories], axis=1)
+    raters = ratings.shape[1]
+    agreement = ((counts**2).sum(axis=1) - raters) / (raters * (raters - 1))
+    shares = counts.sum(axis=0) / counts.sum()
+    expected = float((shares**2).sum())
+    return float("nan") if expected == 1 else float((agreement.mean() - expected) / (1 - expected))
+
+
+def agreement(labels: pd.DataFrame) -> dict[str, Any]:
+    """Cohen's kappa per pair of label columns and Fleiss' kappa over all of them.
+
+    Parameters
+    ----------
+    labels : pandas.DataFrame
+        ``name`` and two or more label columns.
+
+    Returns
+    -------
+    dict
+        ``cohen`` (``"a vs b" -> kappa``) and ``fleiss``.
+    """
+    from sklearn.metrics import cohen_kappa_score  # noqa: PLC0415
+
+    columns = [c for c in labels.columns if c != "name"]
+    if len(columns) < 2:
+        raise InvalidArgumentError("labels: Cohen's and Fleiss' kappa need two or more label columns")
+    cohen = {
+        f"{a} vs {b}": float(cohen_kappa_score(labels[a], labels[b]))
+        for k, a in enumerate(columns)
+        for b in columns[k + 1 :]
+    }
+    return {"cohen": cohen, "fleiss": fleiss_kappa(labels[columns].to_numpy())}
+
+
+def feature_matrix(table: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """The ``modality:feature`` columns as a float matrix (NaN and infinities set to 0)."""
+    columns = [c for c in table.columns if ":" in c]
+    values = np.nan_to_num(table[columns].to_numpy(dtype=np.float64), nan=0.0, posinf=0.0, neginf=0.0)
+    return values, columns
+
+
+def assessors(seed: int = 0) -> dict[str, Any]:
+    """The paper's four assessors (scikit-learn), seeded."""
+    from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier  # noqa: PLC0415
+    from sklearn.linear_model import LinearRegression  # noqa: PLC0415
+    from sklearn.tree import DecisionTreeClassifier  # noqa: PLC0415
+
+    return {
+        "decision tree": DecisionTreeClassifier(random_state=seed),
+        "random forest": RandomForestClassifier(n_estimators=100, random_state=seed),
+        "AdaBoost": AdaBoostClassifier(random_state=seed),
+        "linear regression": LinearRegression(),
+    }
+
+
+def _predict(model: Any, features: np.ndarray) -> np.ndarray:
+    output = model.predict(features)
+    return (output >= 0.5).astype(int) if output.dtype.kind == "f" else output.astype(int)
+
+
+def greedy_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The threshold t on ``scores`` (predict 1 when score >= t) with the best training accuracy,
+    searched over the midpoints of the sorted scores (ties: the lowest)."""
+    values = np.unique(scores)
+    candidates = np.concatenate([[values[0] - 1e-9], (values[1:] + values[:-1]) / 2, [values[-1] + 1e-9]])
+    accuracies = [np.mean((scores >= t).astype(int) == labels) for t in candidates]
+    return float(candidates[int(np.argmax(accuracies))])
+
+
+def evaluate_assessors(
+    features: np.ndarray, labels: Any, robust: Any, folds: int = 3, repeats: int = 10, seed: int = 0
+) -> pd.DataFrame:
+    """Table IV: each assessor's and the robust-accuracy baseline's accuracy, mean and std over
+    ``repeats`` x ``folds`` test folds of balanced draws.
+
+    Parameters
+    ----------
+    features : numpy.ndarray
+        ``(M, F)`` features of the models.
+    labels : array-like
+        ``(M,)`` 0 (variant) / 1 (invariant).
+    robust : array-like
+        ``(M,)`` robust accuracies (the baseline's score).
+    folds, repeats, seed
+        The protocol.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``assessor``, ``mean``, ``std``, ``folds`` (count) and ``balanced_models``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When either class has fewer models than ``folds``.
+    """
+    from sklearn.base import clone  # noqa: PLC0415
+    from sklearn.model_selection import StratifiedKFold  # noqa: PLC0415
+
+    labels, robust = np.asarray(labels, int), np.asarray(robust, float)
+    per_class = min(int((labels == 0).sum()), int((labels == 1).sum()))
+    if per_class < folds:
+        raise InvalidArgumentError(
+            f"labels: {int((labels == 1).sum())} invariant and {int((labels == 0).sum())} variant models; "
+            f"{folds}-fold assessment needs {folds} of each (build a larger repository)"
+        )
+    scores: dict[str, list[float]] = {name: [] for name in [*assessors(), "robust accuracy (baseline)"]}
+    for repeat in range(repeats):
+        rng = np.random.default_rng([seed, repeat])
+        rows = np.concatenate([rng.choice(np.flatnonzero(labels == c), per_class, replace=False) for c in (0, 1)])
+        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed * 1000 + repeat)
+        for train, test in splitter.split(rows, labels[rows]):
+            train, test = rows[train], rows[test]
+            for name, model in assessors(seed + repeat).items():
+                fitted = clone(model).fit(features[train], labels[train])
+                scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
+            threshold = greedy_threshold(robust[train], labels[train])
+            baseline = (robust[test] >= threshold).astype(int)
+            scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))
+    return pd.DataFrame(
+        [
+            {"assessor": name, "mean": np.mean(v), "std": np.std(v), "folds": len(v), "balanced_models": 2 * per_class}
+            for name, v in scores.items()
+        ]
+    )
+
+
+def repository_labels(repo: Path, table: pd.DataFrame, labels_file: Path | None = None) -> pd.DataFrame:
+    """The labels to train with: ``labels_file`` (``name``, ``label``), else the rules."""
+    if labels_file is None:
+        return rule_labels(table)
+    try:
+        given = pd.read_csv(labels_file)
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"--labels {labels_file}: not a readable CSV ({exc})") from None
+    if not {"name", "label"} <= set(given.columns):
+        raise DataFormatError(f"--labels {labels_file}: needs the columns name and label")
+    missing = sorted(set(table["name"]) - set(given["name"]))
+    if missing:
+        raise DataFormatError(f"--labels {labels_file}: no label for model {missing[0]} (and {len(missing) - 1} more)")
+    return given[["name", "label"]]
+
+
+def train_assessors(
+    repo: str | Path, out: Path, transform: str, labels_file: Path | None = None, seed: int = 0
+) -> pd.DataFrame:
+    """Evaluate the assessors on a repository (Table IV), then fit each on every labelled model and save it.
+
+    Parameters
+    ----------
+    repo : str or Path
+        The repository.
+    out : Path
+        Folder for ``table4.csv``, ``labels.csv``, ``assessors.joblib`` and ``assessors.json``.
+    transform : str
+        The family the repository was tested with (checked against it).
+    labels_file : Path, optional
+        Human labels (``name``, ``label``); default the rule labels.
+    seed : int
+        Seed of the protocol.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The Table IV rows.
+    """
+    import joblib  # noqa: PLC0415 -- scikit-learn's own persistence
+
+    from repscope.fileio import write_json_atomic, write_text_atomic  # noqa: PLC0415
+
+    repo = Path(repo)
+    stored = (
+        json.loads((repo / "repository.json").read_text()).get("config", {})
+        if (repo / "repository.json").exists()
+        else {}
+    )
+    if stored.get("transform", transform) != transform:
+        raise InvalidArgumentError(f"--transform {transform}: repository {repo} was tested with {stored['transform']}")
+    table = read_repository(repo)
+    labels = repository_labels(repo, table, labels_file)
+    merged = table.merge(labels[["name", "label"]], on="name")
+    features, columns = feature_matrix(merged)
+    result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], seed=seed)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "table4.csv", result.to_csv(index=False))
+    write_text_atomic(out / "labels.csv", labels.to_csv(index=False))
+    fitted = {name: model.fit(features, merged["label"]) for name, model in assessors(seed).items()}
+    joblib.dump({"assessors": fitted, "columns": columns, "transform": transform}, out / "assessors.joblib")
+    write_json_atomic(
+        out / "assessors.json",
+        {"transform": transform, "columns": columns, "models": len(merged), "invariant": int(merged["label"].sum())},
+    )
+    return result
+
+
+def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], transform: str) -> dict[str, int]:
+    """Each saved assessor's verdict (1 invariant, 0 variant) on one model's features.
+
+    ``assessors.joblib`` is a pickle: load only files you made or trust.
+    """
+    import joblib  # noqa: PLC0415
+
+    saved = joblib.load(assessor_file)
+    if saved.get("transform") != transform:
+        raise InvalidArgumentError(f"--assessor {assessor_file}: trained for {saved.get('transform')}, not {transform}")
+    flat = {f"{m}:{k}": v for m, values in features.items() for k, v in values.items()}
+    missing = [c for c in saved["columns"] if c not in flat]
+    if missing:
+        raise InvalidArgumentError(f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks")
+    row = np.nan_to_num(np.array([[flat[c] for c in saved["columns"]]], dtype=np.float64), posinf=0.0, neginf=0.0)
+    return {name: int(_predict(model, row)[0]) for name, model in saved["assessors"].items()}
+
+
+__all__ = [
+    "agreement",
+    "repository_labels",
+    "train_assessors",
+    "verdict",
+    "assessors",
+    "evaluate_assessors",
+    "feature_matrix",
+    "fleiss_kappa",
+    "greedy_threshold",
+    "read_repository",
+    "rule_labels",
+]
