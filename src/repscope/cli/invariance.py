@@ -109,13 +109,14 @@ def repo_build_command(
     backend: Literal["local", "ray"] = typer.Option("local", "--backend", help="local, or Ray Tune (repscope[ray])"),
     address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local instance)"),
     resume: bool = typer.Option(False, "--resume", help="continue the repository in --out"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once the new one is complete)"),
     print_config: bool = typer.Option(False, "--print-config", help="print the config as it would run and exit"),
 ) -> None:
     """Train and test a repository of classifiers with varied settings (augmentation, lr, epochs, anomalies)."""
     import yaml
 
     from repscope.config import load_config
-    from repscope.outputs import prepare_output
+    from repscope.outputs import output_target
     from repscope.studies.invariance_repo import RepoConfig, build_repository
     from repscope.studies.invariance_repo import quick as shrink
 
@@ -124,8 +125,8 @@ def repo_build_command(
     if print_config:
         typer.echo(yaml.safe_dump(repo.model_dump(mode="json"), sort_keys=False).rstrip())
         return
-    prepare_output(out, resume=resume, kind="directory")
-    result = build_repository(repo, out, workers=workers, backend=backend, address=address)
+    with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
+        result = build_repository(repo, target, workers=workers, backend=backend, address=address)
     done = sum(status == "done" for status in result.status.values())
     typer.echo(f"{done} of {len(result.status)} models built; failed: {len(result.failed)}")
     for failed in result.failed[:3]:
