@@ -70,18 +70,18 @@ class SupervisedTask(ImageTask):
         ranges = [] if augment == "none" else check_ranges(augment, augment_ranges)
         if augment == "none" and len(augment_ranges):
             raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
-        self.save_hyperparameters(
-            {
-                "network": network,
-                "kind": kind,
-                "num_outputs": int(num_outputs),
-                "lr": float(lr),
-                "image_shape": shape,
-                "schedule": schedule,
-                "augment": augment,
-                "augment_ranges": [list(pair) for pair in ranges],
-            }
-        )
+        hyper_parameters = {
+            "network": network,
+            "kind": kind,
+            "num_outputs": int(num_outputs),
+            "lr": float(lr),
+            "image_shape": shape,
+            "schedule": schedule,
+        }
+        if augment != "none":  # recorded only when used: checkpoints without it stay as they were
+            hyper_parameters.update(augment=augment, augment_ranges=[list(pair) for pair in ranges])
+        self.save_hyperparameters(hyper_parameters)
+        self.augment, self.augment_ranges = augment, [tuple(pair) for pair in ranges]
         self.network = build_classifier(network, shape, num_outputs)
         self._squared_error = torch.zeros(())
         self._val_count = 0
@@ -113,12 +113,12 @@ class SupervisedTask(ImageTask):
             The batch unchanged when ``augment`` is ``none``; otherwise floats in [0, 1], each image
             transformed by its own value (torch's generator, seeded by the training seed).
         """
-        if self.hparams.augment == "none":
+        if self.augment == "none":
             return images
         if images.dtype == torch.uint8:
             images = images.float() / 255.0
-        transform, _ = PER_EXAMPLE[self.hparams.augment]
-        values = draw_values([tuple(pair) for pair in self.hparams.augment_ranges], len(images)).to(images.device)
+        transform, _ = PER_EXAMPLE[self.augment]
+        values = draw_values(self.augment_ranges, len(images)).to(images.device)
         return transform(images, values)
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
