@@ -241,7 +241,7 @@ def test_rotation_augmentation_raises_robust_accuracy_under_rotation(tmp_path):
             model=Named(name="cnn5", params=params), data=data, trainer=TrainerSection(max_epochs=4), batch_size=32
         )
         outcome = fit(config, out=tmp_path / augment)
-        assert outcome.task.augment == augment and outcome.task.hparams.get("augment", "none") == augment
+        assert outcome.task.augment == augment and outcome.task.hparams.augment == augment
         test = load_dataset("digits", **data.params).batch("test", np.arange(300), ["image", "target"])
         family = transform_family("rotation", 40.0, steps=9)
         signals = model_signals(outcome.task.network, test["image"], test["target"], family, progress=False)

@@ -95,6 +95,8 @@ def test_training_writes_every_attribute_of_the_level(level5):
             "lr": sc.DEFAULT_LR,
             "image_shape": [3, 64, 64],
             "schedule": "cosine",
+            "augment": "none",
+            "augment_ranges": [],
         }
     # no temporary folder left next to the cache
     assert [p.name for p in directory.parent.iterdir() if p.name.startswith(".tmp-")] == []

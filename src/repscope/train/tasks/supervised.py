@@ -70,17 +70,20 @@ class SupervisedTask(ImageTask):
         ranges = [] if augment == "none" else check_ranges(augment, augment_ranges)
         if augment == "none" and len(augment_ranges):
             raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
-        hyper_parameters = {
-            "network": network,
-            "kind": kind,
-            "num_outputs": int(num_outputs),
-            "lr": float(lr),
-            "image_shape": shape,
-            "schedule": schedule,
-        }
-        if augment != "none":  # recorded only when used: checkpoints without it stay as they were
-            hyper_parameters.update(augment=augment, augment_ranges=[list(pair) for pair in ranges])
-        self.save_hyperparameters(hyper_parameters)
+        # every constructor argument, so that a checkpoint rebuilds its task (older checkpoints without
+        # the augmentation keys load with its default, none)
+        self.save_hyperparameters(
+            {
+                "network": network,
+                "kind": kind,
+                "num_outputs": int(num_outputs),
+                "lr": float(lr),
+                "image_shape": shape,
+                "schedule": schedule,
+                "augment": augment,
+                "augment_ranges": [list(pair) for pair in ranges],
+            }
+        )
         self.augment, self.augment_ranges = augment, [tuple(pair) for pair in ranges]
         self.network = build_classifier(network, shape, num_outputs)
         self._squared_error = torch.zeros(())
