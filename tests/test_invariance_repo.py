@@ -47,6 +47,10 @@ def test_repository_points_and_coverages():
     points = repository_points(config)
     assert len(points) == 12 and points == repository_points(RepoConfig(count=12, seed=3))
     assert len({tuple(p[1:]) for p in points}) == 12  # drawn without replacement from the grid
+    assert {dict(p)["optimizer"] for p in repository_points(RepoConfig(count=40, optimizer=["adam", "sgd"]))} == {
+        "adam",
+        "sgd",
+    }
     assert augment_ranges("covering", 15, 0) == [[-15.0, 15.0]]
     assert augment_ranges("gap", 15, 0) == [[-15.0, -7.5], [7.5, 15.0]]
     assert augment_ranges("partial", 0.3, 1.0) == [[0.85, 1.15]]
@@ -74,3 +78,15 @@ def test_a_small_repository_is_built_tested_and_resumed(tmp_path):
         assert len(json.loads((folder / "features.json").read_text())) == 5
     again = build_repository(config, out)  # a finished model is not trained twice
     assert again.ran == [] and len(again.reused) == 3
+
+
+def test_the_supervised_task_trains_with_adam_or_sgd():
+    import torch
+
+    from repscope.train.tasks.supervised import SupervisedTask
+
+    sgd = SupervisedTask(network="cnn5", optimizer="sgd", lr=0.01).configure_optimizers()
+    assert isinstance(sgd, torch.optim.SGD) and sgd.defaults["momentum"] == 0.9 and sgd.defaults["lr"] == 0.01
+    assert isinstance(SupervisedTask(network="cnn5").configure_optimizers(), torch.optim.Adam)
+    with pytest.raises(InvalidArgumentError, match="optimizer"):
+        SupervisedTask(network="cnn5", optimizer="rmsprop")

@@ -97,6 +97,7 @@ def test_training_writes_every_attribute_of_the_level(level5):
             "schedule": "cosine",
             "augment": "none",
             "augment_ranges": [],
+            "optimizer": "adam",
         }
     # no temporary folder left next to the cache
     assert [p.name for p in directory.parent.iterdir() if p.name.startswith(".tmp-")] == []

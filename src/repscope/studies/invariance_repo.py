@@ -4,7 +4,7 @@ A seeded draw of ``count`` settings from the grid of the config's lists:
 
 * augmentation against the tested interval ``[-a, a]`` of the family: ``none``, ``partial``
   (``[-a/2, a/2]``), ``covering`` (``[-a, a]``), ``gap`` (``[-a, -a/2]`` and ``[a/2, a]``);
-* learning rate, epochs, batch size;
+* learning rate, epochs, batch size, optimiser (``adam``; add ``sgd``, with momentum 0.9);
 * an anomaly: ``none``, ``noise`` (noise images with random labels), ``leak`` (test data in training),
   ``impaired`` (wrong labels), ``small`` (a smaller training set) (:mod:`repscope.data.anomalies`)
   or ``no_shuffle`` (training without shuffling).
@@ -53,6 +53,7 @@ class RepoConfig(Section):
     lr: list[float] = Field(default_factory=lambda: [1e-3, 3e-4])
     epochs: list[int] = Field(default_factory=lambda: [1, 3, 6])
     batch_size: list[int] = Field(default_factory=lambda: [32, 128])
+    optimizer: list[Literal["adam", "sgd"]] = Field(default_factory=lambda: ["adam"])
     anomaly: list[Literal["none", "noise", "leak", "impaired", "small", "no_shuffle"]] = Field(
         default_factory=lambda: ["none", "none", "none", "none", "noise", "leak", "impaired", "small", "no_shuffle"]
     )
@@ -72,10 +73,11 @@ def quick(config: RepoConfig) -> RepoConfig:
 def repository_points(config: RepoConfig) -> list[list[tuple[str, str]]]:
     """The ``count`` settings: a seeded draw without replacement from the product of the lists (with
     replacement when the product is smaller), each as ``[(key, value), ...]`` with its model number."""
-    grid = list(itertools.product(config.augment, config.lr, config.epochs, config.batch_size, config.anomaly))
+    lists = (config.augment, config.lr, config.epochs, config.batch_size, config.anomaly, config.optimizer)
+    grid = list(itertools.product(*lists))
     rng = np.random.default_rng([config.seed, 41])
     rows = rng.choice(len(grid), size=config.count, replace=config.count > len(grid))
-    keys = ("augment", "lr", "epochs", "batch_size", "anomaly")
+    keys = ("augment", "lr", "epochs", "batch_size", "anomaly", "optimizer")
     return [[("model", f"{k:03d}"), *zip(keys, map(str, grid[row]))] for k, row in enumerate(rows)]
 
 
@@ -99,7 +101,7 @@ def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dic
     family = transform_family(repo.transform)
     centre = family.values[len(family) // 2]
     half_range = family.values[-1] - centre
-    params: dict[str, Any] = {"lr": float(settings["lr"])}
+    params: dict[str, Any] = {"lr": float(settings["lr"]), "optimizer": settings.get("optimizer", "adam")}
     if settings["augment"] != "none":
         params.update(augment=repo.transform, augment_ranges=augment_ranges(settings["augment"], half_range, centre))
     anomaly = settings["anomaly"]

@@ -24,11 +24,13 @@ from repscope.train.tasks.base import (
 )
 
 SCHEDULES = ("none", "cosine")
+OPTIMIZERS = ("adam", "sgd")  # sgd: with momentum 0.9
 
 
 class SupervisedTask(ImageTask):
     """A network of :data:`repscope.models.networks.CLASSIFIERS` (LeNet-5, the 784-200-200-L MLP of
-    Castro et al., Appendix D, the CdSprites+ ``attribute-cnn``) trained with Adam.
+    Castro et al., Appendix D, the CdSprites+ ``attribute-cnn``) trained with Adam (``optimizer="sgd"``:
+    SGD with momentum 0.9).
 
     Classification: cross-entropy on ``num_outputs`` logits, targets int class labels.
     Regression: mean squared error of the single output (``num_outputs`` must be 1), targets float.
@@ -54,6 +56,7 @@ class SupervisedTask(ImageTask):
         schedule: Literal["none", "cosine"] = "none",
         augment: Literal["none", "rotation", "brightness", "scale"] = "none",
         augment_ranges: Sequence[Sequence[float]] = (),
+        optimizer: Literal["adam", "sgd"] = "adam",
     ) -> None:
         super().__init__()
         if kind not in KINDS:
@@ -68,6 +71,8 @@ class SupervisedTask(ImageTask):
             raise InvalidArgumentError(f"lr: must be positive, got {lr!r}")
         shape = checked_shape(image_shape)
         ranges = [] if augment == "none" else check_ranges(augment, augment_ranges)
+        if optimizer not in OPTIMIZERS:
+            raise InvalidArgumentError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
         if augment == "none" and len(augment_ranges):
             raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
         # every constructor argument, so that a checkpoint rebuilds its task (older checkpoints without
@@ -82,6 +87,7 @@ class SupervisedTask(ImageTask):
                 "schedule": schedule,
                 "augment": augment,
                 "augment_ranges": [list(pair) for pair in ranges],
+                "optimizer": optimizer,
             }
         )
         self.augment, self.augment_ranges = augment, [tuple(pair) for pair in ranges]
@@ -153,7 +159,10 @@ class SupervisedTask(ImageTask):
             self.log("val_rmse", torch.sqrt(total / count), prog_bar=False)
 
     def configure_optimizers(self) -> Any:
-        optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        if self.hparams.get("optimizer", "adam") == "sgd":
+            optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+        else:
+            optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
         if self.hparams.get("schedule", "none") != "cosine":
             return optimizer
         steps = max(1, int(self.trainer.estimated_stepping_batches))
