@@ -20,6 +20,7 @@ DATASETS: dict[str, str] = {
     "polymnist": "repscope.data.polymnist:polymnist_dataset",
     "candle": "repscope.data.candle:candle_dataset",
     "anomalous": "repscope.data.anomalies:anomalous_dataset",
+    "cifar10": "repscope.data.cifar:cifar10_dataset",
 }
 
 

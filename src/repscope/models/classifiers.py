@@ -127,6 +127,35 @@ class CNN5(nn.Module):
         return self.classifier(self.features(images).flatten(1))
 
 
+class VGG13BN(nn.Module):
+    """VGG-13 with batch normalisation for 32x32 colour images (CIFAR-10), the ML4ML repository's larger model.
+
+    Ten 3x3 convolutions in five blocks of two (64, 128, 256, 512, 512 maps), each followed by batch
+    normalisation and ReLU, a 2x2 max pooling after each block (32 -> 1), then a linear layer
+    ``512 -> num_outputs`` (the CIFAR variant of VGG; the ImageNet one has three 4096-wide layers).
+    """
+
+    BLOCKS = (64, 128, 256, 512, 512)
+
+    def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (3, 32, 32)) -> None:
+        super().__init__()
+        if int(num_outputs) < 1:
+            raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        channels, height, width = _image_shape(image_shape, minimum=32)
+        self.num_outputs = int(num_outputs)
+        layers: list[nn.Module] = []
+        for maps in self.BLOCKS:
+            for _ in range(2):
+                layers += [nn.Conv2d(channels, maps, 3, padding=1), nn.BatchNorm2d(maps), nn.ReLU()]
+                channels = maps
+            layers.append(nn.MaxPool2d(2))
+        self.features = nn.Sequential(*layers)
+        self.classifier = nn.Linear(512 * (height // 32) * (width // 32), self.num_outputs)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.classifier(self.features(images).flatten(1))
+
+
 def _image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, int, int]:
     shape = tuple(int(s) for s in image_shape)
     if len(shape) != 3 or shape[0] < 1 or min(shape[1:]) < minimum:

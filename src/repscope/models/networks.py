@@ -19,7 +19,7 @@ from typing import Any
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.classifiers import CNN5, MLP, LeNet5
+from repscope.models.classifiers import CNN5, MLP, VGG13BN, LeNet5
 from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
 from repscope.models.mnist_gan import Encoder, Generator
 from repscope.models.sprite_cnn import AttributeCNN
@@ -31,6 +31,10 @@ def _lenet5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
 
 def _cnn5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return CNN5(num_outputs, image_shape=image_shape)
+
+
+def _vgg13_bn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+    return VGG13BN(num_outputs, image_shape=image_shape)
 
 
 def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
@@ -57,6 +61,7 @@ def _conv64(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, n
 CLASSIFIERS: dict[str, Callable[..., nn.Module]] = {
     "lenet5": _lenet5,
     "cnn5": _cnn5,
+    "vgg13-bn": _vgg13_bn,
     "mlp": _mlp,
     "attribute-cnn": _attribute_cnn,
 }

@@ -57,6 +57,7 @@ MODELS: dict[str, ModelEntry] = {
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
     "cnn5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "cnn5"}),
+    "vgg13-bn": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "vgg13-bn"}),
     "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
     "mvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mvae"}),
     "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),
