@@ -129,6 +129,7 @@ def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, capsys):
     code, out, err = run(["invariance", "assess", "train", str(repo), "--out", str(tmp_path / "assess")])
     assert code == 0, err
     table = pd.read_csv(tmp_path / "assess" / "table4.csv")
+    assert "Table IV layout" in (tmp_path / "assess" / "report.html").read_text()
     assert table["assessor"].tolist()[-1] == "robust accuracy (baseline)" and len(table) == 5
     means = dict(zip(table["assessor"], table["mean"]))
     assert means["decision tree"] > 0.9  # the std of max@CONF separates the classes

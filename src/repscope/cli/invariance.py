@@ -177,7 +177,7 @@ app.add_typer(assess_app, name="assess")
 def assess_train_command(
     repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build)"),
     transform: TRANSFORM_CHOICES = typer.Option("rotation", "--transform", help="the family the repository tested"),
-    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.joblib"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.joblib, report"),
     labels: Optional[Path] = typer.Option(None, "--labels", help="CSV name,label (default: the rule labels)"),
     seed: int = typer.Option(0, "--seed", help="seed of the folds and balanced draws"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
