@@ -40,6 +40,23 @@ def tiny_mnist_dir(tmp_path, tiny_mnist):
 
 
 @pytest.fixture
+def run_cli(capsys):
+    """``run_cli(args) -> (exit status, stdout, stderr)``: the ``repscope`` entry point on ``args``."""
+    from repscope.cli import main
+
+    def run(args: list[str]) -> tuple[int, str, str]:
+        try:
+            main(args)
+            code = 0
+        except SystemExit as exit_:
+            code = int(exit_.code or 0)
+        captured = capsys.readouterr()
+        return code, captured.out, captured.err
+
+    return run
+
+
+@pytest.fixture
 def isolated_home(tmp_path, monkeypatch):
     """REPSCOPE_HOME pointed at an empty temporary directory."""
     home = tmp_path / "repscope-home"

@@ -151,16 +151,13 @@ def test_pairs_differ_in_exactly_the_chosen_factors(folder):
         paired_rows(factors, [5], 5)
 
 
-def test_pairs_from_the_cli_name_files_whose_json_differs_as_asked(folder, tmp_path, capsys):
-    from repscope.cli import main
-
+def test_pairs_from_the_cli_name_files_whose_json_differs_as_asked(folder, tmp_path, run_cli):
     out = tmp_path / "pairs.csv"
-    with pytest.raises(SystemExit) as exit_:
-        main(
-            ["candle", "pairs", str(folder), "--differ", "object", "--differ", "color", "--n", "30", "--out", str(out)]
-        )
-    assert exit_.value.code in (0, None)
-    assert "30 pairs differing in object, color" in capsys.readouterr().out
+    code, stdout, stderr = run_cli(
+        ["candle", "pairs", str(folder), "--differ", "object", "--differ", "color", "--n", "30", "--out", str(out)]
+    )
+    assert code == 0, stderr
+    assert "30 pairs differing in object, color" in stdout
     table = pd.read_csv(out, dtype=str)
     assert len(table) == 30
     for _, row in table.iterrows():

@@ -13,7 +13,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from repscope.cli import main
 from repscope.data.candle import read_folder, read_record
 from repscope.data.candle_grid import grid_points, image_seed, image_stem, parse_grid
 from repscope.data.candle_render import RenderSettings, render_grid, select_points
@@ -26,24 +25,14 @@ TINY = ["--resolution", "64x48", "--samples", "2", "--device", "cpu"]
 FEW = ["--grid", "object=cube,torus", "--grid", "size=large", "--grid", "rotation=0,45", "--grid", "scene=indoor"]
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
 def pixels(path: Path) -> np.ndarray:
     with Image.open(path) as image:
         return np.asarray(image.convert("RGB")).astype(np.int16)
 
 
-def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, capsys):
+def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cli):
     out = tmp_path / "render"
-    code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *FEW, "--limit", "4", *TINY], capsys)
+    code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *FEW, "--limit", "4", *TINY])
     assert code == 0, stderr
     points = grid_points(parse_grid(FEW[1::2]), limit=4)
     assert [p["index"] for p in points] == sorted(p["index"] for p in points)
@@ -118,14 +107,12 @@ def test_factors_change_the_image_as_the_causal_graph_says(tmp_path):
     assert np.abs(left[y0:y1, x0:x1] - pixels(tmp_path / "c45.png")[y0:y1, x0:x1]).max() > 30
 
 
-def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, capsys):
+def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_cli):
     whole, sharded = tmp_path / "whole", tmp_path / "sharded"
     args = [*FEW, "--limit", "3", *TINY]
-    assert run_cli(["candle", "render", "--out", str(whole), *args], capsys)[0] == 0
+    assert run_cli(["candle", "render", "--out", str(whole), *args])[0] == 0
     for shard in ("1/2", "0/2"):  # machines sharing a folder: each continues it with its shard
-        code, _, stderr = run_cli(
-            ["candle", "render", "--out", str(sharded), *args, "--shard", shard, "--resume"], capsys
-        )
+        code, _, stderr = run_cli(["candle", "render", "--out", str(sharded), *args, "--shard", shard, "--resume"])
         assert code == 0, stderr
     names = sorted(p.name for p in whole.glob("*.png"))
     assert names == sorted(p.name for p in sharded.glob("*.png")) and len(names) == 3
@@ -135,30 +122,30 @@ def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, caps
         assert json.loads((whole / f"{stem}.json").read_text()) == json.loads((sharded / f"{stem}.json").read_text())
     # two local worker processes, each with one thread: the same pixels again
     workers = tmp_path / "workers"
-    code, stdout, stderr = run_cli(["candle", "render", "--out", str(workers), *args, "--workers", "2"], capsys)
+    code, stdout, stderr = run_cli(["candle", "render", "--out", str(workers), *args, "--workers", "2"])
     assert code == 0, stderr
     for name in names:
         assert np.array_equal(pixels(whole / name), pixels(workers / name))
     assert read_folder(workers, 8)["image"].shape[0] == 3  # the hidden .render/ state is not read
 
 
-def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, capsys):
+def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, run_cli):
     out = tmp_path / "render"
     args = [*FEW, "--limit", "4", *TINY]
-    assert run_cli(["candle", "render", "--out", str(out), *args], capsys)[0] == 0
+    assert run_cli(["candle", "render", "--out", str(out), *args])[0] == 0
     stems = sorted(p.stem for p in out.glob("*.png"))
     kept = {stem: (out / f"{stem}.png").stat().st_mtime_ns for stem in stems[1:]}
     (out / f"{stems[0]}.png").unlink()  # as if stopped between an image and its JSON
     (out / f".{stems[0]}.png.part").write_bytes(b"half an image")
-    code, stdout, _ = run_cli(["candle", "render", "--out", str(out), *args], capsys)
+    code, stdout, _ = run_cli(["candle", "render", "--out", str(out), *args])
     assert code == 1  # an existing folder needs --resume or --overwrite
-    code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *args, "--resume"], capsys)
+    code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *args, "--resume"])
     assert code == 0, stderr
     assert "rendered 1 image (3 already there) of 4" in stdout
     assert (out / f"{stems[0]}.png").exists() and not (out / f".{stems[0]}.png.part").exists()
     assert {stem: (out / f"{stem}.png").stat().st_mtime_ns for stem in stems[1:]} == kept
     code, _, stderr = run_cli(
-        ["candle", "render", "--out", str(out), *FEW, "--resume", "--resolution", "64x48", "--samples", "3"], capsys
+        ["candle", "render", "--out", str(out), *FEW, "--resume", "--resolution", "64x48", "--samples", "3"]
     )
     assert code == 1 and "samples 2, not 3" in stderr and len(stderr.strip().splitlines()) == 1
 
@@ -175,9 +162,9 @@ def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path
         (["--address", "auto"], "--address: only with --backend ray"),
     ],
 )
-def test_bad_options_are_one_line_errors_and_write_nothing(tmp_path, capsys, args, message):
+def test_bad_options_are_one_line_errors_and_write_nothing(tmp_path, run_cli, args, message):
     out = tmp_path / "render"
-    code, _, stderr = run_cli(["candle", "render", "--out", str(out), *args], capsys)
+    code, _, stderr = run_cli(["candle", "render", "--out", str(out), *args])
     assert code == 1 and message in stderr and len(stderr.strip().splitlines()) == 1
     assert not out.exists()
 
@@ -193,21 +180,21 @@ def write_hdr(path: Path, rgb: np.ndarray) -> None:
     path.write_bytes(header + rgbe.tobytes())
 
 
-def test_hdri_panoramas_replace_the_procedural_scenes(tmp_path, capsys):
+def test_hdri_panoramas_replace_the_procedural_scenes(tmp_path, run_cli):
     panoramas = tmp_path / "hdri"
     panoramas.mkdir()
     sky = np.ones((16, 32, 3), np.float32) * np.array([0.2, 0.4, 1.0], np.float32)  # a blue world
     write_hdr(panoramas / "indoor.hdr", sky)
     out = tmp_path / "render"
     code, _, stderr = run_cli(
-        ["candle", "render", "--out", str(out), "--hdri-dir", str(panoramas), *FEW, "--limit", "1", *TINY], capsys
+        ["candle", "render", "--out", str(out), "--hdri-dir", str(panoramas), *FEW, "--limit", "1", *TINY]
     )
     assert code == 0, stderr
     image = pixels(next(out.glob("*.png")))
     top = image[:5].reshape(-1, 3).mean(axis=0)  # the top rows show the panorama
     assert top[2] > top[0] + 40, top  # blue, not the indoor wall's beige
     # every scene rendered needs its panorama
-    code, _, stderr = run_cli(["candle", "render", "--out", str(tmp_path / "x"), "--hdri-dir", str(panoramas)], capsys)
+    code, _, stderr = run_cli(["candle", "render", "--out", str(tmp_path / "x"), "--hdri-dir", str(panoramas)])
     assert code == 1 and "no playground.hdr" in stderr
     assert not (tmp_path / "x").exists()
 

@@ -90,20 +90,12 @@ def fake_repository(folder, count: int = 24, seed: int = 0):
     return folder
 
 
-def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, capsys):
+def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     import torch
 
-    from repscope.cli import main
     from repscope.models.classifiers import CNN5
 
-    def run(args):
-        try:
-            main(args)
-            code = 0
-        except SystemExit as exit_:
-            code = int(exit_.code or 0)
-        return code, *capsys.readouterr()
-
+    run = run_cli
     repo = fake_repository(tmp_path / "repo")
     code, out, err = run(["invariance", "repo", "label", str(repo), "--out", str(tmp_path / "labels.csv")])
     assert code == 0, err

@@ -159,19 +159,7 @@ def test_correct_only_keeps_the_examples_right_at_the_identity_and_robust_accura
     assert robust_accuracy([[True, True], [True, False], [False, False], [True, True]]) == 0.5
 
 
-def run_cli(args: list[str], capsys: pytest.CaptureFixture) -> tuple[int, str, str]:
-    from repscope.cli import main
-
-    try:
-        main(args)
-        code = 0
-    except SystemExit as exit_:
-        code = int(exit_.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
-
-
-def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, capsys):
+def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, run_cli):
     import json
 
     import pandas as pd
@@ -184,7 +172,7 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, cap
     out = tmp_path / "test"
     args = ["invariance", "test", "--model", str(weights), "--arch", "cnn5", "--data", "digits"]
     args += ["--data-param", "max_test=60", "--n", "40", "--range", "4", "--steps", "5", "--out", str(out)]
-    code, stdout, stderr = run_cli(args, capsys)
+    code, stdout, stderr = run_cli(args)
     assert code == 0, stderr
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["examples"] == 40 and 0 <= metrics["robust_accuracy"] <= metrics["accuracy"] <= 1
@@ -194,18 +182,18 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, cap
     assert table["modality"].tolist() == ["max@CONF", "max@CONV-1", "mean@CONV-1", "max@CONV-2", "mean@CONV-2"]
     assert (out / "figures" / "matrix_max_at_CONF.png").exists() and (out / "report.html").exists()
     # the features command on the saved matrix gives the same 15 features (sensitivity needs the model)
-    code, stdout, _ = run_cli(["invariance", "features", str(out / "matrices" / "max_at_CONF.npy")], capsys)
+    code, stdout, _ = run_cli(["invariance", "features", str(out / "matrices" / "max_at_CONF.npy")])
     printed = json.loads(stdout)["features"]
     assert len(printed) == 15 and "sensitivity" not in printed
     for name, value in printed.items():
         assert value == pytest.approx(metrics["features"]["max@CONF"][name], rel=1e-12, abs=1e-15)
     # an existing output is refused; weights of another network are one clear line
-    code, _, stderr = run_cli(args, capsys)
+    code, _, stderr = run_cli(args)
     assert code == 1 and "exists" in stderr
     wrong = [*args[:5], "lenet5", *args[6:-1], str(tmp_path / "other")]
-    code, _, stderr = run_cli(wrong, capsys)
+    code, _, stderr = run_cli(wrong)
     assert code == 1 and "not weights of network 'lenet5'" in stderr and len(stderr.strip().splitlines()) == 1
-    code, _, stderr = run_cli(["invariance", "features", str(weights)], capsys)
+    code, _, stderr = run_cli(["invariance", "features", str(weights)])
     assert code == 1 and "not a .npy array" in stderr
 
 
@@ -217,8 +205,12 @@ def test_per_example_transforms_equal_the_batch_ones_and_draws_cover_the_ranges(
     each = rotate_each(images, angles)
     for k, angle in enumerate(angles.tolist()):
         assert torch.allclose(each[k : k + 1], rotate(images[k : k + 1], angle), atol=1e-6)
-    assert torch.allclose(zoom_each(images, torch.tensor([1.2] * 3)), zoom(images, 1.2), atol=1e-6)
-    assert torch.allclose(brighten_each(images, torch.tensor([0.1] * 3)), brighten(images, 0.1))
+    factors, changes = [0.8, 1.0, 1.25], [-0.2, 0.0, 0.1]
+    zoomed, brightened = zoom_each(images, torch.tensor(factors)), brighten_each(images, torch.tensor(changes))
+    for k in range(3):  # each image by its own value, whatever the others get
+        assert torch.allclose(zoomed[k : k + 1], zoom(images[k : k + 1], factors[k]), atol=1e-6)
+        assert torch.allclose(brightened[k : k + 1], brighten(images[k : k + 1], changes[k]))
+    assert torch.equal(brightened[1], images[1]) and torch.allclose(zoomed[1], images[1], atol=1e-6)
     torch.manual_seed(0)
     values = draw_values(check_ranges("rotation", [[-15, -8], [8, 15]]), 4000)
     assert bool(((values.abs() >= 8) & (values.abs() <= 15)).all())  # the gap stays empty

@@ -16,7 +16,6 @@ once (one affine grid and one ``grid_sample``), on the batch's device, with no r
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -92,17 +91,7 @@ def rotate(images: torch.Tensor, degrees: float) -> torch.Tensor:
     torch.Tensor
         The rotated batch; pixels from outside the image are 0.
     """
-    if degrees == 0:
-        return images
-    angle = math.radians(degrees)
-    cos, sin = math.cos(angle), math.sin(angle)
-    height, width = images.shape[-2:]
-    # the grid maps output pixels to input pixels in [-1, 1] coordinates; on a non-square image the
-    # aspect ratio keeps the rotation rigid
-    theta = torch.tensor(
-        [[cos, -sin * height / width, 0.0], [sin * width / height, cos, 0.0]], dtype=images.dtype, device=images.device
-    )
-    return _affine(images, theta)
+    return images if degrees == 0 else rotate_each(images, degrees)
 
 
 def zoom(images: torch.Tensor, factor: float) -> torch.Tensor:
@@ -120,10 +109,7 @@ def zoom(images: torch.Tensor, factor: float) -> torch.Tensor:
     torch.Tensor
         The scaled batch; pixels from outside the image are 0.
     """
-    if factor == 1:
-        return images
-    theta = torch.tensor([[1 / factor, 0.0, 0.0], [0.0, 1 / factor, 0.0]], dtype=images.dtype, device=images.device)
-    return _affine(images, theta)
+    return images if factor == 1 else zoom_each(images, factor)
 
 
 def brighten(images: torch.Tensor, change: float) -> torch.Tensor:
@@ -141,9 +127,7 @@ def brighten(images: torch.Tensor, change: float) -> torch.Tensor:
     torch.Tensor
         The changed batch.
     """
-    if change == 0:
-        return images
-    return (images * (1.0 + change)).clamp(0.0, 1.0)
+    return images if change == 0 else brighten_each(images, change)
 
 
 def _per_example(values: torch.Tensor | float, images: torch.Tensor) -> torch.Tensor:

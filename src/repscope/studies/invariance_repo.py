@@ -27,10 +27,9 @@ import pandas as pd
 from pydantic import Field
 
 from repscope.data.invariance_transforms import transform_family
-from repscope.data.registry import load_dataset
 from repscope.fileio import save_npy_atomic, write_json_atomic
 from repscope.progress import quiet_progress
-from repscope.studies.invariance_test import matrices_and_features, model_signals, robust_accuracy
+from repscope.studies.invariance_test import draw_test_examples, matrices_and_features, model_signals, robust_accuracy
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 
 COVERAGES = ("none", "partial", "covering", "gap")
@@ -129,10 +128,8 @@ def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dic
         # a model interrupted mid-training starts over: its run is short, and a half run is not resumable
         # without its last checkpoint
         outcome = fit(train, out=run_dir / f"train-{_attempt(run_dir)}", report=False)
-        dataset = load_dataset(repo.data.name, **repo.data.params)
-        total = len(dataset.split("test"))
-        rows = np.sort(np.random.default_rng([repo.seed, 43]).choice(total, min(repo.test_n, total), replace=False))
-        batch = dataset.batch("test", rows, ["image", "target"])
+        # the anomalous dataset the model trained on serves the base's test split unchanged
+        batch = draw_test_examples(outcome.data, repo.test_n, [repo.seed, 43])
         signals = model_signals(outcome.task.network, batch["image"], batch["target"], family, progress=False)
     matrices, features = matrices_and_features(signals, seed=repo.seed)
     for name, matrix in matrices.items():
@@ -144,7 +141,7 @@ def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dic
         "accuracy": float(signals.correct[:, identity].mean()),
         "robust_accuracy": robust_accuracy(signals.correct),
         "transform": repo.transform,
-        "test_examples": len(rows),
+        "test_examples": len(batch["index"]),
         "metrics": outcome.metrics,
         "train_dir": outcome.run.root.name,
     }

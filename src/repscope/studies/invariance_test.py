@@ -182,7 +182,7 @@ def matrices_and_features(
     for name, values in signals.values.items():
         matrices[name] = variance_matrix(values)
         rows = subsample_rows(len(values), subsample_fraction, seed)
-        subsample = variance_matrix(values[rows]) if len(rows) else matrices[name]
+        subsample = variance_matrix(values[rows])
         features[name] = matrix_features(matrices[name], subsample, tau=tau)
     return matrices, features
 
@@ -208,7 +208,7 @@ def load_classifier(
     Returns
     -------
     tuple
-        ``(network in eval mode, dataset name, dataset params)``.
+        ``(network in eval mode, dataset, dataset name, dataset params)``; the dataset is loaded once.
 
     Raises
     ------
@@ -236,7 +236,7 @@ def load_classifier(
             if not isinstance(section, dict) or "name" not in section:
                 raise InvalidArgumentError(f"--model {path}: say which data to test on (--data)")
             data, params = section["name"], {**(section.get("params") or {}), **params}
-        return task.network.eval(), data, params
+        return task.network.eval(), load_dataset(data, **params), data, params
     if arch is None or data is None:
         raise InvalidArgumentError(f"--model {path}: a state_dict file needs --arch (a network) and --data")
     dataset = load_dataset(data, **params)
@@ -248,7 +248,29 @@ def load_classifier(
         raise DataFormatError(
             f"--model {path}: not weights of network {arch!r} ({' '.join(str(exc).split())[:300]})"
         ) from None
-    return network.eval(), data, params
+    return network.eval(), dataset, data, params
+
+
+def draw_test_examples(dataset: Any, n: int, seed: Any) -> dict[str, np.ndarray]:
+    """A seeded draw of ``n`` test examples (all when fewer), in index order: ``image`` and ``target``.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A dataset with a class target.
+    n : int
+        Examples.
+    seed : int or sequence of int
+        Seed of the draw.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``image``, ``target`` and ``index`` (the rows of the test split).
+    """
+    total = len(dataset.split("test"))
+    rows = np.sort(np.random.default_rng(seed).choice(total, size=min(int(n), total), replace=False))
+    return {**dataset.batch("test", rows, ["image", "target"]), "index": rows}
 
 
 def run_invariance_test(
@@ -296,19 +318,16 @@ def run_invariance_test(
         ``examples``, and ``features`` per modality.
     """
     from repscope.data.invariance_transforms import transform_family  # noqa: PLC0415
-    from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.report import Report  # noqa: PLC0415
     from repscope.report.figures import variance_heatmap  # noqa: PLC0415
     from repscope.runs import RunDirectory  # noqa: PLC0415
 
     family = transform_family(transform, half_range, steps)
-    network, data_name, params = load_classifier(model, arch, data, data_params)
-    dataset = load_dataset(data_name, **params)
+    network, dataset, data_name, params = load_classifier(model, arch, data, data_params)
     if dataset.target_kind != "classification":
         raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
-    total = len(dataset.split("test"))
-    rows = np.sort(np.random.default_rng(seed).choice(total, size=min(int(n), total), replace=False))
-    batch = dataset.batch("test", rows, ["image", "target"])
+    batch = draw_test_examples(dataset, n, seed)
+    rows = batch["index"]
     signals = model_signals(
         network, batch["image"], batch["target"], family, batch_size=batch_size, correct_only=correct_only
     )
@@ -357,6 +376,7 @@ __all__ = [
     "PAPER_MODALITIES",
     "load_classifier",
     "run_invariance_test",
+    "draw_test_examples",
     "InvarianceSignals",
     "matrices_and_features",
     "model_signals",
