@@ -46,6 +46,19 @@ def test_overrides_parse_values_as_yaml():
         apply_overrides({"trainer": {"max_epochs": 3}}, ["trainer.max_epochs.x=1"])
 
 
+def test_override_into_a_defaulted_section_keeps_its_other_defaults():
+    from repscope.studies.invariance_repo import RepoConfig
+
+    # the repository's default data is digits from the MNIST sample; changing one parameter keeps the rest
+    config = load_config(None, RepoConfig, ["data.params.source=fashion-mnist", "count=7"])
+    assert config.data.name == "digits"
+    assert config.data.params == {"source": "fashion-mnist", "target": "label"}
+    assert config.count == 7
+    # a section the data sets itself is not filled from the default
+    data = apply_overrides({"data": {"name": "cifar10"}}, ["data.params.root=/x"], RepoConfig)
+    assert data == {"data": {"name": "cifar10", "params": {"root": "/x"}}}
+
+
 @pytest.mark.parametrize(
     "changes, message",
     [

@@ -84,8 +84,29 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
     return data
 
 
-def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
-    """A copy of ``data`` with each ``dotted.key=value`` set (value parsed as YAML)."""
+def _section_default(schema: Any, key: str) -> tuple[Any, Any]:
+    """The default of field ``key`` of ``schema`` dumped as plain data (None when it has none or is not a
+    mapping), and the field's own schema when it is a pydantic model (else None)."""
+    if not (inspect.isclass(schema) and issubclass(schema, BaseModel)) or key not in schema.model_fields:
+        return None, None
+    info = schema.model_fields[key]
+    annotation = info.annotation
+    nested = annotation if inspect.isclass(annotation) and issubclass(annotation, BaseModel) else None
+    if info.is_required():
+        return None, nested
+    value = info.get_default(call_default_factory=True)
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return (copy.deepcopy(value) if isinstance(value, dict) else None), nested
+
+
+def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str], schema: Any = None) -> dict[str, Any]:
+    """A copy of ``data`` with each ``dotted.key=value`` set (value parsed as YAML).
+
+    With ``schema`` (the config's pydantic model), a key into a section the data leaves out starts
+    from that section's default, so ``--set data.params.source=fashion-mnist`` keeps the default
+    ``data.name``; without it the section starts empty.
+    """
     out = copy.deepcopy(dict(data))
     for item in overrides:
         key, sep, raw = item.partition("=")
@@ -96,12 +117,13 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str]) -> dict[s
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError:
             value = raw
-        node = out
+        node, section = out, schema
         parts = key.split(".")
         for depth, part in enumerate(parts[:-1]):
             child = node.get(part)
+            default, section = _section_default(section, part)
             if child is None:
-                child = node[part] = {}
+                child = node[part] = default if default is not None else {}
             if not isinstance(child, dict):
                 prefix = ".".join(parts[: depth + 1])
                 raise InvalidArgumentError(f"--set {item!r}: {prefix} is not a mapping")
@@ -150,7 +172,7 @@ def load_config(
         source = f"config {path}"
     overrides = list(overrides)
     if overrides:
-        data = apply_overrides(data, overrides)
+        data = apply_overrides(data, overrides, schema)
         source += " with --set " + " ".join(overrides)
     return validate_config(data, schema, source)
 

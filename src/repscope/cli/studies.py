@@ -129,7 +129,7 @@ def load_study_config(entry: StudyEntry, config: Path | None, overrides: list[st
     data = read_yaml_mapping(path) if path is not None else {}
     source = f"config {path}" if path is not None else f"{entry.area} {entry.name}"
     if overrides:
-        data = apply_overrides(data, overrides)
+        data = apply_overrides(data, overrides, schema)
         source += " with --set " + " ".join(overrides)
     data.update({key: value for key, value in values.items() if value is not None})
     return validate_config(data, schema, source), source

@@ -251,7 +251,7 @@ def load_multimodal_config(
     data = read_yaml_mapping(path)
     source = f"config {path}"
     if overrides:
-        data = apply_overrides(data, overrides)
+        data = apply_overrides(data, overrides, MultimodalConfig)
         source += " with --set " + " ".join(overrides)
     config = validate_config(data, MultimodalConfig, source)
     if quick:
