@@ -16,12 +16,12 @@ $(PY):
 
 # torch first, pinned: this version is a CPU build on local disk here; an unpinned
 # requirement would pull a multi-GB CUDA build. The ray extra (sweeps on Ray Tune) and the candle
-# extra (Blender's bpy, ~1 GB; it holds numpy below 2) are installed so that their tests run too;
-# neither depends on torch, so the pinned build stays.
+# extra (Blender's bpy, ~1 GB; it holds numpy below 2) and the attacks extra (the adversarial-robustness-
+# toolbox) are installed so that their tests run too; none depends on torch, so the pinned build stays.
 $(STAMP): $(PY) pyproject.toml
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev,ray,candle]'
+	$(PY) -m pip install --quiet -e '.[dev,ray,candle,attacks]'
 	@if [ ! -d $(FASHION_DIR) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1) || \

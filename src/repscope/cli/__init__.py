@@ -59,6 +59,7 @@ def _register_areas() -> None:
     from repscope.cli import morpho as morpho_cli
     from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
+    from repscope.cli import zeroshot as zeroshot_cli
 
     app.add_typer(data_cli.app, name="data", help="Data sources: inspect, download.")
     app.add_typer(morpho_cli.app, name="morpho", help="Morpho-MNIST: measure, perturb, build datasets.")
@@ -88,6 +89,11 @@ def _register_areas() -> None:
         invariance_cli.app,
         name="invariance",
         help="Invariance testing (ML4ML): variance matrices of a model, their 16 features.",
+    )
+    app.add_typer(
+        zeroshot_cli.app,
+        name="zeroshot",
+        help="Raw Zero-Shot: leave-one-class-out soft-label metrics (DBI, Amalgam), black-box attacks, the study.",
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)

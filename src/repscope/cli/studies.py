@@ -144,10 +144,13 @@ def run_study(
     overrides: list[str],
     values: dict[str, Any],
     print_config: bool,
+    resume: bool = False,
 ) -> Path | None:
-    """Load, shrink (``--quick``) and run a study; return its report path (None for ``--print-config``)."""
+    """Load, shrink (``--quick``) and run a study; return its report path (None for ``--print-config``).
+    ``resume`` (studies registered ``resumable``) continues the run in ``out``."""
     import yaml
 
+    from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target, prepare_output
 
     loaded, source = load_study_config(entry, config, overrides, values)
@@ -159,10 +162,15 @@ def run_study(
         return None
     # the report says at its top that a --quick run is not the paper's setting
     extra = {"quick": True} if quick and "quick" in inspect.signature(run).parameters else {}
+    if resume:
+        if out is None:
+            raise InvalidArgumentError("--resume: name the run to continue with --out")
+        extra["resume"] = True
     if out is None:
         return run(loaded, source=source, **extra)
-    prepare_output(out, overwrite=overwrite, kind="directory")
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    can_resume = True if resume else (False if entry.resumable else None)
+    prepare_output(out, overwrite=overwrite, resume=can_resume, kind="directory")
+    with output_target(out, overwrite=overwrite, resume=can_resume, kind="directory") as target:
         report = run(loaded, out=target, source=source, **extra)
     return out / Path(report).name
 
@@ -204,7 +212,10 @@ def study_command(entry: StudyEntry) -> Any:
             keyword,
             annotation=Optional[a.type],
             default=typer.Option(
-                None if positional else ..., f"--{a.key.replace('_', '-')}", help=a.help, metavar=a.metavar
+                None if positional or not a.required else ...,
+                f"--{a.key.replace('_', '-')}",
+                help=a.help,
+                metavar=a.metavar,
             ),
         )
         for a in options
@@ -248,6 +259,15 @@ def study_command(entry: StudyEntry) -> Any:
             ),
         ),
     ]
+    if entry.resumable:
+        params.append(
+            inspect.Parameter(
+                "resume",
+                keyword,
+                annotation=bool,
+                default=typer.Option(False, "--resume", help="continue the run in --out where it stopped"),
+            )
+        )
     trains = entry.trains
     if trains:
         params += trainer_parameters()
@@ -272,6 +292,7 @@ def study_command(entry: StudyEntry) -> Any:
             overrides,
             values,
             kwargs["print_config"],
+            kwargs.get("resume", False),
         )
         if report is not None:
             typer.echo(f"report: {report}")

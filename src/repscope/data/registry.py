@@ -21,6 +21,7 @@ DATASETS: dict[str, str] = {
     "candle": "repscope.data.candle:candle_dataset",
     "anomalous": "repscope.data.anomalies:anomalous_dataset",
     "cifar10": "repscope.data.cifar:cifar10_dataset",
+    "leave-class-out": "repscope.data.leave_class_out:leave_class_out_dataset",
 }
 
 

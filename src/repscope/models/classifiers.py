@@ -166,6 +166,45 @@ def _image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, i
     return shape  # type: ignore[return-value]
 
 
+def check_image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, int, int]:
+    """``image_shape`` checked as ``(channels, height, width)`` with sides of at least ``minimum`` pixels."""
+    return _image_shape(image_shape, minimum)
+
+
+def check_flag(value: Any, name: str) -> bool:
+    """``value`` checked as an on/off network parameter: a bool (YAML ``true`` / ``false``), not a
+    string or number that would silently read as one."""
+    if not isinstance(value, bool):
+        raise InvalidArgumentError(f"{name}: must be true or false, got {value!r}")
+    return value
+
+
+def check_positive(value: Any, name: str, integer: bool = False) -> Any:
+    """``value`` checked as a positive number (an int when ``integer``); bools are refused."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
+        raise InvalidArgumentError(f"{name}: must be a positive number, got {value!r}")
+    if integer:
+        if int(value) != value:
+            raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
+        return int(value)
+    if value == float("inf"):
+        raise InvalidArgumentError(f"{name}: must be a finite number, got {value!r}")
+    return float(value)
+
+
+def check_outputs(num_outputs: Any, minimum: int = 1) -> int:
+    """``num_outputs`` checked as an integer of at least ``minimum``."""
+    if isinstance(num_outputs, bool) or int(num_outputs) != num_outputs or num_outputs < minimum:
+        raise InvalidArgumentError(f"num_outputs: must be an integer of at least {minimum}, got {num_outputs!r}")
+    return int(num_outputs)
+
+
+def scaled_maps(maps: int, width: float) -> int:
+    """The number of feature maps of a layer of ``maps`` in the published network, times ``width``
+    (rounded, at least 1)."""
+    return max(1, round(maps * width))
+
+
 def _check_kind(kind: str) -> None:
     if kind not in KINDS:
         raise InvalidArgumentError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")

@@ -59,6 +59,11 @@ MODELS: dict[str, ModelEntry] = {
     "cnn5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "cnn5"}),
     "vgg13-bn": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "vgg13-bn"}),
     "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
+    # the Raw Zero-Shot classifiers (with lenet5); network_params shrinks them, e.g. {width: 0.25}
+    "allconv": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "allconv"}),
+    "nin": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "nin"}),
+    "resnet": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "resnet"}),
+    "capsnet": ModelEntry("repscope.train.tasks.capsule:CapsNetTask", "supervised", {"network": "capsnet"}),
     "mvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mvae"}),
     "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),
     "mopoe": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mopoe"}),

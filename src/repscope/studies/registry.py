@@ -28,6 +28,8 @@ class StudyArgument:
     positional: bool = False
     type: type = str
     metavar: str | None = None
+    # an option a study cannot run without (a study with a positional argument makes every option optional)
+    required: bool = True
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ class StudyEntry:
     quick: str | None = "quick"
     arguments: tuple[StudyArgument, ...] = ()
     trains: bool = True  # takes the Lightning flags (``training.trainer`` in its config)
+    # takes --resume: its run function continues a run directory (``run(..., resume=True)``)
+    resumable: bool = False
 
     @property
     def kind(self) -> str:
@@ -57,6 +61,15 @@ class StudyEntry:
             getattr(module, self.quick) if self.quick else None,
         )
 
+
+# where a study's many trainings run (its config keys workers, backend, address; repscope.sweeps)
+_SWEEP_ARGUMENTS = (
+    StudyArgument(
+        "workers", "local worker processes running trainings at once (-1: all cores)", type=int, required=False
+    ),
+    StudyArgument("backend", "local, or Ray Tune (repscope[ray])", metavar="[local|ray]", required=False),
+    StudyArgument("address", "Ray cluster address (default: a local instance)", required=False),
+)
 
 STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
@@ -122,6 +135,31 @@ STUDIES: tuple[StudyEntry, ...] = (
             ),
             StudyArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"),
         ),
+    ),
+    StudyEntry(
+        "zeroshot",
+        "study",
+        "repscope.studies.zeroshot",
+        "ZeroShotConfig",
+        "run_zeroshot_study",
+        "Raw Zero-Shot: n + 1 trainings per architecture, DBI and Amalgam metrics, L0 / L-inf attacks, correlation.",
+        details="The paper's five architectures (CapsNet, AllConv, ResNet, NIN, LeNet) on Fashion-MNIST by default; "
+        "trainings and attacks run on the sweep runner (--workers N, or --backend ray).",
+        resumable=True,
+        arguments=_SWEEP_ARGUMENTS,
+    ),
+    StudyEntry(
+        "zeroshot",
+        "evaluate",
+        "repscope.studies.zeroshot",
+        "ZeroShotConfig",
+        "run_zeroshot_evaluate",
+        "Raw Zero-Shot test of one architecture: its n + 1 trainings, soft-labels, DBI and Amalgam metrics, attacks.",
+        details="ARCH: a label of the study config (CapsNet, AllConv, ResNet, NIN, LeNet) or any registered "
+        "classifier (capsnet, allconv, resnet, nin, lenet5, cnn5, ...).",
+        resumable=True,
+        arguments=(StudyArgument("arch", "the architecture: a study label or a registered model", positional=True),)
+        + _SWEEP_ARGUMENTS,
     ),
 )
 

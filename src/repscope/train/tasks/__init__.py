@@ -1,7 +1,10 @@
 """How the models of :mod:`repscope.models` are trained: one small LightningModule per training family.
 
 ``repscope.train.tasks.supervised``
-    ``SupervisedTask``: a classifier / regressor network (LeNet-5, MLP, the CdSprites+ attribute CNN).
+    ``SupervisedTask``: a classifier / regressor network (LeNet-5, MLP, the CdSprites+ attribute CNN, the
+    Raw Zero-Shot All-CNN-C, Network in Network and ResNet).
+``repscope.train.tasks.capsule``
+    ``CapsNetTask``: CapsNet (Sabour et al., 2017) with its margin and reconstruction losses.
 ``repscope.train.tasks.vae``
     ``VAETask``: beta-VAE with any registered encoder / decoder pair (28x28 digits, 64x64 images).
 ``repscope.train.tasks.gan``
@@ -20,12 +23,14 @@ from repscope.train.tasks.base import (
     seeded,
     to_uint8,
 )
+from repscope.train.tasks.capsule import CapsNetTask
 from repscope.train.tasks.gan import GANTask, InfoGANTask, discriminator_loss, generator_loss
 from repscope.train.tasks.supervised import SupervisedTask
 from repscope.train.tasks.vae import VAETask
 
 __all__ = [
     "SupervisedTask",
+    "CapsNetTask",
     "VAETask",
     "GANTask",
     "InfoGANTask",

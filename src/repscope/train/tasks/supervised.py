@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
@@ -29,8 +29,12 @@ OPTIMIZERS = ("adam", "sgd")  # sgd: with momentum 0.9
 
 class SupervisedTask(ImageTask):
     """A network of :data:`repscope.models.networks.CLASSIFIERS` (LeNet-5, the 784-200-200-L MLP of
-    Castro et al., Appendix D, the CdSprites+ ``attribute-cnn``) trained with Adam (``optimizer="sgd"``:
-    SGD with momentum 0.9).
+    Castro et al., Appendix D, the CdSprites+ ``attribute-cnn``, the Raw Zero-Shot ``allconv``, ``nin``
+    and ``resnet``) trained with Adam (``optimizer="sgd"``: SGD with momentum 0.9).
+
+    ``network_params`` are the network's own parameters (plain values, e.g. ``{"width": 0.25}`` to
+    shrink a network for a CPU study); the network's defaults, the published sizes, when omitted.
+    An unknown key or a bad value is an :class:`InvalidArgumentError` naming the network and the key.
 
     Classification: cross-entropy on ``num_outputs`` logits, targets int class labels.
     Regression: mean squared error of the single output (``num_outputs`` must be 1), targets float.
@@ -57,6 +61,7 @@ class SupervisedTask(ImageTask):
         augment: Literal["none", "rotation", "brightness", "scale"] = "none",
         augment_ranges: Sequence[Sequence[float]] = (),
         optimizer: Literal["adam", "sgd"] = "adam",
+        network_params: dict[str, Any] | None = None,
     ) -> None:
         super().__init__()
         if kind not in KINDS:
@@ -75,8 +80,9 @@ class SupervisedTask(ImageTask):
             raise InvalidArgumentError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
         if augment == "none" and len(augment_ranges):
             raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
+        params = plain_params(network_params)
         # every constructor argument, so that a checkpoint rebuilds its task (older checkpoints without
-        # the augmentation keys load with its default, none)
+        # the augmentation or network_params keys load with their defaults)
         self.save_hyperparameters(
             {
                 "network": network,
@@ -88,10 +94,11 @@ class SupervisedTask(ImageTask):
                 "augment": augment,
                 "augment_ranges": [list(pair) for pair in ranges],
                 "optimizer": optimizer,
+                "network_params": params,
             }
         )
         self.augment, self.augment_ranges = augment, [tuple(pair) for pair in ranges]
-        self.network = build_classifier(network, shape, num_outputs)
+        self.network = build_classifier(network, shape, num_outputs, params)
         self._squared_error = torch.zeros(())
         self._val_count = 0
 
@@ -196,6 +203,40 @@ class SupervisedTask(ImageTask):
         with evaluating(self):
             return torch.cat([self(chunk).cpu() for chunk in image_batches(array, batch_size, self.device)])
 
+    def soft_labels(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """The classifier's soft-labels on ``images``: the softmax of its logits, one row per image.
+
+        The softmax is taken in float64 (from the float32 logits), so each row sums to one within
+        1e-12: the soft-labels the Raw Zero-Shot metrics (Davies-Bouldin, Amalgam) read.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of ``image_shape``: uint8 (0-255) or float in [0, 1], ``(N, H, W)`` grey
+            or ``(N, H, W, C)`` colour (channels-first accepted).
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 ``(N, num_outputs)``, non-negative, rows summing to one.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the task is a regression (it has no classes), ``images`` breaks the image rule of
+            :func:`~repscope.train.tasks.base.check_images`, or ``batch_size`` is below 1.
+        """
+        self._check_classifies("soft_labels")
+        return torch.softmax(self.outputs(images, batch_size).double(), dim=1).numpy()
+
+    def _check_classifies(self, what: str) -> None:
+        if self.hparams.kind != "classification":
+            raise InvalidArgumentError(
+                f"{what}: a {self.hparams.kind} task predicts values, not classes; soft-labels need a classifier"
+            )
+
     def predict(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
         """Class indices (int64) or regression values (float32), one per image of ``images``: uint8
         (0-255) or float in [0, 1], ``(N, H, W)`` grey or ``(N, H, W, C)`` colour (channels-first accepted).
@@ -224,4 +265,51 @@ class SupervisedTask(ImageTask):
         return joined.squeeze(1).numpy().astype(np.float32)
 
 
-__all__ = ["SupervisedTask"]
+PLAIN_SCALARS = (bool, int, float, str, type(None))
+
+
+def plain_params(params: Any, name: str = "network_params") -> dict[str, Any]:
+    """``params`` checked as a mapping of names to plain values (bool, int, float, str, None, and lists
+    or mappings of those), so that it can be stored in a checkpoint read with ``weights_only=True``.
+
+    Parameters
+    ----------
+    params : mapping or None
+        The parameters; None gives an empty dict.
+    name : str, default="network_params"
+        The argument named in error messages.
+
+    Returns
+    -------
+    dict
+        A plain copy (tuples become lists).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``params`` is not a mapping with string keys, or holds another kind of value (a numpy
+        number, a tensor, an object).
+    """
+    if params is None:
+        return {}
+    if not isinstance(params, Mapping):
+        raise InvalidArgumentError(f"{name}: expected a mapping of parameter names to values, got {params!r}")
+
+    def plain(value: Any, key: str) -> Any:
+        if isinstance(value, PLAIN_SCALARS):
+            return value
+        if isinstance(value, list | tuple):
+            return [plain(item, key) for item in value]
+        if isinstance(value, Mapping) and all(isinstance(k, str) for k in value):
+            return {k: plain(v, f"{key}.{k}") for k, v in value.items()}
+        raise InvalidArgumentError(
+            f"{name}.{key}: must be a plain value (number, string, bool, or a list of those), got {value!r}"
+        )
+
+    for key in params:
+        if not isinstance(key, str):
+            raise InvalidArgumentError(f"{name}: parameter names must be strings, got {key!r}")
+    return {key: plain(value, key) for key, value in params.items()}
+
+
+__all__ = ["SupervisedTask", "plain_params"]

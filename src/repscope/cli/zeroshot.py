@@ -1,0 +1,85 @@
+"""``repscope zeroshot``: the Raw Zero-Shot test: soft-label metrics, black-box attacks, the study."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from repscope.cli.studies import add_study_commands
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("metrics")
+def metrics_command(
+    soft_labels: Path = typer.Argument(..., help="softlabels.npz: loo_<i> (m_i, n-1) and full_<i> (m_i, n) per class"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON of the metrics (default: printed)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
+) -> None:
+    """Soft-label metrics of a softlabels.npz: the paper's DBI and Amalgam Metric, the standard Davies-Bouldin index."""
+    import json
+
+    from repscope.data.softlabels import read_soft_labels
+    from repscope.fileio import write_json_atomic
+    from repscope.metrics.zeroshot import zero_shot_scores
+    from repscope.outputs import prepare_output
+
+    if out is not None:
+        prepare_output(out, overwrite=overwrite, kind="file")
+    data = read_soft_labels(soft_labels)
+    scores = zero_shot_scores(data.loo, data.full)
+    result = {
+        "file": str(soft_labels),
+        "classes": data.num_classes,
+        "class_names": list(data.class_names),
+        "tables_use": "am (Eq. 4, sums over each class's images); am_per_image divides them by the image count",
+        **scores,
+    }
+    if out is None:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    write_json_atomic(out, result)
+    typer.echo(
+        f"DBI {scores['dbi']:.4f} +/- {scores['dbi_std']:.4f}, Davies-Bouldin {scores['davies_bouldin']:.4f}, "
+        f"AM {scores['am']:.4f} +/- {scores['am_std']:.4f} (per image {scores['am_per_image']:.4f})"
+    )
+    typer.echo(f"written: {out}")
+
+
+@app.command("attack")
+def attack_command(
+    model: Path = typer.Option(..., "--model", help="run directory of repscope train (or a .ckpt with --arch)"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder: attacks.csv (per image), counts.csv, metrics.json"),
+    arch: Optional[str] = typer.Option(None, "--arch", help="registered model of a .ckpt (lenet5, capsnet, ...)"),
+    data: Optional[str] = typer.Option(None, "--data", help="registered dataset (default: the run's own)"),
+    data_param: List[str] = typer.Option([], "--data-param", help="dataset parameter key=value (repeat)"),
+    norm: List[str] = typer.Option(["l0", "linf"], "--norm", help="l0 (pixels) or linf (repeat)", metavar="[l0|linf]"),
+    threshold: List[int] = typer.Option([1, 3, 5, 10], "--threshold", help="pixels (l0) or 0-255 levels (linf)"),
+    n: int = typer.Option(100, "--n", help="test images attacked (a seeded draw of correctly classified ones)"),
+    budget: int = typer.Option(100, "--budget", help="CMA-ES generations per image and threshold"),
+    seed: int = typer.Option(0, "--seed", help="seed of the image draw and of CMA-ES"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
+) -> None:
+    """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
+    import yaml
+
+    from repscope.errors import InvalidArgumentError
+    from repscope.outputs import output_target
+    from repscope.studies.zeroshot_attack import attack_classifier
+
+    params = {}
+    for item in data_param:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidArgumentError(f"--data-param {item!r}: expected key=value")
+        params[key] = yaml.safe_load(value)
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        counts = attack_classifier(model, target, arch, data, params, list(norm), list(threshold), n, budget, seed)
+    for _, row in counts.iterrows():
+        typer.echo(f"{row['norm']} threshold {row['threshold']}: {row['successes']} of {row['images']} succeeded")
+    typer.echo(f"written: {out}")
+
+
+add_study_commands(app, "zeroshot")
