@@ -278,6 +278,8 @@ def test_every_registered_study_is_a_command_that_prints_its_config(capsys):
         argv = [entry.area, entry.name, "--print-config"]
         if entry.area == "sprites":
             argv += ["some-folder", "--level", "3"]
+        if (entry.area, entry.name) == ("zeroshot", "evaluate"):
+            argv.append("LeNet")
         if entry.quick:
             argv.append("--quick")
         cli(argv)

@@ -98,6 +98,7 @@ def test_training_writes_every_attribute_of_the_level(level5):
             "augment": "none",
             "augment_ranges": [],
             "optimizer": "adam",
+            "network_params": {},
         }
     # no temporary folder left next to the cache
     assert [p.name for p in directory.parent.iterdir() if p.name.startswith(".tmp-")] == []

@@ -69,7 +69,7 @@ def test_override_into_a_defaulted_section_keeps_its_other_defaults():
         ({"model": {"name": "lenet5", "params": {"lr": "fast"}}}, "key model.params.lr"),
         ({"model": {"name": "lenet5", "params": {"num_outputs": 3}}}, "model.params.num_outputs is set by"),
         ({"data": {"name": "digits", "params": {"sauce": "x"}}}, "unknown key data.params.sauce"),
-        ({"model": {"name": "resnet", "params": {}}}, "unknown model 'resnet'"),
+        ({"model": {"name": "resnet-152", "params": {}}}, "unknown model 'resnet-152'"),
     ],
 )
 def test_bad_configs_name_the_key_and_the_file(tmp_path, changes, message):

@@ -17,10 +17,11 @@ Procedure, for one image ``x`` (``C x H x W``, 0-255) of true class ``c`` and th
 
 CMA-ES (Hansen & Ostermeier 2001; the ``cma`` package) minimises the soft-label of the true class,
 ``f(candidate) = predict(image(candidate))[c]``, for at most ``budget`` iterations (ART's
-``max_iter``; also cma's own stopping rules and ART's cap of 40,000 evaluations, never reached with
-the default budget). After each iteration the best candidate evaluated so far (cma's ``xbest``)
-is checked: when the model no longer predicts ``c`` on its image the search stops and the attack
-succeeds, otherwise the image is returned unchanged.
+``max_iter``; also cma's own stopping rules, e.g. ``tolflatfitness``: a population whose soft-labels
+are all equal ends the search after its first iteration, and ART's cap of 40,000 evaluations, never
+reached with the default budget). After each iteration the best candidate evaluated so far (cma's
+``xbest``) is checked: when the model no longer predicts ``c`` on its image the search stops and the
+attack succeeds, otherwise the image is returned unchanged.
 
 What differs from ART, and why the outcome is the same:
 

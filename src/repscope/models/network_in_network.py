@@ -42,18 +42,25 @@ class NetworkInNetwork(nn.Module):
 
     Deviations, each a parameter:
 
-    * ``batch_norm=True`` (default) puts batch normalisation between every convolution but the last
-      and its ReLU (those convolutions then have no bias, which the normalisation's shift replaces).
-      The paper trained the plain network with SGD and hand-tuned learning-rate drops; without
-      normalisation it is notoriously hard to train with Adam in few epochs, and the Raw Zero-Shot
-      study trains it 11 times. ``batch_norm=False`` is the published network.
+    * ``batch_norm=True`` (default) puts batch normalisation between every convolution and its ReLU
+      (the convolutions then have no bias, which the normalisation's shift replaces). The paper
+      trained the plain network with SGD and hand-tuned learning-rate drops; without normalisation
+      it is notoriously hard to train with Adam in few epochs, and the Raw Zero-Shot study trains it
+      11 times. The output convolution is normalised too: behind the published ReLU a class map that
+      is negative everywhere for every image is a dead class (zero logit, zero gradient, for good),
+      which we saw in short trainings of narrow networks; normalisation re-centres each class map.
+      Measured on 1,000 MNIST digits, width 0.25, Adam at 3e-3, 2 epochs, two seeds: test accuracy
+      0.88 and 0.82 with the output normalised, 0.71 and 0.60 without. ``batch_norm=False`` is the
+      published network.
     * ``width`` multiplies the 192 / 160 / 96 maps (rounded, at least 1), to shrink the network for
       CPU studies; 1.0 is the published size.
     * ``dropout=False`` removes the two dropout layers.
 
     Parameters (``C`` input channels, ``K`` outputs, published widths, ``batch_norm=False``):
     ``(C*192*25 + 192) + (192*160 + 160) + (160*96 + 96) + (96*192*25 + 192) + 2*(192*192 + 192)
-    + (192*192*9 + 192) + (192*192 + 192) + (192*K + K)``: 966,986 for CIFAR-10.
+    + (192*192*9 + 192) + (192*192 + 192) + (192*K + K)``: 966,986 for CIFAR-10. With batch
+    normalisation the nine convolutions lose their ``1,408 + K`` biases and gain ``2 * (1,408 + K)``
+    normalisation weights: 968,404 for CIFAR-10.
 
     Parameters
     ----------
@@ -64,7 +71,7 @@ class NetworkInNetwork(nn.Module):
     width : float, default=1.0
         Multiplier of the published maps.
     batch_norm : bool, default=True
-        Batch normalisation after each convolution but the output one.
+        Batch normalisation after each convolution.
     dropout : bool, default=True
         The paper's dropout 0.5 after the first two blocks.
     """
@@ -85,10 +92,7 @@ class NetworkInNetwork(nn.Module):
         layers: list[nn.Module] = []
         for block, (kernel, padding, sizes) in enumerate(BLOCKS):
             for position, maps in enumerate(sizes):
-                if maps is None:  # the output layer: no normalisation, the logits' scale is learnt
-                    layers += [nn.Conv2d(channels, self.num_outputs, 1), nn.ReLU()]
-                    break
-                maps = scaled_maps(maps, width)
+                maps = self.num_outputs if maps is None else scaled_maps(maps, width)
                 size, pad = (kernel, padding) if position == 0 else (1, 0)
                 layers.append(nn.Conv2d(channels, maps, size, padding=pad, bias=not batch_norm))
                 layers += [nn.BatchNorm2d(maps), nn.ReLU()] if batch_norm else [nn.ReLU()]

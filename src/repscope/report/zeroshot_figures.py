@@ -3,10 +3,12 @@ soft-labels and the Amalgam Metric's histograms, one row per architecture and on
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 from matplotlib.figure import Figure
+from scipy.sparse import SparseEfficiencyWarning
 from sklearn.manifold import TSNE, Isomap
 
 from repscope.data.softlabels import SoftLabels
@@ -27,7 +29,8 @@ def projection_grid(
 ) -> Figure:
     """Two-dimensional projections of each unknown class's soft-labels (the paper's Fig. 2, Isomap, and
     Fig. 5, t-SNE): row = architecture, column = excluded class, points = that class's test images as the
-    model without it saw them.
+    model without it saw them. Isomap panels share one scale (its coordinates are soft-label distances);
+    t-SNE panels are scaled each on its own.
 
     Parameters
     ----------
@@ -47,7 +50,10 @@ def projection_grid(
     labels = list(soft_labels)
     classes = max(s.num_classes for s in soft_labels.values())
     fig = new_figure(PANEL * classes + 0.8, PANEL * len(labels) + 0.6)
-    axes = fig.subplots(len(labels), classes, squeeze=False)
+    # Isomap keeps the soft-label distances, so one scale for every panel shows which architecture's
+    # clusters are tighter (the paper's reading of Fig. 2); t-SNE's distances are not comparable
+    shared = method == "isomap"
+    axes = fig.subplots(len(labels), classes, squeeze=False, sharex=shared, sharey=shared)
     for row, label in enumerate(labels):
         for i, points in enumerate(soft_labels[label].loo):
             ax = axes[row, i]
@@ -68,7 +74,12 @@ def _project(points: np.ndarray, method: str, seed: int) -> np.ndarray:
     if np.ptp(points, axis=0).max() == 0:  # one point repeated: nothing to spread
         return np.zeros((len(points), 2))
     if method == "isomap":
-        return Isomap(n_neighbors=min(5, len(points) - 1), n_components=2).fit_transform(points)
+        with warnings.catch_warnings():
+            # tight clusters of soft-labels often split the neighbour graph; Isomap then joins its parts,
+            # which is what the figure needs, and says so at length
+            warnings.filterwarnings("ignore", message=".*connected components.*")
+            warnings.filterwarnings("ignore", category=SparseEfficiencyWarning)
+            return Isomap(n_neighbors=min(5, len(points) - 1), n_components=2).fit_transform(points)
     perplexity = float(min(30, max(2, (len(points) - 1) // 3)))
     return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(points)
 
@@ -113,7 +124,8 @@ def amalgam_histogram_grid(soft_labels: Mapping[str, SoftLabels], difference: bo
             if i == 0:
                 ax.set_ylabel(label, fontsize=8)
     if not difference:
-        axes[0, 0].legend(fontsize=5, loc="upper left")
+        handles, names = axes[0, 0].get_legend_handles_labels()
+        fig.legend(handles, names, fontsize=7, loc="outside lower center", ncols=2)
     what = "|h' - h| per known class (Fig. 6)" if difference else "h' (grey, full model) and h (without the class)"
     fig.suptitle(f"Amalgam histograms per image: {what}", fontsize=9)
     return fig
