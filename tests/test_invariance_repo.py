@@ -80,6 +80,25 @@ def test_a_small_repository_is_built_tested_and_resumed(tmp_path):
     assert again.ran == [] and len(again.reused) == 3
 
 
+def test_a_repository_built_on_ray_matches_the_local_one(tmp_path, monkeypatch):
+    pytest.importorskip("ray", reason="the Ray backend needs the optional extra: pip install 'repscope[ray]'")
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))  # Ray's local instance must not write there
+    config = RepoConfig(
+        data={"name": "digits", "params": {"target": "label", "max_train": 200, "max_test": 40}},
+        count=1,
+        epochs=[1],
+        test_n=20,
+    )
+    local = build_repository(config, tmp_path / "local")
+    ray = build_repository(config, tmp_path / "ray", backend="ray", workers=1)
+    assert local.ok and ray.ok
+    columns = ["accuracy", "robust_accuracy", "max@CONF:mean", "mean@CONV-1:mean"]
+    # one model, same seed: the same training and test (only the threads' summation order may differ)
+    assert np.allclose(ray.summary[columns].to_numpy(float), local.summary[columns].to_numpy(float), atol=1e-3)
+
+
 def test_the_supervised_task_trains_with_adam_or_sgd():
     import torch
 

@@ -141,6 +141,9 @@ def repo_label_command(
     human: Optional[Path] = typer.Option(
         None, "--human", help="CSV of human labels (name + one column per annotator): adds Cohen's and Fleiss' kappa"
     ),
+    min_accuracy: float = typer.Option(
+        0.8, "--min-accuracy", help="below this test accuracy a model under-fits (MNIST: 0.8; lower for harder data)"
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """Label every model by the guideline's rules; with --human, the annotators' agreement."""
@@ -152,7 +155,7 @@ def repo_label_command(
     from repscope.studies.invariance_assess import agreement, read_repository, rule_labels
 
     prepare_output(out, overwrite=overwrite, kind="file")
-    labels = rule_labels(read_repository(repo))
+    labels = rule_labels(read_repository(repo), min_accuracy=min_accuracy)
     write_text_atomic(out, labels.to_csv(index=False))
     typer.echo(f"{int(labels['label'].sum())} of {len(labels)} models invariant by the rules; written: {out}")
     if human is not None:

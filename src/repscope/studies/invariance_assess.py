@@ -229,7 +229,8 @@ def evaluate_assessors(
     if per_class < folds:
         raise InvalidArgumentError(
             f"labels: {int((labels == 1).sum())} invariant and {int((labels == 0).sum())} variant models; "
-            f"{folds}-fold assessment needs {folds} of each (build a larger repository)"
+            f"{folds}-fold assessment needs {folds} of each (build a larger repository, or relabel it: "
+            "repscope invariance repo label --min-accuracy for a harder dataset, then --labels)"
         )
     scores: dict[str, list[float]] = {name: [] for name in [*assessors(), "robust accuracy (baseline)"]}
     for repeat in range(repeats):
