@@ -159,3 +159,37 @@ def test_soft_label_rows_are_a_seeded_draw_per_class():
     assert all((labels[r] == k).all() for k, r in enumerate(rows))
     assert [r.tolist() for r in rows] == [r.tolist() for r in soft_label_rows(labels, 3, 4, seed=0)]
     assert [len(r) for r in soft_label_rows(labels, 3, None, seed=0)] == [5, 2, 9]
+
+
+def test_attack_command_on_a_trained_classifier(tmp_path, run_cli):
+    from repscope.train.config import TrainConfig
+    from repscope.train.run import fit, load_task
+
+    config = TrainConfig(
+        model={"name": "lenet5"},
+        data={"name": "digits", "params": {"max_train": 300, "max_test": 60}},
+        trainer={"max_epochs": 2, "logger": "none"},
+        batch_size=32,
+    )
+    fit(config, out=tmp_path / "lenet", report=False)
+    args = ["zeroshot", "attack", "--model", str(tmp_path / "lenet"), "--n", "3", "--threshold", "1"]
+    args += ["--threshold", "10", "--budget", "3"]
+    code, out, err = run_cli([*args, "--out", str(tmp_path / "a")])
+    assert code == 0, err
+    counts = pd.read_csv(tmp_path / "a" / "counts.csv")
+    assert list(zip(counts["norm"], counts["threshold"])) == [("l0", 1), ("l0", 10), ("linf", 1), ("linf", 10)]
+    assert (counts["images"] == 3).all() and (counts["successes"] <= 3).all()
+    per_image = pd.read_csv(tmp_path / "a" / "attacks.csv")
+    # only images the model gets right are attacked, each once per norm and threshold
+    task = load_task(tmp_path / "lenet")
+    from repscope.data.registry import load_dataset
+
+    test = load_dataset("digits", max_train=300, max_test=60).arrays("test", ["image", "target"])
+    attacked = per_image["image"].unique()
+    assert len(attacked) == 3 and (task.predict(test["image"][attacked]) == test["target"][attacked]).all()
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert metrics["totals"]["total"] == counts["successes"].sum()
+    code, _, _ = run_cli([*args, "--out", str(tmp_path / "b")])
+    assert (tmp_path / "b" / "attacks.csv").read_bytes() == (tmp_path / "a" / "attacks.csv").read_bytes()
+    code, _, err = run_cli([*args, "--norm", "l2", "--out", str(tmp_path / "c")])
+    assert code == 1 and "--norm" in err and err.count("\n") == 1 and not (tmp_path / "c").exists()

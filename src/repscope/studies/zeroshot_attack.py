@@ -92,6 +92,7 @@ def attack_classifier(
     pandas.DataFrame
         ``counts.csv``: ``norm``, ``threshold``, ``successes``, ``images``, ``queries``.
     """
+    from repscope.attacks import attack_counts  # noqa: PLC0415
     from repscope.progress import progress_bar  # noqa: PLC0415
     from repscope.studies.invariance_test import load_classifier  # noqa: PLC0415
     from repscope.train.run import load_task  # noqa: PLC0415
@@ -110,19 +111,37 @@ def attack_classifier(
         raise InvalidArgumentError(f"--model {path}: classifies no test image of {data} correctly")
     rows = np.sort(np.random.default_rng([seed, 61]).choice(correct, size=min(n, len(correct)), replace=False))
     images, labels = test["image"][rows], test["target"][rows]
-    tables = []
-    jobs = [(norm, threshold) for norm in norms for threshold in thresholds]
-    with progress_bar(f"attacking {len(rows)} images", total=len(jobs) * len(rows)) as update:
-        for k, (norm, threshold) in enumerate(jobs):
 
-            what = f"attacking {len(rows)} images: {norm} at {threshold}"
-
-            def advance(done: int, total: int, before: int = k * len(rows), what: str = what) -> None:
-                update(before + done, description=what)
-
-            table = run_attacks(task, images, labels, norm, threshold, budget, seed, advance)
-            tables.append(table.assign(image=rows))
-    per_image = pd.concat(tables, ignore_index=True)
+    with progress_bar(f"attacking {len(rows)} images", total=len(rows) * len(norms) * len(thresholds)) as update:
+        counted = attack_counts(
+            predictor(task),
+            images,
+            labels,
+            thresholds,
+            norms=[ATTACK_NORMS[norm] for norm in norms],
+            budget=budget,
+            seed=seed,
+            progress=lambda done, total: update(done),
+        )
+    ours = {name: norm for norm, name in ATTACK_NORMS.items()}
+    per_image = pd.concat(
+        [
+            pd.DataFrame(
+                {
+                    "norm": ours[norm],
+                    "threshold": threshold,
+                    "image": rows,
+                    "label": labels,
+                    "success": result.success.astype(bool),
+                    "queries": result.queries,
+                    "iterations": result.iterations,
+                    "predicted": result.predicted,
+                }
+            )
+            for (norm, threshold), result in counted.results.items()
+        ],
+        ignore_index=True,
+    )
     counts = (
         per_image.groupby(["norm", "threshold"], sort=False)
         .agg(successes=("success", "sum"), images=("success", "size"), queries=("queries", "sum"))
