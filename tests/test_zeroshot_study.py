@@ -142,7 +142,11 @@ def test_one_architecture_command(tmp_path, run_cli):
 
 
 def test_default_architectures_and_quick():
+    from repscope.config import load_config, shipped_config_path
+
     config = ZeroShotConfig()
+    # the shipped config is the schema's defaults written out
+    assert load_config(shipped_config_path("zeroshot-fashion"), ZeroShotConfig) == config
     assert [a.label for a in config.architectures] == ["CapsNet", "AllConv", "ResNet", "NIN", "LeNet"]
     assert config.data.params["source"] == "fashion-mnist"
     assert config.attack.thresholds == [1, 3, 5, 10] and config.attack.n == 100

@@ -143,6 +143,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "ZeroShotConfig",
         "run_zeroshot_study",
         "Raw Zero-Shot: n + 1 trainings per architecture, DBI and Amalgam metrics, L0 / L-inf attacks, correlation.",
+        shipped="zeroshot-fashion",
         details="The paper's five architectures (CapsNet, AllConv, ResNet, NIN, LeNet) on Fashion-MNIST by default; "
         "trainings and attacks run on the sweep runner (--workers N, or --backend ray).",
         resumable=True,
@@ -155,6 +156,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "ZeroShotConfig",
         "run_zeroshot_evaluate",
         "Raw Zero-Shot test of one architecture: its n + 1 trainings, soft-labels, DBI and Amalgam metrics, attacks.",
+        shipped="zeroshot-fashion",
         details="ARCH: a label of the study config (CapsNet, AllConv, ResNet, NIN, LeNet) or any registered "
         "classifier (capsnet, allconv, resnet, nin, lenet5, cnn5, ...).",
         resumable=True,
