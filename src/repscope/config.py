@@ -132,6 +132,26 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str], schema: A
     return out
 
 
+def parse_assignments(items: Iterable[str], option: str) -> dict[str, Any]:
+    """``["key=value", ...]`` (a repeated option such as ``--data-param``) as a dict, values parsed as YAML.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``option`` and the item without ``=`` or without a key.
+    """
+    params: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise InvalidArgumentError(f"{option} {item!r}: expected key=value")
+        try:
+            params[key] = yaml.safe_load(value)
+        except yaml.YAMLError:
+            params[key] = value
+    return params
+
+
 def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:
     """One line naming every bad key (dotted, after ``prefix``) and what is wrong with it."""
     problems = []

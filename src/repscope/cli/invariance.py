@@ -70,18 +70,11 @@ def test_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy."""
-    import yaml
-
-    from repscope.errors import InvalidArgumentError
+    from repscope.config import parse_assignments
     from repscope.outputs import output_target
     from repscope.studies.invariance_test import run_invariance_test
 
-    params = {}
-    for item in data_param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidArgumentError(f"--data-param {item!r}: expected key=value")
-        params[key] = yaml.safe_load(value)
+    params = parse_assignments(data_param, "--data-param")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         metrics = run_invariance_test(
             model, target, transform, arch, data, params, n, half_range, steps, correct_only, batch_size, seed, assessor

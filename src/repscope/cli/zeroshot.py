@@ -63,18 +63,11 @@ def attack_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
-    import yaml
-
-    from repscope.errors import InvalidArgumentError
+    from repscope.config import parse_assignments
     from repscope.outputs import output_target
     from repscope.studies.zeroshot_attack import attack_classifier
 
-    params = {}
-    for item in data_param:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise InvalidArgumentError(f"--data-param {item!r}: expected key=value")
-        params[key] = yaml.safe_load(value)
+    params = parse_assignments(data_param, "--data-param")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         counts = attack_classifier(model, target, arch, data, params, list(norm), list(threshold), n, budget, seed)
     for _, row in counts.iterrows():

@@ -13,6 +13,13 @@ Modules
 ``repscope.models.classifiers``
     ``LeNet5``, ``MLP`` and the scikit-learn baselines ``knn_baseline``, ``svm_baseline`` of
     Morpho-MNIST Appendix D.
+``repscope.models.all_conv``, ``repscope.models.network_in_network``, ``repscope.models.resnet``,
+``repscope.models.capsnet``
+    The Raw Zero-Shot paper's architectures beside LeNet: All-CNN-C (Springenberg et al., 2015),
+    Network-in-Network (Lin et al., 2013), the CIFAR ResNet (He et al., 2016) and CapsNet with dynamic
+    routing (Sabour et al., 2017); their sizes are ``network_params`` of the supervised task.
+``repscope.models.networks``
+    Networks by name (what a task's ``network`` picks), built for the data's image shape.
 ``repscope.models.registry``
     Models by name, for configs.
 """

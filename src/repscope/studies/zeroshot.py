@@ -30,7 +30,7 @@ from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
 from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
 from repscope.runs import RunDirectory, to_plain
-from repscope.studies.common import TrainingSection, slug
+from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 
 NORMS = ("l0", "linf")
@@ -234,13 +234,12 @@ def attack_point(
     """Sweep target: attack the full classifier of ``arch`` with one norm at one threshold on the chosen
     images; writes ``attack.csv`` (per image: success, queries, iterations, predicted class)."""
     from repscope.studies.zeroshot_attack import run_attacks  # noqa: PLC0415
-    from repscope.sweeps import point_name  # noqa: PLC0415
     from repscope.train.run import load_task  # noqa: PLC0415
 
     study = ZeroShotConfig(**config)
     settings = dict(item.split("=", 1) for item in overrides)
     architecture = _find(study, settings["arch"])
-    task = load_task(Path(models) / point_name(point_overrides(architecture.label, None)) / "train")
+    task = load_task(_point_dir(Path(models), *point_overrides(architecture.label, None)) / "train")
     with np.load(images, allow_pickle=False) as chosen:
         batch, labels, index = chosen["images"], chosen["labels"], chosen["index"]
     norm, threshold = settings["norm"], int(settings["threshold"])
@@ -275,35 +274,127 @@ def _sweep(points: list[Any], target: str, out: Path, common: dict[str, Any], co
 
 def check_architectures(config: ZeroShotConfig, source: str) -> None:
     """Every architecture checked before anything trains: distinct labels, parameters its model takes, a
-    model that builds for the data."""
-    from repscope.train.run import build_task, load_data  # noqa: PLC0415
-
-    architectures = chosen_architectures(config)
-    seen: dict[str, str] = {}
-    for architecture in architectures:
-        key = slug(architecture.label)
-        if key in seen:
-            raise InvalidArgumentError(
-                f"{source}: architectures: labels {seen[key]!r} and {architecture.label!r} name the same files"
-            )
-        seen[key] = architecture.label
-    dataset = None
-    for architecture in architectures:
-        train = training_config(config, architecture, 0)
-        where = f"{source}: architecture {architecture.label!r}"
-        train.check_params(where)
-        dataset = dataset or load_data(train)
-        try:
-            build_task(train, dataset)
-        except InvalidArgumentError as error:
-            raise InvalidArgumentError(f"{where}: {error}") from None
-    if not all(value >= 1 for value in config.attack.thresholds) or not config.attack.thresholds:
+    model that builds for the data (without a class, as it will train)."""
+    members = [MemberModel(label=a.label, name=a.name, params=a.params) for a in chosen_architectures(config)]
+    check_members(
+        members, training_config(config, chosen_architectures(config)[0], 0).data, config.training, config.seed, source
+    )
+    if not config.attack.thresholds or min(config.attack.thresholds) < 1:
         raise InvalidArgumentError(f"{source}: attack.thresholds: expected positive pixel values, e.g. [1, 3, 5, 10]")
 
 
 def _comparable(config: dict[str, Any]) -> dict[str, Any]:
     # how the work is spread does not change the results
     return {k: v for k, v in config.items() if k not in ("workers", "backend", "address", "repscope_version")}
+
+
+def _point_dir(folder: Path, *overrides: tuple[str, str]) -> Path:
+    from repscope.sweeps import point_name  # noqa: PLC0415
+
+    return folder / point_name(overrides)
+
+
+def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool) -> RunDirectory:
+    """The run directory, refusing ``--resume`` with a config other than the one the run started with."""
+    import yaml  # noqa: PLC0415
+
+    run = RunDirectory.create("zeroshot-study", out=out, root=root, resume=resume, resumable=True)
+    as_dict = to_plain(config.model_dump(mode="json"))
+    if resume and run.config_path.exists():
+        stored = yaml.safe_load(run.config_path.read_text(encoding="utf-8")) or {}
+        if _comparable(stored) != _comparable(as_dict):
+            raise InvalidArgumentError(
+                f"--resume: the config differs from the one {run.root} was started with (only workers, backend "
+                "and address may change)"
+            )
+    run.write_config(as_dict)
+    return run
+
+
+def _score_architecture(
+    run: RunDirectory, architecture: Architecture, counts: list[int], names: list[str], accuracies: pd.Series
+) -> tuple[SoftLabels, dict[str, Any]]:
+    """Gather one architecture's soft-labels into ``softlabels/<label>.npz`` and score them."""
+    from repscope.data.softlabels import read_soft_labels  # noqa: PLC0415
+
+    models = run.path("models")
+    full_dir = _point_dir(models, *point_overrides(architecture.label, None))
+    full = np.split(np.load(full_dir / "softlabels.npy"), np.cumsum(counts)[:-1])
+    loo_dirs = [_point_dir(models, *point_overrides(architecture.label, i)) for i in range(len(counts))]
+    loo = [np.load(folder / "softlabels.npy") for folder in loo_dirs]
+    path = write_soft_labels(run.path("softlabels", f"{slug(architecture.label)}.npz"), loo, full, names)
+    soft_labels = read_soft_labels(path)
+    scores = zero_shot_scores(soft_labels.loo, soft_labels.full)
+    row = {
+        "architecture": architecture.label,
+        "accuracy": float(accuracies[full_dir.name]),
+        "loo_accuracy": float(np.mean([accuracies[folder.name] for folder in loo_dirs])),
+        **{k: v for k, v in scores.items() if not isinstance(v, list | dict)},
+        "_scores": scores,
+    }
+    return soft_labels, row
+
+
+def _attack_images(run: RunDirectory, config: ZeroShotConfig, test: dict[str, np.ndarray]) -> tuple[Path, int, int]:
+    """A seeded draw of ``attack.n`` test images every full classifier gets right, kept in
+    ``attacks/images.npz``; returns its path, the images drawn and the candidates."""
+    from repscope.fileio import atomic_write  # noqa: PLC0415
+
+    models = run.path("models")
+    correct = np.logical_and.reduce(
+        [
+            np.load(_point_dir(models, *point_overrides(a.label, None)) / "correct.npy")
+            for a in chosen_architectures(config)
+        ]
+    )
+    candidates = np.flatnonzero(correct)
+    rng = np.random.default_rng([config.attack.seed, 59])
+    chosen = np.sort(rng.choice(candidates, size=min(config.attack.n, len(candidates)), replace=False))
+    path = run.path("attacks", "images.npz")
+    if not path.exists():  # a resumed run draws the same images (the config is the same)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as handle:
+            np.savez(handle, images=test["image"][chosen], labels=test["target"][chosen], index=chosen)
+    return path, len(chosen), len(candidates)
+
+
+def _attack_overrides(label: str, norm: str, threshold: int) -> tuple[tuple[str, str], ...]:
+    return (("arch", label), ("norm", norm), ("threshold", str(threshold)))
+
+
+def _attack_table(run: RunDirectory, config: ZeroShotConfig, images: Path, count: int) -> pd.DataFrame:
+    """Attack every full classifier (sweep points per architecture, norm and threshold); Table 1's rows."""
+    from repscope.sweeps import SweepPoint  # noqa: PLC0415
+
+    architectures, norms, thresholds = chosen_architectures(config), config.attack.norms, config.attack.thresholds
+    points = [
+        SweepPoint.from_overrides(_attack_overrides(a.label, norm, th))
+        for a in architectures
+        for norm in norms
+        for th in thresholds
+    ]
+    common = {"config": config.model_dump(mode="json"), "models": str(run.path("models")), "images": str(images)}
+    attacked = _sweep(
+        points,
+        "repscope.studies.zeroshot:attack_point",
+        run.path("attacks"),
+        common,
+        config,
+        f"attacks ({count} images each)",
+    )
+    successes = attacked.summary.set_index("name")["successes"]
+    rows = []
+    for architecture in architectures:
+        row: dict[str, Any] = {"architecture": architecture.label}
+        for norm in norms:
+            for th in thresholds:
+                row[f"{norm}_th{th}"] = int(
+                    successes[SweepPoint.from_overrides(_attack_overrides(architecture.label, norm, th)).name]
+                )
+            row[f"{norm}_total"] = sum(row[f"{norm}_th{th}"] for th in thresholds)
+        row["total"] = sum(row[f"{norm}_total"] for norm in norms)
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 def run_zeroshot_study(
@@ -317,137 +408,54 @@ def run_zeroshot_study(
     """Run the study (module docstring) into ``out``; return the report's path."""
     from repscope.studies.zeroshot_report import write_zeroshot_report  # noqa: PLC0415
     from repscope.sweeps import SweepPoint  # noqa: PLC0415
+    from repscope.train.run import load_data  # noqa: PLC0415
 
     check_architectures(config, source)
     architectures = chosen_architectures(config)
-    run = RunDirectory.create("zeroshot-study", out=out, root=root, resume=resume, resumable=True)
-    as_dict = to_plain(config.model_dump(mode="json"))
-    if resume and run.config_path.exists():
-        import yaml  # noqa: PLC0415
-
-        stored = yaml.safe_load(run.config_path.read_text(encoding="utf-8")) or {}
-        if _comparable(stored) != _comparable(as_dict):
-            raise InvalidArgumentError(
-                f"--resume: the config differs from the one {run.root} was started with (only workers, backend "
-                "and address may change)"
-            )
-    run.write_config(as_dict)
-    common = {"config": config.model_dump(mode="json")}
-
-    # 1. n + 1 trainings per architecture
-    from repscope.train.run import load_data  # noqa: PLC0415
-
+    run = _open_run(config, out, root, resume)
     dataset = load_data(training_config(config, architectures[0], None))
     base, names = dataset.extras["base_dataset"], list(dataset.extras["base_names"])
     classes = int(base.num_classes)
     test = base.arrays("test", ["image", "target"])
     counts = [len(r) for r in soft_label_rows(test["target"], classes, config.soft_label_n, config.seed)]
+
+    # 1. n + 1 trainings per architecture; their soft-labels and the metrics
     points = [
         SweepPoint.from_overrides(point_overrides(a.label, excluded))
         for a in architectures
         for excluded in [*range(classes), None]
     ]
-    models = run.path("models")
-    trained = _sweep(
-        points, "repscope.studies.zeroshot:train_point", models, common, config, "training (n + 1 models each)"
-    )
+    common = {"config": config.model_dump(mode="json")}
+    target = "repscope.studies.zeroshot:train_point"
+    trained = _sweep(points, target, run.path("models"), common, config, "training (n + 1 models each)")
+    accuracies = trained.summary.set_index("name")["test_accuracy"]
+    scored = [_score_architecture(run, a, counts, names, accuracies) for a in architectures]
+    soft_labels = {a.label: labels for a, (labels, _) in zip(architectures, scored)}
+    rows = [row for _, row in scored]
 
-    # 2. soft-labels and their metrics
-    soft_labels: dict[str, SoftLabels] = {}
-    rows = []
-    by_name = trained.summary.set_index("name")
-    for architecture in architectures:
-        full_dir = models / SweepPoint.from_overrides(point_overrides(architecture.label, None)).name
-        full = np.load(full_dir / "softlabels.npy").astype(np.float64)
-        full_parts = np.split(full, np.cumsum(counts)[:-1])
-        loo = [
-            np.load(models / SweepPoint.from_overrides(point_overrides(architecture.label, i)).name / "softlabels.npy")
-            for i in range(classes)
-        ]
-        path = write_soft_labels(run.path("softlabels", f"{slug(architecture.label)}.npz"), loo, full_parts, names)
-        from repscope.data.softlabels import read_soft_labels  # noqa: PLC0415
-
-        soft_labels[architecture.label] = read_soft_labels(path)
-        scores = zero_shot_scores(loo, full_parts)
-        loo_accuracy = [
-            by_name.loc[SweepPoint.from_overrides(point_overrides(architecture.label, i)).name, "test_accuracy"]
-            for i in range(classes)
-        ]
-        rows.append(
-            {
-                "architecture": architecture.label,
-                "accuracy": float(by_name.loc[full_dir.name, "test_accuracy"]),
-                "loo_accuracy": float(np.mean(loo_accuracy)),
-                **{k: v for k, v in scores.items() if not isinstance(v, list | dict)},
-                "_scores": scores,
-            }
-        )
-
-    # 3. attacks on images every full classifier gets right
-    correct = np.logical_and.reduce(
-        [
-            np.load(models / SweepPoint.from_overrides(point_overrides(a.label, None)).name / "correct.npy")
-            for a in architectures
-        ]
-    )
-    candidates = np.flatnonzero(correct)
-    rng = np.random.default_rng([config.attack.seed, 59])
-    chosen = np.sort(rng.choice(candidates, size=min(config.attack.n, len(candidates)), replace=False))
-    images_file = run.path("attacks", "images.npz")
-    if not images_file.exists():
-        images_file.parent.mkdir(parents=True, exist_ok=True)
-        from repscope.fileio import atomic_write  # noqa: PLC0415
-
-        with atomic_write(images_file) as handle:
-            np.savez(handle, images=test["image"][chosen], labels=test["target"][chosen], index=chosen)
-    attack_points = [
-        SweepPoint.from_overrides((("arch", a.label), ("norm", norm), ("threshold", str(th))))
-        for a in architectures
-        for norm in config.attack.norms
-        for th in config.attack.thresholds
-    ]
-    attacked = _sweep(
-        attack_points,
-        "repscope.studies.zeroshot:attack_point",
-        run.path("attacks"),
-        {**common, "models": str(models), "images": str(images_file)},
-        config,
-        f"attacks ({len(chosen)} images each)",
-    )
-    successes = attacked.summary.set_index("name")["successes"]
-    attack_rows = []
-    for architecture in architectures:
-        row: dict[str, Any] = {"architecture": architecture.label}
-        for norm in config.attack.norms:
-            for th in config.attack.thresholds:
-                name = SweepPoint.from_overrides((("arch", architecture.label), ("norm", norm), ("threshold", str(th))))
-                row[f"{norm}_th{th}"] = int(successes[name.name])
-            row[f"{norm}_total"] = sum(row[f"{norm}_th{th}"] for th in config.attack.thresholds)
-        row["total"] = sum(row[f"{norm}_total"] for norm in config.attack.norms)
-        attack_rows.append(row)
-    attacks = pd.DataFrame(attack_rows)
+    # 2. attacks on images every full classifier gets right
+    images, attacked, candidates = _attack_images(run, config, test)
+    attacks = _attack_table(run, config, images, attacked)
     representation = pd.DataFrame([{k: v for k, v in row.items() if k != "_scores"} for row in rows])
 
-    # 4. do the metrics track the attacks?
+    # 3. do the metrics track the attacks?
     correlations = correlation_table(representation, attacks, config.attack.norms)
     metrics = {
         "classes": classes,
-        "attack_images": len(chosen),
-        "attack_candidates": len(candidates),
+        "attack_images": attacked,
+        "attack_candidates": candidates,
         "architectures": {
             row["architecture"]: {
                 **{k: v for k, v in row.items() if k not in ("architecture", "_scores")},
                 **{k: v for k, v in attack_row.items() if k != "architecture"},
             }
-            for row, attack_row in zip(rows, attack_rows)
+            for row, attack_row in zip(rows, attacks.to_dict(orient="records"))
         },
         "correlations": correlations.to_dict(orient="records") if len(correlations) else [],
     }
     run.write_metrics(to_plain(metrics))
     write_json_atomic(run.path("per_class.json"), to_plain({row["architecture"]: row["_scores"] for row in rows}))
-    return write_zeroshot_report(
-        run, config, representation, attacks, correlations, soft_labels, rows, len(chosen), quick
-    )
+    return write_zeroshot_report(run, config, representation, attacks, correlations, soft_labels, rows, attacked, quick)
 
 
 CORRELATED_METRICS = ("dbi", "davies_bouldin", "am", "am_per_image", "accuracy")
