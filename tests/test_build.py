@@ -467,7 +467,7 @@ def test_ctrl_c_in_the_loop_cancels_pending_tasks_and_stops_the_workers(tmp_path
     import multiprocessing
     import time
 
-    from repscope.data.morpho.pool import ordered_map
+    from repscope.pools import ordered_map
 
     tasks = [str(tmp_path / f"task-{k}") for k in range(12)]
     with pytest.raises(KeyboardInterrupt):
@@ -480,7 +480,7 @@ def test_ctrl_c_in_the_loop_cancels_pending_tasks_and_stops_the_workers(tmp_path
 
 
 def test_pool_results_are_in_order_with_any_jobs(tmp_path):
-    from repscope.data.morpho.pool import ordered_map
+    from repscope.pools import ordered_map
 
     tasks = [str(tmp_path / f"t{k}") for k in range(4)]
     for jobs in (1, 2):

@@ -240,3 +240,46 @@ def test_leave_class_out_dataset_removes_and_remaps_one_class():
     assert full.num_classes == 10 and len(full.split("train")) == 600
     with pytest.raises(InvalidArgumentError, match="excluded: expected a class in 0..9"):
         load_dataset("leave-class-out", base="digits", base_params={"max_train": 100, "max_test": 50}, excluded=10)
+
+
+def test_paper_findings_grade_each_finding_from_the_tables():
+    import pandas as pd
+
+    from repscope.studies.zeroshot import correlation_table
+    from repscope.studies.zeroshot_report import paper_findings
+
+    names = ["CapsNet", "AllConv", "ResNet", "NIN", "LeNet"]
+    # DBI ranks the architectures exactly as their attack successes (rho = 1), AM nearly so (0.9),
+    # and LeNet is the most attacked while NIN has a higher AM: the paper's three findings hold
+    representation = pd.DataFrame(
+        {
+            "architecture": names,
+            "accuracy": [0.8, 0.8, 0.9, 0.8, 0.8],
+            "dbi": [0.2, 0.3, 0.4, 0.5, 0.6],
+            "davies_bouldin": [1.0, 1.1, 1.2, 1.3, 1.4],
+            "am": [10.0, 20.0, 30.0, 40.0, 35.0],
+            "am_per_image": [0.01, 0.02, 0.03, 0.04, 0.035],
+        }
+    )
+    attacks = pd.DataFrame({"architecture": names, "l0_total": [1, 2, 3, 4, 5], "linf_total": [1, 2, 3, 4, 5]})
+    attacks["total"] = attacks["l0_total"] + attacks["linf_total"]
+    findings = paper_findings(representation, attacks, correlation_table(representation, attacks, ["l0", "linf"]))
+    held = dict(zip(findings["finding"].str.split(" ").str[0], findings["held"]))
+    assert held == {"CapsNet": "yes", "DBI": "yes", "AM": "yes", "LeNet": "yes"}
+    assert "rho +1.00" in findings["here"][1] and "5 architectures" in findings["here"][1]
+    assert findings["here"][2].endswith("without LeNet +1.00")  # AM without LeNet ranks 1 2 3 4 as attacks
+
+    # CapsNet no longer the tightest, and NIN the most attacked: DBI ranks 2 1 3 4 5 against attack
+    # ranks 1 2 3 5 4, rho = 1 - 6 * 4 / (5 * 24) = 0.8, positive but p > 0.05 with 5 architectures
+    attacks[["l0_total", "linf_total", "total"]] = [[1, 1, 2], [2, 2, 4], [3, 3, 6], [5, 5, 10], [4, 4, 8]]
+    representation.loc[0, "dbi"] = 0.35
+    findings = paper_findings(representation, attacks, correlation_table(representation, attacks, ["l0", "linf"]))
+    held = dict(zip(findings["finding"].str.split(" ").str[0], findings["held"]))
+    assert held["CapsNet"] == "no" and "lowest: AllConv" in findings["here"][0]
+    assert held["DBI"] == "in sign only (not significant)"
+    assert held["LeNet"] == "no"  # NIN is the most attacked now
+
+    # a negative rank correlation is "no"
+    attacks[["l0_total", "linf_total", "total"]] = [[5, 5, 10], [4, 4, 8], [3, 3, 6], [2, 2, 4], [1, 1, 2]]
+    findings = paper_findings(representation, attacks, correlation_table(representation, attacks, ["l0", "linf"]))
+    assert findings["held"][1] == "no" and findings["held"][2] == "no"

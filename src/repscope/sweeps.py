@@ -59,6 +59,7 @@ from repscope import version_stamp
 from repscope.data.registry import resolve
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import check_writable_dir, write_json_atomic, write_text_atomic
+from repscope.pools import stop_now
 from repscope.progress import progress_bar, progress_mode
 from repscope.resources import THREADS_ENV, configure_torch_threads, resolve_jobs, usable_cores
 
@@ -507,7 +508,7 @@ def _worker_environment(threads: int) -> dict[str, str]:
 
 
 def _start_worker(env: dict[str, str]) -> None:
-    # Ctrl-C is the driver's to handle: it stops the pool (as repscope.data.morpho.pool)
+    # Ctrl-C is the driver's to handle: it stops the pool (as repscope.pools)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     os.environ.update(env)
     if "torch" in sys.modules:
@@ -540,12 +541,7 @@ def _run_local(pending: list[SweepPoint], target: str, out: Path, common: dict, 
                 finish(futures[future], outcome)
     except KeyboardInterrupt:
         # stop at once: a running point leaves no marker and runs again (resumed) next time
-        processes = list((getattr(executor, "_processes", None) or {}).values())
-        executor.shutdown(wait=False, cancel_futures=True)
-        for process in processes:
-            process.terminate()
-        for process in processes:
-            process.join(timeout=5)
+        stop_now(executor)
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)

@@ -218,8 +218,8 @@ def rank_correlation(metric: Sequence[float], attack_success: Sequence[float]) -
     Returns
     -------
     dict
-        ``rho`` (NaN when either side is constant), ``p_value`` (two-sided; with 5 models only
-        ``|rho| = 1`` reaches ``p < 0.05``), ``n``.
+        ``rho`` (NaN when either side is constant), ``p_value`` (two-sided, scipy's t approximation;
+        with 5 models only ``|rho| >= 0.9`` reaches ``p < 0.05``), ``n``.
 
     Raises
     ------

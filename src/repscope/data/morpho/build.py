@@ -76,11 +76,11 @@ from repscope.data.morpho.perturb import (
     perturbation_set_name,
 )
 from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
-from repscope.data.morpho.pool import ordered_map, pool_context
 from repscope.data.morpho.published import COMPAT_MODES, check_published_config, measure_published_batch
 from repscope.data.sources import load_splits
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
 from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
+from repscope.pools import ordered_map, pool_context
 
 FORMAT_VERSION = 2  # 2: plain digits rendered, ids.csv, copies, compat
 PLAIN_RENDERS: tuple[str, ...] = ("rendered", "source-bytes")
@@ -753,7 +753,7 @@ def build_dataset(
     chunk is saved removes what it created (``out`` itself when it made it). An interrupted
     build (Ctrl-C, or a failure after some chunks) keeps ``out/.build/`` so that ``resume``
     continues it; the worker processes ignore Ctrl-C and the running chunks are finished and
-    kept (see :mod:`repscope.data.morpho.pool`).
+    kept (see :mod:`repscope.pools`).
 
     Parameters
     ----------

@@ -37,8 +37,8 @@ from repscope.data.morpho.pipeline import (
     analyse_reference,
     check_digits,
 )
-from repscope.data.morpho.pool import ordered_map, pool_context
 from repscope.errors import InvalidArgumentError
+from repscope.pools import ordered_map, pool_context
 
 MORPHOMETRICS: tuple[str, ...] = ("area", "length", "thickness", "slant", "width", "height")
 COLUMNS: tuple[str, ...] = ("index", *MORPHOMETRICS, "valid")

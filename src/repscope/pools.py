@@ -1,4 +1,4 @@
-"""Worker processes for the morphometry loops, stopped cleanly by Ctrl-C.
+"""Worker processes for loops over many tasks (the morphometry and build loops, the sweeps), stopped cleanly by Ctrl-C.
 
 ``concurrent.futures`` alone handles Ctrl-C badly: the terminal sends SIGINT to the whole process
 group, each worker turns it into a ``KeyboardInterrupt`` that is sent back as the result of the
@@ -32,6 +32,36 @@ def pool_context() -> Any:
     # fork starts workers in milliseconds with the parent's imports; fall back where absent
     methods = multiprocessing.get_all_start_methods()
     return multiprocessing.get_context("fork" if "fork" in methods else "spawn")
+
+
+def stop_now(executor: ProcessPoolExecutor) -> None:
+    """Stop a process pool at once, on Ctrl-C: cancel the tasks not started and end the workers.
+
+    ``executor.shutdown(wait=False)`` alone leaves the running tasks to finish; here the workers
+    get SIGTERM, then SIGKILL if they outlive it (a handler inherited from the parent, or a lock
+    held across a fork), so the command ends within a moment. A running task's result is lost.
+
+    Parameters
+    ----------
+    executor : concurrent.futures.ProcessPoolExecutor
+        The pool; it takes no more work afterwards.
+    """
+    # the processes and the manager thread are read first: shutdown forgets them
+    workers = list((getattr(executor, "_processes", None) or {}).values())
+    manager = getattr(executor, "_executor_manager_thread", None)
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in workers:
+        process.terminate()
+    for process in workers:
+        process.join(timeout=2)
+    for process in workers:
+        if process.is_alive():
+            process.kill()
+            process.join()
+    # the manager thread reaps the dead workers as well; until it is done, a worker it reaped can
+    # still look alive to this thread (multiprocessing.active_children), so wait for it
+    if manager is not None:
+        manager.join(timeout=5)
 
 
 def _ignore_interrupts() -> None:
@@ -79,13 +109,7 @@ def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: i
     except KeyboardInterrupt:
         # stop at once: the running tasks' results are lost, never half-written (their writes
         # are atomic), and the results the caller saved stay for a resume
-        # (the processes are read first: shutdown forgets them)
-        workers = list((getattr(executor, "_processes", None) or {}).values())
-        executor.shutdown(wait=False, cancel_futures=True)
-        for process in workers:
-            process.terminate()
-        for process in workers:
-            process.join(timeout=5)
+        stop_now(executor)
         raise
     finally:
         executor.shutdown(wait=True, cancel_futures=True)
