@@ -197,3 +197,35 @@ def test_attack_command_on_a_trained_classifier(tmp_path, run_cli):
     assert (tmp_path / "b" / "attacks.csv").read_bytes() == (tmp_path / "a" / "attacks.csv").read_bytes()
     code, _, err = run_cli([*args, "--norm", "l2", "--out", str(tmp_path / "c")])
     assert code == 1 and "--norm" in err and err.count("\n") == 1 and not (tmp_path / "c").exists()
+
+
+def test_one_architecture_on_cifar10_colour_images(tmp_path, run_cli):
+    # CIFAR-10 batches in the published binary layout (1 label byte + 3 x 1,024 bytes a record)
+    rng = np.random.default_rng(0)
+    folder = tmp_path / "cifar-10-batches-bin"
+    folder.mkdir()
+    for name, count in (("data_batch_1.bin", 60), ("test_batch.bin", 30)):
+        labels = np.arange(count) % 10
+        images = rng.integers(0, 256, size=(count, 3 * 32 * 32), dtype=np.uint8)
+        (folder / name).write_bytes(np.concatenate([labels[:, None].astype(np.uint8), images], axis=1).tobytes())
+    config = tmp_path / "cifar.yaml"
+    config.write_text(
+        yaml.safe_dump(
+            {
+                **TINY,
+                "data": {"name": "cifar10", "params": {"root": str(tmp_path)}},
+                "architectures": [
+                    {"label": "AllConv", "name": "allconv", "params": {"network_params": {"width": 0.1}}}
+                ],
+                "attack": {"n": 1, "thresholds": [1], "norms": ["linf"], "budget": 2},
+            }
+        )
+    )
+    code, _, err = run_cli(["zeroshot", "evaluate", "AllConv", "--config", str(config), "--out", str(tmp_path / "run")])
+    assert code == 0, err
+    soft = read_soft_labels(tmp_path / "run" / "softlabels" / "allconv.npz")
+    assert soft.num_classes == 10
+    # each model without class i saw class i's 3 test images and answers over the 9 other classes
+    assert all(soft.loo[i].shape == (3, 9) and soft.full[i].shape == (3, 10) for i in range(10))
+    table = pd.read_csv(tmp_path / "run" / "tables" / "representation.csv")
+    assert table["dbi"].iloc[0] == pytest.approx(zero_shot_scores(soft.loo, soft.full)["dbi"], rel=1e-5)
