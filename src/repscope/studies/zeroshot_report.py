@@ -12,7 +12,6 @@ from repscope.report import Report
 from repscope.report.zeroshot_figures import amalgam_by_class, amalgam_histogram_grid, projection_grid
 from repscope.runs import RunDirectory
 
-
 SIGNIFICANCE = 0.05
 
 
