@@ -737,7 +737,7 @@ def run_sweep(
         Ray only: the ``runtime_env`` of ``ray.init`` (e.g. ``{"env_vars": {"PYTHONPATH": ...}}``
         for a target outside installed packages).
     description : str
-        What the progress bar names (``"sweep: 3 of 8 runs"``).
+        What the progress bar names (``"sweep"``; `` (2 failed)`` is added once runs fail).
     progress : bool, optional
         False shows no bar; None follows :func:`repscope.progress.progress_mode`.
 
@@ -799,12 +799,13 @@ def run_sweep(
             record.reuse(point, marker)
 
     total = len(points)
-    with progress_bar(f"{description}: {len(record.reused)} of {total} runs", total=total, enabled=progress) as update:
+    # the bar and the lines show done/total themselves; the label adds the failures only
+    with progress_bar(description, total=total, enabled=progress) as update:
 
         def finish(point: SweepPoint, outcome: dict[str, Any]) -> None:
             record.finish(point, outcome)
             done, failed = record.counts()
-            label = f"{description}: {done + failed} of {total} runs" + (f", {failed} failed" if failed else "")
+            label = description + (f" ({failed} failed)" if failed else "")
             update(done + failed, description=label)
 
         update(len(record.reused))
