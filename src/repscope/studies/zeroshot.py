@@ -243,8 +243,7 @@ def attack_point(
     with np.load(images, allow_pickle=False) as chosen:
         batch, labels, index = chosen["images"], chosen["labels"], chosen["index"]
     norm, threshold = settings["norm"], int(settings["threshold"])
-    table = run_attacks(task, batch, labels, norm, threshold, study.attack.budget, study.attack.seed)
-    table.insert(0, "image", index)
+    table = run_attacks(task, batch, labels, norm, threshold, study.attack.budget, study.attack.seed, rows=index)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(run_dir / "attack.csv", table.to_csv(index=False))
     return {"successes": int(table["success"].sum()), "images": len(table), "queries": int(table["queries"].sum())}

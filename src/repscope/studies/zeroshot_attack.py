@@ -49,19 +49,27 @@ def run_attacks(
     threshold: int,
     budget: int,
     seed: int,
+    rows: Any = None,
     progress: Any = None,
 ) -> pd.DataFrame:
-    """One attack (norm, threshold) on every image: a table of ``success``, ``queries``, ``iterations``
-    and ``predicted`` per image."""
+    """One attack (norm, threshold) on every image: :func:`attack_table` of its result (``rows``: the
+    images' test rows, for its ``image`` column)."""
     from repscope.attacks import attack  # noqa: PLC0415
 
     result = attack(
         ATTACK_NORMS[norm], predictor(task), images, labels, threshold, budget=budget, seed=seed, progress=progress
     )
+    return attack_table(result, norm, threshold, labels, rows)
+
+
+def attack_table(result: Any, norm: str, threshold: int, labels: np.ndarray, rows: Any = None) -> pd.DataFrame:
+    """One ``AttackResult`` as a table of ``success``, ``queries``, ``iterations`` and ``predicted`` per
+    image, after ``norm`` (our name), ``threshold``, ``image`` (the test rows, when given) and ``label``."""
     return pd.DataFrame(
         {
             "norm": norm,
             "threshold": threshold,
+            **({} if rows is None else {"image": rows}),
             "label": labels,
             "success": result.success.astype(bool),
             "queries": result.queries,
@@ -126,18 +134,7 @@ def attack_classifier(
     ours = {name: norm for norm, name in ATTACK_NORMS.items()}
     per_image = pd.concat(
         [
-            pd.DataFrame(
-                {
-                    "norm": ours[norm],
-                    "threshold": threshold,
-                    "image": rows,
-                    "label": labels,
-                    "success": result.success.astype(bool),
-                    "queries": result.queries,
-                    "iterations": result.iterations,
-                    "predicted": result.predicted,
-                }
-            )
+            attack_table(result, ours[norm], threshold, labels, rows)
             for (norm, threshold), result in counted.results.items()
         ],
         ignore_index=True,
@@ -166,4 +163,4 @@ def attack_classifier(
     return counts
 
 
-__all__ = ["ATTACK_NORMS", "attack_classifier", "check_norms", "predictor", "run_attacks"]
+__all__ = ["ATTACK_NORMS", "attack_classifier", "attack_table", "check_norms", "predictor", "run_attacks"]
