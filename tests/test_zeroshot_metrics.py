@@ -283,3 +283,15 @@ def test_paper_findings_grade_each_finding_from_the_tables():
     attacks[["l0_total", "linf_total", "total"]] = [[5, 5, 10], [4, 4, 8], [3, 3, 6], [2, 2, 4], [1, 1, 2]]
     findings = paper_findings(representation, attacks, correlation_table(representation, attacks, ["l0", "linf"]))
     assert findings["held"][1] == "no" and findings["held"][2] == "no"
+
+
+def test_fashion_mnist_classes_keep_their_names_without_the_excluded_one(fashion_mnist):
+    from repscope.data.registry import load_dataset
+
+    params = {"source": "fashion-mnist", "data_dir": str(fashion_mnist.directory), "max_train": 100, "max_test": 50}
+    names = load_dataset("digits", **params).field("label").names
+    assert names[0] == "T-shirt/top" and names[9] == "Ankle boot" and len(names) == 10
+    out = load_dataset("leave-class-out", base="digits", base_params=params, excluded=3)
+    assert out.field(out.target).names == names[:3] + names[4:]  # "Dress" left out, the order kept
+    assert out.extras["base_names"] == list(names)
+    assert load_dataset("digits", source="mnist-sample", max_train=100).field("label").names == ()

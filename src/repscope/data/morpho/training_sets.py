@@ -38,7 +38,7 @@ from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.data.morpho.build import FORMAT_VERSION as BUILD_FORMAT_VERSION
 from repscope.data.morpho.build import PLAIN_RENDERS, BuildConfig, build_dataset, load_build_source
 from repscope.data.morpho.morphometrics import default_jobs
-from repscope.data.sources import repscope_home
+from repscope.data.sources import FASHION_CLASSES, repscope_home
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.progress import progress_bar
 
@@ -67,6 +67,7 @@ class TrainingSet:
     test_labels: np.ndarray | None = None
     test_morphometrics: pd.DataFrame | None = None
     test_perturbations: np.ndarray | None = None
+    class_names: tuple[str, ...] = ()  # of the labels, where the source names them (Fashion-MNIST)
 
     @property
     def target_kind(self) -> str:
@@ -176,6 +177,7 @@ def load_digits(
         f"{source} ({origin}); {rule}",
         train_labels.astype(np.int64),
         test_labels.astype(np.int64),
+        class_names=FASHION_CLASSES if source == "fashion-mnist" else (),
     )
 
 
@@ -479,7 +481,7 @@ TARGET_FIELDS = {
 
 def as_dataset(data: TrainingSet, name: str) -> Dataset:
     """A :class:`TrainingSet` as the framework's :class:`Dataset`: fields ``image`` (uint8
-    ``(1, 28, 28)``), ``label`` (digit class) and the target when it is not the label; splits
+    ``(1, 28, 28)``), ``label`` (the class, named for Fashion-MNIST) and the target when it is not the label; splits
     ``train`` and ``test`` (training holds out its validation digits from ``train``). The
     TrainingSet itself is kept in ``extras["training_set"]`` for the studies.
 
@@ -507,7 +509,8 @@ def as_dataset(data: TrainingSet, name: str) -> Dataset:
     if has_labels:
         # MNIST-format sources hold ten classes; a label target counts the classes it saw
         classes = data.num_classes if target == "label" else 10
-        fields["label"] = FieldSpec("categorical", (), "int64", classes, description="digit class")
+        names = data.class_names if len(data.class_names) == classes else ()
+        fields["label"] = FieldSpec("categorical", (), "int64", classes, names, description="class")
     if target not in (None, "label"):
         fields[target] = TARGET_FIELDS[target]
     splits = {}
