@@ -1,7 +1,7 @@
 """CANDLE render speed: seconds per image at the default settings, and the projected time of the grid.
 
 Renders ``--images`` grid points spread over the whole grid (every scene, object and light) in one
-process, as ``repscope candle render`` does (:func:`repscope.data.candle_render.render_points`: one
+process, as ``repscope candle render`` does (:func:`repscope.data.candle.render.render_points`: one
 Blender scene, points taken scene by scene), and as baselines the same points (a) in grid order, where
 the scene changes every third image, and (b) with a fresh Blender scene per image (start-up and scene
 building paid every time, the way a script that renders one image per call works). Prints seconds per
@@ -20,9 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from repscope.data.candle_grid import GRID_SIZE, grid_points, image_seed
-from repscope.data.candle_render import RenderSettings, parse_resolution, render_points
-from repscope.data.candle_scene import CandleStage
+from repscope.data.candle.grid import GRID_SIZE, grid_points, image_seed
+from repscope.data.candle.render import RenderSettings, parse_resolution, render_points
+from repscope.data.candle.scene import CandleStage
 from repscope.resources import usable_cores
 
 

@@ -1,7 +1,7 @@
 """Invariance testing speed: the five variance matrices of one CNN5 (31 rotations x N test images).
 
-Ours (:func:`repscope.studies.invariance_test.model_signals` then
-:func:`~repscope.studies.invariance_test.matrices_and_features`): each image is transformed 31 times
+Ours (:func:`repscope.studies.invariance.testing.model_signals` then
+:func:`~repscope.studies.invariance.testing.matrices_and_features`): each image is transformed 31 times
 and passed through the network once per transformation in batches of 500, the five statistics kept per
 example, and each matrix is one Gram product. Baseline, the published procedure: for each pair of
 transformations (i < j, 465 pairs), batches of 4 images are transformed both ways and passed through the
@@ -27,7 +27,7 @@ from repscope.data.sources import load_splits
 from repscope.models.classifiers import CNN5
 from repscope.models.probes import resolve_positions, signal_sets
 from repscope.resources import configure_torch_threads, usable_cores
-from repscope.studies.invariance_test import PAPER_MODALITIES, STATISTICS, matrices_and_features, model_signals
+from repscope.studies.invariance.testing import PAPER_MODALITIES, STATISTICS, matrices_and_features, model_signals
 
 
 def digits(count: int) -> tuple[torch.Tensor, torch.Tensor]:

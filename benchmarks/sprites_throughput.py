@@ -4,8 +4,9 @@ CdSprites+, for each level, in one run:
 
 * ``one by one``: ``gen[i]`` in a Python loop (what a plain per-item Dataset costs; the baseline);
 * ``batch``: ``gen.batch(indices)``, the vectorised path, in this process;
-* ``loader, W workers``: a ``cdsprites_loader`` DataLoader (batch fetching, samples as float
-  tensors and one-hot captions, i.e. what training consumes) with W = 1 and 2 worker processes.
+* ``loader, W workers``: the training DataLoader over the registered ``cdsprites`` dataset's train
+  split (batch fetching, images and one-hot captions as tensors, i.e. what training consumes) with
+  W = 1 and 2 worker processes.
 
 dSprites: the window rasteriser (only pixels near each shape, one shape kind at a time) against
 the whole-frame rasteriser it replaced (every pixel tested against all three shapes), same images.
@@ -26,8 +27,9 @@ def _rate(count: int, seconds: float) -> float:
 
 
 def cdsprites_rates(level: int, samples: int, batch_size: int) -> dict[str, float]:
+    from repscope.data.registry import load_dataset
     from repscope.data.sprites.cdsprites import CdSpritesPlus
-    from repscope.data.sprites.loader import cdsprites_loader
+    from repscope.train.datamodule import SplitView, loader
 
     gen = CdSpritesPlus(level, size=samples, seed=0)
     gen.batch([0])  # texture bank built outside the timings
@@ -42,12 +44,13 @@ def cdsprites_rates(level: int, samples: int, batch_size: int) -> dict[str, floa
         gen.batch(np.arange(first, min(first + batch_size, samples)))
     rates["batch"] = _rate(samples, time.perf_counter() - start)
     for workers in (1, 2):
-        loader = cdsprites_loader(gen, batch_size=batch_size, num_workers=workers)
-        iterator = iter(loader)
-        seen = len(next(iterator)["index"])  # workers started and warm
+        dataset = load_dataset("cdsprites", level=level, train_size=samples, val_size=1, test_size=0)
+        view = SplitView(dataset, "train", ("image", "text", "mask"))
+        iterator = iter(loader(view, batch_size=batch_size, num_workers=workers))
+        seen = len(next(iterator)["image"])  # workers started and warm
         start = time.perf_counter()
         for batch in iterator:
-            seen += len(batch["index"])
+            seen += len(batch["image"])
         rates[f"loader, {workers} worker{'s' if workers > 1 else ''}"] = _rate(
             samples - batch_size, time.perf_counter() - start
         )

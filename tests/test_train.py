@@ -47,7 +47,7 @@ def test_overrides_parse_values_as_yaml():
 
 
 def test_override_into_a_defaulted_section_keeps_its_other_defaults():
-    from repscope.studies.invariance_repo import RepoConfig
+    from repscope.studies.invariance.repo import RepoConfig
 
     # the repository's default data is digits from the MNIST sample; changing one parameter keeps the rest
     config = load_config(None, RepoConfig, ["data.params.source=fashion-mnist", "count=7"])

@@ -53,7 +53,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/morpho/pipeline.py",),
         "            row += shelf_height + gap\n",
         "            row += shelf_height + gap - 1\n",
-        ("tests/test_morphometrics.py::test_fast_path_agrees_with_reference_on_500_real_digits",),
+        ("tests/morpho/test_morphometrics.py::test_fast_path_agrees_with_reference_on_500_real_digits",),
         "shelves of the crop tiling touch: strokes of neighbouring digits merge in the skeleton",
     ),
     Mutation(
@@ -74,18 +74,18 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "diversity-reference-is-training-digits",
-        ("src/repscope/studies/morpho_diversity.py",),
+        ("src/repscope/studies/morpho/diversity.py",),
         "test_morpho = measure(digits.test_images)",
         "test_morpho = measure(digits.train_images)",
-        ("tests/test_studies.py::test_diversity_compares_samples_with_the_test_digits",),
+        ("tests/morpho/test_studies.py::test_diversity_compares_samples_with_the_test_digits",),
         "samples compared with the digits the model was trained on",
     ),
     Mutation(
         "supervised-local-column-on-plain",
-        ("src/repscope/studies/morpho_supervised.py",),
+        ("src/repscope/studies/morpho/supervised.py",),
         "load_morpho_mnist(set=name, target=target, **data_params)",
         "load_morpho_mnist(set=train_set, target=target, **data_params)",
-        ("tests/test_studies.py::test_supervised_columns_use_the_right_test_split",),
+        ("tests/morpho/test_studies.py::test_supervised_columns_use_the_right_test_split",),
         "Table 3's LOCAL column measured on the PLAIN test digits",
     ),
     Mutation(
@@ -93,7 +93,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/attributes.py",),
         '    "red": (192, 64, 0),\n    "green": (10, 107, 60),\n',
         '    "red": (10, 107, 60),\n    "green": (192, 64, 0),\n',
-        ("tests/test_cdsprites.py::test_colour_words_name_the_hue_of_the_shape",),
+        ("tests/sprites/test_cdsprites.py::test_colour_words_name_the_hue_of_the_shape",),
         "captions say red on green shapes",
     ),
     Mutation(
@@ -106,7 +106,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "classifier-init-seed-ignored",
-        ("src/repscope/train/attribute_classifiers.py",),
+        ("src/repscope/studies/sprites/classifiers.py",),
         "        batch_size=batch_size,\n        seed=seed,\n    )\n",
         "        batch_size=batch_size,\n        seed=0,\n    )\n",
         ("tests/test_seeds.py::test_classifier_seed_sets_the_weights_whatever_the_global_state",),
@@ -118,7 +118,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/metrics/mmd.py",),
         "squared = scott_bandwidths(x) ** 2 + scott_bandwidths(y) ** 2",
         "squared = scott_bandwidths(x) ** 2 + scott_bandwidths(x) ** 2",
-        ("tests/test_mmd.py::test_linear_default_bandwidth_adds_squared_scott_bandwidths",),
+        ("tests/morpho/test_mmd.py::test_linear_default_bandwidth_adds_squared_scott_bandwidths",),
         "the kernel bandwidth ignores the second sample (Appendix C adds both)",
     ),
     Mutation(
@@ -126,7 +126,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/metrics/partial_correlation.py",),
         "residual_y = _residual(y, design)",
         "residual_y = y - y.mean()",
-        ("tests/test_partial_correlation.py::test_small_example_by_hand",),
+        ("tests/morpho/test_partial_correlation.py::test_small_example_by_hand",),
         "only one variable is corrected for the controls",
     ),
     Mutation(
@@ -135,8 +135,8 @@ MUTATIONS: list[Mutation] = [
         "mask[row, : len(codes)] = True",
         "mask[row, : len(codes) - 1] = True",
         (
-            "tests/test_captions.py::test_encode_one_hot_layout_by_hand",
-            "tests/test_captions.py::test_round_trip_with_and_without_mask",
+            "tests/sprites/test_captions.py::test_encode_one_hot_layout_by_hand",
+            "tests/sprites/test_captions.py::test_round_trip_with_and_without_mask",
         ),
         "the last character of every caption is masked out",
     ),
@@ -153,7 +153,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/dsprites.py",),
         "PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) + 2",
         "PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) - 1",
-        ("tests/test_dsprites.py::test_window_drawing_equals_whole_frame_drawing",),
+        ("tests/sprites/test_dsprites.py::test_window_drawing_equals_whole_frame_drawing",),
         "the drawing window clips the largest shapes",
     ),
     Mutation(
@@ -161,7 +161,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/textures.py",),
         "procedural_photo(name, np.random.default_rng([self.seed, 7331, index, k]))",
         "procedural_photo(name, np.random.default_rng())",
-        ("tests/test_cdsprites.py::test_loader_gives_the_same_bytes_with_zero_or_two_workers",),
+        ("tests/sprites/test_cdsprites.py::test_loader_gives_the_same_bytes_with_zero_or_two_workers",),
         "each process (DataLoader worker) draws its own textures",
     ),
     Mutation(
@@ -169,7 +169,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/cdsprites.py",),
         "NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 5, 6, 7, 8, 9)",
         "NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)",
-        ("tests/test_cdsprites.py::test_position_words_pick_the_reference_position_classes",),
+        ("tests/sprites/test_cdsprites.py::test_position_words_pick_the_reference_position_classes",),
         "left / top positions no longer the reference's dSprites classes",
     ),
     Mutation(
@@ -177,7 +177,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/cdsprites.py",),
         "SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 0)",
         "SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 1)",
-        ("tests/test_cdsprites.py::test_sizes_are_the_reference_scale_classes_and_level_1_is_big",),
+        ("tests/sprites/test_cdsprites.py::test_sizes_are_the_reference_scale_classes_and_level_1_is_big",),
         "small shapes drawn at dSprites scale 0.6 instead of 0.5",
     ),
     Mutation(
@@ -185,7 +185,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/sprites/textures.py",),
         "out[low] = (out[low].astype(np.int64) - DARKEN_BELOW) % 256",
         "out[low] = 0",
-        ("tests/test_cdsprites.py::test_brightness_rules_by_hand",),
+        ("tests/sprites/test_cdsprites.py::test_brightness_rules_by_hand",),
         "dark backgrounds black instead of the reference's wrapped 56",
     ),
     Mutation(
@@ -193,7 +193,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/morpho/published.py",),
         "upscaled = upscaled.astype(np.uint8).astype(np.float64)",
         "upscaled = np.rint(upscaled)",
-        ("tests/test_morpho_published.py::test_every_published_value_is_reproduced",),
+        ("tests/morpho/test_morpho_published.py::test_every_published_value_is_reproduced",),
         "the hi-res image rounded to uint8 instead of truncated as the released code did",
     ),
     Mutation(
@@ -201,7 +201,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/morpho/published.py",),
         "return np.where(folded < size, folded, period - folded)",
         "return np.clip(index, 0, size - 1)",
-        ("tests/test_morpho_published.py::test_cubic_convolution_taps_by_hand",),
+        ("tests/morpho/test_morpho_published.py::test_cubic_convolution_taps_by_hand",),
         "the cubic convolution reads past the border by edge repetition instead of mirror reflection",
     ),
     Mutation(
@@ -209,7 +209,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/morpho/build.py",),
         "key = [seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index] + ([copy] if copy else [])",
         "key = [seed, PERTURBATION_CODES[kind], SPLIT_CODES[split], index]",
-        ("tests/test_build.py::test_copies_draw_each_digit_k_times_with_its_own_perturbation",),
+        ("tests/morpho/test_build.py::test_copies_draw_each_digit_k_times_with_its_own_perturbation",),
         "every copy of a digit gets the same perturbation: --copies adds no information",
     ),
     Mutation(
@@ -217,7 +217,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/morpho/build.py",),
         '    if plain_render == "rendered":\n',
         '    if plain_render == "never":\n',
-        ("tests/test_build.py::test_plain_and_perturbed_digits_share_the_render_path",),
+        ("tests/morpho/test_build.py::test_plain_and_perturbed_digits_share_the_render_path",),
         "plain digits written with the source's bytes: a model tells them from perturbed ones by rendering",
     ),
     Mutation(
@@ -225,7 +225,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/models/multimodal/objectives.py",),
         "        latents.register_hook(lambda grad: normalised.unsqueeze(-1) * grad)\n",
         "        pass\n",
-        ("tests/test_multimodal_experts.py::test_dreg_gradient_agrees_with_the_iwae_gradient_in_expectation",),
+        ("tests/mmvae/test_multimodal_experts.py::test_dreg_gradient_agrees_with_the_iwae_gradient_in_expectation",),
         "the encoder gets w~ instead of w~^2: a biased gradient of the IWAE bound",
     ),
 ]

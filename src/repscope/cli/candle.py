@@ -50,9 +50,9 @@ def render_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out"),
 ) -> None:
     """Render CANDLE images with Blender Cycles (pip install 'repscope[candle]'); default: the 4,050-point grid."""
-    from repscope.data.candle_grid import GRID_FACTORS
-    from repscope.data.candle_render import RenderSettings, parse_resolution, render_grid, select_points
-    from repscope.data.candle_scene import hdri_files, import_bpy
+    from repscope.data.candle.grid import GRID_FACTORS
+    from repscope.data.candle.render import RenderSettings, parse_resolution, render_grid, select_points
+    from repscope.data.candle.scene import hdri_files, import_bpy
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target
     from repscope.progress import format_seconds
@@ -109,7 +109,7 @@ def pairs_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out"),
 ) -> None:
     """Pairs of images that differ in exactly the chosen factors (weak supervision), as a CSV."""
-    from repscope.data.candle import pair_table
+    from repscope.data.candle.dataset import pair_table
     from repscope.fileio import write_text_atomic
     from repscope.outputs import prepare_output
 

@@ -28,7 +28,7 @@ def demo(
 
     from repscope.outputs import output_target
     from repscope.resources import resolve_jobs
-    from repscope.studies.morpho_demo import DemoConfig, run_demo
+    from repscope.studies.morpho.demo import DemoConfig, run_demo
 
     config = DemoConfig(
         seed=seed,

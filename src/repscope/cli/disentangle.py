@@ -40,8 +40,8 @@ def score_command(
     from repscope.errors import InvalidArgumentError
     from repscope.fileio import write_json_atomic
     from repscope.outputs import prepare_output
-    from repscope.studies.disentangle_cg import cg_of_run
-    from repscope.studies.disentangle_score import codes_of_run, headline, read_codes_npz, score_arrays
+    from repscope.studies.disentangle.cg import cg_of_run
+    from repscope.studies.disentangle.score import codes_of_run, headline, read_codes_npz, score_arrays
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
@@ -99,7 +99,7 @@ def classifiers_command(
 ) -> None:
     """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy."""
     from repscope.outputs import output_target, prepare_output
-    from repscope.studies.disentangle_cg import train_factor_classifiers
+    from repscope.studies.disentangle.cg import train_factor_classifiers
 
     names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
     params = {key: value for key, value in (("size", size), ("test_size", test_size)) if value is not None}

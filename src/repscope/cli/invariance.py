@@ -72,7 +72,7 @@ def test_command(
     """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy."""
     from repscope.config import parse_assignments
     from repscope.outputs import output_target
-    from repscope.studies.invariance_test import run_invariance_test
+    from repscope.studies.invariance.testing import run_invariance_test
 
     params = parse_assignments(data_param, "--data-param")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
@@ -110,8 +110,8 @@ def repo_build_command(
 
     from repscope.config import load_config
     from repscope.outputs import output_target
-    from repscope.studies.invariance_repo import RepoConfig, build_repository
-    from repscope.studies.invariance_repo import quick as shrink
+    from repscope.studies.invariance.repo import RepoConfig, build_repository
+    from repscope.studies.invariance.repo import quick as shrink
 
     repo = load_config(config, RepoConfig, settings)
     repo = shrink(repo) if quick else repo
@@ -145,7 +145,7 @@ def repo_label_command(
     from repscope.errors import DataFormatError
     from repscope.fileio import write_text_atomic
     from repscope.outputs import prepare_output
-    from repscope.studies.invariance_assess import agreement, read_repository, rule_labels
+    from repscope.studies.invariance.assess import agreement, read_repository, rule_labels
 
     prepare_output(out, overwrite=overwrite, kind="file")
     labels = rule_labels(read_repository(repo), min_accuracy=min_accuracy)
@@ -180,7 +180,7 @@ def assess_train_command(
 ) -> None:
     """Decision tree, random forest, AdaBoost, linear regression against the robust-accuracy baseline (Table IV)."""
     from repscope.outputs import output_target
-    from repscope.studies.invariance_assess import train_assessors
+    from repscope.studies.invariance.assess import train_assessors
 
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         table = train_assessors(repo, target, transform, labels, seed)

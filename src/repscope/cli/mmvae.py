@@ -9,7 +9,7 @@ import typer
 
 app = typer.Typer(no_args_is_help=True)
 
-# repscope.studies.mmvae's defaults, written out: `repscope --help` does not import the study (torch)
+# repscope.studies.mmvae.evaluate's defaults, written out: `repscope --help` does not import the study (torch)
 EVALUATE_DEFAULT_N = 1000
 EVALUATE_DEFAULT_K = 30
 EVALUATE_DEFAULT_N_ANALYSIS = 1000
@@ -49,7 +49,7 @@ def evaluate_command(
 ) -> None:
     """Coherency (Strict / Features / Letters), test log-likelihoods, linear factorisation, t-SNE and latent
     traversals of a trained multimodal VAE; one HTML report."""
-    from repscope.studies.mmvae import evaluate_run
+    from repscope.studies.mmvae.evaluate import evaluate_run
 
     folder = out if out is not None else run_dir / "evaluation"
     metrics = evaluate_run(
@@ -102,7 +102,7 @@ def leaderboard_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it exists (once the new one is written)"),
 ) -> None:
     """The paper's Table 4 (level x model; mean (std) over seeds) from evaluated runs: Markdown, CSV, HTML."""
-    from repscope.studies.mmvae_leaderboard import build_leaderboard
+    from repscope.studies.mmvae.leaderboard import build_leaderboard
 
     result = build_leaderboard(run_dirs, out, overwrite=overwrite)
     for warning in result["warnings"]:

@@ -38,7 +38,7 @@ def train_command(
     import yaml
 
     from repscope.outputs import output_target, prepare_output
-    from repscope.studies.mmvae_train import load_multimodal_config, train_multimodal
+    from repscope.studies.mmvae.train import load_multimodal_config, train_multimodal
 
     overrides = list(set_) + trainer_overrides(
         "trainer", accelerator, devices, num_nodes, precision, deterministic, logger
@@ -93,7 +93,7 @@ def sweep_command(
 
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import prepare_output
-    from repscope.studies.mmvae_train import load_multimodal_config
+    from repscope.studies.mmvae.train import load_multimodal_config
     from repscope.sweeps import expand_grid, run_sweep
 
     if not grid:
@@ -108,7 +108,7 @@ def sweep_command(
     common = {"config": str(config) if config is not None else None, "base_overrides": list(set_), "quick": quick}
     result = run_sweep(
         points,
-        "repscope.studies.mmvae_train:sweep_point",
+        "repscope.studies.mmvae.train:sweep_point",
         folder,
         common=common,
         workers=workers,

@@ -55,7 +55,7 @@ def generate_command(
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target
     from repscope.progress import progress_bar
-    from repscope.studies.sprites import generate_cdsprites, generate_dsprites
+    from repscope.studies.sprites.commands import generate_cdsprites, generate_dsprites
 
     if n is not None and n < 1:
         raise InvalidArgumentError(f"--n: must be at least 1, got {n}")
@@ -100,7 +100,7 @@ def show_command(
 ) -> None:
     """Write a PNG grid of random samples with their captions."""
     from repscope.outputs import output_target
-    from repscope.studies.sprites import show_dataset
+    from repscope.studies.sprites.commands import show_dataset
 
     path = out or dataset_dir / "samples.png"
     with output_target(path, overwrite=overwrite) as target:
@@ -168,7 +168,7 @@ def train_classifiers_command(
 ) -> None:
     """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
     from repscope.data.sprites.attributes import check_level
-    from repscope.train.attribute_classifiers import classifiers_dir, train_classifiers
+    from repscope.studies.sprites.classifiers import classifiers_dir, train_classifiers
 
     level = check_level(level, "--level")
     options = {
@@ -209,7 +209,7 @@ def classify_command(
 
     from repscope.outputs import prepare_output
     from repscope.progress import progress_bar
-    from repscope.studies.sprites import classify_dataset
+    from repscope.studies.sprites.commands import classify_dataset
 
     folder = out or dataset_dir
     names = ("predictions.csv", "classification.json")

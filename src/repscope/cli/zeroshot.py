@@ -65,7 +65,7 @@ def attack_command(
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
     from repscope.config import parse_assignments
     from repscope.outputs import output_target
-    from repscope.studies.zeroshot_attack import attack_classifier
+    from repscope.studies.zeroshot.attack import attack_classifier
 
     params = parse_assignments(data_param, "--data-param")
     with output_target(out, overwrite=overwrite, kind="directory") as target:

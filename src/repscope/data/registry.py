@@ -18,7 +18,7 @@ DATASETS: dict[str, str] = {
     "dsprites": "repscope.data.sprites.datasets:dsprites_dataset",
     "cdsprites": "repscope.data.sprites.datasets:cdsprites_dataset",
     "polymnist": "repscope.data.polymnist:polymnist_dataset",
-    "candle": "repscope.data.candle:candle_dataset",
+    "candle": "repscope.data.candle.dataset:candle_dataset",
     "anomalous": "repscope.data.anomalies:anomalous_dataset",
     "cifar10": "repscope.data.cifar:cifar10_dataset",
     "leave-class-out": "repscope.data.leave_class_out:leave_class_out_dataset",

@@ -75,7 +75,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "disentangle",
         "study",
-        "repscope.studies.disentangle_study",
+        "repscope.studies.disentangle.study",
         "DisentangleStudyConfig",
         "run_disentangle_study",
         "Disentanglement VAEs on dSprites scored on IRS, UC and CG (rho 1, 2), MIG, DCI, SAP: the CANDLE Table 2.",
@@ -83,7 +83,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "candle",
         "study",
-        "repscope.studies.candle_study",
+        "repscope.studies.candle.study",
         "CandleStudyConfig",
         "run_candle_study",
         "The disentanglement study on CANDLE's confounded subset (renders it first): IRS, UC, CG (Table 2).",
@@ -91,7 +91,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "morpho",
         "diversity",
-        "repscope.studies.morpho_diversity",
+        "repscope.studies.morpho.diversity",
         "DiversityConfig",
         "run_diversity",
         "Sample diversity: train generators, compare their samples' morphometrics with the test digits by MMD.",
@@ -100,7 +100,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "morpho",
         "disentangle",
-        "repscope.studies.morpho_disentangle",
+        "repscope.studies.morpho.disentangle",
         "DisentangleConfig",
         "run_disentangle",
         "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative.",
@@ -109,7 +109,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "morpho",
         "supervised",
-        "repscope.studies.morpho_supervised",
+        "repscope.studies.morpho.supervised",
         "SupervisedConfig",
         "run_supervised",
         "Supervised tasks: digit recognition, abnormality detection, thickness regression (Table 3).",
@@ -118,7 +118,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "sprites",
         "evaluate",
-        "repscope.studies.sprites_coherency",
+        "repscope.studies.sprites.coherency",
         "CoherencyConfig",
         "run_coherency",
         "Cross- and joint-coherency (Strict / Features / Letters) of a model's generated outputs.",
@@ -139,7 +139,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "zeroshot",
         "study",
-        "repscope.studies.zeroshot",
+        "repscope.studies.zeroshot.study",
         "ZeroShotConfig",
         "run_zeroshot_study",
         "Raw Zero-Shot: n + 1 trainings per architecture, DBI and Amalgam metrics, L0 / L-inf attacks, correlation.",
@@ -152,7 +152,7 @@ STUDIES: tuple[StudyEntry, ...] = (
     StudyEntry(
         "zeroshot",
         "evaluate",
-        "repscope.studies.zeroshot",
+        "repscope.studies.zeroshot.study",
         "ZeroShotConfig",
         "run_zeroshot_evaluate",
         "Raw Zero-Shot test of one architecture: its n + 1 trainings, soft-labels, DBI and Amalgam metrics, attacks.",

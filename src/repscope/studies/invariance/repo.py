@@ -1,0 +1,206 @@
+"""The ML4ML model repository (Sec. V-B): many classifiers trained with varied settings, each tested.
+
+A seeded draw of ``count`` settings from the grid of the config's lists:
+
+* augmentation against the tested interval ``[-a, a]`` of the family: ``none``, ``partial``
+  (``[-a/2, a/2]``), ``covering`` (``[-a, a]``), ``gap`` (``[-a, -a/2]`` and ``[a/2, a]``);
+* learning rate, epochs, batch size, optimiser (``adam``; add ``sgd``, with momentum 0.9);
+* an anomaly: ``none``, ``noise`` (noise images with random labels), ``leak`` (test data in training),
+  ``impaired`` (wrong labels), ``small`` (a smaller training set) (:mod:`repscope.data.anomalies`)
+  or ``no_shuffle`` (training without shuffling).
+
+Each model is one point of the sweep runner (:func:`repscope.sweeps.run_sweep`; local workers or Ray;
+a restarted build skips the models that finished) and its run directory holds the training run
+(``train/``: weights, config, curves), ``metadata.json`` (every setting, accuracy, robust accuracy, the
+loss curves), ``matrices/*.npy`` and ``features.json`` (the 16 features of each of the five matrices).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from repscope.data.invariance_transforms import transform_family
+from repscope.fileio import save_npy_atomic, write_json_atomic
+from repscope.progress import quiet_progress
+from repscope.studies.invariance.testing import (
+    draw_test_examples,
+    matrices_and_features,
+    model_signals,
+    robust_accuracy,
+)
+from repscope.train.config import Named, Section, TrainConfig, TrainerSection
+
+COVERAGES = ("none", "partial", "covering", "gap")
+REPO_ANOMALIES = ("none", "noise", "leak", "impaired", "small", "no_shuffle")
+
+
+class RepoConfig(Section):
+    """What the repository varies and what every model is tested on."""
+
+    data: Named = Field(
+        default_factory=lambda: Named(name="digits", params={"source": "mnist-sample", "target": "label"})
+    )
+    model: str = "cnn5"
+    transform: Literal["rotation", "brightness", "scale"] = "rotation"
+    count: int = Field(60, ge=1)
+    # covering twice and no anomaly four times of nine: about a fifth of the models can be invariant
+    augment: list[Literal["none", "partial", "covering", "gap"]] = Field(
+        default_factory=lambda: ["none", "partial", "covering", "covering", "gap"]
+    )
+    lr: list[float] = Field(default_factory=lambda: [1e-3, 3e-4])
+    epochs: list[int] = Field(default_factory=lambda: [1, 3, 6])
+    batch_size: list[int] = Field(default_factory=lambda: [32, 128])
+    optimizer: list[Literal["adam", "sgd"]] = Field(default_factory=lambda: ["adam"])
+    anomaly: list[Literal["none", "noise", "leak", "impaired", "small", "no_shuffle"]] = Field(
+        default_factory=lambda: ["none", "none", "none", "none", "noise", "leak", "impaired", "small", "no_shuffle"]
+    )
+    anomaly_fraction: float = Field(0.3, gt=0.0, le=1.0)
+    test_n: int = Field(1000, ge=10)
+    seed: int = 0
+
+
+def quick(config: RepoConfig) -> RepoConfig:
+    """Minutes on 2 CPU cores: 6 models of 1 epoch on 1,000 digits, tested on 200."""
+    out = config.model_copy(deep=True)
+    out.count, out.epochs, out.test_n = min(out.count, 6), [1], min(out.test_n, 200)
+    out.data = Named(name=out.data.name, params={**out.data.params, "max_train": 1000, "max_test": 300})
+    return out
+
+
+def repository_points(config: RepoConfig) -> list[list[tuple[str, str]]]:
+    """The ``count`` settings: a seeded draw without replacement from the product of the lists (with
+    replacement when the product is smaller), each as ``[(key, value), ...]`` with its model number."""
+    lists = (config.augment, config.lr, config.epochs, config.batch_size, config.anomaly, config.optimizer)
+    grid = list(itertools.product(*lists))
+    rng = np.random.default_rng([config.seed, 41])
+    rows = rng.choice(len(grid), size=config.count, replace=config.count > len(grid))
+    keys = ("augment", "lr", "epochs", "batch_size", "anomaly", "optimizer")
+    return [[("model", f"{k:03d}"), *zip(keys, map(str, grid[row]))] for k, row in enumerate(rows)]
+
+
+def augment_ranges(coverage: str, half_range: float, centre: float) -> list[list[float]]:
+    """The augmentation intervals of a coverage of the tested interval ``centre +- half_range``."""
+    a, c = float(half_range), float(centre)
+    return {
+        "none": [],
+        "partial": [[c - a / 2, c + a / 2]],
+        "covering": [[c - a, c + a]],
+        "gap": [[c - a, c - a / 2], [c + a / 2, c + a]],
+    }[coverage]
+
+
+def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any]) -> dict[str, Any]:
+    """Sweep target: train one model of the repository, test it, write its metadata, matrices, features."""
+    from repscope.train.run import fit  # noqa: PLC0415
+
+    repo = RepoConfig(**config)
+    settings = dict(item.split("=", 1) for item in overrides)
+    family = transform_family(repo.transform)
+    centre = family.values[len(family) // 2]
+    half_range = family.values[-1] - centre
+    params: dict[str, Any] = {"lr": float(settings["lr"]), "optimizer": settings.get("optimizer", "adam")}
+    if settings["augment"] != "none":
+        params.update(augment=repo.transform, augment_ranges=augment_ranges(settings["augment"], half_range, centre))
+    anomaly = settings["anomaly"]
+    data = Named(
+        name="anomalous",
+        params={
+            "base": repo.data.name,
+            "base_params": dict(repo.data.params),
+            "anomaly": anomaly if anomaly != "no_shuffle" else "none",
+            "fraction": repo.anomaly_fraction,
+            "seed": repo.seed,
+        },
+    )
+    seed = repo.seed * 1000 + int(settings["model"])
+    train = TrainConfig(
+        model=Named(name=repo.model, params=params),
+        data=data,
+        trainer=TrainerSection(max_epochs=int(settings["epochs"])),
+        batch_size=int(settings["batch_size"]),
+        seed=seed,
+        shuffle=anomaly != "no_shuffle",
+    )
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with quiet_progress():
+        # a model interrupted mid-training starts over: its run is short, and a half run is not resumable
+        # without its last checkpoint
+        outcome = fit(train, out=run_dir / f"train-{_attempt(run_dir)}", report=False)
+        # the anomalous dataset the model trained on serves the base's test split unchanged
+        batch = draw_test_examples(outcome.data, repo.test_n, [repo.seed, 43])
+        signals = model_signals(outcome.task.network, batch["image"], batch["target"], family, progress=False)
+    matrices, features = matrices_and_features(signals, seed=repo.seed)
+    for name, matrix in matrices.items():
+        save_npy_atomic(run_dir / f"matrix_{name.replace('@', '_at_')}.npy", matrix)
+    identity = len(family) // 2
+    metadata = {
+        "settings": settings,
+        "training": train.model_dump(mode="json"),
+        "accuracy": float(signals.correct[:, identity].mean()),
+        "robust_accuracy": robust_accuracy(signals.correct),
+        "transform": repo.transform,
+        "test_examples": len(batch["index"]),
+        "metrics": outcome.metrics,
+        "train_dir": outcome.run.root.name,
+    }
+    curves = outcome.run.root / "tables" / "training_curves.csv"
+    if curves.exists():
+        table = pd.read_csv(curves)
+        metadata["curves"] = {column: table[column].tolist() for column in table.columns}
+    write_json_atomic(run_dir / "metadata.json", metadata)
+    write_json_atomic(run_dir / "features.json", features)
+    flat = {f"{modality}:{name}": value for modality, values in features.items() for name, value in values.items()}
+    return {"accuracy": metadata["accuracy"], "robust_accuracy": metadata["robust_accuracy"], **flat}
+
+
+def _attempt(run_dir: Path) -> int:
+    return sum(1 for path in run_dir.glob("train-*") if path.is_dir())
+
+
+def build_repository(
+    config: RepoConfig,
+    out: Path,
+    workers: int | None = None,
+    backend: Literal["local", "ray"] = "local",
+    address: str | None = None,
+) -> Any:
+    """Build (or continue) the repository in ``out``: one sweep point per model.
+
+    Parameters
+    ----------
+    config : RepoConfig
+        What to vary.
+    out : Path
+        The repository folder (the sweep directory).
+    workers, backend, address
+        As :func:`repscope.sweeps.run_sweep`.
+
+    Returns
+    -------
+    repscope.sweeps.SweepResult
+    """
+    from repscope.sweeps import SweepPoint, run_sweep  # noqa: PLC0415
+
+    points = [SweepPoint.from_overrides(pairs) for pairs in repository_points(config)]
+    out.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "repository.json", {"config": json.loads(config.model_dump_json())})
+    return run_sweep(
+        points,
+        "repscope.studies.invariance.repo:repo_point",
+        out,
+        common={"config": config.model_dump(mode="json")},
+        workers=workers,
+        backend=backend,
+        address=address,
+        description=f"training the repository ({len(points)} models)",
+    )
+
+
+__all__ = ["RepoConfig", "augment_ranges", "build_repository", "quick", "repo_point", "repository_points"]

@@ -1,0 +1,385 @@
+"""Invariance testing of one classifier (ML4ML deployment workflow): signals, variance matrices, features.
+
+For a transformation family ``t_0 .. t_n`` (:mod:`repscope.data.invariance_transforms`) and the test
+images, every image is transformed ``n + 1`` times and passed through the model once per transformation
+(batched); probes (:mod:`repscope.models.probes`) read the signal sets at each position, and a modality
+``f@position`` keeps one number per example and transformation, ``f(S)`` with ``f`` max or mean. The
+paper's five modalities give five variance matrices (:func:`repscope.metrics.invariance.variance_matrix.
+variance_matrix`), each with its 16 features (:mod:`repscope.metrics.invariance.features`, sensitivity
+against a seeded 90% subsample of the examples), and the robust accuracy of Eq. 1 (the fraction of
+examples classified correctly under every transformation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+from repscope.data.invariance_transforms import TransformFamily
+from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.fileio import save_npy_atomic
+from repscope.metrics.invariance.features import matrix_features
+from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
+from repscope.models.probes import resolve_positions, signal_sets
+from repscope.progress import progress_bar
+
+# the paper's five matrices (Sec. V): max@CONF, max@CONV-1, mean@CONV-1, max@CONV-2, mean@CONV-2
+PAPER_MODALITIES: tuple[tuple[str, str], ...] = (
+    ("max", "CONF"),
+    ("max", "CONV-1"),
+    ("mean", "CONV-1"),
+    ("max", "CONV-2"),
+    ("mean", "CONV-2"),
+)
+STATISTICS = {"max": lambda s: s.amax(dim=1), "mean": lambda s: s.mean(dim=1)}
+
+
+def modality_name(statistic: str, position: str) -> str:
+    """``"max@CONF"``: how files, tables and features name a modality."""
+    return f"{statistic}@{position}"
+
+
+@dataclass
+class InvarianceSignals:
+    """Per-example statistics of a model under a family of transformations.
+
+    Attributes
+    ----------
+    values : dict of str to numpy.ndarray
+        Modality -> ``(N, T)`` float64 ``f(S_t(x))``, for the kept examples.
+    correct : numpy.ndarray
+        ``(N_all, T)`` bool: example classified correctly under each transformation.
+    kept : numpy.ndarray
+        ``(N_all,)`` bool: the examples the values hold (all, or those correct at the identity).
+    family : TransformFamily
+        The transformations.
+    """
+
+    values: dict[str, np.ndarray]
+    correct: np.ndarray
+    kept: np.ndarray
+    family: TransformFamily
+    positions: dict[str, str | None] = field(default_factory=dict)
+
+
+def model_signals(
+    model: nn.Module,
+    images: Any,
+    labels: Any,
+    family: TransformFamily,
+    modalities: tuple[tuple[str, str], ...] = PAPER_MODALITIES,
+    batch_size: int = 500,
+    correct_only: bool = False,
+    progress: bool | None = None,
+) -> InvarianceSignals:
+    """Transform every image ``len(family)`` times, run the model, keep each modality's statistic.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A classifier mapping float images ``(B, C, H, W)`` in [0, 1] to logits.
+    images : array-like
+        ``(N, C, H, W)`` uint8 or floats in [0, 1].
+    labels : array-like
+        ``(N,)`` classes.
+    family : TransformFamily
+        The transformations.
+    modalities : tuple of (statistic, position)
+        Statistics ``max`` / ``mean`` at positions ``CONF``, ``CONV-1``, ``CONV-2`` or module names.
+    batch_size : int
+        Images per forward pass.
+    correct_only : bool
+        Keep only the examples classified correctly at the identity transformation.
+    progress : bool, optional
+        False shows no bar.
+
+    Returns
+    -------
+    InvarianceSignals
+
+    Raises
+    ------
+    InvalidArgumentError
+        A bad statistic or position, images and labels of different lengths, or no example left.
+    """
+    for statistic, _ in modalities:
+        if statistic not in STATISTICS:
+            raise InvalidArgumentError(f"modality: statistic {statistic!r} is not one of {', '.join(STATISTICS)}")
+    positions = resolve_positions(model, list(dict.fromkeys(position for _, position in modalities)))
+    pixels = torch.as_tensor(np.asarray(images))
+    pixels = pixels.float() / 255.0 if pixels.dtype == torch.uint8 else pixels.float()
+    targets = torch.as_tensor(np.asarray(labels)).long()
+    if pixels.ndim != 4 or len(pixels) != len(targets) or len(pixels) == 0:
+        raise InvalidArgumentError(
+            f"images, labels: expected (N, C, H, W) images and N labels, got {tuple(pixels.shape)} and {len(targets)}"
+        )
+    device = next(model.parameters(), torch.zeros(())).device
+    count, steps = len(pixels), len(family)
+    values = {modality_name(*m): np.empty((count, steps)) for m in modalities}
+    correct = np.empty((count, steps), bool)
+    model.eval()
+    with progress_bar(f"{family.name}: {steps} transformations of {count} images", count, progress) as update:
+        for start in range(0, count, batch_size):
+            batch = pixels[start : start + batch_size].to(device)
+            rows = slice(start, start + len(batch))
+            for step in range(steps):
+                logits, signals = signal_sets(model, family.transform(batch, step), positions)
+                correct[rows, step] = (logits.argmax(dim=1).cpu() == targets[rows]).numpy()
+                for statistic, position in modalities:
+                    summary = STATISTICS[statistic](signals[position].double())
+                    values[modality_name(statistic, position)][rows, step] = summary.cpu().numpy()
+            update(rows.stop)
+    identity = steps // 2
+    kept = correct[:, identity] if correct_only else np.ones(count, bool)
+    if not kept.any():
+        raise InvalidArgumentError("correct_only: no test example is classified correctly at the identity")
+    return InvarianceSignals({k: v[kept] for k, v in values.items()}, correct, kept, family, positions)
+
+
+def robust_accuracy(correct: Any) -> float:
+    """Eq. 1 with correctness: the fraction of examples classified correctly under every transformation.
+
+    Parameters
+    ----------
+    correct : array-like of shape (N, T)
+        Whether each example is classified correctly under each transformation.
+
+    Returns
+    -------
+    float
+    """
+    return float(np.mean(np.all(np.asarray(correct, bool), axis=1)))
+
+
+def matrices_and_features(
+    signals: InvarianceSignals, subsample_fraction: float = 0.9, seed: int = 0, tau: float = 0.15
+) -> tuple[dict[str, np.ndarray], dict[str, dict[str, float]]]:
+    """Each modality's variance matrix and its 16 features (sensitivity against a seeded subsample).
+
+    Parameters
+    ----------
+    signals : InvarianceSignals
+        :func:`model_signals`.
+    subsample_fraction : float, default 0.9
+        The sensitivity feature's r.
+    seed : int, default 0
+        Seed of the subsample.
+    tau : float, default 0.15
+        The significant-variance threshold.
+
+    Returns
+    -------
+    tuple of dict
+        Modality -> ``(T, T)`` matrix, and modality -> features.
+    """
+    matrices, features = {}, {}
+    for name, values in signals.values.items():
+        matrices[name] = variance_matrix(values)
+        rows = subsample_rows(len(values), subsample_fraction, seed)
+        subsample = variance_matrix(values[rows])
+        features[name] = matrix_features(matrices[name], subsample, tau=tau)
+    return matrices, features
+
+
+def load_classifier(
+    model: str | Path, arch: str | None = None, data: str | None = None, data_params: dict[str, Any] | None = None
+) -> tuple[nn.Module, str, dict[str, Any]]:
+    """The network to test, and the dataset (name, params) whose test split it is tested on.
+
+    Parameters
+    ----------
+    model : str or Path
+        A run directory of ``repscope train`` or a Lightning checkpoint (``.ckpt``; ``arch`` = the
+        registered model, e.g. ``cnn5``), or a plain ``state_dict`` file (``arch`` = a classifier
+        network, ``data`` required for the image shape and classes).
+    arch : str, optional
+        See ``model``.
+    data : str, optional
+        Registered dataset; default the run's own (from its ``config.yaml``).
+    data_params : dict, optional
+        The dataset's parameters (default the run's, when ``data`` is omitted).
+
+    Returns
+    -------
+    tuple
+        ``(network in eval mode, dataset, dataset name, dataset params)``; the dataset is loaded once.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A missing file, a state_dict without ``arch`` and ``data``, a run without a dataset.
+    DataFormatError
+        An unreadable checkpoint or weights that do not fit the network.
+    """
+    import yaml  # noqa: PLC0415
+
+    from repscope.data.registry import load_dataset  # noqa: PLC0415
+    from repscope.models.networks import build_classifier  # noqa: PLC0415
+    from repscope.train.run import load_task  # noqa: PLC0415
+
+    path = Path(model)
+    if not path.exists():
+        raise InvalidArgumentError(f"--model {path}: no such file or run directory")
+    params = dict(data_params or {})
+    if path.is_dir() or path.suffix == ".ckpt":
+        task = load_task(path, model=arch)
+        if data is None:
+            config = path / "config.yaml" if path.is_dir() else None
+            stored = yaml.safe_load(config.read_text()) if config is not None and config.exists() else {}
+            section = stored.get("data") if isinstance(stored, dict) else None
+            if not isinstance(section, dict) or "name" not in section:
+                raise InvalidArgumentError(f"--model {path}: say which data to test on (--data)")
+            data, params = section["name"], {**(section.get("params") or {}), **params}
+        return task.network.eval(), load_dataset(data, **params), data, params
+    if arch is None or data is None:
+        raise InvalidArgumentError(f"--model {path}: a state_dict file needs --arch (a network) and --data")
+    dataset = load_dataset(data, **params)
+    network = build_classifier(arch, dataset.field("image").shape, dataset.num_classes or 1)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        network.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
+    except (RuntimeError, OSError, AttributeError, KeyError, ValueError) as exc:
+        raise DataFormatError(
+            f"--model {path}: not weights of network {arch!r} ({' '.join(str(exc).split())[:300]})"
+        ) from None
+    return network.eval(), dataset, data, params
+
+
+def draw_test_examples(dataset: Any, n: int, seed: Any) -> dict[str, np.ndarray]:
+    """A seeded draw of ``n`` test examples (all when fewer), in index order: ``image`` and ``target``.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        A dataset with a class target.
+    n : int
+        Examples.
+    seed : int or sequence of int
+        Seed of the draw.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``image``, ``target`` and ``index`` (the rows of the test split).
+    """
+    total = len(dataset.split("test"))
+    rows = np.sort(np.random.default_rng(seed).choice(total, size=min(int(n), total), replace=False))
+    return {**dataset.batch("test", rows, ["image", "target"]), "index": rows}
+
+
+def run_invariance_test(
+    model: str | Path,
+    out: Path,
+    transform: str = "rotation",
+    arch: str | None = None,
+    data: str | None = None,
+    data_params: dict[str, Any] | None = None,
+    n: int = 1000,
+    half_range: float | None = None,
+    steps: int = 31,
+    correct_only: bool = False,
+    batch_size: int = 500,
+    seed: int = 0,
+    assessor: str | Path | None = None,
+) -> dict[str, Any]:
+    """Test one classifier: matrices (``matrices/*.npy``), features, robust accuracy, heat maps, report.
+
+    Parameters
+    ----------
+    model, arch, data, data_params
+        As :func:`load_classifier`.
+    out : Path
+        The run directory to write (the caller applies the output rule).
+    transform : {"rotation", "brightness", "scale"}
+        The family (the paper's range and 31 steps unless ``half_range`` / ``steps`` say otherwise).
+    n : int
+        Test images (a seeded draw of the test split; all when fewer).
+    half_range, steps
+        The family's range and count.
+    correct_only : bool
+        Keep the examples classified correctly at the identity.
+    batch_size : int
+        Images per forward pass.
+    seed : int
+        Seed of the draw and of the sensitivity subsample.
+    assessor : str or Path, optional
+        ``assessors.joblib`` of ``repscope invariance assess train``: adds each assessor's verdict.
+
+    Returns
+    -------
+    dict
+        The metrics written to ``metrics.json``: ``robust_accuracy``, ``accuracy`` (at the identity),
+        ``examples``, and ``features`` per modality.
+    """
+    from repscope.data.invariance_transforms import transform_family  # noqa: PLC0415
+    from repscope.report import Report  # noqa: PLC0415
+    from repscope.report.figures import variance_heatmap  # noqa: PLC0415
+    from repscope.runs import RunDirectory  # noqa: PLC0415
+
+    family = transform_family(transform, half_range, steps)
+    network, dataset, data_name, params = load_classifier(model, arch, data, data_params)
+    if dataset.target_kind != "classification":
+        raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
+    batch = draw_test_examples(dataset, n, seed)
+    rows = batch["index"]
+    signals = model_signals(
+        network, batch["image"], batch["target"], family, batch_size=batch_size, correct_only=correct_only
+    )
+    matrices, features = matrices_and_features(signals, seed=seed)
+    run = RunDirectory.create("invariance-test", out=out)
+    run.write_config(
+        {"model": str(model), "arch": arch, "data": {"name": data_name, "params": params}, "transform": transform,
+         "values": list(family.values), "n": len(rows), "correct_only": correct_only, "seed": seed}
+    )  # fmt: skip
+    for name, matrix in matrices.items():
+        save_npy_atomic(run.path("matrices", f"{name.replace('@', '_at_')}.npy"), matrix)
+    identity = len(family) // 2
+    metrics = {
+        "robust_accuracy": robust_accuracy(signals.correct),
+        "accuracy": float(signals.correct[:, identity].mean()),
+        "examples": int(signals.kept.sum()),
+        "transform": transform,
+        "features": features,
+    }
+    if assessor is not None:
+        from repscope.studies.invariance.assess import verdict  # noqa: PLC0415
+
+        metrics["verdict"] = verdict(assessor, features, transform)
+    run.write_metrics(metrics)
+    table = pd.DataFrame(features).T.rename_axis("modality").reset_index()
+    run.write_table("features", table)
+    report = Report(f"Invariance test: {transform}", subtitle=f"{model} on {data_name}, {len(rows)} test images")
+    report.add_metrics(
+        {"robust accuracy (Eq. 1)": metrics["robust_accuracy"], "accuracy at the identity": metrics["accuracy"]},
+        title="Accuracy",
+    )
+    if "verdict" in metrics:
+        report.add_metrics(
+            {name: "invariant" if value else "variant" for name, value in metrics["verdict"].items()},
+            title=f"Assessors' verdict ({assessor})",
+        )
+    for name, matrix in matrices.items():
+        figure = variance_heatmap(matrix, family.values, title=name, unit=family.unit)
+        report.add_figure(run.save_figure(f"matrix_{name.replace('@', '_at_')}", figure), caption=name)
+    report.add_table(table.round(4), title="The 16 features of each variance matrix")
+    metrics["report"] = str(run.write_report(report))
+    return metrics
+
+
+__all__ = [
+    "PAPER_MODALITIES",
+    "load_classifier",
+    "run_invariance_test",
+    "draw_test_examples",
+    "InvarianceSignals",
+    "matrices_and_features",
+    "model_signals",
+    "modality_name",
+    "robust_accuracy",
+]

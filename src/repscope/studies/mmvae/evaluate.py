@@ -1,0 +1,414 @@
+"""Evaluating a trained multimodal VAE on CdSprites+ (Sejnova et al., Sec. 3.3 and 4.2): the study behind
+``repscope mmvae evaluate RUN``.
+
+On a fresh test set of the run's level (its own seed, never seen in training):
+
+* **coherency** (dataset-dependent): text -> image (images generated from the test captions, judged by
+  the level's attribute classifiers), image -> text (captions generated from the test images, parsed
+  word by word), joint (image and caption decoded from the same prior sample ``z``; the reference toolkit
+  draws them from different samples, here both come from one ``z``, as joint coherency means). The
+  outputs are written in the layout of ``repscope sprites evaluate`` (:data:`OUTPUT_LAYOUT`) and scored
+  by the same code, so a model trained elsewhere and ours are judged alike.
+* **analysis** (dataset-independent, on the first ``n_analysis`` test samples;
+  :mod:`repscope.studies.mmvae.analysis`): importance-sampled test log-likelihoods (joint and per
+  modality), the linear factorisation of the posterior means per attribute, their t-SNE, latent
+  traversals; and the per-modality KL and reconstruction curves of the training run.
+
+Everything goes to ``RUN/evaluation/`` (or ``out``): ``config.yaml`` (the evaluation's settings),
+``metrics.json`` (the headline numbers by name), ``coherency.json``, ``outputs/``, ``tables/*.csv``,
+``figures/*.png`` and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, level_attributes
+from repscope.data.sprites.captions import decode_captions
+from repscope.data.sprites.datasets import cdsprites_dataset
+from repscope.errors import InvalidArgumentError
+from repscope.fileio import write_bytes_atomic, write_json_atomic
+from repscope.outputs import output_target, prepare_output
+from repscope.progress import progress_bar
+from repscope.report.mmvae_report import (
+    evaluation_report,
+    loss_terms_figure,
+    traversal_caption_table,
+    traversal_figure,
+    tsne_figure,
+)
+from repscope.report.sprite_figures import captioned_grid
+from repscope.resources import THREADS_ENV, configure_torch_threads
+from repscope.runs import RunDirectory
+from repscope.studies.mmvae import analysis as mmvae_analysis
+from repscope.studies.mmvae.leaderboard import coherency_metrics, latent_sizes, read_run_config, run_level
+from repscope.studies.sprites.coherency import OUTPUT_LAYOUT, coherency_table, evaluate_outputs, read_captions
+from repscope.train.run import load_task
+
+EVALUATION_SEED_OFFSET = 1_000_003  # test samples of the evaluation never share a seed with training's
+DEFAULT_N = 1000
+DEFAULT_K = 30
+DEFAULT_N_ANALYSIS = 1000
+MIN_N_ANALYSIS = 20  # a linear probe and a t-SNE need some rows
+SHOWN = 8  # examples per direction in the report
+ANALYSIS_METHODS = ("latents", "decode_latents", "log_likelihood")
+
+
+def write_cdsprites_outputs(
+    task: Any,
+    level: int,
+    n: int,
+    seed: int,
+    folder: Path,
+    test: dict[str, np.ndarray] | None = None,
+    sample: bool = False,
+) -> Path:
+    """Generate text -> image, image -> text and joint outputs on ``n`` fresh test samples into ``folder``.
+
+    Parameters
+    ----------
+    task : MultimodalVAETask
+        A trained task with modalities ``image`` and ``text``.
+    level : int
+        CdSprites+ level of the test samples.
+    n : int
+        Samples per direction.
+    seed : int
+        Seed of the test samples (offset from the training seeds) and of the generation.
+    folder : pathlib.Path
+        Where the outputs go (layout :data:`OUTPUT_LAYOUT`).
+    test : dict of str to numpy.ndarray, optional
+        The test samples' ``image``, ``text`` and ``mask`` rows (at least ``n``); default: drawn here as
+        :func:`evaluation_test_set` draws them.
+    sample : bool, default=False
+        Cross-generate from a sample of the posterior instead of its mean (``task.generate(sample=True)``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
+    """
+    if set(getattr(task, "modalities", {})) != {"image", "text"}:
+        raise InvalidArgumentError("evaluate: needs a model with the modalities 'image' and 'text' (CdSprites+)")
+    test = evaluation_test_set(level, n, seed) if test is None else test
+    test = {name: test[name][:n] for name in ("image", "text", "mask")}
+    truth = decode_captions(test["text"], test["mask"])
+    lines = ("\n".join(truth) + "\n").encode()
+    from_text = task.generate({"text": test["text"]}, seed=seed, sample=sample)
+    from_image = task.generate({"image": test["image"]}, seed=seed, sample=sample)
+    joint = task.sample_joint(n, seed=seed)
+    outputs = {
+        "text_to_image/truth.txt": lines,
+        "image_to_text/truth.txt": lines,
+        "image_to_text/captions.txt": (
+            "\n".join(mmvae_analysis.captions_of_logits(from_image["text"])) + "\n"
+        ).encode(),
+        "joint/captions.txt": ("\n".join(mmvae_analysis.captions_of_logits(joint["text"])) + "\n").encode(),
+    }
+    for name, data_bytes in outputs.items():
+        write_bytes_atomic(folder / name, data_bytes)
+    for name, images in (("text_to_image", from_text["image"]), ("joint", joint["image"])):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        np.save(folder / name / "images.npy", mmvae_analysis.images_of_means(images))
+    return folder
+
+
+def evaluation_test_set(level: int, n: int, seed: int) -> dict[str, np.ndarray]:
+    """The first ``n`` samples of the evaluation's test stream (seed ``seed + EVALUATION_SEED_OFFSET``):
+    ``image``, ``text``, ``mask`` and ``attributes`` rows. Sample ``i`` does not depend on ``n``."""
+    data = cdsprites_dataset(level=level, train_size=1, val_size=1, test_size=n, seed=seed + EVALUATION_SEED_OFFSET)
+    return data.batch("test", np.arange(n), ["image", "text", "mask", "attributes"])
+
+
+class _Steps:
+    """One progress bar over the evaluation's steps, each named as it starts; the seconds of each are kept."""
+
+    def __init__(self, update: Callable[..., None], prefix: str, total: int) -> None:
+        self.update, self.prefix, self.total, self.done = update, prefix, total, 0
+        self.seconds: dict[str, float] = {}
+        self._current: tuple[str, float] | None = None
+
+    def start(self, key: str, text: str) -> None:
+        self._current = (key, time.perf_counter())
+        self.update(self.done, description=f"{self.prefix}: {text} (step {self.done + 1} of {self.total})")
+
+    def finish(self) -> None:
+        if self._current is not None:
+            key, started = self._current
+            self.seconds[key] = round(time.perf_counter() - started, 2)
+            self._current = None
+        self.done += 1
+        self.update(self.done)
+
+
+def evaluate_run(
+    run_dir: str | Path,
+    n: int = DEFAULT_N,
+    seed: int = 0,
+    *,
+    k: int = DEFAULT_K,
+    analysis: bool = True,
+    n_analysis: int = DEFAULT_N_ANALYSIS,
+    sample: bool = False,
+    out: str | Path | None = None,
+    overwrite: bool = False,
+) -> dict[str, Any]:
+    """Coherency and (``analysis``) the dataset-independent analysis of a trained multimodal VAE run.
+
+    Parameters
+    ----------
+    run_dir : str or pathlib.Path
+        A run directory of ``repscope train`` with a multimodal VAE on ``cdsprites``.
+    n : int, default=1000
+        Fresh test samples per coherency direction (the paper used 10,000).
+    seed : int, default=0
+        Seed of the test samples, the generation, the importance samples, the probe split and t-SNE.
+    k : int, default=30
+        Importance samples per example of the log-likelihood estimates.
+    analysis : bool, default=True
+        Also estimate the log-likelihoods, probe, embed and traverse the latents.
+    n_analysis : int, default=1000
+        Test samples of the analysis (the first of the same test stream), at least 20.
+    sample : bool, default=False
+        Cross-generate from a posterior sample (as the reference toolkits' forward pass does) instead of
+        the posterior mean (the default: no sampling noise; a blur where the given modality leaves
+        position or rotation open). Recorded in ``metrics.json`` as ``cross_generation``.
+    out : str or pathlib.Path, optional
+        The evaluation folder (default ``run_dir/evaluation``).
+    overwrite : bool, default=False
+        Replace an existing non-empty ``out`` (once the new evaluation is complete); refused otherwise.
+
+    Returns
+    -------
+    dict
+        The ``metrics.json`` written: ``model``, ``level``, ``latent_dim``, ``dims``, ``training_seed``,
+        ``run``, ``n``, ``seed``, then ``<direction>_strict`` / ``_features`` (and
+        ``image_to_text_letters``), and with the analysis ``k``, ``n_analysis``, ``log_likelihood_joint``,
+        ``log_likelihood_<modality>``, ``linear_<attribute>`` (joint posterior), ``linear_<attribute>_chance``,
+        ``linear_<attribute>_<modality>``; ``seconds`` and ``seconds_by_step``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``n``, ``k`` or ``n_analysis`` is too small, or the run is not a multimodal VAE on CdSprites+
+        (or its model lacks the analysis methods while ``analysis``).
+    OutputExistsError
+        When ``out`` holds files and ``overwrite`` is false.
+    """
+    run_dir = Path(run_dir)
+    if n < 1:
+        raise InvalidArgumentError(f"--n: must be >= 1, got {n}")
+    if analysis and k < 1:
+        raise InvalidArgumentError(f"--k: must be >= 1, got {k}")
+    if analysis and n_analysis < MIN_N_ANALYSIS:
+        raise InvalidArgumentError(f"--n-analysis: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
+    config = read_run_config(run_dir)
+    level = run_level(config, run_dir)
+    out = Path(out) if out is not None else run_dir / "evaluation"
+    prepare_output(out, overwrite=overwrite, kind="directory")  # refuse before the long work
+    if os.environ.get(THREADS_ENV, "").strip():
+        configure_torch_threads()  # the user chose torch's thread count, as for training
+    task = load_task(run_dir)
+    if set(getattr(task, "modalities", {})) != {"image", "text"}:
+        raise InvalidArgumentError(f"{run_dir}: needs a model with the modalities 'image' and 'text' (CdSprites+)")
+    missing = [name for name in ANALYSIS_METHODS if not callable(getattr(task, name, None))]
+    if analysis and missing:
+        raise InvalidArgumentError(f"{run_dir}: its model has no {', '.join(missing)}; pass --no-analysis")
+    model = str(config.get("model", {}).get("name"))
+    # the checkpoint's hyper-parameters are what was trained (the config may leave them at their defaults)
+    params = dict(getattr(task, "hparams", None) or config.get("model", {}).get("params") or {})
+    latent_dim, dims = latent_sizes(model, params)
+    summary: dict[str, Any] = {
+        "cross_generation": "posterior sample" if sample else "posterior mean",
+        "model": model,
+        "level": level,
+        "latent_dim": latent_dim,
+        "dims": dims,
+        "training_seed": config.get("seed"),
+        "run": str(run_dir.resolve()),
+        "n": int(n),
+        "seed": int(seed),
+    }
+    if analysis:
+        summary.update({"k": int(k), "n_analysis": int(n_analysis)})
+    modalities = list(task.modalities)
+    total = 3 + (1 + len(modalities) + 3 if analysis else 0)
+    started = time.perf_counter()
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        run = RunDirectory.create("mmvae-evaluate", out=target)
+        run.write_config({"study": "mmvae evaluate", **summary})
+        with progress_bar(f"evaluating {model} on level {level}", total=total) as update:
+            steps = _Steps(update, f"evaluating {model} ({run_dir.name})", total)
+            steps.start("generation", f"generating {n} samples per direction")
+            test = evaluation_test_set(level, max(n, n_analysis if analysis else 0), seed)
+            folder = write_cdsprites_outputs(task, level, n, seed, run.path("outputs"), test=test, sample=sample)
+            steps.finish()
+            steps.start("coherency", "scoring coherency")
+            coherency = evaluate_outputs(folder, level)
+            coherency.update({"model": model, "n": n})
+            write_json_atomic(run.path("coherency.json"), json.loads(json.dumps(coherency, default=float)))
+            summary.update(coherency_metrics(coherency))
+            steps.finish()
+            tables: dict[str, pd.DataFrame] = {"coherency": coherency_table(coherency)}
+            run.write_table("coherency", tables["coherency"])
+            figures = _sample_figures(run, folder, test)
+            notes: dict[str, str] = {}
+            if analysis:
+                _analyse(task, test, level, k, n_analysis, seed, run, steps, summary, tables, figures, notes)
+            steps.start("report", "writing the report")
+            _training_figure(run_dir, run, figures, notes)
+            warnings = list(coherency.get("warnings", []))
+            report = evaluation_report(
+                summary, tables, figures, notes, warnings, files=[run.metrics_path, *run.tables.values()], base=run.root
+            )
+            run.write_report(report)
+            steps.finish()
+        summary["seconds"] = round(time.perf_counter() - started, 2)
+        summary["seconds_by_step"] = steps.seconds
+        run.write_metrics(summary)
+    return summary
+
+
+def _sample_figures(run: RunDirectory, folder: Path, test: dict[str, np.ndarray]) -> dict[str, Path]:
+    from_text = np.load(folder / "text_to_image" / "images.npy")[:SHOWN]
+    truth = read_captions(folder / "text_to_image" / "truth.txt")[:SHOWN]
+    captions = read_captions(folder / "image_to_text" / "captions.txt")[:SHOWN]
+    joint_images = np.load(folder / "joint" / "images.npy")[:SHOWN]
+    joint_captions = read_captions(folder / "joint" / "captions.txt")[:SHOWN]
+    shown = test["image"][: len(captions)].transpose(0, 2, 3, 1)
+    captions, joint_captions = ([text or "(empty)" for text in part] for part in (captions, joint_captions))
+    return {
+        "text_to_image": run.save_figure("text_to_image", captioned_grid(from_text, truth, ncols=SHOWN)),
+        "image_to_text": run.save_figure("image_to_text", captioned_grid(shown, captions, ncols=SHOWN)),
+        "joint_samples": run.save_figure("joint_samples", captioned_grid(joint_images, joint_captions, ncols=SHOWN)),
+    }
+
+
+def _training_figure(run_dir: Path, run: RunDirectory, figures: dict[str, Path], notes: dict[str, str]) -> None:
+    path = run_dir / "tables" / "training_curves.csv"
+    if not path.exists():
+        notes["loss_terms"] = f"{path} is missing: no training curves to show."
+        return
+    try:
+        curves = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as exc:
+        notes["loss_terms"] = f"{path} is not readable ({exc}): no training curves to show."
+        return
+    fig = loss_terms_figure(curves)
+    if fig is None:
+        notes["loss_terms"] = (
+            f"{path} holds no val_recon_<modality> / val_kl_<modality> columns (a run trained before they were "
+            "logged): retrain to see the KL and reconstruction terms per modality."
+        )
+        return
+    figures["loss_terms"] = run.save_figure("loss_terms", fig)
+
+
+def _analyse(
+    task: Any,
+    test: dict[str, np.ndarray],
+    level: int,
+    k: int,
+    n_analysis: int,
+    seed: int,
+    run: RunDirectory,
+    steps: _Steps,
+    summary: dict[str, Any],
+    tables: dict[str, pd.DataFrame],
+    figures: dict[str, Path],
+    notes: dict[str, str],
+) -> None:
+    given = {name: test[spec.get("field", name)][:n_analysis] for name, spec in task.modalities.items()}
+    names = list(level_attributes(level))
+    attributes = test["attributes"][:n_analysis]
+
+    started = []
+
+    def next_estimate(name: str) -> None:
+        if started:
+            steps.finish()
+        started.append(name)
+        steps.start(f"log_likelihood_{name}", f"log-likelihood {name}, k={k}, n={n_analysis}")
+
+    values = mmvae_analysis.log_likelihoods(task, given, k=k, seed=seed, step=next_estimate)
+    steps.finish()
+    table = mmvae_analysis.summarise_log_likelihoods(values, k=k)
+    for row in table.itertuples():
+        summary[f"log_likelihood_{row.estimate}"] = float(row.mean_nats)
+    tables["log_likelihood"] = table
+    run.write_table("log_likelihood", table)
+
+    steps.start("latents_and_linear_probes", f"posterior latents and linear probes, n={n_analysis}")
+    latents = mmvae_analysis.posterior_latents(task, given)
+    rows = []
+    for source, codes in latents.items():
+        probe = mmvae_analysis.linear_factorisation(codes, attributes, names, seed=seed)
+        for name in names:
+            suffix = "" if source == mmvae_analysis.JOINT else f"_{source}"
+            summary[f"linear_{name}{suffix}"] = probe["accuracy"][name]
+            if source == mmvae_analysis.JOINT:
+                summary[f"linear_{name}_chance"] = probe["chance"][name]
+            rows.append(
+                {
+                    "attribute": name,
+                    "posterior": source,
+                    "accuracy": probe["accuracy"][name],
+                    "chance": probe["chance"][name],
+                    "classes": probe["classes"][name],
+                    "n_train": probe["n_train"],
+                    "n_test": probe["n_test"],
+                }
+            )
+    tables["linear_factorisation"] = pd.DataFrame(rows)
+    run.write_table("linear_factorisation", tables["linear_factorisation"])
+    steps.finish()
+
+    steps.start("tsne", f"t-SNE of {n_analysis} latents")
+    joint = latents[mmvae_analysis.JOINT]
+    embedding = mmvae_analysis.tsne_embedding(joint, seed=seed)
+    run.write_table(
+        "tsne", pd.DataFrame({"x": embedding[:, 0], "y": embedding[:, 1], **dict(zip(names, attributes.T))})
+    )
+    words = {name: ATTRIBUTE_VALUES[name] for name in names}
+    figures["tsne"] = run.save_figure("tsne", tsne_figure(embedding, attributes, names, words))
+    steps.finish()
+
+    steps.start("traversals", f"latent traversals of {joint.shape[1]} dimensions")
+    base = joint[0]
+    traversal = mmvae_analysis.latent_traversals(task, base)
+    figures["traversals"] = run.save_figure(
+        "traversals", traversal_figure(traversal["images"], traversal["values"], traversal["dims"])
+    )
+    captions = traversal_caption_table(traversal["captions"], traversal["values"], traversal["dims"])
+    run.write_table("traversal_captions", captions, index=True)
+    tables["traversal_captions"] = captions.replace("", "(empty)")
+    notes["traversals"] = (
+        "Each row sets one latent dimension to the column's value (in prior standard deviations), the other "
+        "dimensions held at the joint posterior mean of the first test sample "
+        f"({' '.join(decode_captions(test['text'][:1], test['mask'][:1]))!r}); every latent is decoded into an "
+        "image and a caption (private latents, where the model has them, at the prior mean)."
+    )
+    steps.finish()
+
+
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_N",
+    "DEFAULT_N_ANALYSIS",
+    "OUTPUT_LAYOUT",
+    "coherency_metrics",
+    "evaluate_run",
+    "evaluation_test_set",
+    "latent_sizes",
+    "read_run_config",
+    "run_level",
+    "write_cdsprites_outputs",
+]

@@ -1,0 +1,412 @@
+"""``repscope mmvae train`` and ``repscope mmvae sweep``: a multimodal VAE from one YAML file.
+
+The config (:class:`MultimodalConfig`) names the model, its modalities (field, networks, likelihood,
+scaling), objective, latent sizes, optimiser, data (dataset, CdSprites+ level, split sizes) and trainer.
+It is translated into the framework's :class:`~repscope.train.config.TrainConfig` and trained by
+:func:`repscope.train.run.fit` (the same run directory as ``repscope train``); on CdSprites+ the run is
+then evaluated (:func:`repscope.studies.mmvae.evaluate.evaluate_run`), so one command gives the trained model, its
+coherency scores and its report.
+
+.. code-block:: yaml
+
+    model: mmvae              # mvae, mmvae, mopoe, dmvae, mmvae-plus
+    latent_dim: 16
+    private_dim: 4            # dmvae and mmvae-plus: each modality's own latent
+    objective: elbo           # elbo (with beta), iwae or dreg (with k samples)
+    modalities:
+      image: {network: fc-image, likelihood: gaussian, scale: 0.75}
+      text: {network: text-transformer, likelihood: categorical, mask: mask, pad_class: 0}
+    data: {name: cdsprites, level: 1, train_size: 20000, val_size: 1000, test_size: 1000}
+    epochs: 10
+
+``--set model=mopoe --set data.level=2`` switches model and level; a sweep is a grid of such overrides.
+"""
+
+from __future__ import annotations
+
+import inspect
+import math
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, field_validator
+
+from repscope.config import Section, apply_overrides, read_yaml_mapping, shipped_config_path, validate_config
+from repscope.data.registry import dataset_loader
+from repscope.errors import InvalidArgumentError
+from repscope.fileio import write_bytes_atomic
+from repscope.models.multimodal.networks import MODALITY_NETWORKS
+from repscope.studies.mmvae.evaluate import evaluate_run
+from repscope.train.config import Named, TrainConfig, TrainerSection
+from repscope.train.run import fit
+
+MODEL_NAMES = ("mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus")
+SHIPPED_CONFIG = "mmvae-cdsprites"
+QUICK = {"epochs": 3, "train_size": 3000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
+CDSPRITES_LEVELS = (1, 2, 3, 4, 5)
+
+
+class ModalitySection(Section):
+    """One modality: the dataset field it reads, its encoder/decoder pair and how its likelihood scores it.
+
+    ``network`` names the encoder and decoder together (:data:`repscope.models.multimodal.networks.
+    MODALITY_NETWORKS`: ``fc-image``, ``conv-image``, ``text-transformer``, ``label``), ``params`` are
+    the network's own (widths, layers); ``scale`` is the likelihood's scale (Gaussian sigma, Laplace b)
+    and ``weight`` the likelihood scaling of the modality in the loss; ``mask`` names the field of a
+    caption's padding mask and ``pad_class`` the character that pads it.
+    """
+
+    field: str | None = None
+    network: str = "fc-image"
+    params: dict[str, Any] = Field(default_factory=dict)
+    likelihood: Literal["gaussian", "laplace", "bernoulli", "categorical"] = "gaussian"
+    scale: float = Field(0.75, gt=0)
+    weight: float = Field(1.0, gt=0)
+    mask: str | None = None
+    pad_class: int | None = Field(None, ge=0)
+
+    @field_validator("network")
+    @classmethod
+    def _known_network(cls, value: str) -> str:
+        if value not in MODALITY_NETWORKS:
+            raise ValueError(f"unknown network {value!r}; registered: {', '.join(sorted(MODALITY_NETWORKS))}")
+        return value
+
+    def task_spec(self, name: str) -> dict[str, Any]:
+        spec = {
+            "field": self.field or name,
+            "network": self.network,
+            "params": dict(self.params),
+            "likelihood": self.likelihood,
+            "scale": self.scale,
+            "weight": self.weight,
+        }
+        if self.mask is not None:
+            spec["mask"] = self.mask
+        if self.pad_class is not None:
+            spec["pad_class"] = self.pad_class
+        return spec
+
+
+class MultimodalDataSection(Section):
+    """The dataset (a registered name), its CdSprites+ level, split sizes and seed; ``params`` holds any
+    other keyword of the dataset's loader."""
+
+    name: str = "cdsprites"
+    level: int | None = Field(None, ge=1, le=5)
+    train_size: int | None = Field(None, ge=1)
+    val_size: int | None = Field(None, ge=1)
+    test_size: int | None = Field(None, ge=0)
+    seed: int = 0
+    params: dict[str, Any] = Field(default_factory=dict)
+
+    def loader_params(self) -> dict[str, Any]:
+        accepted = inspect.signature(dataset_loader(self.name)).parameters
+        params = dict(self.params)
+        for key in ("level", "train_size", "val_size", "test_size", "seed"):
+            value = getattr(self, key)
+            if value is None:
+                continue
+            if key in params:
+                raise InvalidArgumentError(f"data.params.{key}: set it as data.{key}, not in data.params")
+            if key not in accepted:
+                if key == "seed":
+                    continue  # a dataset without randomness of its own
+                raise InvalidArgumentError(f"data.{key}: dataset {self.name!r} has no {key!r} parameter")
+            params[key] = value
+        return params
+
+
+class EvaluationSection(Section):
+    """What ``repscope mmvae train`` and a sweep evaluate after training (CdSprites+ runs)."""
+
+    enabled: bool = True
+    n: int = Field(1000, ge=1)
+    seed: int = 0
+    analysis: bool = True
+    k: int = Field(30, ge=1)
+    n_analysis: int = Field(1000, ge=2)
+    sample: bool = False  # cross-generate from a posterior sample instead of its mean
+
+
+class MultimodalConfig(Section):
+    """A multimodal VAE run (module docstring). ``epochs`` sets the trainer's ``max_epochs``."""
+
+    model: Literal["mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus"] = "mmvae"
+    modalities: dict[str, ModalitySection] | None = None
+    latent_dim: int = Field(16, ge=1)
+    private_dim: int = Field(4, ge=1)
+    objective: Literal["elbo", "iwae", "dreg"] = "elbo"
+    k: int = Field(1, ge=1)
+    beta: float = Field(1.0, ge=0)
+    prior: Literal["normal", "laplace"] = "normal"
+    optimizer: Literal["adam", "adamw"] = "adam"
+    lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    subsampling: Literal["singles", "all"] = "singles"
+    estimator: Literal["stratified", "sampled"] = "stratified"
+    batch_size: int = Field(64, ge=1)
+    epochs: int = Field(10, ge=1)
+    seed: int = 0
+    data: MultimodalDataSection = Field(default_factory=MultimodalDataSection)
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
+    val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+    evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
+
+    def train_config(self) -> TrainConfig:
+        """The framework's training config for this run.
+
+        Returns
+        -------
+        TrainConfig
+            ``model.name`` = :attr:`model` with the model parameters, ``data`` with the loader's
+            parameters, the trainer with ``max_epochs`` = :attr:`epochs`.
+        """
+        params: dict[str, Any] = {
+            "latent_dim": self.latent_dim,
+            "objective": self.objective,
+            "k": self.k,
+            "beta": self.beta,
+            "prior": self.prior,
+            "optimizer": self.optimizer,
+            "lr": self.lr,
+            "weight_decay": self.weight_decay,
+        }
+        if self.model == "mvae":
+            params["subsampling"] = self.subsampling
+        if self.model in ("mmvae", "mopoe"):
+            params["estimator"] = self.estimator
+        if self.model in ("dmvae", "mmvae-plus"):
+            params["private_dim"] = self.private_dim
+        if self.modalities is not None:
+            params["modalities"] = {name: spec.task_spec(name) for name, spec in self.modalities.items()}
+        trainer = self.trainer.model_copy(update={"max_epochs": self.epochs})
+        return TrainConfig(
+            model=Named(name=self.model, params=params),
+            data=Named(name=self.data.name, params=self.data.loader_params()),
+            trainer=trainer,
+            batch_size=self.batch_size,
+            val_fraction=self.val_fraction,
+            seed=self.seed,
+        )
+
+
+def quick_config(config: MultimodalConfig) -> MultimodalConfig:
+    """``--quick``: three epochs on 3,000 samples (200 validation and test), evaluated on 200 (K = 10)."""
+    data = config.data.model_copy(
+        update={
+            "train_size": min(config.data.train_size or QUICK["train_size"], QUICK["train_size"]),
+            "val_size": min(config.data.val_size or QUICK["val_size"], QUICK["val_size"]),
+            "test_size": min(config.data.test_size or QUICK["test_size"], QUICK["test_size"]),
+        }
+    )
+    evaluation = config.evaluation.model_copy(
+        update={
+            "n": min(config.evaluation.n, QUICK["evaluation_n"]),
+            "n_analysis": min(config.evaluation.n_analysis, QUICK["evaluation_n"]),
+            "k": min(config.evaluation.k, QUICK["evaluation_k"]),
+        }
+    )
+    return config.model_copy(
+        update={"epochs": min(config.epochs, QUICK["epochs"]), "data": data, "evaluation": evaluation}
+    )
+
+
+def resolve_config_path(path: str | Path | None) -> Path:
+    """A config file, or the name of a shipped one (``mmvae-cdsprites-paper``); default the CPU config."""
+    if path is None:
+        return shipped_config_path(SHIPPED_CONFIG)
+    path = Path(path)
+    if path.is_file() or path.parent != Path("."):
+        return path
+    return shipped_config_path(path.name.removesuffix(".yaml"))
+
+
+def load_multimodal_config(
+    path: str | Path | None, overrides: list[str] | None = None, quick: bool = False
+) -> tuple[MultimodalConfig, str]:
+    """CONFIG (default: the shipped CPU config) with ``--set`` overrides, validated, shrunk by ``--quick``.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path, optional
+        A YAML file or the name of a shipped config; default the shipped ``mmvae-cdsprites``.
+    overrides : list of str, optional
+        ``key=value`` strings (``model=mopoe``, ``data.level=2``).
+    quick : bool, default=False
+        Shrink to minutes on 2 CPU cores (:func:`quick_config`).
+
+    Returns
+    -------
+    (MultimodalConfig, str)
+        The config and where it came from (for error messages).
+
+    Raises
+    ------
+    InvalidArgumentError
+        On an unknown key, a wrong type, or a data key the dataset does not take.
+    """
+    path = resolve_config_path(path)
+    data = read_yaml_mapping(path)
+    source = f"config {path}"
+    if overrides:
+        data = apply_overrides(data, overrides, MultimodalConfig)
+        source += " with --set " + " ".join(overrides)
+    config = validate_config(data, MultimodalConfig, source)
+    if quick:
+        config = quick_config(config)
+    try:
+        config.train_config().check_params(source)
+    except InvalidArgumentError as exc:
+        message = str(exc)
+        raise InvalidArgumentError(message if message.startswith(source) else f"{source}: {message}") from None
+    return config, source
+
+
+def train_multimodal(
+    config: MultimodalConfig,
+    out: Path | None = None,
+    *,
+    resume: bool = False,
+    source: str = "config",
+    evaluate: bool | None = None,
+) -> dict[str, Any]:
+    """Train (or continue) one multimodal VAE into a run directory and evaluate it on CdSprites+.
+
+    Parameters
+    ----------
+    config : MultimodalConfig
+        The run.
+    out : pathlib.Path, optional
+        Run directory (default ``runs/train-<time>``); with ``resume`` the run to continue.
+    resume : bool, default=False
+        Continue ``out`` from its last checkpoint (the config must be the one it was trained with).
+    source : str, default="config"
+        Where the config came from, for error messages.
+    evaluate : bool, optional
+        Evaluate coherency after training; default ``config.evaluation.enabled`` on ``cdsprites``.
+
+    Returns
+    -------
+    dict
+        ``run`` (the run directory), ``metrics`` (the training's metrics.json) and ``evaluation`` (the
+        coherency results, or None).
+    """
+    train_config = config.train_config()
+    outcome = fit(
+        train_config,
+        out=out,
+        resume=resume,
+        source=source,
+        description=f"training {config.model} on {config.data.name}"
+        + (f" level {config.data.level}" if config.data.level else ""),
+    )
+    run_dir = Path(outcome.run.root)
+    dumped = yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+    write_bytes_atomic(run_dir / "mmvae-config.yaml", dumped.encode())
+    evaluation = None
+    if evaluate is None:
+        evaluate = config.evaluation.enabled and config.data.name == "cdsprites"
+    if evaluate:
+        # a run trained just now: an evaluation left by an interrupted earlier attempt is stale
+        evaluation = evaluate_run(
+            run_dir,
+            n=config.evaluation.n,
+            seed=config.evaluation.seed,
+            k=config.evaluation.k,
+            analysis=config.evaluation.analysis,
+            n_analysis=config.evaluation.n_analysis,
+            sample=config.evaluation.sample,
+            overwrite=True,
+        )
+    return {"run": run_dir, "metrics": outcome.metrics, "evaluation": evaluation}
+
+
+def summary_row(result: dict[str, Any]) -> dict[str, Any]:
+    """The flat numbers of one trained and evaluated run, for a sweep's summary table.
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`train_multimodal` returns.
+
+    Returns
+    -------
+    dict
+        ``test_loss``, ``fit_seconds``, ``epochs`` and, when evaluated, the coherency values
+        (``text_to_image_strict``, ``image_to_text_letters``, ...), log-likelihoods and linear probes.
+    """
+    metrics = result["metrics"]
+    row: dict[str, Any] = {
+        "epochs": metrics.get("epochs"),
+        "fit_seconds": metrics.get("fit_seconds"),
+        "test_loss": metrics.get("test_loss"),
+    }
+    evaluation = result.get("evaluation") or {}
+    for key, value in evaluation.items():
+        wanted = key.startswith(("text_to_image_", "image_to_text_", "joint_", "log_likelihood_", "linear_"))
+        if wanted and isinstance(value, int | float) and math.isfinite(float(value)):
+            row[key] = float(value)
+    return row
+
+
+def sweep_point(
+    overrides: list[str],
+    run_dir: Path,
+    resume: bool,
+    config: str | None = None,
+    base_overrides: list[str] | None = None,
+    quick: bool = False,
+) -> dict[str, Any]:
+    """One point of a sweep (the target :func:`repscope.sweeps.run_sweep` calls in each worker).
+
+    Parameters
+    ----------
+    overrides : list of str
+        The point's ``key=value`` overrides (after ``base_overrides``).
+    run_dir : pathlib.Path
+        The point's run directory.
+    resume : bool
+        The directory holds an interrupted run: continue it from its last checkpoint when it has one,
+        else start it again.
+    config : str, optional
+        The sweep's config file (default: the shipped one).
+    base_overrides : list of str, optional
+        The sweep's own ``--set`` overrides.
+    quick : bool, default=False
+        ``--quick``.
+
+    Returns
+    -------
+    dict
+        :func:`summary_row` of the run.
+    """
+    loaded, source = load_multimodal_config(config, [*(base_overrides or []), *overrides], quick)
+    run_dir = Path(run_dir)
+    can_resume = resume and (run_dir / "checkpoints" / "last.ckpt").exists() and (run_dir / "config.yaml").exists()
+    if resume and not can_resume and run_dir.exists():
+        _set_aside(run_dir)  # interrupted before its first checkpoint: nothing to continue
+    result = train_multimodal(loaded, out=run_dir, resume=can_resume, source=source)
+    return summary_row(result)
+
+
+def _set_aside(run_dir: Path) -> None:
+    # never delete what a user may want to look at: an unfinished start is renamed, not removed
+    index = 1
+    while run_dir.with_name(f"{run_dir.name}.interrupted-{index}").exists():
+        index += 1
+    run_dir.rename(run_dir.with_name(f"{run_dir.name}.interrupted-{index}"))
+
+
+__all__ = [
+    "MultimodalConfig",
+    "ModalitySection",
+    "MultimodalDataSection",
+    "load_multimodal_config",
+    "quick_config",
+    "train_multimodal",
+    "sweep_point",
+    "summary_row",
+    "MODEL_NAMES",
+]

@@ -1,0 +1,193 @@
+"""CdSprites+ coherency of a model's generated outputs (Sejnova et al., Sec. 3.3, Table 4): the study
+behind ``repscope sprites evaluate FOLDER --level L``.
+
+The model's outputs are laid out as :data:`OUTPUT_LAYOUT`; images are judged by the level's attribute
+classifiers (:mod:`repscope.studies.sprites.classifiers`, trained once on first use), captions are
+parsed, and :mod:`repscope.metrics.coherency` scores text->image, image->text and joint coherency
+(Strict / Features / Letters). The run directory holds ``metrics.json`` (every score),
+``tables/coherency.csv`` (one row per direction) and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from repscope.config import Section
+from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, check_level, level_attributes, parse_caption
+from repscope.errors import DataFormatError, SourceNotFoundError
+from repscope.metrics import coherency
+from repscope.report import Report
+from repscope.runs import RunDirectory
+from repscope.studies.sprites.classifiers import load_classifiers
+from repscope.validation import check_images, to_uint8
+
+
+class CoherencyConfig(Section):
+    """What to score: the folder of a model's outputs and the CdSprites+ level of its captions."""
+
+    folder: str
+    level: int = Field(ge=1, le=5)
+
+
+def run_coherency(
+    config: CoherencyConfig, out: Path | None = None, root: Path = Path("runs"), source: str = "config"
+) -> Path:
+    """Score the outputs in ``config.folder`` and write a run directory; return its report's path."""
+    folder = Path(config.folder)
+    results = evaluate_outputs(folder, config.level)  # before anything is written
+    run = RunDirectory.create("sprites-evaluate", out=out, root=root)
+    run.write_config({"study": "sprites evaluate", "folder": str(folder.resolve()), "level": config.level})
+    run.write_metrics(results)
+    table = coherency_table(results)
+    run.write_table("coherency", table)
+    report = Report("CdSprites+ coherency", subtitle=f"{folder}, level {config.level}")
+    for warning in results.get("warnings", []):
+        report.add_warning(warning)
+        print(f"warning: {warning}", file=sys.stderr)
+    report.add_paragraph(
+        "Strict: % of samples with every attribute right. Features: mean number of right "
+        "attributes per sample (of the level's). Letters: % of caption characters right, "
+        "position by position. Images are judged by the level's attribute classifiers."
+    )
+    report.add_table(table, title="Coherency")
+    return run.write_report(report)
+
+
+# --------------------------------------------------------------------------------------------
+# scoring a model's generated outputs
+
+OUTPUT_LAYOUT = """\
+FOLDER/text_to_image/truth.txt     captions given to the model, one per line
+FOLDER/text_to_image/images.npy    the images it generated from them: (N, 64, 64, 3) RGB, uint8 or float in [0, 1]
+FOLDER/image_to_text/truth.txt     the true captions of the images given to the model
+FOLDER/image_to_text/captions.txt  the captions it generated from them
+FOLDER/joint/images.npy            images and captions generated together, pair by pair
+FOLDER/joint/captions.txt"""
+
+
+def read_captions(path: Path) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceNotFoundError(f"{path}: missing") from None
+    except UnicodeDecodeError as exc:
+        raise DataFormatError(f"{path}: not UTF-8 text ({exc})") from None
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()  # the final newline ends the last caption
+    return lines
+
+
+def read_output_images(path: Path) -> np.ndarray:
+    """Generated images as uint8 ``(N, 64, 64, 3)`` RGB; float images in [0, 1] are scaled by 255 and
+    ``(N, 3, 64, 64)`` is transposed."""
+    try:
+        images = np.load(path, mmap_mode="r", allow_pickle=False)
+    except FileNotFoundError:
+        raise SourceNotFoundError(f"{path}: missing") from None
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: not a readable .npy array ({exc})") from None
+    images = check_images(images, str(path), image_shape=(64, 64, 3), error=DataFormatError)
+    return np.asarray(images) if images.dtype == np.uint8 else to_uint8(images)
+
+
+def _truth_table(level: int, captions: list[str], path: Path) -> np.ndarray:
+    rows = []
+    for k, caption in enumerate(captions):
+        parsed = parse_caption(level, caption)
+        if parsed is None:
+            raise DataFormatError(f"{path}: line {k + 1} {caption!r} is not a level-{level} caption")
+        rows.append(parsed)
+    if not rows:
+        raise DataFormatError(f"{path}: no captions")
+    return np.stack(rows)
+
+
+def _same_length(first: Path, n_first: int, second: Path, n_second: int) -> None:
+    if n_first != n_second:
+        raise DataFormatError(f"{first} holds {n_first} samples but {second} holds {n_second}")
+
+
+def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
+    """Cross- and joint-coherency (Strict / Features / Letters) of a model's outputs laid out as
+    :data:`OUTPUT_LAYOUT` (any of the three parts may be missing, not all). Images are judged by
+    the level's attribute classifiers."""
+    level = check_level(level, "--level")
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SourceNotFoundError(f"{folder}: not a folder")
+    parts = {name: folder / name for name in ("text_to_image", "image_to_text", "joint")}
+    present = {name: path for name, path in parts.items() if path.is_dir()}
+    if not present:
+        raise SourceNotFoundError(
+            f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})"
+        )
+    classifiers = None
+    results: dict[str, Any] = {"level": level, "counts": {}}
+    if "text_to_image" in present:
+        base = present["text_to_image"]
+        truth = _truth_table(level, read_captions(base / "truth.txt"), base / "truth.txt")
+        images = read_output_images(base / "images.npy")
+        _same_length(base / "truth.txt", len(truth), base / "images.npy", len(images))
+        classifiers = classifiers or load_classifiers(level)
+        predicted, confidence = classifiers.predict_with_confidence(images)
+        results["text_to_image"] = coherency.text_to_image(level, truth, predicted)
+        _note_familiarity(results, "text_to_image", classifiers.familiarity(confidence))
+        results["counts"]["text_to_image"] = len(truth)
+    if "image_to_text" in present:
+        base = present["image_to_text"]
+        truth = _truth_table(level, read_captions(base / "truth.txt"), base / "truth.txt")
+        captions = read_captions(base / "captions.txt")
+        _same_length(base / "truth.txt", len(truth), base / "captions.txt", len(captions))
+        results["image_to_text"] = coherency.image_to_text(level, truth, captions)
+        results["counts"]["image_to_text"] = len(truth)
+    if "joint" in present:
+        base = present["joint"]
+        images = read_output_images(base / "images.npy")
+        captions = read_captions(base / "captions.txt")
+        _same_length(base / "images.npy", len(images), base / "captions.txt", len(captions))
+        classifiers = classifiers or load_classifiers(level)
+        predicted, confidence = classifiers.predict_with_confidence(images)
+        results["joint"] = coherency.joint(level, captions, predicted)
+        _note_familiarity(results, "joint", classifiers.familiarity(confidence))
+        results["counts"]["joint"] = len(captions)
+    if classifiers is not None:
+        results["classifier_validation_accuracy"] = {k: float(v) for k, v in classifiers.accuracies.items()}
+    return results
+
+
+def _note_familiarity(results: dict[str, Any], direction: str, familiarity: dict[str, Any]) -> None:
+    """Record the classifiers' mean confidence on a direction's images, and a warning when they are unsure."""
+    results.setdefault("classifier_confidence", {})[direction] = familiarity["mean_confidence"]
+    if familiarity["warning"]:
+        results.setdefault("warnings", []).append(f"{direction.replace('_', ' ')} images: {familiarity['warning']}")
+
+
+def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
+    """One row per direction: Strict %, Features (x/level), Letters % — the paper's Table 4 columns."""
+    level = results["level"]
+    rows = []
+    for direction in ("text_to_image", "image_to_text", "joint"):
+        if direction in results:
+            scores = results[direction]
+            rows.append(
+                {
+                    "direction": direction.replace("_", " "),
+                    "samples": results["counts"][direction],
+                    "strict_percent": round(float(scores["strict"]), 2),
+                    "features": f"{scores['features']:.2f}/{level}",
+                    "letters_percent": round(float(scores["letters"]), 2) if "letters" in scores else None,
+                    **{f"{name}_percent": round(float(value), 2) for name, value in scores["per_attribute"].items()},
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def attribute_words(level: int) -> dict[str, tuple[str, ...]]:
+    return {name: ATTRIBUTE_VALUES[name] for name in level_attributes(level)}

@@ -1,0 +1,501 @@
+"""The Raw Zero-Shot study (Vargas, Kotyan and Matsuki, Sec. 4): representation metrics and robustness.
+
+For every architecture, ``n + 1`` classifiers train on the dataset: one without each class (its
+``n - 1`` outputs never name it) and one on all ``n`` classes. Each model without class ``i`` is shown
+class ``i``'s test images and its soft-labels are kept, with the full model's on the same images
+(``softlabels/<architecture>.npz``, the layout of :mod:`repscope.data.softlabels`). They are scored by
+the paper's DBI (Eq. 3, a within-cluster scatter), scikit-learn's Davies-Bouldin index and the Amalgam
+Metric (Eq. 4, and its per-image mean). The full classifier is then attacked by the L0 (pixel) and
+L-infinity (threshold) black-box attacks with CMA-ES at thresholds 1, 3, 5 and 10 on test images that
+every architecture classifies correctly, and Spearman's rank correlation across architectures says
+whether the metrics track the attacks' success (Table 1 against Tables 2 and 3).
+
+The ``n + 1`` trainings per architecture and the attacks are points of the sweep runner
+(:mod:`repscope.sweeps`: local workers or Ray, ``models/`` and ``attacks/``), so ``--resume``
+continues an interrupted study where it stopped.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import Field
+
+from repscope.data.softlabels import SoftLabels, write_soft_labels
+from repscope.errors import InvalidArgumentError, RepscopeError
+from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
+from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
+from repscope.runs import RunDirectory, to_plain
+from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
+from repscope.train.config import Named, Section, TrainConfig, TrainerSection
+
+NORMS = ("l0", "linf")
+NORM_TITLES = {"l0": "L0 (pixels)", "linf": "L-infinity"}
+# the paper's Tables 1-3 (CIFAR-10, 800 attacks per architecture), for the report
+PAPER_TABLES = {
+    "CapsNet": {"l0": 164, "linf": 219, "total": 383, "dbi": 0.2301, "dbi_std": 0.0163, "am": 124.4882},
+    "AllConv": {"l0": 176, "linf": 227, "total": 403, "dbi": 0.6432, "dbi_std": 0.1058, "am": 101.1299},
+    "ResNet": {"l0": 222, "linf": 263, "total": 485, "dbi": 0.6307, "dbi_std": 0.1337, "am": 281.2960},
+    "NIN": {"l0": 251, "linf": 277, "total": 528, "dbi": 0.6258, "dbi_std": 0.0952, "am": 203.1542},
+    "LeNet": {"l0": 337, "linf": 340, "total": 677, "dbi": 0.5161, "dbi_std": 0.0284, "am": 144.1068},
+}
+
+
+class Architecture(Section):
+    """One architecture: a report label, a registered model and its parameters."""
+
+    label: str
+    name: str
+    params: dict[str, Any] = Field(default_factory=dict)
+
+
+# one training recipe for every architecture: the batch-normalised nets need the larger rate and its decay
+# to settle in 3 epochs (ResNet-20 on 12,000 Fashion-MNIST images: 0.81 test accuracy at Adam's 1e-3,
+# 0.87 at 3e-3 with the cosine schedule)
+RECIPE = {"lr": 3e-3, "schedule": "cosine"}
+
+
+def _default_architectures() -> list[Architecture]:
+    # the paper's five; the wide ones shrunk so that 55 trainings fit a 2-core CPU (network_params)
+    return [
+        Architecture(
+            label="CapsNet",
+            name="capsnet",
+            params={**RECIPE, "network_params": {"conv_channels": 64, "primary_types": 8}},
+        ),
+        Architecture(label="AllConv", name="allconv", params={**RECIPE, "network_params": {"width": 0.25}}),
+        Architecture(label="ResNet", name="resnet", params={**RECIPE, "network_params": {"depth": 20}}),
+        Architecture(label="NIN", name="nin", params={**RECIPE, "network_params": {"width": 0.25}}),
+        Architecture(label="LeNet", name="lenet5", params=dict(RECIPE)),
+    ]
+
+
+class ZeroShotData(Section):
+    """The registered classification dataset (``digits`` with ``source: fashion-mnist`` or ``mnist-sample``,
+    ``cifar10`` with ``root``)."""
+
+    name: str = "digits"
+    params: dict[str, Any] = Field(default_factory=lambda: {"source": "fashion-mnist", "target": "label"})
+
+
+class AttackSection(Section):
+    """The black-box attacks on each full classifier (the paper's Table 1: 100 images, thresholds 1, 3, 5
+    and 10, both norms: 800 attacks per architecture)."""
+
+    n: int = Field(100, ge=1)
+    thresholds: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
+    norms: list[Literal["l0", "linf"]] = Field(default_factory=lambda: list(NORMS))
+    # CMA-ES generations per image and threshold (the adversarial-robustness-toolbox's max_iter)
+    budget: int = Field(100, ge=1)
+    seed: int = 0
+
+
+class ZeroShotConfig(Section):
+    data: ZeroShotData = Field(default_factory=ZeroShotData)
+    architectures: list[Architecture] = Field(default_factory=_default_architectures)
+    training: TrainingSection = Field(
+        default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=3), batch_size=128)
+    )
+    # test images of each class whose soft-labels are kept (a seeded draw; null: all)
+    soft_label_n: int | None = Field(None, ge=2)
+    attack: AttackSection = Field(default_factory=AttackSection)
+    # soft-labels of each class drawn into the Isomap and t-SNE projections
+    projection_n: int = Field(200, ge=5)
+    # only this architecture (a label or a registered model name): repscope zeroshot evaluate
+    arch: str | None = None
+    workers: int | None = None
+    backend: Literal["local", "ray"] = "local"
+    address: str | None = None
+    seed: int = 0
+
+
+def quick(config: ZeroShotConfig) -> ZeroShotConfig:
+    """Minutes on 2 CPU cores: 1,500 training and 500 test images, one epoch in batches of 32, 4 images
+    attacked at thresholds 1 and 10 with 10 CMA-ES generations."""
+    out = config.model_copy(deep=True)
+    if out.data.name == "digits":
+        out.data.params = {**out.data.params, "max_train": 1500, "max_test": 500}
+    elif out.data.name == "cifar10":
+        out.data.params = {**out.data.params, "max_train": 1500, "max_test": 500}
+    else:
+        out.training.trainer.limit_train_batches = max(1, 1500 // out.training.batch_size)
+    out.training.trainer.max_epochs = 1
+    out.training.batch_size = min(out.training.batch_size, 32)  # enough steps in one short epoch to learn
+    out.soft_label_n = min(out.soft_label_n or 50, 50)
+    out.attack.n, out.attack.thresholds, out.attack.budget = min(out.attack.n, 4), [1, 10], min(out.attack.budget, 10)
+    out.projection_n = min(out.projection_n, 50)
+    return out
+
+
+def chosen_architectures(config: ZeroShotConfig) -> list[Architecture]:
+    """The architectures to run: all of the config's, or only ``config.arch`` (a label or a registered model
+    name; a registered name outside the config runs with its default parameters)."""
+    if config.arch is None:
+        return list(config.architectures)
+    for architecture in config.architectures:
+        if config.arch in (architecture.label, architecture.name):
+            return [architecture]
+    from repscope.models.registry import model_entry  # noqa: PLC0415
+
+    entry = model_entry(config.arch)
+    if not entry.supervised:
+        raise InvalidArgumentError(f"arch: {config.arch!r} is not a classifier")
+    return [Architecture(label=config.arch, name=config.arch)]
+
+
+def training_config(config: ZeroShotConfig, architecture: Architecture, excluded: int | None) -> TrainConfig:
+    """The training config of ``architecture`` without class ``excluded`` (None: on every class)."""
+    data = Named(
+        name="leave-class-out",
+        params={"base": config.data.name, "base_params": dict(config.data.params), "excluded": excluded},
+    )
+    return TrainConfig(
+        model=Named(name=architecture.name, params=architecture.params),
+        data=data,
+        trainer=config.training.trainer,
+        batch_size=config.training.batch_size,
+        val_fraction=config.training.val_fraction,
+        seed=config.seed,
+    )
+
+
+def soft_label_rows(labels: np.ndarray, num_classes: int, limit: int | None, seed: int) -> list[np.ndarray]:
+    """The test rows of each class whose soft-labels are kept: all of them, or a seeded draw of ``limit``
+    (the same rows for the model without the class and for the full model)."""
+    rows = []
+    for k in range(num_classes):
+        members = np.flatnonzero(labels == k)
+        if limit is not None and len(members) > limit:
+            members = np.sort(np.random.default_rng([seed, 53, k]).choice(members, size=limit, replace=False))
+        rows.append(members)
+    return rows
+
+
+def _find(config: ZeroShotConfig, label: str) -> Architecture:
+    for architecture in chosen_architectures(config):
+        if architecture.label == label:
+            return architecture
+    raise InvalidArgumentError(f"arch: no architecture labelled {label!r}")
+
+
+def train_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any]) -> dict[str, Any]:
+    """Sweep target: train one model (``arch=<label>``, ``excluded=<class>|full``), keep its soft-labels.
+
+    Writes ``train/`` (the run directory of :func:`repscope.train.run.fit`), ``softlabels.npy`` (float32:
+    the model without class ``i`` on class ``i``'s kept test images, ``(m_i, n - 1)``; the full model on
+    every class's kept images in class order, ``(sum m_i, n)``) and, for the full model, ``correct.npy``
+    (bool, one per test image of the base: classified correctly).
+    """
+    from repscope.progress import quiet_progress  # noqa: PLC0415
+    from repscope.train.run import fit  # noqa: PLC0415
+
+    study = ZeroShotConfig(**config)
+    settings = dict(item.split("=", 1) for item in overrides)
+    architecture = _find(study, settings["arch"])
+    excluded = None if settings["excluded"] == "full" else int(settings["excluded"])
+    train = training_config(study, architecture, excluded)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    train_dir = run_dir / "train"
+    can_resume = (train_dir / "checkpoints" / "last.ckpt").exists()
+    if train_dir.exists() and not can_resume:
+        shutil.rmtree(train_dir)  # stopped before its first epoch ended: nothing to continue
+    with quiet_progress():
+        outcome = fit(train, out=train_dir, resume=can_resume, report=False)
+    base = outcome.data.extras["base_dataset"]
+    classes = int(outcome.data.extras["base_classes"])
+    test = base.arrays("test", ["image", "target"])
+    rows = soft_label_rows(test["target"], classes, study.soft_label_n, study.seed)
+    task = outcome.task
+    if excluded is not None:
+        soft = task.soft_labels(test["image"][rows[excluded]])
+    else:
+        soft = task.soft_labels(test["image"][np.concatenate(rows)])
+        predicted = task.predict(test["image"])
+        save_npy_atomic(run_dir / "correct.npy", predicted == test["target"])
+    save_npy_atomic(run_dir / "softlabels.npy", soft.astype(np.float32))
+    return {
+        "test_accuracy": outcome.metrics.get("test_accuracy"),
+        "fit_seconds": outcome.metrics.get("fit_seconds"),
+        "train_images": outcome.metrics.get("n_train"),
+    }
+
+
+def point_overrides(label: str, excluded: int | None) -> tuple[tuple[str, str], ...]:
+    return (("arch", label), ("excluded", "full" if excluded is None else str(excluded)))
+
+
+def attack_point(
+    overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any], models: str, images: str
+) -> dict[str, Any]:
+    """Sweep target: attack the full classifier of ``arch`` with one norm at one threshold on the chosen
+    images; writes ``attack.csv`` (per image: success, queries, iterations, predicted class)."""
+    from repscope.studies.zeroshot.attack import run_attacks  # noqa: PLC0415
+    from repscope.train.run import load_task  # noqa: PLC0415
+
+    study = ZeroShotConfig(**config)
+    settings = dict(item.split("=", 1) for item in overrides)
+    architecture = _find(study, settings["arch"])
+    task = load_task(_point_dir(Path(models), *point_overrides(architecture.label, None)) / "train")
+    with np.load(images, allow_pickle=False) as chosen:
+        batch, labels, index = chosen["images"], chosen["labels"], chosen["index"]
+    norm, threshold = settings["norm"], int(settings["threshold"])
+    table = run_attacks(task, batch, labels, norm, threshold, study.attack.budget, study.attack.seed, rows=index)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(run_dir / "attack.csv", table.to_csv(index=False))
+    return {"successes": int(table["success"].sum()), "images": len(table), "queries": int(table["queries"].sum())}
+
+
+def _sweep(points: list[Any], target: str, out: Path, common: dict[str, Any], config: ZeroShotConfig, what: str) -> Any:
+    from repscope.sweeps import run_sweep  # noqa: PLC0415
+
+    result = run_sweep(
+        points,
+        target,
+        out,
+        common=common,
+        workers=config.workers,
+        backend=config.backend,
+        address=config.address,
+        description=what,
+    )
+    if result.failed:
+        first = result.failed[0]
+        raise RepscopeError(
+            f"{len(result.failed)} of {len(points)} {what.split(' (')[0]} failed; {first.name}: {first.error_type}: "
+            f"{first.message} (the others are kept: fix it and pass --resume)"
+        )
+    return result
+
+
+def check_architectures(config: ZeroShotConfig, source: str) -> None:
+    """Every architecture checked before anything trains: distinct labels, parameters its model takes, a
+    model that builds for the data (without a class, as it will train)."""
+    members = [MemberModel(label=a.label, name=a.name, params=a.params) for a in chosen_architectures(config)]
+    check_members(
+        members, training_config(config, chosen_architectures(config)[0], 0).data, config.training, config.seed, source
+    )
+    if not config.attack.thresholds or min(config.attack.thresholds) < 1:
+        raise InvalidArgumentError(f"{source}: attack.thresholds: expected positive pixel values, e.g. [1, 3, 5, 10]")
+
+
+def _comparable(config: dict[str, Any]) -> dict[str, Any]:
+    # how the work is spread does not change the results
+    return {k: v for k, v in config.items() if k not in ("workers", "backend", "address", "repscope_version")}
+
+
+def _point_dir(folder: Path, *overrides: tuple[str, str]) -> Path:
+    from repscope.sweeps import point_name  # noqa: PLC0415
+
+    return folder / point_name(overrides)
+
+
+def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool) -> RunDirectory:
+    """The run directory, refusing ``--resume`` with a config other than the one the run started with."""
+    import yaml  # noqa: PLC0415
+
+    run = RunDirectory.create("zeroshot-study", out=out, root=root, resume=resume, resumable=True)
+    as_dict = to_plain(config.model_dump(mode="json"))
+    if resume and run.config_path.exists():
+        stored = yaml.safe_load(run.config_path.read_text(encoding="utf-8")) or {}
+        if _comparable(stored) != _comparable(as_dict):
+            raise InvalidArgumentError(
+                f"--resume: the config differs from the one {run.root} was started with (only workers, backend "
+                "and address may change)"
+            )
+    run.write_config(as_dict)
+    return run
+
+
+def _score_architecture(
+    run: RunDirectory, architecture: Architecture, counts: list[int], names: list[str], accuracies: pd.Series
+) -> tuple[SoftLabels, dict[str, Any]]:
+    """Gather one architecture's soft-labels into ``softlabels/<label>.npz`` and score them."""
+    from repscope.data.softlabels import read_soft_labels  # noqa: PLC0415
+
+    models = run.path("models")
+    full_dir = _point_dir(models, *point_overrides(architecture.label, None))
+    full = np.split(np.load(full_dir / "softlabels.npy"), np.cumsum(counts)[:-1])
+    loo_dirs = [_point_dir(models, *point_overrides(architecture.label, i)) for i in range(len(counts))]
+    loo = [np.load(folder / "softlabels.npy") for folder in loo_dirs]
+    path = write_soft_labels(run.path("softlabels", f"{slug(architecture.label)}.npz"), loo, full, names)
+    soft_labels = read_soft_labels(path)
+    scores = zero_shot_scores(soft_labels.loo, soft_labels.full)
+    row = {
+        "architecture": architecture.label,
+        "accuracy": float(accuracies[full_dir.name]),
+        "loo_accuracy": float(np.mean([accuracies[folder.name] for folder in loo_dirs])),
+        **{k: v for k, v in scores.items() if not isinstance(v, list | dict)},
+        "_scores": scores,
+    }
+    return soft_labels, row
+
+
+def _attack_images(run: RunDirectory, config: ZeroShotConfig, test: dict[str, np.ndarray]) -> tuple[Path, int, int]:
+    """A seeded draw of ``attack.n`` test images every full classifier gets right, kept in
+    ``attacks/images.npz``; returns its path, the images drawn and the candidates."""
+    from repscope.fileio import atomic_write  # noqa: PLC0415
+
+    models = run.path("models")
+    correct = np.logical_and.reduce(
+        [
+            np.load(_point_dir(models, *point_overrides(a.label, None)) / "correct.npy")
+            for a in chosen_architectures(config)
+        ]
+    )
+    candidates = np.flatnonzero(correct)
+    rng = np.random.default_rng([config.attack.seed, 59])
+    chosen = np.sort(rng.choice(candidates, size=min(config.attack.n, len(candidates)), replace=False))
+    path = run.path("attacks", "images.npz")
+    if not path.exists():  # a resumed run draws the same images (the config is the same)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_write(path) as handle:
+            np.savez(handle, images=test["image"][chosen], labels=test["target"][chosen], index=chosen)
+    return path, len(chosen), len(candidates)
+
+
+def _attack_overrides(label: str, norm: str, threshold: int) -> tuple[tuple[str, str], ...]:
+    return (("arch", label), ("norm", norm), ("threshold", str(threshold)))
+
+
+def _attack_table(run: RunDirectory, config: ZeroShotConfig, images: Path, count: int) -> pd.DataFrame:
+    """Attack every full classifier (sweep points per architecture, norm and threshold); Table 1's rows."""
+    from repscope.sweeps import SweepPoint  # noqa: PLC0415
+
+    architectures, norms, thresholds = chosen_architectures(config), config.attack.norms, config.attack.thresholds
+    points = [
+        SweepPoint.from_overrides(_attack_overrides(a.label, norm, th))
+        for a in architectures
+        for norm in norms
+        for th in thresholds
+    ]
+    common = {"config": config.model_dump(mode="json"), "models": str(run.path("models")), "images": str(images)}
+    attacked = _sweep(
+        points,
+        "repscope.studies.zeroshot.study:attack_point",
+        run.path("attacks"),
+        common,
+        config,
+        f"attacks ({count} images each)",
+    )
+    successes = attacked.summary.set_index("name")["successes"]
+    rows = []
+    for architecture in architectures:
+        row: dict[str, Any] = {"architecture": architecture.label}
+        for norm in norms:
+            for th in thresholds:
+                row[f"{norm}_th{th}"] = int(
+                    successes[SweepPoint.from_overrides(_attack_overrides(architecture.label, norm, th)).name]
+                )
+            row[f"{norm}_total"] = sum(row[f"{norm}_th{th}"] for th in thresholds)
+        row["total"] = sum(row[f"{norm}_total"] for norm in norms)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def run_zeroshot_study(
+    config: ZeroShotConfig,
+    out: Path | None = None,
+    root: Path = Path("runs"),
+    source: str = "config",
+    quick: bool = False,
+    resume: bool = False,
+) -> Path:
+    """Run the study (module docstring) into ``out``; return the report's path."""
+    from repscope.studies.zeroshot.report import write_zeroshot_report  # noqa: PLC0415
+    from repscope.sweeps import SweepPoint  # noqa: PLC0415
+    from repscope.train.run import load_data  # noqa: PLC0415
+
+    check_architectures(config, source)
+    architectures = chosen_architectures(config)
+    run = _open_run(config, out, root, resume)
+    dataset = load_data(training_config(config, architectures[0], None))
+    base, names = dataset.extras["base_dataset"], list(dataset.extras["base_names"])
+    classes = int(base.num_classes)
+    test = base.arrays("test", ["image", "target"])
+    counts = [len(r) for r in soft_label_rows(test["target"], classes, config.soft_label_n, config.seed)]
+
+    # 1. n + 1 trainings per architecture; their soft-labels and the metrics
+    points = [
+        SweepPoint.from_overrides(point_overrides(a.label, excluded))
+        for a in architectures
+        for excluded in [*range(classes), None]
+    ]
+    common = {"config": config.model_dump(mode="json")}
+    target = "repscope.studies.zeroshot.study:train_point"
+    trained = _sweep(points, target, run.path("models"), common, config, "training (n + 1 models each)")
+    accuracies = trained.summary.set_index("name")["test_accuracy"]
+    scored = [_score_architecture(run, a, counts, names, accuracies) for a in architectures]
+    soft_labels = {a.label: labels for a, (labels, _) in zip(architectures, scored)}
+    rows = [row for _, row in scored]
+
+    # 2. attacks on images every full classifier gets right
+    images, attacked, candidates = _attack_images(run, config, test)
+    attacks = _attack_table(run, config, images, attacked)
+    representation = pd.DataFrame([{k: v for k, v in row.items() if k != "_scores"} for row in rows])
+
+    # 3. do the metrics track the attacks?
+    correlations = correlation_table(representation, attacks, config.attack.norms)
+    metrics = {
+        "classes": classes,
+        "attack_images": attacked,
+        "attack_candidates": candidates,
+        "architectures": {
+            row["architecture"]: {
+                **{k: v for k, v in row.items() if k not in ("architecture", "_scores")},
+                **{k: v for k, v in attack_row.items() if k != "architecture"},
+            }
+            for row, attack_row in zip(rows, attacks.to_dict(orient="records"))
+        },
+        "correlations": correlations.to_dict(orient="records") if len(correlations) else [],
+    }
+    run.write_metrics(to_plain(metrics))
+    write_json_atomic(run.path("per_class.json"), to_plain({row["architecture"]: row["_scores"] for row in rows}))
+    return write_zeroshot_report(run, config, representation, attacks, correlations, soft_labels, rows, attacked, quick)
+
+
+CORRELATED_METRICS = ("dbi", "davies_bouldin", "am", "am_per_image", "accuracy")
+
+
+def correlation_table(representation: pd.DataFrame, attacks: pd.DataFrame, norms: list[str]) -> pd.DataFrame:
+    """Spearman's rho of each metric against each attack count across architectures (empty below 3)."""
+    if len(representation) < 3:
+        return pd.DataFrame()
+    records = []
+    for metric in CORRELATED_METRICS:
+        for success in [*(f"{norm}_total" for norm in norms), "total"]:
+            result = rank_correlation(representation[metric], attacks[success])
+            records.append(
+                {"metric": metric, "attack_successes": success, "rho": result["rho"], "p_value": result["p_value"]}
+            )
+    return pd.DataFrame(records)
+
+
+def run_zeroshot_evaluate(
+    config: ZeroShotConfig,
+    out: Path | None = None,
+    root: Path = Path("runs"),
+    source: str = "config",
+    quick: bool = False,
+    resume: bool = False,
+) -> Path:
+    """One architecture (``config.arch``) through the whole test: soft-labels, metrics, attacks."""
+    if config.arch is None:
+        raise InvalidArgumentError(f"{source}: arch: name the architecture to evaluate")
+    return run_zeroshot_study(config, out=out, root=root, source=source, quick=quick, resume=resume)
+
+
+__all__ = [
+    "Architecture",
+    "ZeroShotConfig",
+    "attack_point",
+    "correlation_table",
+    "quick",
+    "run_zeroshot_evaluate",
+    "run_zeroshot_study",
+    "soft_label_rows",
+    "train_point",
+]

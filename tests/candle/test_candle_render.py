@@ -1,0 +1,231 @@
+"""The CANDLE renderer (Blender's bpy, the candle extra): files, boxes, determinism, resume, shards, errors.
+
+Renders are tiny (64x48 or so, 1-2 samples) to keep the tests short; the code path is the real one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from repscope.data.candle.dataset import read_folder, read_record
+from repscope.data.candle.grid import grid_points, image_seed, image_stem, parse_grid
+from repscope.data.candle.render import RenderSettings, render_grid, select_points
+
+pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
+
+from repscope.data.candle.scene import CandleStage  # noqa: E402
+
+TINY = ["--resolution", "64x48", "--samples", "2", "--device", "cpu"]
+FEW = ["--grid", "object=cube,torus", "--grid", "size=large", "--grid", "rotation=0,45", "--grid", "scene=indoor"]
+
+
+def pixels(path: Path) -> np.ndarray:
+    with Image.open(path) as image:
+        return np.asarray(image.convert("RGB")).astype(np.int16)
+
+
+def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cli):
+    out = tmp_path / "render"
+    code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *FEW, "--limit", "4", *TINY])
+    assert code == 0, stderr
+    points = grid_points(parse_grid(FEW[1::2]), limit=4)
+    assert [p["index"] for p in points] == sorted(p["index"] for p in points)
+    for point in points:
+        stem = image_stem(point["index"])
+        assert pixels(out / f"{stem}.png").shape == (48, 64, 3)
+        record = read_record(out / f"{stem}.json")
+        for name in ("object", "color", "size", "rotation", "scene", "light"):
+            assert record[name] == point[name]
+        x0, y0, x1, y1 = record["bounds"]
+        assert 0 <= x0 < x1 <= 64 and 0 <= y0 < y1 <= 48  # fully in frame
+        raw = json.loads((out / f"{stem}.json").read_text())
+        assert raw["seed"] == image_seed(point["index"])
+        assert 0.0 <= raw["confounder"]["scene_light"] <= 1.0
+    manifest = json.loads((out / "render.json").read_text())
+    assert manifest["settings"]["resolution"] == [64, 48] and manifest["settings"]["samples"] == 2
+    assert "rendered 4 images (0 already there) of 4" in stdout
+    data = read_folder(out, image_size=16)  # render.json is not an image record
+    assert data["image"].shape == (4, 3, 16, 16)
+    assert data["factors"][:, 0].tolist() == [0, 0, 0, 0]  # the first 4 points of the sub-grid: cubes
+
+
+def test_the_box_encloses_exactly_the_pixels_the_object_changes(tmp_path):
+    # the same point in two colours: same seed, so the same position, camera and sampling pattern;
+    # the pixels that differ are the object's (and a little of its coloured light on the floor)
+    stage = CandleStage(resolution=(160, 120), samples=2, denoise=False, device="cpu")
+    point = {"index": 7, "object": "cube", "color": "red", "size": "large", "rotation": 30}
+    point.update(scene="outdoor", light="middle")
+    first = stage.render(point, 11, tmp_path / "red.png")
+    second = stage.render({**point, "color": "blue"}, 11, tmp_path / "blue.png")
+    assert first["objects"]["Cube_0"]["bounds"] == second["objects"]["Cube_0"]["bounds"]
+    (x0, y0), (x1, y1) = first["objects"]["Cube_0"]["bounds"]
+    changed = np.abs(pixels(tmp_path / "red.png") - pixels(tmp_path / "blue.png")).max(axis=2) > 60
+    rows, columns = np.nonzero(changed)
+    assert rows.size > 50
+    # every strongly changed pixel centre lies in the box (one pixel of slack for antialiasing)
+    assert columns.min() + 0.5 >= x0 - 1 and columns.max() + 0.5 <= x1 + 1
+    assert rows.min() + 0.5 >= y0 - 1 and rows.max() + 0.5 <= y1 + 1
+    # and the box is tight: the changed pixels reach within two pixels of each side
+    assert columns.min() <= x0 + 2 and columns.max() + 1 >= x1 - 2
+    assert rows.min() <= y0 + 2 and rows.max() + 1 >= y1 - 2
+
+
+def test_factors_change_the_image_as_the_causal_graph_says(tmp_path):
+    stage = CandleStage(resolution=(96, 72), samples=2, denoise=False, device="cpu")
+    base = {"index": 0, "object": "cube", "color": "red", "size": "small", "rotation": 0, "scene": "indoor"}
+    base["light"] = "left"
+
+    def box(point: dict) -> np.ndarray:
+        record = stage.render(point, 5, tmp_path / "x.png")
+        return np.asarray(next(iter(record["objects"].values()))["bounds"], float).reshape(-1)
+
+    small, large = box(base), box({**base, "size": "large"})
+    assert (large[2] - large[0]) > 1.5 * (small[2] - small[0])  # 0.75 m against 0.4 m across
+    # the light moves relative to the object: the floor beside the cube is brighter on the light's side
+    # (and in the shadow on the other), so left-minus-right falls from the left light to the right one
+    x0, y0, x1, y1 = (int(round(v)) for v in large)
+    width, rows = x1 - x0, slice((y0 + y1) // 2, min(72, y1 + 2))
+    contrast = {}
+    for light in ("left", "middle", "right"):
+        stage.render({**base, "size": "large", "light": light}, 5, tmp_path / f"{light}.png")
+        grey = pixels(tmp_path / f"{light}.png").mean(axis=2)
+        contrast[light] = grey[rows, max(0, x0 - width) : x0].mean() - grey[rows, x1 + 1 : x1 + width].mean()
+    assert contrast["left"] > contrast["middle"] > contrast["right"], contrast
+    left = pixels(tmp_path / "left.png")
+    # a sphere turned about the vertical axis looks the same; a cube does not
+    sphere = {**base, "object": "sphere", "size": "large"}
+    stage.render(sphere, 5, tmp_path / "s0.png")
+    stage.render({**sphere, "rotation": 45}, 5, tmp_path / "s45.png")
+    stage.render({**base, "size": "large", "rotation": 45}, 5, tmp_path / "c45.png")
+    assert np.abs(pixels(tmp_path / "s0.png") - pixels(tmp_path / "s45.png")).max() <= 2
+    assert np.abs(left[y0:y1, x0:x1] - pixels(tmp_path / "c45.png")[y0:y1, x0:x1]).max() > 30
+
+
+def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_cli):
+    whole, sharded = tmp_path / "whole", tmp_path / "sharded"
+    args = [*FEW, "--limit", "3", *TINY]
+    assert run_cli(["candle", "render", "--out", str(whole), *args])[0] == 0
+    for shard in ("1/2", "0/2"):  # machines sharing a folder: each continues it with its shard
+        code, _, stderr = run_cli(["candle", "render", "--out", str(sharded), *args, "--shard", shard, "--resume"])
+        assert code == 0, stderr
+    names = sorted(p.name for p in whole.glob("*.png"))
+    assert names == sorted(p.name for p in sharded.glob("*.png")) and len(names) == 3
+    for name in names:
+        assert np.array_equal(pixels(whole / name), pixels(sharded / name))
+        stem = name[:-4]
+        assert json.loads((whole / f"{stem}.json").read_text()) == json.loads((sharded / f"{stem}.json").read_text())
+    # two local worker processes, each with one thread: the same pixels again
+    workers = tmp_path / "workers"
+    code, stdout, stderr = run_cli(["candle", "render", "--out", str(workers), *args, "--workers", "2"])
+    assert code == 0, stderr
+    for name in names:
+        assert np.array_equal(pixels(whole / name), pixels(workers / name))
+    assert read_folder(workers, 8)["image"].shape[0] == 3  # the hidden .render/ state is not read
+
+
+def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, run_cli):
+    out = tmp_path / "render"
+    args = [*FEW, "--limit", "4", *TINY]
+    assert run_cli(["candle", "render", "--out", str(out), *args])[0] == 0
+    stems = sorted(p.stem for p in out.glob("*.png"))
+    kept = {stem: (out / f"{stem}.png").stat().st_mtime_ns for stem in stems[1:]}
+    (out / f"{stems[0]}.png").unlink()  # as if stopped between an image and its JSON
+    (out / f".{stems[0]}.png.part").write_bytes(b"half an image")
+    code, stdout, _ = run_cli(["candle", "render", "--out", str(out), *args])
+    assert code == 1  # an existing folder needs --resume or --overwrite
+    code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *args, "--resume"])
+    assert code == 0, stderr
+    assert "rendered 1 image (3 already there) of 4" in stdout
+    assert (out / f"{stems[0]}.png").exists() and not (out / f".{stems[0]}.png.part").exists()
+    assert {stem: (out / f"{stem}.png").stat().st_mtime_ns for stem in stems[1:]} == kept
+    code, _, stderr = run_cli(
+        ["candle", "render", "--out", str(out), *FEW, "--resume", "--resolution", "64x48", "--samples", "3"]
+    )
+    assert code == 1 and "samples 2, not 3" in stderr and len(stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--resolution", "10x10"], "--resolution"),
+        (["--shard", "2/2"], "--shard"),
+        (["--grid", "colour=red"], "unknown factor 'colour'"),
+        (["--grid", "rotation=10"], "rotation has no value '10'"),
+        (["--limit", "0"], "--limit"),
+        (["--samples", "0"], "--samples"),
+        (["--address", "auto"], "--address: only with --backend ray"),
+    ],
+)
+def test_bad_options_are_one_line_errors_and_write_nothing(tmp_path, run_cli, args, message):
+    out = tmp_path / "render"
+    code, _, stderr = run_cli(["candle", "render", "--out", str(out), *args])
+    assert code == 1 and message in stderr and len(stderr.strip().splitlines()) == 1
+    assert not out.exists()
+
+
+def write_hdr(path: Path, rgb: np.ndarray) -> None:
+    """A Radiance .hdr file, flat (uncompressed) RGBE scanlines."""
+    height, width, _ = rgb.shape
+    top = rgb.max(axis=2)
+    exponent = np.where(top > 1e-32, np.ceil(np.log2(np.maximum(top, 1e-32))), -128).astype(int)
+    mantissa = np.where(top[..., None] > 1e-32, rgb / np.exp2(exponent)[..., None] * 255.999, 0)
+    rgbe = np.concatenate([mantissa.astype(np.uint8), (exponent + 128).clip(0, 255).astype(np.uint8)[..., None]], 2)
+    header = f"#?RADIANCE\nFORMAT=32-bit_rle_rgbe\n\n-Y {height} +X {width}\n".encode()
+    path.write_bytes(header + rgbe.tobytes())
+
+
+def test_hdri_panoramas_replace_the_procedural_scenes(tmp_path, run_cli):
+    panoramas = tmp_path / "hdri"
+    panoramas.mkdir()
+    sky = np.ones((16, 32, 3), np.float32) * np.array([0.2, 0.4, 1.0], np.float32)  # a blue world
+    write_hdr(panoramas / "indoor.hdr", sky)
+    out = tmp_path / "render"
+    code, _, stderr = run_cli(
+        ["candle", "render", "--out", str(out), "--hdri-dir", str(panoramas), *FEW, "--limit", "1", *TINY]
+    )
+    assert code == 0, stderr
+    image = pixels(next(out.glob("*.png")))
+    top = image[:5].reshape(-1, 3).mean(axis=0)  # the top rows show the panorama
+    assert top[2] > top[0] + 40, top  # blue, not the indoor wall's beige
+    # every scene rendered needs its panorama
+    code, _, stderr = run_cli(["candle", "render", "--out", str(tmp_path / "x"), "--hdri-dir", str(panoramas)])
+    assert code == 1 and "no playground.hdr" in stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_confounded_subset_keeps_two_colours_per_object():
+    points = select_points(subset="confounded")
+    assert len(points) == 1620  # 10 of the 25 object-colour pairs
+    pairs = {(p["object"], p["color"]) for p in points}
+    assert pairs == {
+        ("cube", "red"), ("cube", "blue"), ("sphere", "blue"), ("sphere", "yellow"), ("cylinder", "yellow"),
+        ("cylinder", "purple"), ("cone", "purple"), ("cone", "orange"), ("torus", "orange"), ("torus", "red"),
+    }  # fmt: skip
+    assert len({p["index"] for p in points}) == 1620
+
+
+def test_ray_backend_renders_the_same_images(tmp_path):
+    pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'repscope[ray]'")
+    settings = RenderSettings(resolution=(48, 36), samples=1, device="cpu")
+    points = select_points(["object=cone", "size=small", "rotation=0", "scene=outdoor"], limit=2)
+    local, remote = tmp_path / "local", tmp_path / "ray"
+    render_grid(local, settings, points, progress=False)
+    os.environ.setdefault("RAY_DISABLE_IMPORT_WARNING", "1")
+    summary = render_grid(remote, settings, points, backend="ray", workers=1, progress=False)
+    assert summary["rendered"] == 2
+    for point in points:
+        name = f"{image_stem(point['index'])}.png"
+        assert np.array_equal(pixels(local / name), pixels(remote / name))
+
+
+def test_settings_identity_names_what_the_images_depend_on():
+    one = RenderSettings(threads=1, device="cpu").identity()
+    assert one == RenderSettings(threads=4, device="auto").identity()  # where it renders is not identity
+    assert one != RenderSettings(samples=16).identity()
+    assert set(one) == {"resolution", "samples", "denoise", "hdri_dir", "seed"}
