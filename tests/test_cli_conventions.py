@@ -65,7 +65,13 @@ def test_help_lists_choices_and_out(command, shown):
     assert result.exit_code == 0
     for text in shown:
         assert text in result.output, text
-    assert "--output" not in result.output  # the former name stays hidden
+
+
+def test_the_former_option_names_are_gone(tmp_path):
+    # --output (morpho measure) and --dest (data download) were aliases of --out before 0.1.0
+    assert invoke("morpho", "measure", "mnist-sample", "--output", tmp_path / "m.csv").exit_code == 2
+    assert invoke("data", "download", "mnist", "--dest", tmp_path / "d").exit_code == 2
+    assert not any(tmp_path.iterdir())
 
 
 def test_a_value_outside_the_choices_is_refused():
@@ -212,7 +218,7 @@ def test_measure_refuses_then_overwrites(digits, tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err == f"repscope: error: --out {out}: exists; pass --overwrite to replace it"
     assert out.read_text() == "mine"
-    assert invoke("morpho", "measure", digits, "--output", out, "--overwrite").exit_code == 0  # former name
+    assert invoke("morpho", "measure", digits, "--out", out, "--overwrite").exit_code == 0
     assert out.read_bytes() == first
 
 
@@ -367,3 +373,146 @@ def test_openmp_waits_passively_only_beside_busy_cores_and_keeps_the_users_choic
         env["OMP_WAIT_POLICY"] = preset
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split() == [str(expected == "PASSIVE" and preset is None), str(expected)]
+
+
+# --------------------------------------------------------------------------------------------
+# config-driven commands: one builder, the same options everywhere (read from the registry)
+
+TRAINER_OPTIONS = {"--accelerator", "--devices", "--num-nodes", "--precision", "--deterministic", "--logger"}
+
+
+def _click_command(words):
+    import typer
+
+    node = typer.main.get_command(app)
+    for word in words:
+        node = node.commands[word]
+    return node
+
+
+def _options(command):
+    return {option for param in command.params for option in (*param.opts, *param.secondary_opts)}
+
+
+def test_every_config_driven_command_offers_the_same_options():
+    from repscope.studies.registry import COMMANDS
+
+    assert {" ".join(entry.words) for entry in COMMANDS} >= {
+        "train",
+        "mmvae train",
+        "mmvae sweep",
+        "invariance repo build",
+    }
+    for entry in COMMANDS:
+        name = " ".join(entry.words)
+        options = _options(_click_command(entry.words))
+        assert {"--set", "--print-config", "--out", "-o", "--overwrite"} <= options, name
+        assert ("--quick" in options) == bool(entry.quick), name
+        assert ("--resume" in options) == entry.resumable, name
+        assert (TRAINER_OPTIONS <= options) == entry.trains and (TRAINER_OPTIONS & options) <= (
+            TRAINER_OPTIONS if entry.trains else set()
+        ), name
+        assert ("--max-epochs" in options) == entry.max_epochs, name
+        if entry.trains:  # the trainer flags are shown together
+            params = [p for p in _click_command(entry.words).params if set(p.opts) & TRAINER_OPTIONS]
+            assert {p.rich_help_panel for p in params} == {"Trainer"}, name
+
+
+def test_every_command_with_the_config_options_is_in_the_registry():
+    from repscope.studies.registry import COMMANDS
+
+    registered = {entry.words for entry in COMMANDS}
+    found = set()
+
+    def walk(command, words):
+        if hasattr(command, "commands"):  # a group
+            for word, child in command.commands.items():
+                walk(child, (*words, word))
+        elif {"--set", "--print-config"} & _options(command):
+            found.add(words)
+
+    walk(_click_command(()), ())
+    assert found == registered
+
+
+def test_the_shared_options_are_defined_only_by_the_builder():
+    import repscope.cli
+
+    builder = Path(repscope.cli.__file__).with_name("studies.py")
+    for path in Path(repscope.cli.__file__).parent.glob("*.py"):
+        if path == builder:
+            continue
+        source = path.read_text(encoding="utf-8")
+        for option in ("--accelerator", "--devices", "--precision", "--logger", "--print-config", "--max-epochs"):
+            assert f'"{option}' not in source, f"{path.name} defines {option}"
+        assert '"--set"' not in source and '"--quick"' not in source, path.name
+
+
+@pytest.mark.parametrize(
+    "argv, key, value",
+    [
+        (["mmvae", "train", "--quick", "--epochs", "2", "--accelerator", "cpu"], "epochs", 2),
+        (["mmvae", "sweep", "--set", "latent_dim=3", "--devices", "0,1"], "trainer", {"devices": [0, 1]}),
+        (["invariance", "repo", "build", "-o", "unused", "--quick", "--set", "count=2"], "count", 2),
+    ],
+)
+def test_the_moved_commands_print_their_config(capsys, argv, key, value):
+    import yaml
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--print-config"])
+    assert exit_info.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    if isinstance(value, dict):
+        assert value.items() <= printed[key].items()
+    else:
+        assert printed[key] == value
+    assert not Path("unused").exists()
+
+
+def test_train_prints_its_config_with_the_trainer_flags(tmp_path, capsys):
+    import yaml
+
+    config = tmp_path / "c.yaml"
+    config.write_text(yaml.safe_dump({"model": {"name": "mlp"}, "data": {"name": "digits"}}))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", str(config), "--max-epochs", "3", "--precision", "bf16-mixed", "--print-config"])
+    assert exit_info.value.code in (0, None)
+    printed = yaml.safe_load(capsys.readouterr().out)
+    assert printed["trainer"]["max_epochs"] == 3 and printed["trainer"]["precision"] == "bf16-mixed"
+    with pytest.raises(SystemExit) as exit_info:
+        main(["train", "--print-config"])  # CONFIG is required
+    assert exit_info.value.code == 2
+
+
+def test_repo_build_runs_through_the_builder_and_follows_the_output_rule(tmp_path, monkeypatch):
+    """The command's wiring (output rule, --resume, run arguments, what it prints), with the repository's
+    build replaced by a stand-in bound to its real signature (its training is tested in tests/invariance)."""
+    import inspect
+    from types import SimpleNamespace
+
+    import repscope.studies.invariance.repo as repo_module
+
+    signature = inspect.signature(repo_module.build_repository)
+    calls = []
+
+    def build(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)  # a keyword the real function does not take fails here
+        calls.append(bound.arguments)
+        (Path(bound.arguments["out"]) / "summary.csv").parent.mkdir(parents=True, exist_ok=True)
+        (Path(bound.arguments["out"]) / "summary.csv").write_text("name\n")
+        return SimpleNamespace(status={"model-000": "done", "model-001": "failed"}, failed=[])
+
+    build.__signature__ = signature
+    monkeypatch.setattr(repo_module, "build_repository", build)
+    out = tmp_path / "repo"
+    first = invoke("invariance", "repo", "build", "--set", "count=2", "-o", out, "--workers", "2", "--quick")
+    assert first.exit_code == 0, first.output
+    assert "1 of 2 models built; failed: 0" in first.output and f"summary: {out / 'summary.csv'}" in first.output
+    assert calls[0]["out"] == out and calls[0]["workers"] == 2 and calls[0]["backend"] == "local"
+    assert calls[0]["config"].count == 2 and calls[0]["config"].epochs == [1]  # --set, then --quick
+    refused = invoke("invariance", "repo", "build", "-o", out)
+    assert refused.exit_code == 1 and len(calls) == 1
+    assert invoke("invariance", "repo", "build", "-o", out, "--resume").exit_code == 0 and calls[1]["out"] == out
+    replaced = invoke("invariance", "repo", "build", "-o", out, "--overwrite")
+    assert replaced.exit_code == 0 and calls[2]["out"] != out and (out / "summary.csv").is_file()

@@ -170,7 +170,7 @@ def test_registry_holds_the_published_checksums():
 
 def test_cli_download(fake_mnist_mirror, tmp_path):
     dest = tmp_path / "cli-mnist"
-    result = CliRunner().invoke(repscope.cli.app, ["data", "download", "mnist", "--dest", str(dest)])
+    result = CliRunner().invoke(repscope.cli.app, ["data", "download", "mnist", "--out", str(dest)])
     assert result.exit_code == 0, result.output
     assert f"ready in {dest}" in result.output
     assert len(load_source(str(dest))) == 42

@@ -307,6 +307,9 @@ def test_infogan_makes_codes_recoverable(infogan, digits):
     assert np.allclose(inferred["c1_probabilities"].sum(1), 1, atol=1e-5)
     assert set(np.unique(inferred["c4"])) <= {0.0, 1.0} and inferred["c2_std"].min() > 0
     assert np.array_equal(inferred["c5"], (inferred["c5_probability"] > 0.5).astype(np.float32))
+    encoded = task.encode(digits[0][:20])  # the same codes as one array, columns c1..c5
+    assert encoded.dtype == np.float32 and encoded.shape == (20, 5)
+    assert all(np.array_equal(encoded[:, j], inferred[c].astype(np.float32)) for j, c in enumerate(inferred) if j < 5)
 
 
 @pytest.mark.parametrize("name", ["vae", "gan", "infogan"])
@@ -332,13 +335,20 @@ def test_infogan_codes_regenerate_their_samples(infogan):
         and set(codes) == {"c1", "c2", "c3", "c4", "c5"}
     )
     noise = task.sample_noise(6, seed=11)
-    assert np.array_equal(task.generate(codes, noise), images)
-    traversal = task.generate(
+    assert np.array_equal(task.decode(codes, noise), images)
+    traversal = task.decode(
         {**{k: np.repeat(v[:1], 10) for k, v in codes.items()}, "c1": np.arange(10)}, np.repeat(noise[:1], 10, axis=0)
     )
     assert traversal.shape == (10, 28, 28) and np.array_equal(traversal[codes["c1"][0]], images[0])
     with pytest.raises(InvalidArgumentError, match="c1"):
-        task.generate({**codes, "c1": np.full(6, 10)}, noise)
+        task.decode({**codes, "c1": np.full(6, 10)}, noise)
+    # the same codes as one (n, D) array in code_columns() order, as encode gives them
+    columns = task.code_spec.code_columns()
+    array = np.stack([codes[c].astype(np.float32) for c in columns], axis=1)
+    assert np.array_equal(task.decode(array, noise), images)
+    assert not np.array_equal(task.decode(array), images)  # default noise: zeros, not the sampled noise
+    with pytest.raises(InvalidArgumentError, match=r"expected shape \(n, 5\)"):
+        task.decode(array[:, :4])
 
 
 def test_bad_images_are_clear_errors(lenet):

@@ -14,7 +14,7 @@ from repscope.cli import app, main
 from repscope.config import apply_overrides, load_config, shipped_config_path
 from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError
 from repscope.train.config import TrainConfig
-from repscope.train.run import load_task, read_checkpoint, train
+from repscope.train.run import fit, load_task, read_checkpoint
 
 SMALL_DATA = {
     "name": "digits",
@@ -97,7 +97,7 @@ def test_shipped_configs_are_valid():
 def lenet_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("train")
     config = load_config(write_config(root / "lenet.yaml"), TrainConfig)
-    return train(config, out=root / "run"), root
+    return fit(config, out=root / "run"), root
 
 
 def test_training_writes_the_run_directory_and_learns(lenet_run):
@@ -143,14 +143,14 @@ def test_reloaded_final_weights_give_the_same_outputs(lenet_run):
 def test_resume_continues_from_the_last_checkpoint(lenet_run, tmp_path):
     outcome, root = lenet_run
     config = load_config(root / "lenet.yaml", TrainConfig, ["trainer.max_epochs=3"])
-    resumed = train(config, out=outcome.run.root, resume=True)
+    resumed = fit(config, out=outcome.run.root, resume=True)
     curves = pd.read_csv(outcome.run.root / "tables" / "training_curves.csv")
     assert resumed.metrics["epochs"] == 3 and list(curves["epoch"]) == [0, 1, 2]
     changed = load_config(root / "lenet.yaml", TrainConfig, ["trainer.max_epochs=4", "batch_size=16"])
     with pytest.raises(InvalidArgumentError, match="config differs"):
-        train(changed, out=outcome.run.root, resume=True)
+        fit(changed, out=outcome.run.root, resume=True)
     with pytest.raises(OutputExistsError):
-        train(config, out=outcome.run.root)
+        fit(config, out=outcome.run.root)
 
 
 def test_corrupt_and_mismatched_checkpoints_are_clear_errors(lenet_run, tmp_path):
@@ -182,7 +182,7 @@ def test_supervised_model_needs_a_target(tmp_path):
         tmp_path / "c.yaml", data={"name": "digits", "params": {"max_train": 50, "max_test": 20, "target": "none"}}
     )
     with pytest.raises(InvalidArgumentError, match="data.params.target"):
-        train(load_config(path, TrainConfig), out=tmp_path / "run")
+        fit(load_config(path, TrainConfig), out=tmp_path / "run")
 
 
 def test_cli_train_with_flags_and_one_line_errors(tmp_path, capsys):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import json
 import os
 import re
 import sys
@@ -32,13 +33,16 @@ import pandas as pd
 import yaml
 
 from repscope import __version__
-from repscope.errors import InvalidArgumentError, OutputExistsError
+from repscope.config import read_yaml_mapping
+from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError
 from repscope.fileio import TEMP_PREFIX, write_bytes_atomic, write_json_atomic, write_text_atomic
 from repscope.outputs import prepare_output
 from repscope.report.figures import save_png_bytes
 
 TIMESTAMP_FORMAT = "%Y%m%d-%H%M%S"
 FIGURE_DPI = 110
+CONFIG_FILE = "config.yaml"
+METRICS_FILE = "metrics.json"
 
 # Names become single file names: a letter or digit first (no hidden or temporary names), then
 # letters, digits, '_', '-', '.'; '..' is refused separately.
@@ -207,11 +211,11 @@ class RunDirectory:
 
     @property
     def config_path(self) -> Path:
-        return self.root / "config.yaml"
+        return self.root / CONFIG_FILE
 
     @property
     def metrics_path(self) -> Path:
-        return self.root / "metrics.json"
+        return self.root / METRICS_FILE
 
     @property
     def report_path(self) -> Path:
@@ -298,6 +302,68 @@ class RunDirectory:
         return os.fspath(self.root)
 
 
+# --------------------------------------------------------------------------------------------
+# reading back (a training run's typed reader is repscope.train.reader.open_run)
+
+
+def read_config(run_dir: Path | str) -> dict[str, Any]:
+    """The ``config.yaml`` mapping of any run directory, as written (the caller validates it against its
+    own schema).
+
+    Parameters
+    ----------
+    run_dir : pathlib.Path or str
+        The run directory.
+
+    Returns
+    -------
+    dict
+        The top-level mapping, ``repscope_version`` included; empty for an empty file.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``run_dir`` holds no ``config.yaml``.
+    DataFormatError
+        When the file is unreadable, not UTF-8, not YAML or not a mapping (the message names it).
+    """
+    path = Path(run_dir) / CONFIG_FILE
+    if not path.is_file():
+        raise InvalidArgumentError(f"{run_dir}: no {CONFIG_FILE}; not a run directory")
+    return read_yaml_mapping(path)
+
+
+def read_metrics(run_dir: Path | str) -> dict[str, Any]:
+    """The ``metrics.json`` of any run directory: its headline numbers by name.
+
+    Parameters
+    ----------
+    run_dir : pathlib.Path or str
+        The run directory.
+
+    Returns
+    -------
+    dict
+        The JSON object (``NaN`` / ``Infinity`` read back as floats); empty when the run wrote no
+        ``metrics.json`` (it has not finished).
+
+    Raises
+    ------
+    DataFormatError
+        When the file is unreadable, not JSON or not a JSON object (the message names it).
+    """
+    path = Path(run_dir) / METRICS_FILE
+    if not path.is_file():
+        return {}
+    try:
+        metrics = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise DataFormatError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(metrics, dict):
+        raise DataFormatError(f"{path}: not a JSON object of metrics, found {type(metrics).__name__}")
+    return metrics
+
+
 def _claim_new_directory(root: Path, kind: str, now: datetime) -> Path:
     """Create and return ``root/<kind>-<time>`` or the first free ``-2``, ``-3``, ... variant.
 
@@ -334,4 +400,14 @@ def _close_figure(fig: Any) -> None:
             pass
 
 
-__all__ = ["RunDirectory", "validate_name", "to_plain", "FIGURE_DPI", "TIMESTAMP_FORMAT"]
+__all__ = [
+    "RunDirectory",
+    "read_config",
+    "read_metrics",
+    "validate_name",
+    "to_plain",
+    "CONFIG_FILE",
+    "METRICS_FILE",
+    "FIGURE_DPI",
+    "TIMESTAMP_FORMAT",
+]

@@ -56,11 +56,11 @@ from typing import Any, Literal
 import pandas as pd
 
 from repscope import version_stamp
-from repscope.data.registry import resolve
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import check_writable_dir, write_json_atomic, write_text_atomic
 from repscope.pools import stop_now
 from repscope.progress import progress_bar, progress_mode
+from repscope.registry import resolve
 from repscope.resources import THREADS_ENV, configure_torch_threads, resolve_jobs, usable_cores
 
 DONE_MARKER = "sweep-done.json"

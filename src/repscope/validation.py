@@ -14,7 +14,9 @@ are judged by the same rules and refused with the same messages:
   channels-last ``(H, W, 3)`` (channels-first ``(N, 3, H, W)``, what torch decoders return, is
   transposed);
 * **conversion**: :func:`to_float01` (uint8 / 255) and :func:`to_uint8` (``round(255 x)``,
-  clipped to [0, 255]).
+  clipped to [0, 255]);
+* **factors and codes**: :func:`check_factors_codes`, the one rule every factor/code metric
+  (those of :mod:`repscope.metrics.registry`) applies at its boundary.
 
 Every function is numpy-only: a torch tensor is accepted by duck typing
 (``.detach().cpu().numpy()``), so this module imports no framework. Failures raise ``error``
@@ -34,9 +36,11 @@ from repscope.errors import InvalidArgumentError, RepscopeError
 
 __all__ = [
     "as_array",
+    "check_factors_codes",
     "check_image",
     "check_images",
     "check_pixel_values",
+    "check_training_factors",
     "to_float01",
     "to_uint8",
 ]
@@ -323,3 +327,143 @@ def to_uint8(array: Any) -> np.ndarray:
         return array
     values = np.clip(array.astype(np.float64, copy=False), 0.0, 1.0) * 255.0
     return np.rint(np.nan_to_num(values, nan=0.0)).astype(np.uint8)
+
+
+# whole-number floats up to this magnitude convert to int64 exactly (float64 has a 53-bit significand)
+_MAX_WHOLE_FLOAT = 2.0**53
+
+
+def _factor_code_matrix(value: Any, name: str, columns: str) -> np.ndarray:
+    """``value`` as a 2-D numeric array ``(N, columns)``, refused with a message naming ``name`` otherwise."""
+    array = as_array(value, name)
+    if array.dtype.kind not in "biuf":
+        raise InvalidArgumentError(f"{name}: expected real numbers, got dtype {array.dtype}")
+    if array.ndim != 2:
+        advice = f"; pass {name}.reshape(-1, 1) for a single column" if array.ndim == 1 else ""
+        raise InvalidArgumentError(
+            f"{name}: expected a 2-D array (N samples, {columns}), got shape {array.shape}{advice}"
+        )
+    if array.shape[1] < 1:
+        raise InvalidArgumentError(f"{name}: expected at least one column, got shape {array.shape}")
+    return array
+
+
+def _check_finite(array: np.ndarray, name: str) -> None:
+    if array.dtype.kind == "f" and not np.all(np.isfinite(array)):
+        row, column = np.argwhere(~np.isfinite(array))[0]
+        raise InvalidArgumentError(
+            f"{name}: column {column} holds NaN or infinite values (first in row {row}); every value must be finite"
+        )
+
+
+def check_factors_codes(
+    factors: Any,
+    codes: Any,
+    *,
+    discrete_factors: bool = True,
+    continuous_option: str | None = None,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The (factors, codes) rule every factor/code metric shares, checked at the metric's boundary.
+
+    The rule, and why:
+
+    * **shapes**: ``factors`` is ``(N, K)`` and ``codes`` ``(N, L)``, both 2-D with at least one column
+      and the same number of rows. A 1-D array is refused (with the ``reshape`` to pass): ``(N,)``
+      could be one column or one sample, and scikit-learn refuses a 1-D ``X`` for the same reason.
+    * **samples**: ``N >= 2``; no metric is defined on one sample (a factor cannot vary).
+    * **numbers**: bool, integer or float dtypes; no NaN or infinity in either array (the message names
+      the column and the first row that holds one).
+    * **discrete factors** (``discrete_factors=True``): integer class labels; whole-number floats are
+      accepted. Metrics that discretise continuous factors themselves pass ``discrete_factors=False``.
+    * **a constant factor is refused**, naming its column: a factor that takes one value in every row
+      gives a code nothing to capture, and no metric is defined for it -- MIG divides by its entropy
+      ``H(v) = 0``, SAP's and DCI's classifiers need two classes, IRS would score a factor that is never
+      intervened on and UC would attribute latents to it. Drop the column (``codes_of_run`` drops
+      the factors that are constant over its draw).
+    * **a constant code is accepted**: a collapsed latent is a normal outcome of training, and every
+      metric defines its share (IRS drops it, its mutual information and SAP score are 0, its DCI
+      importance is 0).
+
+    Parameters
+    ----------
+    factors : array-like or tensor of shape (N, K)
+        Ground-truth factor values, one column per factor.
+    codes : array-like or tensor of shape (N, L)
+        Learned codes, one column per latent.
+    discrete_factors : bool, default True
+        Require integer-valued factors (class labels).
+    continuous_option : str, optional
+        The metric's option for continuous factors (e.g. ``"continuous_factors=True"``), named in the
+        message that refuses non-integer factors.
+
+    Returns
+    -------
+    (numpy.ndarray, numpy.ndarray)
+        ``factors`` as int64 (``discrete_factors=True``) or float64, and ``codes`` as float64; the
+        values are those given (a whole-number float converts exactly).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a rule above is broken; the message starts with the argument (``"factors: "`` or
+        ``"codes: "``) and names the offending column where there is one.
+    """
+    factor_array = _factor_code_matrix(factors, "factors", "K factors")
+    code_array = _factor_code_matrix(codes, "codes", "L latents")
+    num_rows = factor_array.shape[0]
+    if code_array.shape[0] != num_rows:
+        raise InvalidArgumentError(f"codes: has {code_array.shape[0]} rows but factors has {num_rows}")
+    if num_rows < 2:
+        raise InvalidArgumentError(f"factors: needs at least 2 rows (samples), got {num_rows}")
+    _check_finite(factor_array, "factors")
+    _check_finite(code_array, "codes")
+    if discrete_factors and factor_array.dtype.kind == "f":
+        whole = (factor_array == np.round(factor_array)) & (np.abs(factor_array) < _MAX_WHOLE_FLOAT)
+        if not np.all(whole):
+            row, column = np.argwhere(~whole)[0]
+            option = f"; pass {continuous_option} for continuous factors" if continuous_option else ""
+            raise InvalidArgumentError(
+                f"factors: column {column} holds {factor_array[row, column].item()} in row {row}; expected integer "
+                f"factor classes (whole-number floats are accepted){option}"
+            )
+    constant = np.flatnonzero(np.all(factor_array == factor_array[:1], axis=0)).tolist()
+    if constant:
+        values = [factor_array[0, column].item() for column in constant]
+        which = (
+            f"column {constant[0]} takes the single value {values[0]}"
+            if len(constant) == 1
+            else f"columns {constant} each take a single value ({', '.join(map(str, values))})"
+        )
+        raise InvalidArgumentError(
+            f"factors: {which} in all {num_rows} rows; a constant factor has nothing for a code to capture and "
+            "the metrics are undefined for it: drop the column"
+        )
+    factor_array = factor_array.astype(np.int64 if discrete_factors else np.float64, copy=False)
+    return factor_array, code_array.astype(np.float64, copy=False)
+
+
+def check_training_factors(factors_train: np.ndarray) -> None:
+    """The rule of metrics that fit a classifier per factor on the first rows (DCI, SAP, explicitness).
+
+    Every factor must take at least two values among the training rows: a classifier needs two
+    classes. A factor that varies over all rows (:func:`check_factors_codes`) can still be constant in
+    the first ones when the rows are sorted by factor value.
+
+    Parameters
+    ----------
+    factors_train : numpy.ndarray of shape (n_train, K)
+        The checked factors' training rows.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the first factor column that takes a single value in the training rows.
+    """
+    for column in range(factors_train.shape[1]):
+        values = np.unique(factors_train[:, column])
+        if values.size < 2:
+            raise InvalidArgumentError(
+                f"factors: column {column} takes the single value {values[0].item()} in the {len(factors_train)} "
+                "training rows (the first rows of the array); a classifier needs two classes: pass rows in random "
+                "order so that the training rows hold several classes of every factor"
+            )

@@ -157,8 +157,8 @@ def test_same_seed_same_result_and_threads_change_nothing():
     assert dci(factors, codes, n_jobs=2, **FAST) == sequential
 
 
-def test_whole_number_floats_one_dimensional_inputs_and_split_size():
-    factors = grid_factors()[:, 0]
+def test_whole_number_floats_one_column_inputs_and_split_size():
+    factors = grid_factors()[:, :1]
     codes = disentangled_codes(factors.astype(float))
     result = dci(factors.astype(np.float32), codes, train_fraction=0.5, **FAST)
     assert result["params"]["n_train"] == 150
@@ -166,6 +166,11 @@ def test_whole_number_floats_one_dimensional_inputs_and_split_size():
     # one factor and one code: both scores are 1 by convention (disentanglement_lib: NaN)
     assert result["dci_disentanglement"] == 1.0
     assert result["dci_completeness"] == 1.0
+    # a 1-D array is refused, as every factor/code metric refuses it (check_factors_codes): one column or one row?
+    with pytest.raises(InvalidArgumentError, match=r"^factors: expected a 2-D array.*reshape\(-1, 1\)"):
+        dci(factors[:, 0], codes, **FAST)
+    with pytest.raises(InvalidArgumentError, match=r"^codes: expected a 2-D array.*reshape\(-1, 1\)"):
+        dci(factors, codes[:, 0], **FAST)
 
 
 def test_split_is_positional_first_rows_train():

@@ -224,15 +224,17 @@ def test_input_errors(metric):
         metric(factors + 0.5, codes)
     bad = codes.copy()
     bad[3, 1] = np.nan
-    with pytest.raises(InvalidArgumentError, match="codes holds NaN"):
+    with pytest.raises(InvalidArgumentError, match=r"^codes: column 1 holds NaN or infinite values \(first in row 3\)"):
         metric(factors, bad)
-    with pytest.raises(InvalidArgumentError, match="same number of rows"):
+    with pytest.raises(
+        InvalidArgumentError, match=rf"^codes: has {len(codes) - 1} rows but factors has {len(factors)}"
+    ):
         metric(factors, codes[:-1])
-    with pytest.raises(InvalidArgumentError, match=r"single value"):
+    with pytest.raises(InvalidArgumentError, match=r"^factors: column 2 takes the single value"):
         metric(np.hstack([factors, np.zeros((len(factors), 1))]), codes)
-    with pytest.raises(InvalidArgumentError, match="codes must have shape"):
+    with pytest.raises(InvalidArgumentError, match=r"^codes: expected a 2-D array"):
         metric(factors, codes[:, :, None])
-    with pytest.raises(InvalidArgumentError, match="factors must hold real numbers"):
+    with pytest.raises(InvalidArgumentError, match=r"^factors: expected real numbers"):
         metric(np.full(factors.shape, "a"), codes)
 
 

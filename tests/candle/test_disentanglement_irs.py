@@ -93,7 +93,9 @@ def test_constant_latent_dropped_and_all_constant():
 @pytest.mark.parametrize("num_values", [7, 1500])  # 1500 distinct values takes the fully vectorised sort
 def test_vectorised_matches_reference_loop(diff_quantile, num_values):
     rng = np.random.default_rng(num_values)
-    factors = np.column_stack([rng.integers(0, num_values, 3000), rng.integers(0, 3, 3000), np.zeros(3000, int)])
+    # factor 2: one group of 2999 rows and one of a single row (a constant factor is refused, check_factors_codes)
+    nearly_constant = np.r_[1, np.zeros(2999, int)]
+    factors = np.column_stack([rng.integers(0, num_values, 3000), rng.integers(0, 3, 3000), nearly_constant])
     codes = rng.standard_normal((3000, 6)) * [1, 10, 0.1, 1, 1, 1]
     codes[:, 3] = -1.5
     codes[:, 4] = np.round(codes[:, 4])  # ties among deviations

@@ -92,7 +92,7 @@ class RecordingDecoder:
         self.square, _ = encode_captions(["square"])
         self.heart, _ = encode_captions(["heart"])
 
-    def decode_latents(self, z):
+    def decode(self, z):
         z = np.asarray(z)
         self.given.append(z.copy())
         grey = 1.0 / (1.0 + np.exp(-z[:, 0]))

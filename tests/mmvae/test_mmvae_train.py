@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-import yaml
 from typer.testing import CliRunner
 
 from repscope.cli import app
 from repscope.errors import InvalidArgumentError
 from repscope.studies.mmvae.train import MultimodalConfig, load_multimodal_config, quick_config
+from repscope.train import open_run
 
 TINY = [
     "data.train_size=96",
@@ -75,8 +75,11 @@ def test_the_cli_trains_a_run_directory_and_refuses_to_overwrite_it(tmp_path):
     result = runner.invoke(app, arguments)
     assert result.exit_code == 0, result.output
     assert f"run: {out}" in result.output
-    stored = yaml.safe_load((out / "mmvae-config.yaml").read_text())
+    run = open_run(out)  # the multimodal config is recorded in the run's config.yaml
+    assert run.origin["command"] == "mmvae train" and not (out / "mmvae-config.yaml").exists()
+    stored = run.origin["config"]
     assert stored["model"] == "mmvae-plus" and stored["latent_dim"] == 4
+    assert run.model_name == "mmvae-plus" and run.data_arguments["level"] == stored["data"]["level"]
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["model"] == "mmvae-plus" and metrics["epochs"] == 1
     before = (out / "metrics.json").read_bytes()

@@ -8,7 +8,13 @@ import torch
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.multimodal.models import LikelihoodSpec, MultimodalVAE
+from repscope.models.multimodal.models import (
+    LikelihoodSpec,
+    MixtureOfExpertsVAE,
+    MixtureOfProductsVAE,
+    MultimodalVAE,
+    ProductOfExpertsVAE,
+)
 
 CLASSES, FEATURES, LATENT = 4, 8, 2
 
@@ -37,9 +43,9 @@ def toy_data(n: int, seed: int) -> tuple[dict[str, torch.Tensor], torch.Tensor]:
     return {"vector": vector, "label": classes[:, None]}, patterns
 
 
-def make(model: str) -> MultimodalVAE:
+def make(model: type[MultimodalVAE]) -> MultimodalVAE:
     torch.manual_seed(0)
-    net = MultimodalVAE(
+    net = model(
         encoders={"vector": Encoder(FEATURES), "label": LabelEncoder(CLASSES)},
         decoders={
             "vector": nn.Sequential(nn.Linear(LATENT, 32), nn.ReLU(), nn.Linear(32, FEATURES)),
@@ -49,7 +55,6 @@ def make(model: str) -> MultimodalVAE:
         },
         likelihoods={"vector": LikelihoodSpec("gaussian", 0.3), "label": LikelihoodSpec("categorical")},
         latent_dim=LATENT,
-        model=model,
     )
     return net.double()
 
@@ -89,7 +94,14 @@ def assert_both_directions(net, generator: torch.Generator) -> None:
 
 @pytest.mark.parametrize(
     "model, objective, k",
-    [("mvae", "elbo", 1), ("mmvae", "elbo", 1), ("mmvae", "dreg", 4), ("mopoe", "elbo", 1), ("mvae", "iwae", 4)],
+    [
+        (ProductOfExpertsVAE, "elbo", 1),
+        (MixtureOfExpertsVAE, "elbo", 1),
+        (MixtureOfExpertsVAE, "dreg", 4),
+        (MixtureOfProductsVAE, "elbo", 1),
+        (ProductOfExpertsVAE, "iwae", 4),
+    ],
+    ids=["mvae-elbo", "mmvae-elbo", "mmvae-dreg", "mopoe-elbo", "mvae-iwae"],
 )
 def test_each_model_learns_both_directions_of_a_toy_pair(model, objective, k):
     net = make(model)
@@ -98,7 +110,7 @@ def test_each_model_learns_both_directions_of_a_toy_pair(model, objective, k):
 
 def test_missing_modalities_per_example_are_left_out():
     inputs, _ = toy_data(6, seed=3)
-    net = make("mopoe")
+    net = make(MixtureOfProductsVAE)
     present = {"vector": torch.tensor([True, True, False, True, False, True]), "label": torch.ones(6, dtype=torch.bool)}
     mu, logvar, available = net.posterior(inputs, present)
     # subsets (vector), (label), (vector, label): the first and last need the vector
@@ -114,11 +126,16 @@ def test_missing_modalities_per_example_are_left_out():
 
 
 def test_bad_settings_are_refused():
-    with pytest.raises(InvalidArgumentError, match="model"):
-        MultimodalVAE({"a": Encoder(2)}, {"a": nn.Linear(2, 2)}, {"a": LikelihoodSpec()}, 2, "mvea")
+    networks = ({"a": Encoder(2)}, {"a": nn.Linear(2, 2)}, {"a": LikelihoodSpec()}, 2)
+    with pytest.raises(InvalidArgumentError, match="subsampling"):
+        ProductOfExpertsVAE(*networks, subsampling="pairs")
+    with pytest.raises(InvalidArgumentError, match="estimator"):
+        MixtureOfProductsVAE(*networks, estimator="stratifed")
     with pytest.raises(InvalidArgumentError, match="same modalities"):
-        MultimodalVAE({"a": Encoder(2)}, {"b": nn.Linear(2, 2)}, {"a": LikelihoodSpec()}, 2, "mvae")
-    net = make("mvae")
+        ProductOfExpertsVAE({"a": Encoder(2)}, {"b": nn.Linear(2, 2)}, {"a": LikelihoodSpec()}, 2)
+    with pytest.raises(NotImplementedError):  # the shared part alone joins no experts
+        MultimodalVAE(*networks).loss({"a": torch.zeros(3, 2)})
+    net = make(ProductOfExpertsVAE)
     inputs, _ = toy_data(4, seed=0)
     with pytest.raises(InvalidArgumentError, match="objective"):
         net.loss(inputs, objective="vimco")
@@ -137,13 +154,12 @@ def test_image_and_caption_networks_train_on_cdsprites_level_1():
     torch.manual_seed(0)
     image_nets = build_modality_networks("fc-image", tuple(images.shape[1:]), 8, hidden=64)
     text_nets = build_modality_networks("text-transformer", tuple(text.shape[1:]), 8, width=32, layers=1, hidden=64)
-    for model in ("mvae", "mmvae", "mopoe"):
-        net = MultimodalVAE(
+    for model in (ProductOfExpertsVAE, MixtureOfExpertsVAE, MixtureOfProductsVAE):
+        net = model(
             {"image": image_nets[0], "text": text_nets[0]},
             {"image": image_nets[1], "text": text_nets[1]},
             {"image": LikelihoodSpec("gaussian", 0.75), "text": LikelihoodSpec("categorical")},
             8,
-            model,
         )
         optimiser = torch.optim.Adam(net.parameters(), lr=1e-3)
         inputs = {"image": images, "text": text}
@@ -233,7 +249,7 @@ class OracleTask:
     def generate(self, given, seed=0, sample=False):
         return {"image": self.test["image"] / 255.0, "text": self._spoken()}
 
-    def sample_joint(self, n, seed=0):
+    def sample(self, n, seed=0):
         return {"image": self.test["image"][:n] / 255.0, "text": self._spoken()[:n]}
 
 
@@ -272,11 +288,11 @@ def test_evaluate_refuses_what_is_not_a_cdsprites_multimodal_run(tmp_path):
 def test_a_caption_ends_with_two_scored_spaces_and_padding_is_hidden_from_the_encoder():
     from repscope.data.sprites.datasets import cdsprites_dataset
     from repscope.train.datamodule import field_to_tensor
-    from repscope.train.tasks.multimodal import MultimodalVAETask
+    from repscope.train.tasks.multimodal import MoPoETask
 
     data = cdsprites_dataset(level=2, train_size=6, val_size=1, test_size=1)
     specs = {name: {"shape": list(spec.shape), "classes": spec.classes} for name, spec in data.fields.items()}
-    task = MultimodalVAETask("mopoe", field_specs=specs)
+    task = MoPoETask(field_specs=specs)
     arrays = data.batch("train", np.arange(6), ["image", "text", "mask"])
     batch = {name: field_to_tensor(values, data.fields[name].kind) for name, values in arrays.items()}
     inputs, masks, targets = task._inputs(batch)
@@ -343,7 +359,7 @@ def test_dmvae_trains_through_the_framework(tmp_path):
     )
     outcome = fit(config, out=tmp_path / "run")
     assert np.isfinite(outcome.metrics["test_loss"])
-    joint = outcome.task.sample_joint(3, seed=1)
+    joint = outcome.task.sample(3, seed=1)
     assert joint["image"].shape == (3, 3, 64, 64) and joint["text"].shape[0] == 3
     generated = outcome.task.generate({"text": np.zeros((2, *joint["text"].shape[1:]), np.float32)})
     assert generated["image"].shape == (2, 3, 64, 64)

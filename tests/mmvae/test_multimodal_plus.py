@@ -18,7 +18,12 @@ from test_multimodal_models import (
 )
 from torch import nn
 
-from repscope.models.multimodal.models import LikelihoodSpec, MultimodalVAE
+from repscope.models.multimodal.models import (
+    LikelihoodSpec,
+    MixtureOfExpertsVAE,
+    MixtureOfProductsVAE,
+    ProductOfExpertsVAE,
+)
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 
 
@@ -98,17 +103,18 @@ class LinearDecoder(nn.Module):
         return x + OFFSET
 
 
-@pytest.mark.parametrize("model", ["mvae", "mmvae", "mopoe"])
+@pytest.mark.parametrize(
+    "model", [ProductOfExpertsVAE, MixtureOfExpertsVAE, MixtureOfProductsVAE], ids=["mvae", "mmvae", "mopoe"]
+)
 def test_the_log_likelihood_estimate_of_an_exact_posterior_is_the_closed_form(model):
     """log p(x) = log N(x; b, W W^T + sigma^2 I); with the exact posterior every importance weight equals p(x)."""
     torch.manual_seed(0)
     label_decoder = nn.Sequential(nn.Linear(2, CLASSES), nn.Unflatten(1, (1, CLASSES)))
-    net = MultimodalVAE(
-        {"vector": ExactEncoder(with_prior_expert=model == "mvae"), "label": LabelEncoder(CLASSES)},
+    net = model(
+        {"vector": ExactEncoder(with_prior_expert=model is ProductOfExpertsVAE), "label": LabelEncoder(CLASSES)},
         {"vector": LinearDecoder(), "label": label_decoder},
         {"vector": LikelihoodSpec("gaussian", SIGMA, weight=7.0), "label": LikelihoodSpec("categorical")},
         latent_dim=2,
-        model=model,
     ).double()
     x = torch.randn(5, 3, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 2
     covariance = torch.diag(torch.cat([W_DIAGONAL**2, torch.zeros(1, dtype=torch.float64)])) + SIGMA**2 * torch.eye(3)
@@ -137,13 +143,13 @@ def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, na
     for column in ("val_recon_image", "val_recon_text", "val_kl_image", "val_kl_text"):
         assert column in curves
     test = data.batch("test", np.arange(12), ["image", "text", "mask"])
-    latents = task.latents({"image": test["image"], "text": test["text"]})
+    latents = task.encode({"image": test["image"], "text": test["text"]})
     assert latents.shape == (12, 6) and np.isfinite(latents).all()
     # cross-generation from a posterior sample: seeded, and not the posterior mean's decoding
     sampled = task.generate({"text": test["text"]}, seed=3, sample=True)["image"]
     assert np.array_equal(sampled, task.generate({"text": test["text"]}, seed=3, sample=True)["image"])
     assert not np.allclose(sampled, task.generate({"text": test["text"]}, seed=3)["image"])
-    decoded = task.decode_latents(latents[:3])
+    decoded = task.decode(latents[:3])
     assert decoded["image"].shape == (3, 3, 64, 64) and decoded["text"].shape[0] == 3
     # the mean of the importance weights grows with K (Burda et al.'s bound tightens; averaged over examples)
     given = {"image": test["image"], "text": test["text"]}
@@ -169,12 +175,11 @@ def test_mvae_sums_the_joint_and_the_subsampled_subsets(subsampling, terms):
         def forward(self, x):
             return self.linear(x).chunk(2, dim=-1)
 
-    net = MultimodalVAE(
+    net = ProductOfExpertsVAE(
         {n: Split(e) for n, (e, _) in coders.items()},
         {n: d for n, (_, d) in coders.items()},
         {n: LikelihoodSpec() for n in coders},
         2,
-        "mvae",
         subsampling=subsampling,
     )
     calls = []
@@ -204,8 +209,8 @@ def test_the_sampled_mixture_estimator_decodes_once_and_has_the_stratified_mean(
     from test_multimodal_models import make
 
     inputs, _ = toy_data(64, seed=4)
-    stratified = make("mopoe")
-    sampled = make("mopoe")
+    stratified = make(MixtureOfProductsVAE)
+    sampled = make(MixtureOfProductsVAE)
     sampled.estimator = "sampled"
     decodes = []
     original = sampled.decode

@@ -60,6 +60,9 @@ def _register_areas() -> None:
     from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
     from repscope.cli import zeroshot as zeroshot_cli
+    from repscope.models.registry import MODELS
+
+    multimodal_names = [name for name, entry in MODELS.items() if entry.family == "multimodal"]
 
     app.add_typer(data_cli.app, name="data", help="Data sources: inspect, download.")
     app.add_typer(morpho_cli.app, name="morpho", help="Morpho-MNIST: measure, perturb, build datasets.")
@@ -73,7 +76,7 @@ def _register_areas() -> None:
     app.add_typer(
         mmvae_cli.app,
         name="mmvae",
-        help="Multimodal VAEs (mvae, mmvae, mopoe, dmvae, mmvae-plus): train, sweep, evaluate, leaderboard.",
+        help=f"Multimodal VAEs ({', '.join(multimodal_names)}): train, sweep, evaluate, leaderboard.",
     )
     app.add_typer(
         disentangle_cli.app,

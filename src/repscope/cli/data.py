@@ -56,16 +56,11 @@ def download_command(
         help="directory to put the files in (default $REPSCOPE_HOME/datasets/NAME); "
         "files already there and verified are kept",
     ),
-    dest: Optional[Path] = typer.Option(None, "--dest", hidden=True, help="former name of --out"),
 ) -> None:
     """Download a dataset's files, verify their checksums and that they parse as MNIST IDX."""
     from repscope.data.download import download_dataset
-    from repscope.errors import InvalidArgumentError
     from repscope.outputs import prepare_output
 
-    if out is not None and dest is not None and out != dest:
-        raise InvalidArgumentError("--out and --dest: give one (--dest is the former name of --out)")
-    out = out if out is not None else dest
     if out is not None:
         # a download fills a folder and keeps the verified files it finds there: only a file in
         # the way is refused

@@ -8,6 +8,7 @@ from typing import List, Optional
 import typer
 
 from repscope.cli.studies import add_study_commands
+from repscope.metrics.registry import ARRAY_INPUTS, metric_names
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -27,59 +28,35 @@ def score_command(
     ),
     seed: int = typer.Option(0, help="seed of the bootstrap (and of a run directory's draw)"),
     metric: List[str] = typer.Option(
-        [], "--metric", help="only these metrics (repeat): irs, uc, mig, dci, sap, modularity_explicitness"
+        [], "--metric", help=f"only these metrics (repeat): {', '.join(metric_names(ARRAY_INPUTS))}"
     ),
     classifiers: Optional[Path] = typer.Option(
         None, "--classifiers", help="run directory: add CG at rho 1 and 2, judged by these factor classifiers"
     ),
 ) -> None:
-    """IRS, UC (rho 1, 2), MIG, DCI, SAP, modularity and explicitness of a (factors, codes) pair, as JSON."""
+    """Every registered metric of a (factors, codes) pair (--metric lists them), as JSON; CG with --classifiers."""
     import json
 
-    from repscope import __version__
-    from repscope.errors import InvalidArgumentError
-    from repscope.fileio import write_json_atomic
     from repscope.outputs import prepare_output
-    from repscope.studies.disentangle.cg import cg_of_run
-    from repscope.studies.disentangle.score import codes_of_run, headline, read_codes_npz, score_arrays
+    from repscope.studies.disentangle.scoring import score_file, score_intervals
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    names = None
-    if file.is_dir():
-        factors, codes, names = codes_of_run(file, n=n, seed=seed)
-        sizes = None
-    else:
-        factors, codes, sizes = read_codes_npz(file)
-    scores = score_arrays(factors, codes, metrics=list(metric) or None, bootstrap=bootstrap, seed=seed)
-    result = {
-        "file": str(file),
-        "repscope_version": __version__,
-        "factor_sizes": sizes.tolist() if sizes is not None else None,
-        "factor_names": names,
-        "bootstrap": {"resamples": bootstrap, "seed": seed, "level": 0.95} if bootstrap else None,
-        "scores": headline(scores),
-        **scores,
-    }
-    if classifiers is not None:
-        if not file.is_dir():
-            raise InvalidArgumentError("--classifiers: CG needs a run directory (a decoder), not an npz of codes")
-        cg = cg_of_run(file, classifiers, n=n, seed=seed)
-        result["metrics"]["cg"] = cg
-        result["scores"].update({key: value for key, value in cg.items() if key.startswith("cg_rho")})
+    result = score_file(
+        file, n=n, seed=seed, metrics=list(metric), bootstrap=bootstrap, classifiers=classifiers, out=out
+    )
     if out is None:
         typer.echo(json.dumps(result, indent=2, default=float))
         return
-    write_json_atomic(out, result)
+    intervals = score_intervals(result)
     for name, value in result["scores"].items():
         interval = ""
-        for part in scores["metrics"].values():
-            bounds = part.get("bootstrap", {}).get(name)
-            if bounds:
-                interval = f"  [{bounds['low']:.3f}, {bounds['high']:.3f}]"
-                if not bounds["low"] <= value <= bounds["high"]:
-                    # a plug-in score shifts under resampling: show by how much (bootstrap module)
-                    interval += f" (resampled mean {bounds['mean']:.3f})"
+        bounds = intervals.get(name)
+        if bounds:
+            interval = f"  [{bounds['low']:.3f}, {bounds['high']:.3f}]"
+            if not bounds["low"] <= value <= bounds["high"]:
+                # a plug-in score shifts under resampling: show by how much (bootstrap module)
+                interval += f" (resampled mean {bounds['mean']:.3f})"
         typer.echo(f"{name}: {value:.4f}{interval}")
     typer.echo(f"written: {out}")
 

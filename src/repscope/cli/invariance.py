@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Literal, Optional
+from typing import Any, List, Literal, Optional
 
 import typer
+
+from repscope.cli.studies import config_command
+from repscope.studies.registry import command
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -22,27 +25,15 @@ def features_command(
     """The 16 features of a variance matrix (sensitivity needs the model, so 15 here), as JSON."""
     import json
 
-    import numpy as np
-
-    from repscope.errors import DataFormatError
-    from repscope.fileio import write_json_atomic
-    from repscope.metrics.invariance.features import matrix_features
     from repscope.outputs import prepare_output
+    from repscope.studies.invariance.commands import matrix_file_features
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    try:
-        array = np.load(matrix, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise DataFormatError(f"{matrix}: not a .npy array ({' '.join(str(exc).split())})") from None
-    if not isinstance(array, np.ndarray):  # a zip archive (.npz, a torch file) loads as an archive
-        array.close()
-        raise DataFormatError(f"{matrix}: not a .npy array (a zip archive); save the matrix with numpy.save")
-    features = {"file": str(matrix), "tau": tau, "features": matrix_features(array, tau=tau)}
+    features = matrix_file_features(matrix, tau=tau, out=out)
     if out is None:
         typer.echo(json.dumps(features, indent=2))
         return
-    write_json_atomic(out, features)
     typer.echo(f"written: {out}")
 
 
@@ -92,39 +83,17 @@ repo_app = typer.Typer(no_args_is_help=True, help="The model repository: build i
 app.add_typer(repo_app, name="repo")
 
 
-@repo_app.command("build")
-def repo_build_command(
-    config: Optional[Path] = typer.Argument(None, help="repository config (YAML); default: 60 CNN5 models on digits"),
-    out: Path = typer.Option(..., "--out", "-o", help="repository folder: one run directory per model"),
-    quick: bool = typer.Option(False, "--quick", help="6 short models, to try it out"),
-    settings: List[str] = typer.Option([], "--set", help="override a config key, e.g. --set count=100"),
-    workers: Optional[int] = typer.Option(None, "--workers", help="local worker processes (-1: all cores)"),
-    backend: Literal["local", "ray"] = typer.Option("local", "--backend", help="local, or Ray Tune (repscope[ray])"),
-    address: Optional[str] = typer.Option(None, "--address", help="Ray cluster address (default: a local instance)"),
-    resume: bool = typer.Option(False, "--resume", help="continue the repository in --out"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once the new one is complete)"),
-    print_config: bool = typer.Option(False, "--print-config", help="print the config as it would run and exit"),
-) -> None:
-    """Train and test a repository of classifiers with varied settings (augmentation, lr, epochs, anomalies)."""
-    import yaml
-
-    from repscope.config import load_config
-    from repscope.outputs import output_target
-    from repscope.studies.invariance.repo import RepoConfig, build_repository
-    from repscope.studies.invariance.repo import quick as shrink
-
-    repo = load_config(config, RepoConfig, settings)
-    repo = shrink(repo) if quick else repo
-    if print_config:
-        typer.echo(yaml.safe_dump(repo.model_dump(mode="json"), sort_keys=False).rstrip())
-        return
-    with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
-        result = build_repository(repo, target, workers=workers, backend=backend, address=address)
+def show_repository(config: Any, result: Any, out: Path | None) -> None:
+    """How many models were built and which failed, and where the summary is."""
     done = sum(status == "done" for status in result.status.values())
     typer.echo(f"{done} of {len(result.status)} models built; failed: {len(result.failed)}")
     for failed in result.failed[:3]:
         typer.echo(f"  {failed.name}: {failed.error_type}: {failed.message}")
     typer.echo(f"summary: {out / 'summary.csv'}")
+
+
+# repscope invariance repo build [CONFIG] [--quick] --out DIR [--set key=value ...] (the registry)
+repo_app.command("build")(config_command(command("invariance", "repo build"), show=show_repository))
 
 
 @repo_app.command("label")
@@ -140,29 +109,17 @@ def repo_label_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """Label every model by the guideline's rules; with --human, the annotators' agreement."""
-    import pandas as pd
-
-    from repscope.errors import DataFormatError
-    from repscope.fileio import write_text_atomic
     from repscope.outputs import prepare_output
-    from repscope.studies.invariance.assess import agreement, read_repository, rule_labels
+    from repscope.studies.invariance.commands import label_repository
 
     prepare_output(out, overwrite=overwrite, kind="file")
-    labels = rule_labels(read_repository(repo), min_accuracy=min_accuracy)
-    write_text_atomic(out, labels.to_csv(index=False))
+    result = label_repository(repo, out, human=human, min_accuracy=min_accuracy)
+    labels = result["labels"]
     typer.echo(f"{int(labels['label'].sum())} of {len(labels)} models invariant by the rules; written: {out}")
-    if human is not None:
-        try:
-            given = pd.read_csv(human)
-        except (OSError, ValueError) as exc:
-            raise DataFormatError(f"--human {human}: not a readable CSV ({exc})") from None
-        if "name" not in given.columns:
-            raise DataFormatError(f"--human {human}: needs a name column")
-        merged = given.merge(labels[["name", "label"]].rename(columns={"label": "rules"}), on="name")
-        result = agreement(merged)
-        for pair, kappa in result["cohen"].items():
+    if "agreement" in result:
+        for pair, kappa in result["agreement"]["cohen"].items():
             typer.echo(f"Cohen's kappa {pair}: {kappa:.3f}")
-        typer.echo(f"Fleiss' kappa: {result['fleiss']:.3f}")
+        typer.echo(f"Fleiss' kappa: {result['agreement']['fleiss']:.3f}")
 
 
 assess_app = typer.Typer(no_args_is_help=True, help="ML4ML assessors: train them on a repository.")

@@ -29,7 +29,6 @@ def measure_command(
         "-o",
         help="CSV file to write (index, label, area, length, thickness, slant, width, height, valid)",
     ),
-    output: Optional[Path] = typer.Option(None, "--output", hidden=True, help="former name of --out"),
     split: SPLIT_CHOICES = typer.Option("all", help="train, t10k, or all (train then t10k)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
     jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
@@ -53,9 +52,6 @@ def measure_command(
     from repscope.progress import progress_bar
     from repscope.resources import resolve_jobs
 
-    if out is not None and output is not None and out != output:
-        raise InvalidArgumentError("--out and --output: give one (--output is the former name of --out)")
-    out = out if out is not None else output
     if out is None:
         raise InvalidArgumentError("--out: missing; name the CSV file to write (-o FILE.csv)")
     jobs = resolve_jobs(jobs)

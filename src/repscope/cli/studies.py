@@ -1,45 +1,38 @@
-"""Study commands made from the study registry: ``repscope <area> <study> [CONFIG] [--quick] [--out DIR]
-[--set key=value ...] [--print-config]`` plus the Lightning flags where the study trains models.
+"""The one builder of config-driven commands: ``repscope [<area>] <name> [CONFIG] [--quick] [--out DIR]
+[--overwrite] [--resume] [--set key=value ...] [--print-config]`` plus the Lightning flags where the
+command trains, made from its registry entry (:mod:`repscope.studies.registry`).
 
-The commands only parse arguments and print; the study module does the work
-(:mod:`repscope.studies.registry`).
+The options every such command shares are defined here and nowhere else. The commands only parse
+arguments and print: the entry loads the config, its module's run function does the work.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, List, Literal, Optional
 
 import typer
 
-from repscope.studies.registry import StudyEntry, studies
+from repscope.studies.registry import CommandArgument, CommandEntry, studies
 
 LOGGER_CHOICES = Literal["csv", "tensorboard", "none"]
+TRAINER_PANEL = "Trainer"
+# the Lightning flags (parameter name -> config key under the entry's trainer_key)
+TRAINER_FLAGS = ("accelerator", "devices", "num_nodes", "precision", "deterministic", "logger", "max_epochs")
+
+# what the CLI prints once a command has run: show(config, result, out) with the run function's result
+# and --out as given (None: the run chose its own place)
+Show = Callable[[Any, Any, Optional[Path]], None]
 
 
-def trainer_overrides(
-    prefix: str,
-    accelerator: str | None,
-    devices: str | None,
-    num_nodes: int | None,
-    precision: str | None,
-    deterministic: bool | None,
-    logger: str | None,
-    max_epochs: int | None = None,
-) -> list[str]:
-    """The Lightning flags as ``--set <prefix>.<key>=value`` overrides (flags win over the file)."""
-    flags = {
-        "accelerator": accelerator,
-        "devices": devices,
-        "num_nodes": num_nodes,
-        "precision": precision,
-        "deterministic": deterministic,
-        "logger": logger,
-        "max_epochs": max_epochs,
-    }
+def trainer_overrides(prefix: str, flags: dict[str, Any]) -> list[str]:
+    """The Lightning flags given on the command line as ``<prefix>.<key>=value`` overrides, applied after
+    ``--set`` (so a flag wins over the file and over ``--set``); flags not given are left out."""
     out = []
-    for key, value in flags.items():
+    for key in TRAINER_FLAGS:
+        value = flags.get(key)
         if value is None:
             continue
         if key == "devices" and isinstance(value, str) and "," in value:
@@ -50,151 +43,164 @@ def trainer_overrides(
     return out
 
 
+def _option(name: str, annotation: Any, default: Any, *flags: str, **settings: Any) -> inspect.Parameter:
+    return inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation, default=typer.Option(default, *flags, **settings)
+    )
+
+
 def trainer_parameters(with_max_epochs: bool = False) -> list[inspect.Parameter]:
-    """The Lightning flags every command that trains takes."""
-    keyword = inspect.Parameter.KEYWORD_ONLY
+    """The Lightning flags every command that trains takes, in the Trainer panel of its ``--help``."""
+    panel = {"rich_help_panel": TRAINER_PANEL}
     params = [
-        inspect.Parameter(
-            "accelerator",
-            keyword,
-            annotation=Optional[str],
-            default=typer.Option(
-                None, "--accelerator", help="cpu, gpu, mps, auto (Lightning)", rich_help_panel="Trainer"
-            ),
-        ),
-        inspect.Parameter(
-            "devices",
-            keyword,
-            annotation=Optional[str],
-            default=typer.Option(
-                None, "--devices", help="number of devices, or a list such as 0,1", rich_help_panel="Trainer"
-            ),
-        ),
-        inspect.Parameter(
-            "num_nodes",
-            keyword,
-            annotation=Optional[int],
-            default=typer.Option(None, "--num-nodes", help="machines (Lightning)", rich_help_panel="Trainer"),
-        ),
-        inspect.Parameter(
-            "precision",
-            keyword,
-            annotation=Optional[str],
-            default=typer.Option(
-                None, "--precision", help="32-true, 16-mixed, bf16-mixed, ...", rich_help_panel="Trainer"
-            ),
-        ),
-        inspect.Parameter(
+        _option("accelerator", Optional[str], None, "--accelerator", help="cpu, gpu, mps, auto (Lightning)", **panel),
+        _option("devices", Optional[str], None, "--devices", help="number of devices, or a list such as 0,1", **panel),
+        _option("num_nodes", Optional[int], None, "--num-nodes", help="machines (Lightning)", **panel),
+        _option("precision", Optional[str], None, "--precision", help="32-true, 16-mixed, bf16-mixed, ...", **panel),
+        _option(
             "deterministic",
-            keyword,
-            annotation=Optional[bool],
-            default=typer.Option(
-                None,
-                "--deterministic/--no-deterministic",
-                help="deterministic algorithms only (Lightning)",
-                rich_help_panel="Trainer",
-            ),
+            Optional[bool],
+            None,
+            "--deterministic/--no-deterministic",
+            help="deterministic algorithms only (Lightning)",
+            **panel,
         ),
-        inspect.Parameter(
+        _option(
             "logger",
-            keyword,
-            annotation=Optional[LOGGER_CHOICES],
-            default=typer.Option(
-                None,
-                "--logger",
-                help="training log: csv, tensorboard (needs the tensorboard package) or none",
-                rich_help_panel="Trainer",
-            ),
+            Optional[LOGGER_CHOICES],
+            None,
+            "--logger",
+            help="training log: csv, tensorboard (needs the tensorboard package) or none",
+            **panel,
         ),
     ]
     if with_max_epochs:
-        params.append(
-            inspect.Parameter(
-                "max_epochs",
-                keyword,
-                annotation=Optional[int],
-                default=typer.Option(None, "--max-epochs", help="epochs to train", rich_help_panel="Trainer"),
-            )
-        )
+        params.append(_option("max_epochs", Optional[int], None, "--max-epochs", help="epochs to train", **panel))
     return params
 
 
-def load_study_config(entry: StudyEntry, config: Path | None, overrides: list[str], values: dict[str, Any]) -> Any:
-    """CONFIG (default: the shipped config, else the schema's defaults) with ``--set`` overrides and the
-    command-line ``values`` applied, validated against the study's schema."""
-    from repscope.config import apply_overrides, read_yaml_mapping, shipped_config_path, validate_config
+def _argument_parameter(argument: CommandArgument, any_positional: bool) -> inspect.Parameter:
+    """The typer parameter of one of an entry's own arguments."""
+    if argument.positional:
+        return inspect.Parameter(
+            argument.key,
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            annotation=argument.type,
+            default=typer.Argument(..., help=argument.help),
+        )
+    flag = argument.flag or f"--{argument.key.replace('_', '-')}"
+    if argument.destination == "run":
+        default = list(argument.default) if isinstance(argument.default, tuple) else argument.default
+        return _option(argument.key, argument.type, default, flag, help=argument.help, metavar=argument.metavar)
+    # a config key: not given leaves the file's value (or the schema's default)
+    default = None if any_positional or not argument.required else ...
+    return _option(argument.key, Optional[argument.type], default, flag, help=argument.help, metavar=argument.metavar)
 
-    schema, _, _ = entry.load()
-    path = config if config is not None else (shipped_config_path(entry.shipped) if entry.shipped else None)
-    data = read_yaml_mapping(path) if path is not None else {}
-    source = f"config {path}" if path is not None else f"{entry.area} {entry.name}"
-    if overrides:
-        data = apply_overrides(data, overrides, schema)
-        source += " with --set " + " ".join(overrides)
-    data.update({key: value for key, value in values.items() if value is not None})
-    return validate_config(data, schema, source), source
+
+def _common_parameters(entry: CommandEntry) -> list[inspect.Parameter]:
+    """``--quick``, ``--out``, ``--overwrite``, ``--set``, ``--print-config``, ``--resume`` as the entry
+    offers them."""
+    words = entry.option_help
+    params = []
+    if entry.quick:
+        params.append(
+            _option("quick", bool, False, "--quick", help=words.get("quick", "shrink to minutes on 2 CPU cores"))
+        )
+    print_help = f"print the config as it would run (after --set{' and --quick' if entry.quick else ''}) and exit"
+    params += [
+        _option(
+            "out",
+            Path if entry.out_required else Optional[Path],
+            ... if entry.out_required else None,
+            "--out",
+            "-o",
+            help=words.get("out", f"run directory (default runs/{entry.kind}-<time>)"),
+        ),
+        _option(
+            "overwrite",
+            bool,
+            False,
+            "--overwrite",
+            help=words.get("overwrite", "replace --out if it holds files (once the new run is complete)"),
+        ),
+        _option("set_", List[str], [], "--set", help=words.get("set", "override a config key, e.g. --set seed=1")),
+        _option("print_config", bool, False, "--print-config", help=print_help),
+    ]
+    if entry.resumable:
+        resume_help = words.get("resume", "continue the run in --out where it stopped")
+        params.append(_option("resume", bool, False, "--resume", help=resume_help))
+    return params
 
 
-def run_study(
-    entry: StudyEntry,
+def run_config_command(
+    entry: CommandEntry,
     config: Path | None,
-    quick: bool,
-    out: Path | None,
-    overwrite: bool,
-    overrides: list[str],
-    values: dict[str, Any],
-    print_config: bool,
+    *,
+    quick: bool = False,
+    out: Path | None = None,
+    overwrite: bool = False,
     resume: bool = False,
-) -> Path | None:
-    """Load, shrink (``--quick``) and run a study; return its report path (None for ``--print-config``).
-    ``resume`` (studies registered ``resumable``) continues the run in ``out``."""
+    overrides: Sequence[str] = (),
+    values: dict[str, Any] | None = None,
+    run_values: dict[str, Any] | None = None,
+    print_config: bool = False,
+) -> tuple[Any, Any] | None:
+    """Load the entry's config (CONFIG, ``--set`` overrides, config keys given as options, ``--quick``),
+    then print it (``print_config``: returns None) or run it under the output rule of
+    :mod:`repscope.outputs`. Returns the config and what the run function returned."""
     import yaml
 
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target, prepare_output
 
-    loaded, source = load_study_config(entry, config, overrides, values)
-    _, run, shrink = entry.load()
-    if quick:
-        loaded = shrink(loaded)
+    overrides = list(overrides)
+    loaded, source = entry.load_config(config, overrides, values or {}, quick)
     if print_config:
         typer.echo(yaml.safe_dump(loaded.model_dump(mode="json"), sort_keys=False).rstrip())
         return None
-    # the report says at its top that a --quick run is not the paper's setting
-    extra = {"quick": True} if quick and "quick" in inspect.signature(run).parameters else {}
+    offered: dict[str, Any] = {"source": source, "config_file": config, "overrides": overrides, **(run_values or {})}
+    if quick:
+        offered["quick"] = True  # a --quick run's report says at its top that it is not the paper's setting
     if resume:
         if out is None:
             raise InvalidArgumentError("--resume: name the run to continue with --out")
-        extra["resume"] = True
+        offered["resume"] = True
     if out is None:
-        return run(loaded, source=source, **extra)
+        return loaded, entry.call_run(loaded, **offered)
+    # an existing output is refused before any work: with --overwrite the new output is written beside
+    # it and takes its place once complete
     can_resume = True if resume else (False if entry.resumable else None)
     prepare_output(out, overwrite=overwrite, resume=can_resume, kind="directory")
     with output_target(out, overwrite=overwrite, resume=can_resume, kind="directory") as target:
-        report = run(loaded, out=target, source=source, **extra)
-    return out / Path(report).name
+        result = entry.call_run(loaded, target, **offered)
+    return loaded, result
 
 
-def study_command(entry: StudyEntry) -> Any:
-    """A typer command for ``entry`` (its signature built from the entry and its schema)."""
+def show_report(config: Any, report: Any, out: Path | None) -> None:
+    """What a study prints: the path of its report (under ``--out`` when given: the run may have been
+    written beside it first)."""
+    typer.echo(f"report: {out / Path(report).name if out is not None else report}")
+
+
+def config_command(entry: CommandEntry, show: Show = show_report) -> Any:
+    """A typer command for ``entry`` (its signature built from the entry); ``show`` prints its outcome."""
     positional = [a for a in entry.arguments if a.positional]
-    options = [a for a in entry.arguments if not a.positional]
     keyword = inspect.Parameter.KEYWORD_ONLY
-    params: list[inspect.Parameter] = [
-        inspect.Parameter(
-            a.key, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=a.type, default=typer.Argument(..., help=a.help)
-        )
-        for a in positional
-    ]
-    config_help = (
-        "study config (YAML); default: the shipped config of the paper's setting"
-        if entry.shipped
-        else "study config (YAML) holding the keys below"
-    )
-    if positional:
+    params = [_argument_parameter(a, bool(positional)) for a in positional]
+    if entry.config_required:
+        config_help = "config (YAML)"
+    elif entry.shipped:
+        config_help = "study config (YAML); default: the shipped config of the paper's setting"
+    else:
+        config_help = "study config (YAML) holding the keys below"
+    config_help = entry.option_help.get("config", config_help)
+    if positional:  # CONFIG is then an option
         params.append(
             inspect.Parameter(
-                "config", keyword, annotation=Optional[Path], default=typer.Option(None, "--config", help=config_help)
+                "config",
+                keyword,
+                annotation=Path if entry.config_required else Optional[Path],
+                default=typer.Option(... if entry.config_required else None, "--config", help=config_help),
             )
         )
     else:
@@ -202,112 +208,52 @@ def study_command(entry: StudyEntry) -> Any:
             inspect.Parameter(
                 "config",
                 inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                annotation=Optional[Path],
-                default=typer.Argument(None, help=config_help),
+                annotation=Path if entry.config_required else Optional[Path],
+                default=typer.Argument(... if entry.config_required else None, help=config_help),
             )
         )
-    params += [
-        inspect.Parameter(
-            a.key,
-            keyword,
-            annotation=Optional[a.type],
-            default=typer.Option(
-                None if positional or not a.required else ...,
-                f"--{a.key.replace('_', '-')}",
-                help=a.help,
-                metavar=a.metavar,
-            ),
-        )
-        for a in options
-    ]
-    if entry.quick:
-        params.append(
-            inspect.Parameter(
-                "quick",
-                keyword,
-                annotation=bool,
-                default=typer.Option(False, "--quick", help="shrink to minutes on 2 CPU cores"),
-            )
-        )
-    params += [
-        inspect.Parameter(
-            "out",
-            keyword,
-            annotation=Optional[Path],
-            default=typer.Option(None, "--out", "-o", help=f"run directory (default runs/{entry.kind}-<time>)"),
-        ),
-        inspect.Parameter(
-            "overwrite",
-            keyword,
-            annotation=bool,
-            default=typer.Option(
-                False, "--overwrite", help="replace --out if it holds files (once the new run is complete)"
-            ),
-        ),
-        inspect.Parameter(
-            "set_",
-            keyword,
-            annotation=List[str],
-            default=typer.Option([], "--set", help="override a config key, e.g. --set seed=1"),
-        ),
-        inspect.Parameter(
-            "print_config",
-            keyword,
-            annotation=bool,
-            default=typer.Option(
-                False, "--print-config", help="print the config as it would run (after --set and --quick) and exit"
-            ),
-        ),
-    ]
-    if entry.resumable:
-        params.append(
-            inspect.Parameter(
-                "resume",
-                keyword,
-                annotation=bool,
-                default=typer.Option(False, "--resume", help="continue the run in --out where it stopped"),
-            )
-        )
-    trains = entry.trains
-    if trains:
-        params += trainer_parameters()
+    params += [_argument_parameter(a, bool(positional)) for a in entry.arguments if not a.positional]
+    params += _common_parameters(entry)
+    if entry.trains:
+        params += trainer_parameters(with_max_epochs=entry.max_epochs)
 
     def command(**kwargs: Any) -> None:
-        values = {a.key: kwargs.pop(a.key) for a in entry.arguments}
-        overrides = list(kwargs.pop("set_"))
-        if trains:
-            overrides += trainer_overrides(
-                "training.trainer",
-                *(
-                    kwargs.pop(k)
-                    for k in ("accelerator", "devices", "num_nodes", "precision", "deterministic", "logger")
-                ),
-            )
-        report = run_study(
+        arguments = {a.key: kwargs.pop(a.key) for a in entry.arguments}
+        flags = {key: kwargs.pop(key) for key in TRAINER_FLAGS if key in kwargs}
+        overrides = list(kwargs.pop("set_")) + trainer_overrides(entry.trainer_key, flags)
+        outcome = run_config_command(
             entry,
             kwargs["config"],
-            kwargs.get("quick", False),
-            kwargs["out"],
-            kwargs["overwrite"],
-            overrides,
-            values,
-            kwargs["print_config"],
-            kwargs.get("resume", False),
+            quick=kwargs.get("quick", False),
+            out=kwargs["out"],
+            overwrite=kwargs["overwrite"],
+            resume=kwargs.get("resume", False),
+            overrides=overrides,
+            values={a.key: arguments[a.key] for a in entry.arguments if a.destination == "config"},
+            run_values={a.key: arguments[a.key] for a in entry.arguments if a.destination == "run"},
+            print_config=kwargs["print_config"],
         )
-        if report is not None:
-            typer.echo(f"report: {report}")
+        if outcome is not None:
+            show(*outcome, kwargs["out"])
 
     command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
     command.__doc__ = entry.summary + ("\n\n" + entry.details if entry.details else "")
-    command.__name__ = f"{entry.area}_{entry.name}"
+    command.__name__ = entry.kind.replace("-", "_")
     return command
 
 
 def add_study_commands(app: typer.Typer, area: str) -> None:
     """Register every study of ``area`` on the area's app."""
     for entry in studies(area):
-        command = study_command(entry)
+        command = config_command(entry)
         app.command(entry.name, help=command.__doc__)(command)
 
 
-__all__ = ["add_study_commands", "study_command", "run_study", "trainer_overrides", "trainer_parameters"]
+__all__ = [
+    "add_study_commands",
+    "config_command",
+    "run_config_command",
+    "show_report",
+    "trainer_overrides",
+    "trainer_parameters",
+]

@@ -21,29 +21,18 @@ def metrics_command(
     """Soft-label metrics of a softlabels.npz: the paper's DBI and Amalgam Metric, the standard Davies-Bouldin index."""
     import json
 
-    from repscope.data.softlabels import read_soft_labels
-    from repscope.fileio import write_json_atomic
-    from repscope.metrics.zeroshot import zero_shot_scores
     from repscope.outputs import prepare_output
+    from repscope.studies.zeroshot.scoring import score_soft_labels_file
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    data = read_soft_labels(soft_labels)
-    scores = zero_shot_scores(data.loo, data.full)
-    result = {
-        "file": str(soft_labels),
-        "classes": data.num_classes,
-        "class_names": list(data.class_names),
-        "tables_use": "am (Eq. 4, sums over each class's images); am_per_image divides them by the image count",
-        **scores,
-    }
+    result = score_soft_labels_file(soft_labels, out=out)
     if out is None:
         typer.echo(json.dumps(result, indent=2))
         return
-    write_json_atomic(out, result)
     typer.echo(
-        f"DBI {scores['dbi']:.4f} +/- {scores['dbi_std']:.4f}, Davies-Bouldin {scores['davies_bouldin']:.4f}, "
-        f"AM {scores['am']:.4f} +/- {scores['am_std']:.4f} (per image {scores['am_per_image']:.4f})"
+        f"DBI {result['dbi']:.4f} +/- {result['dbi_std']:.4f}, Davies-Bouldin {result['davies_bouldin']:.4f}, "
+        f"AM {result['am']:.4f} +/- {result['am_std']:.4f} (per image {result['am_per_image']:.4f})"
     )
     typer.echo(f"written: {out}")
 

@@ -1,16 +1,17 @@
 """Datasets by name: a new dataset is one loader function plus one line here.
 
 Each entry names a function returning a :class:`repscope.data.datasets.Dataset`; its keyword
-parameters are what ``data.params`` in a config may set (checked against its signature).
+parameters are what ``data.params`` in a config may set (checked against its signature). Names are
+resolved by :func:`repscope.registry.resolve`.
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
 from repscope.errors import InvalidArgumentError
+from repscope.registry import resolve
 
 DATASETS: dict[str, str] = {
     "digits": "repscope.data.morpho.training_sets:digits_dataset",
@@ -25,31 +26,13 @@ DATASETS: dict[str, str] = {
 }
 
 
-def resolve(reference: str) -> Any:
-    """The object named by ``"module:attribute"`` (imported on first use).
-
-    Parameters
-    ----------
-    reference : str
-        ``"module:attribute"``, e.g. ``"repscope.data.sprites.datasets:dsprites_dataset"``.
-
-    Returns
-    -------
-    object
-        The module's attribute.
-    """
-    module, _, attribute = reference.partition(":")
-    return getattr(importlib.import_module(module), attribute)
-
-
 def dataset_loader(name: str) -> Callable[..., Any]:
     """The loader function registered as ``name``; an unknown name lists the registered ones.
 
     Parameters
     ----------
     name : str
-        A key of :data:`DATASETS`: ``"digits"``, ``"morpho-mnist"``, ``"dsprites"``, ``"cdsprites"``, ``"polymnist"``
-        or ``"candle"``.
+        A key of :data:`DATASETS`.
 
     Returns
     -------

@@ -3,6 +3,8 @@
 Any model's codes, samples and measurements can be scored here as plain arrays, whatever framework
 produced them. Each function's docstring states its formula and the paper it follows.
 
+- :mod:`repscope.metrics.registry`: the factor/code (disentanglement) metrics by name, in the
+  ``metric(factors, codes, **params) -> dict`` convention (:mod:`repscope.metrics.disentanglement`).
 - :mod:`repscope.metrics.mmd`: kernel two-sample tests on morphometrics (sample diversity).
 - :mod:`repscope.metrics.replicas`: groups of near-replicas among samples (mode collapse).
 - :mod:`repscope.metrics.partial_correlation`: partial correlations of latent codes with factors
@@ -10,22 +12,38 @@ produced them. Each function's docstring states its formula and the paper it fol
   convention.
 - :mod:`repscope.metrics.coherency`: cross- and joint-coherency (Strict / Features / Letters) of
   CdSprites+ image/caption pairs.
+
+The functions below are imported from their modules on first use, so that importing a light module
+of this package (the metric registry, read by the CLI's help) does not load scipy and pandas.
 """
 
-from repscope.metrics.mmd import mmd_linear_test, mmd_quadratic_test, scott_bandwidths
-from repscope.metrics.partial_correlation import (
-    code_partial_correlations,
-    partial_correlation,
-    partial_correlation_metric,
-)
-from repscope.metrics.replicas import near_replicas
+from __future__ import annotations
 
-__all__ = [
-    "code_partial_correlations",
-    "mmd_linear_test",
-    "mmd_quadratic_test",
-    "near_replicas",
-    "partial_correlation",
-    "partial_correlation_metric",
-    "scott_bandwidths",
-]
+import importlib
+from typing import Any
+
+# public name -> the module that defines it
+_EXPORTS: dict[str, str] = {
+    "code_partial_correlations": "repscope.metrics.partial_correlation",
+    "mmd_linear_test": "repscope.metrics.mmd",
+    "mmd_quadratic_test": "repscope.metrics.mmd",
+    "near_replicas": "repscope.metrics.replicas",
+    "partial_correlation": "repscope.metrics.partial_correlation",
+    "partial_correlation_metric": "repscope.metrics.partial_correlation",
+    "scott_bandwidths": "repscope.metrics.mmd",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """The public function ``name``, imported from its module on first access (PEP 562)."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(_EXPORTS[name]), name)
+    globals()[name] = value  # later accesses skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_EXPORTS})

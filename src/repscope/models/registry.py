@@ -8,7 +8,7 @@ remaining constructor arguments are what ``model.params`` in a config may set. F
 * ``supervised`` -- learns the dataset's target: ``kind`` (classification / regression) and
   ``num_outputs`` come from the data;
 * ``vae`` and ``gan`` -- learn the images; no target;
-* ``multimodal`` -- multimodal VAEs over several fields of the data (``model`` fixed by the name); the
+* ``multimodal`` -- multimodal VAEs over several fields of the data, one task class per model; the
   task gets every field's shape and classes as ``field_specs``.
 
 Every task that takes ``image_shape`` gets the shape of the dataset's ``image`` field.
@@ -19,8 +19,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from repscope.data.registry import resolve
 from repscope.errors import InvalidArgumentError
+from repscope.registry import resolve
 
 Family = Literal["supervised", "vae", "gan", "multimodal"]
 
@@ -64,13 +64,12 @@ MODELS: dict[str, ModelEntry] = {
     "nin": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "nin"}),
     "resnet": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "resnet"}),
     "capsnet": ModelEntry("repscope.train.tasks.capsule:CapsNetTask", "supervised", {"network": "capsnet"}),
-    "mvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mvae"}),
-    "mmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae"}),
-    "mopoe": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mopoe"}),
-    "dmvae": ModelEntry("repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "dmvae"}),
-    "mmvae-plus": ModelEntry(
-        "repscope.train.tasks.multimodal:MultimodalVAETask", "multimodal", {"model": "mmvae-plus"}
-    ),
+    # multimodal VAEs: one task class each (its display name, private latents, objectives: class attributes)
+    "mvae": ModelEntry("repscope.train.tasks.multimodal:MVAETask", "multimodal"),
+    "mmvae": ModelEntry("repscope.train.tasks.multimodal:MMVAETask", "multimodal"),
+    "mopoe": ModelEntry("repscope.train.tasks.multimodal:MoPoETask", "multimodal"),
+    "dmvae": ModelEntry("repscope.train.tasks.multimodal:DMVAETask", "multimodal"),
+    "mmvae-plus": ModelEntry("repscope.train.tasks.multimodal:MMVAEPlusTask", "multimodal"),
     # CdSprites+ attribute classifiers (one per attribute and level): few epochs, cosine schedule
     "attribute-cnn": ModelEntry(
         "repscope.train.tasks.supervised:SupervisedTask",

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from repscope.models.registry import model_entry
 from repscope.report.figures import image_grid, new_figure
 from repscope.report.html import Report
 
@@ -69,7 +70,9 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
     report.add_metrics(headline, title="Test metrics")
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")
-    if "test" in dataset.splits and "image" in dataset.fields and len(dataset.split("test")):
+    # a multimodal VAE's encode / decode / sample take and give one entry per modality, not image batches
+    images_in_and_out = model_entry(config.model.name).family != "multimodal"
+    if images_in_and_out and "test" in dataset.splits and "image" in dataset.fields and len(dataset.split("test")):
         size = len(dataset.split("test"))
         count = min(SHOWN, size)
         # a seeded spread over the test split: its first rows may all share a factor (grid order)
@@ -82,7 +85,7 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
                 image_grid(np.concatenate([shown, rebuilt]), 2, count, row_labels=["test", "rebuilt"]),
                 caption="Test images (top) and their reconstructions from the posterior means",
             )
-    if hasattr(task, "sample"):
+    if images_in_and_out and hasattr(task, "sample"):
         samples = task.sample(2 * SHOWN, seed=config.seed)
         report.add_figure(image_grid(samples, 2, SHOWN), caption=f"Samples from the prior (seed {config.seed})")
     report.add_code(_config_text(config))

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
-from repscope.train.run import build_task, load_data, load_task, train
+from repscope.train.run import build_task, fit, load_data, load_task
 
 
 class DataSection(Section):
@@ -91,7 +91,7 @@ def train_or_load(
     description = f"training {member.label}"
     if position is not None:
         description += f" ({position[0]} of {position[1]})"
-    outcome = train(config, out=out, source=f"{source}: model {member.label!r}", description=description)
+    outcome = fit(config, out=out, source=f"{source}: model {member.label!r}", description=description)
     outcome.task.eval()
     return outcome.task, outcome.metrics
 

@@ -1,56 +1,106 @@
-"""Studies by area and name: a new study is one module (config schema, run function, quick variant)
-plus one line here; the CLI makes ``repscope <area> <name>`` from the line.
+"""Config-driven commands by area and name: the papers' studies and the commands that train from a YAML
+config (``repscope train``, ``repscope mmvae train|sweep``, ``repscope invariance repo build``). A new study
+is one module (config schema, run function, quick variant) plus one line here; the CLI builds every
+command of this module with one builder (:func:`repscope.cli.studies.config_command`).
 
-Every study runs as ``repscope <area> <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...]
-[--print-config]``: CONFIG defaults to the shipped config of the paper's setting (``shipped``),
-``--quick`` shrinks it with the module's ``quick(config)``, and the run function writes a run
-directory whose ``metrics.json`` holds the headline numbers by name. ``arguments`` lets a study take
-some config keys as command-line arguments (``repscope sprites evaluate FOLDER --level 5``); CONFIG is
-then the ``--config`` option. The CLI reads only these lines at start-up; a study's module is imported
-when it runs.
+Every command runs as ``repscope [<area>] <name> [CONFIG] [--quick] [--out DIR] [--overwrite] [--resume]
+[--set key=value ...] [--print-config]`` plus the Lightning flags where it trains: CONFIG defaults to the
+shipped config of the paper's setting (``shipped``), else to the schema's defaults, unless the command
+needs one (``config_required``); ``--quick`` shrinks it with the module's ``quick(config)``; the run
+function writes a run directory whose ``metrics.json`` holds the headline numbers by name. ``arguments``
+adds command-line arguments: config keys (``repscope sprites evaluate FOLDER --level 5``; CONFIG is then
+the ``--config`` option) or keywords of the run function (``--workers``). The CLI reads only these lines
+at start-up; a command's module is imported when it runs.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
-from typing import Any
+import inspect
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Optional
 
 from repscope.errors import InvalidArgumentError
 
+# the options of every config-driven command whose help an entry may word its own way
+OPTION_HELP_KEYS = ("config", "quick", "out", "overwrite", "set", "resume")
+
 
 @dataclass(frozen=True)
-class StudyArgument:
-    """A config key taken on the command line: a positional argument, or the option ``--<key>``."""
+class CommandArgument:
+    """A command-line argument of a config-driven command: a positional argument, or the option
+    ``--<key>`` (``flag`` spells it otherwise, e.g. ``--evaluate/--no-evaluate``).
+
+    Its value goes into the config as the top-level key ``key`` (``destination="config"``; left out when
+    not given, so the config file's value or the schema's default stays) or to the run function as the
+    keyword ``key`` (``destination="run"``, with ``default`` when not given).
+    """
 
     key: str
     help: str
     positional: bool = False
-    type: type = str
+    type: Any = str
     metavar: str | None = None
-    # an option a study cannot run without (a study with a positional argument makes every option optional)
+    # an option a command cannot run without (a command with a positional argument makes every option optional)
     required: bool = True
+    destination: Literal["config", "run"] = "config"
+    default: Any = None  # the value of a run argument not given (a list option: a tuple)
+    flag: str | None = None
 
 
 @dataclass(frozen=True)
-class StudyEntry:
-    area: str
-    name: str
-    module: str  # defines ``schema``, ``run(config, out=None, source=...) -> report path`` and ``quick``
+class CommandEntry:
+    """One config-driven command: what it reads, what it offers on the command line, what runs it.
+
+    ``module`` defines the config ``schema``, the ``run`` function, the ``quick`` function and, where the
+    config is more than its schema, the ``loader``. ``run(config, out=None, **keywords)`` writes the
+    command's output (``out``: the folder to write, None for its default place) and returns what the CLI
+    prints (a study: its report path). It receives ``source`` (where the config came from, for messages),
+    ``quick``, ``resume`` (``resumable`` commands; a run that always continues what its output holds takes
+    none), ``config_file`` (CONFIG as given) and ``overrides`` (the ``--set`` and trainer flags) when its
+    signature takes them, and every argument whose destination is ``"run"``.
+    """
+
+    area: str | None  # None: a top-level command (repscope train)
+    name: str  # the verb; words separated by a space name a command of a sub-group ("repo build")
+    module: str
     schema: str
     run: str
     summary: str  # one line for --help
     details: str = ""  # more for the command's --help
-    shipped: str | None = None  # repscope/configs/<shipped>.yaml
-    quick: str | None = "quick"
-    arguments: tuple[StudyArgument, ...] = ()
-    trains: bool = True  # takes the Lightning flags (``training.trainer`` in its config)
-    # takes --resume: its run function continues a run directory (``run(..., resume=True)``)
+    shipped: str | None = None  # repscope/configs/<shipped>.yaml, the CONFIG when none is given
+    quick: str | None = "quick"  # the module's quick(config), or None: no --quick
+    arguments: tuple[CommandArgument, ...] = ()
+    trains: bool = True  # takes the Lightning flags, written under ``trainer_key`` of its config
+    trainer_key: str = "training.trainer"
+    max_epochs: bool = False  # also takes --max-epochs (into ``<trainer_key>.max_epochs``)
+    # takes --resume: its run function continues an output (``run(..., resume=True)``)
     resumable: bool = False
+    config_required: bool = False  # CONFIG is a required argument
+    out_required: bool = False  # --out is a required option
+    # the module's loader(path, overrides, values, quick) -> (config, source), for a config that is more
+    # than its schema (a shipped config named by name, checks across sections); default load_config below
+    loader: str | None = None
+    # the help of the common options (OPTION_HELP_KEYS) where the command's own words say more than the
+    # general text
+    option_help: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.option_help) - set(OPTION_HELP_KEYS)
+        if unknown:  # a misspelt key would fall back to the general text unnoticed
+            raise InvalidArgumentError(f"{self.kind}: option_help has unknown keys {sorted(unknown)}")
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The command line that runs it: ``("morpho", "diversity")``, ``("train",)``."""
+        return (*([self.area] if self.area else []), *self.name.split())
 
     @property
     def kind(self) -> str:
-        return f"{self.area}-{self.name}"
+        """The name of its default run directory, ``runs/<kind>-<time>``."""
+        return "-".join(self.words)
 
     def load(self) -> tuple[type, Any, Any]:
         """The config schema, the run function and the quick function (None when there is none)."""
@@ -61,18 +111,88 @@ class StudyEntry:
             getattr(module, self.quick) if self.quick else None,
         )
 
+    def load_config(
+        self,
+        path: str | Path | None,
+        overrides: Sequence[str] = (),
+        values: Mapping[str, Any] | None = None,
+        quick: bool = False,
+    ) -> tuple[Any, str]:
+        """The command's config: ``path`` (default: the shipped config, else the schema's defaults), the
+        ``--set`` ``overrides``, then the command-line ``values`` (config keys; None values are left out),
+        validated against the schema and shrunk by ``quick``.
+
+        Returns
+        -------
+        (config, str)
+            The validated config and where it came from (for messages: ``config <path> with --set ...``).
+
+        Raises
+        ------
+        InvalidArgumentError
+            Naming the key and the file: an unknown key, a wrong type, a missing CONFIG.
+        """
+        # imported here: the CLI reads this module at start-up, before it knows which command runs
+        from repscope.config import (  # noqa: PLC0415
+            apply_overrides,
+            read_yaml_mapping,
+            shipped_config_path,
+            validate_config,
+        )
+
+        overrides = list(overrides)
+        given = {key: value for key, value in (values or {}).items() if value is not None}
+        if self.loader:
+            loader = getattr(importlib.import_module(self.module), self.loader)
+            return loader(path, overrides, given, quick)
+        if path is None and self.config_required:
+            raise InvalidArgumentError(f"{' '.join(self.words)}: CONFIG missing; name the config (YAML) to run")
+        schema, _, shrink = self.load()
+        if path is None and self.shipped:
+            path = shipped_config_path(self.shipped)
+        data = read_yaml_mapping(path) if path is not None else {}
+        source = f"config {path}" if path is not None else " ".join(self.words)
+        if overrides:
+            data = apply_overrides(data, overrides, schema)
+            source += " with --set " + " ".join(overrides)
+        data.update(given)
+        config = validate_config(data, schema, source)
+        if quick and shrink is not None:
+            config = shrink(config)
+        return config, source
+
+    def call_run(self, config: Any, out: Path | None = None, **offered: Any) -> Any:
+        """Call the run function on ``config``: ``out`` when given, every keyword in ``offered`` that it
+        takes among ``source``, ``quick``, ``resume``, ``config_file`` and ``overrides``, and the others
+        as given (the run arguments, which it must take)."""
+        _, run, _ = self.load()
+        parameters = inspect.signature(run).parameters
+        takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values())
+        keywords = {
+            key: value
+            for key, value in offered.items()
+            if key not in _OPTIONAL_KEYWORDS or key in parameters or takes_any
+        }
+        if out is not None:
+            keywords["out"] = out
+        return run(config, **keywords)
+
+
+# what a run function receives only where its signature asks for it
+# (a run that continues whatever its output holds, as a sweep does, takes no ``resume``)
+_OPTIONAL_KEYWORDS = ("source", "quick", "resume", "config_file", "overrides")
 
 # where a study's many trainings run (its config keys workers, backend, address; repscope.sweeps)
 _SWEEP_ARGUMENTS = (
-    StudyArgument(
+    CommandArgument(
         "workers", "local worker processes running trainings at once (-1: all cores)", type=int, required=False
     ),
-    StudyArgument("backend", "local, or Ray Tune (repscope[ray])", metavar="[local|ray]", required=False),
-    StudyArgument("address", "Ray cluster address (default: a local instance)", required=False),
+    CommandArgument("backend", "local, or Ray Tune (repscope[ray])", metavar="[local|ray]", required=False),
+    CommandArgument("address", "Ray cluster address (default: a local instance)", required=False),
 )
 
-STUDIES: tuple[StudyEntry, ...] = (
-    StudyEntry(
+STUDIES: tuple[CommandEntry, ...] = (
+    CommandEntry(
         "disentangle",
         "study",
         "repscope.studies.disentangle.study",
@@ -80,7 +200,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "run_disentangle_study",
         "Disentanglement VAEs on dSprites scored on IRS, UC and CG (rho 1, 2), MIG, DCI, SAP: the CANDLE Table 2.",
     ),
-    StudyEntry(
+    CommandEntry(
         "candle",
         "study",
         "repscope.studies.candle.study",
@@ -88,7 +208,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "run_candle_study",
         "The disentanglement study on CANDLE's confounded subset (renders it first): IRS, UC, CG (Table 2).",
     ),
-    StudyEntry(
+    CommandEntry(
         "morpho",
         "diversity",
         "repscope.studies.morpho.diversity",
@@ -97,7 +217,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "Sample diversity: train generators, compare their samples' morphometrics with the test digits by MMD.",
         shipped="morpho-diversity",
     ),
-    StudyEntry(
+    CommandEntry(
         "morpho",
         "disentangle",
         "repscope.studies.morpho.disentangle",
@@ -106,7 +226,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative.",
         shipped="morpho-disentangle",
     ),
-    StudyEntry(
+    CommandEntry(
         "morpho",
         "supervised",
         "repscope.studies.morpho.supervised",
@@ -115,7 +235,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         "Supervised tasks: digit recognition, abnormality detection, thickness regression (Table 3).",
         shipped="morpho-supervised",
     ),
-    StudyEntry(
+    CommandEntry(
         "sprites",
         "evaluate",
         "repscope.studies.sprites.coherency",
@@ -128,15 +248,15 @@ STUDIES: tuple[StudyEntry, ...] = (
         quick=None,
         trains=False,
         arguments=(
-            StudyArgument(
+            CommandArgument(
                 "folder",
                 "folder of a model's outputs: text_to_image/, image_to_text/, joint/ (see --help)",
                 positional=True,
             ),
-            StudyArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"),
+            CommandArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"),
         ),
     ),
-    StudyEntry(
+    CommandEntry(
         "zeroshot",
         "study",
         "repscope.studies.zeroshot.study",
@@ -149,7 +269,7 @@ STUDIES: tuple[StudyEntry, ...] = (
         resumable=True,
         arguments=_SWEEP_ARGUMENTS,
     ),
-    StudyEntry(
+    CommandEntry(
         "zeroshot",
         "evaluate",
         "repscope.studies.zeroshot.study",
@@ -160,18 +280,176 @@ STUDIES: tuple[StudyEntry, ...] = (
         details="ARCH: a label of the study config (CapsNet, AllConv, ResNet, NIN, LeNet) or any registered "
         "classifier (capsnet, allconv, resnet, nin, lenet5, cnn5, ...).",
         resumable=True,
-        arguments=(StudyArgument("arch", "the architecture: a study label or a registered model", positional=True),)
+        arguments=(CommandArgument("arch", "the architecture: a study label or a registered model", positional=True),)
         + _SWEEP_ARGUMENTS,
     ),
 )
 
+_MMVAE_CONFIG_HELP = (
+    "config (YAML) or a shipped config's name (mmvae-cdsprites-paper); default the CPU config mmvae-cdsprites"
+)
+_BACKEND = Literal["local", "ray"]
 
-def studies(area: str | None = None) -> list[StudyEntry]:
+# the config-driven commands that are not a paper's study: training from a YAML config, alone or by grid
+TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
+    CommandEntry(
+        None,
+        "train",
+        "repscope.train.run",
+        "TrainConfig",
+        "fit",
+        "Train a model and write a run directory (config, metrics.json, curves, report, checkpoints).",
+        quick=None,
+        trainer_key="trainer",
+        max_epochs=True,
+        resumable=True,
+        config_required=True,
+        option_help={
+            "config": "training config (YAML): model, data, trainer, batch_size, seed",
+            "set": "override a config key, e.g. --set trainer.max_epochs=5",
+            "resume": "continue the run in --out from its last checkpoint",
+        },
+    ),
+    CommandEntry(
+        "mmvae",
+        "train",
+        "repscope.studies.mmvae.commands",
+        "MultimodalConfig",
+        "run_train",
+        "Train one multimodal VAE (--set model=NAME, a registered multimodal model) and evaluate it on CdSprites+.",
+        quick="quick_config",
+        trainer_key="trainer",
+        resumable=True,
+        loader="load_command_config",
+        arguments=(
+            CommandArgument(
+                "evaluate",
+                "coherency after training (CdSprites+)",
+                type=bool,
+                destination="run",
+                default=True,
+                flag="--evaluate/--no-evaluate",
+            ),
+            CommandArgument("epochs", "epochs to train (the config's epochs)", type=int, required=False),
+        ),
+        option_help={
+            "config": _MMVAE_CONFIG_HELP,
+            "set": "override a key, e.g. --set model=mopoe --set data.level=2",
+            "quick": "three epochs on 3,000 samples, evaluated on 200",
+            "out": "run directory (default runs/train-<time>)",
+            "resume": "continue the run in --out from its last checkpoint",
+        },
+    ),
+    CommandEntry(
+        "mmvae",
+        "sweep",
+        "repscope.studies.mmvae.commands",
+        "MultimodalConfig",
+        "run_sweep",
+        "Train and evaluate every point of a grid (models x levels x latent sizes x seeds); a restarted sweep "
+        "skips finished runs. Writes one run directory per point and summary.csv / summary.md.",
+        quick="quick_config",
+        trainer_key="trainer",
+        resumable=True,
+        loader="load_command_config",
+        arguments=(
+            CommandArgument(
+                "grid",
+                "key=v1,v2,...: one axis of the grid (repeat; first varies slowest)",
+                type=list[str],
+                destination="run",
+                default=(),
+            ),
+            CommandArgument(
+                "workers", "local worker processes (-1: all cores)", type=int, destination="run", default=1
+            ),
+            CommandArgument(
+                "backend",
+                "local processes, or Ray Tune (repscope[ray])",
+                type=_BACKEND,
+                destination="run",
+                default="local",
+            ),
+            CommandArgument(
+                "address", "Ray cluster address (default: a local instance)", type=Optional[str], destination="run"
+            ),
+            CommandArgument("cpus_per_run", "Ray: CPUs reserved per run", type=Optional[float], destination="run"),
+        ),
+        option_help={
+            "config": _MMVAE_CONFIG_HELP,
+            "set": "override a key for every run of the sweep",
+            "quick": "every run: three epochs on 3,000 samples, evaluated on 200",
+            "out": "sweep folder (default runs/sweep-<time>)",
+            "overwrite": "replace --out if it holds files (once the new sweep is complete)",
+            "resume": "continue the sweep in --out: finished runs are skipped",
+        },
+    ),
+    CommandEntry(
+        "invariance",
+        "repo build",
+        "repscope.studies.invariance.repo",
+        "RepoConfig",
+        "build_repository",
+        "Train and test a repository of classifiers with varied settings (augmentation, lr, epochs, anomalies).",
+        # its config has no trainer section: each model's training is set by the repository's lists
+        trains=False,
+        resumable=True,
+        out_required=True,
+        arguments=(
+            CommandArgument("workers", "local worker processes (-1: all cores)", type=Optional[int], destination="run"),
+            CommandArgument(
+                "backend", "local, or Ray Tune (repscope[ray])", type=_BACKEND, destination="run", default="local"
+            ),
+            CommandArgument(
+                "address", "Ray cluster address (default: a local instance)", type=Optional[str], destination="run"
+            ),
+        ),
+        option_help={
+            "config": "repository config (YAML); default: 60 CNN5 models on digits",
+            "set": "override a config key, e.g. --set count=100",
+            "quick": "6 short models, to try it out",
+            "out": "repository folder: one run directory per model",
+            "resume": "continue the repository in --out",
+        },
+    ),
+)
+
+COMMANDS: tuple[CommandEntry, ...] = TRAINING_COMMANDS + STUDIES
+
+
+def studies(area: str | None = None) -> list[CommandEntry]:
     """The registered studies (of ``area``), in registry order."""
     return [entry for entry in STUDIES if area is None or entry.area == area]
 
 
-def study(area: str, name: str) -> StudyEntry:
+def commands(area: str | None = None) -> list[CommandEntry]:
+    """Every config-driven command (of ``area``), studies included, in registry order."""
+    return [entry for entry in COMMANDS if area is None or entry.area == area]
+
+
+def command(area: str | None, name: str) -> CommandEntry:
+    """The config-driven command ``repscope [<area>] <name>``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        No such command; the message lists the registered ones.
+    """
+    for entry in COMMANDS:
+        if (entry.area, entry.name) == (area, name):
+            return entry
+    known = ", ".join(" ".join(e.words) for e in COMMANDS)
+    raise InvalidArgumentError(f"command: no config-driven command {area or ''} {name}; registered: {known}")
+
+
+def study(area: str, name: str) -> CommandEntry:
+    """The study ``repscope <area> <name>``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        No such study; the message lists the registered ones.
+    """
     for entry in STUDIES:
         if (entry.area, entry.name) == (area, name):
             return entry
@@ -179,4 +457,14 @@ def study(area: str, name: str) -> StudyEntry:
     raise InvalidArgumentError(f"study: no study {area} {name}; registered: {known}")
 
 
-__all__ = ["StudyEntry", "StudyArgument", "STUDIES", "studies", "study"]
+__all__ = [
+    "COMMANDS",
+    "CommandArgument",
+    "CommandEntry",
+    "STUDIES",
+    "TRAINING_COMMANDS",
+    "command",
+    "commands",
+    "studies",
+    "study",
+]

@@ -26,8 +26,6 @@ from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
 from repscope.models.registry import model_entry, task_class
 
-LOGGERS = ("csv", "tensorboard", "none")
-
 
 class Named(Section):
     name: str

@@ -6,9 +6,9 @@ epoch), ``logs/`` (Lightning's CSV log, every logged step; ``logs-resume-N/`` af
 ``checkpoints/`` (``last.ckpt``
 every epoch, for ``--resume``; ``final.ckpt`` when training ends).
 
-Checkpoints are untrusted input: every load goes through ``torch.load(..., weights_only=True)``
-(plain tensors and containers only, no code), and a corrupt or mismatched file is a
-:class:`repscope.errors.DataFormatError` naming it.
+A run directory is read back with :func:`repscope.train.reader.open_run`; checkpoints are read there
+too (``torch.load(..., weights_only=True)``: plain tensors and containers only, no code), and a corrupt
+or mismatched file is a :class:`repscope.errors.DataFormatError` naming it.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ import importlib.util
 import inspect
 import logging
 import os
-import pickle
 import time
 import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,14 +27,12 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import pandas as pd
-import torch
-import yaml
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
 from repscope import __version__
 from repscope.data.registry import load_dataset
-from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
+from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.models.registry import model_entry, task_class
 from repscope.progress import TrainingProgress
 from repscope.report.training import training_report
@@ -42,10 +40,15 @@ from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.runs import RunDirectory
 from repscope.train.config import TrainConfig
 from repscope.train.datamodule import DatasetModule
+from repscope.train.reader import (
+    FINAL_CHECKPOINT,
+    LAST_CHECKPOINT,
+    load_weights,
+    open_run,
+    read_checkpoint,
+    task_from_checkpoint,
+)
 from repscope.train.tasks.base import DIGIT_SHAPE
-
-LAST_CHECKPOINT = "last.ckpt"
-FINAL_CHECKPOINT = "final.ckpt"
 
 
 @dataclass
@@ -361,9 +364,10 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, floa
     return {f"test_{k.removeprefix('val_')}": float(v) for k, v in (results[0] if results else {}).items()}
 
 
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    out = {k: v for k, v in config.items() if k not in ("repscope_version", "config_source")}
-    out["trainer"] = {k: v for k, v in dict(out.get("trainer", {})).items() if k != "max_epochs"}
+def _comparable(config: TrainConfig) -> dict[str, Any]:
+    # a resumed run may train for more epochs; everything else must be what it was trained with
+    out = config.model_dump(mode="json")
+    out["trainer"].pop("max_epochs")
     return out
 
 
@@ -377,6 +381,7 @@ def fit(
     dataset: Any = None,
     description: str | None = None,
     report: bool = True,
+    origin: Mapping[str, Any] | None = None,
 ) -> TrainOutcome:
     """Train ``config`` and write its run directory: the one training entry point (``repscope train``,
     every study, the CdSprites+ attribute classifiers).
@@ -399,6 +404,10 @@ def fit(
         What the progress bar or lines say (default ``training <model> on <data>``).
     report : bool
         Write ``report.html`` (curves, test metrics against the constant-prediction baseline, images).
+    origin : mapping, optional
+        For a training derived from a higher-level command's config: ``{"command": ..., "config": {...}}``
+        (e.g. ``mmvae train`` and its multimodal config), recorded in ``config.yaml`` as ``origin`` and
+        read back as :attr:`repscope.train.reader.TrainedRun.origin`.
 
     Returns
     -------
@@ -411,6 +420,8 @@ def fit(
     config.check_params(source)
     quiet_lightning()
     as_dict = {**config.model_dump(mode="json"), "repscope_version": __version__}
+    if origin is not None:
+        as_dict["origin"] = dict(origin)
     check_trainer(config)
     if resume:
         run_root = Path(out) if out is not None else None
@@ -424,8 +435,7 @@ def fit(
                 f"--resume: {run_root} has no checkpoints/{LAST_CHECKPOINT} (stopped before its first epoch "
                 "ended); pass --overwrite to start it again"
             )
-        stored = _read_run_config(run_root / "config.yaml")
-        if _comparable(stored) != _comparable(as_dict):
+        if _comparable(open_run(run_root).config) != _comparable(config):
             raise InvalidArgumentError(
                 f"--resume: the config differs from the one {run_root} was trained with "
                 "(only trainer.max_epochs may change when resuming)"
@@ -488,54 +498,8 @@ def fit(
     return TrainOutcome(run, task, dataset, metrics)
 
 
-train = fit  # the name scripts written before the framework used
-
-
-def _read_run_config(path: Path) -> dict[str, Any]:
-    try:
-        stored = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise DataFormatError(f"{path}: not a readable run config ({type(exc).__name__})") from None
-    if not isinstance(stored, dict):
-        raise DataFormatError(f"{path}: not a run config (expected a mapping)")
-    return stored
-
-
 # --------------------------------------------------------------------------------------------
-# checkpoints
-
-
-def read_checkpoint(path: Path | str) -> dict[str, Any]:
-    """A checkpoint file read with ``weights_only=True``; corrupt files are a clear error.
-
-    Parameters
-    ----------
-    path : pathlib.Path or str
-        The checkpoint file.
-
-    Returns
-    -------
-    dict
-        The checkpoint, tensors on the CPU; it holds at least ``state_dict``.
-
-    Raises
-    ------
-    InvalidArgumentError
-        When ``path`` is not a file.
-    DataFormatError
-        When the file cannot be read with ``weights_only=True`` or holds no ``state_dict``.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidArgumentError(f"checkpoint {path}: no such file")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, OSError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise DataFormatError(f"checkpoint {path}: not a readable checkpoint ({first[:160]})") from None
-    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:
-        raise DataFormatError(f"checkpoint {path}: holds no state_dict; not a repscope/Lightning checkpoint")
-    return checkpoint
+# resuming
 
 
 def check_resumable(path: Path, task: Any) -> None:
@@ -564,38 +528,20 @@ def check_resumable(path: Path, task: Any) -> None:
         raise DataFormatError(
             f"checkpoint {path}: lacks Lightning's training state ({', '.join(missing)}); it cannot be resumed"
         )
-    _load_weights(task, checkpoint, path, "the configured model")
-
-
-def _load_weights(task: Any, checkpoint: dict[str, Any], path: Path, what: str) -> None:
-    try:
-        state = task.state_dict()
-        incoming = checkpoint["state_dict"]
-        if not isinstance(incoming, dict):
-            raise RuntimeError("state_dict is not a mapping")
-        for key, value in incoming.items():
-            if key in state and hasattr(value, "shape") and tuple(value.shape) != tuple(state[key].shape):
-                raise RuntimeError(f"{key} has shape {tuple(value.shape)}, the model's has {tuple(state[key].shape)}")
-        task.load_state_dict(incoming, strict=True)
-    except (RuntimeError, TypeError, AttributeError) as exc:
-        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise DataFormatError(f"checkpoint {path}: does not match {what} ({detail[:200]})") from None
+    load_weights(task, checkpoint, path, "the configured model")
 
 
 def load_task(path: Path | str, model: str | None = None) -> Any:
-    """The trained LightningModule of a run directory (its ``final.ckpt``, else ``last.ckpt``) or of a
-    checkpoint file; ``model`` (a registered name) is read from the run's config.yaml when omitted.
-
-    Raises :class:`DataFormatError` naming the file when the checkpoint or the config is unreadable,
-    holds another model, or its hyper-parameters do not build the model.
+    """The trained LightningModule of a run directory (through :func:`~repscope.train.reader.open_run`:
+    its ``final.ckpt``, else ``last.ckpt``) or of a checkpoint file.
 
     Parameters
     ----------
     path : pathlib.Path or str
         A run directory (the one :func:`fit` writes) or a checkpoint file.
     model : str, optional
-        The registered model name the checkpoint holds; required for a checkpoint file, read from
-        ``config.yaml`` (``model.name``) for a run directory when omitted.
+        The registered model name the checkpoint holds: required for a checkpoint file; for a run
+        directory, read from its ``config.yaml`` (and, when given, checked against it).
 
     Returns
     -------
@@ -606,43 +552,19 @@ def load_task(path: Path | str, model: str | None = None) -> Any:
     Raises
     ------
     InvalidArgumentError
-        When a run directory has no ``checkpoints/final.ckpt`` or ``last.ckpt``, ``model`` is omitted
-        where no ``config.yaml`` gives it, ``model`` is not registered, or the checkpoint file does not exist.
+        When a run directory has no ``config.yaml``, no ``checkpoints/final.ckpt`` or ``last.ckpt``, or
+        trained another model than ``model``; when ``model`` is omitted for a checkpoint file, is not
+        registered, or the checkpoint file does not exist.
     DataFormatError
-        When the checkpoint or ``config.yaml`` is unreadable, ``config.yaml`` names no model, the
-        checkpoint holds another model, or its hyper-parameters or weights do not fit the model.
+        When the checkpoint or ``config.yaml`` is unreadable or invalid, the checkpoint holds another
+        model, or its hyper-parameters or weights do not fit the model.
     """
     path = Path(path)
     if path.is_dir():
-        config_file = path / "config.yaml"
-        if model is None and config_file.exists():
-            stored = _read_run_config(config_file)
-            model = stored.get("model", {}).get("name") if isinstance(stored.get("model"), dict) else None
-            if not isinstance(model, str):
-                raise DataFormatError(f"{config_file}: names no model (model.name)")
-        for name in (FINAL_CHECKPOINT, LAST_CHECKPOINT):
-            if (path / "checkpoints" / name).exists():
-                path = path / "checkpoints" / name
-                break
-        else:
-            raise InvalidArgumentError(f"run {path}: no checkpoints/{FINAL_CHECKPOINT} or {LAST_CHECKPOINT}")
+        run = open_run(path)
+        if model is not None and model != run.model_name:
+            raise InvalidArgumentError(f"run {path}: trained model {run.model_name!r}, not {model!r}")
+        return run.task()
     if model is None:
         raise InvalidArgumentError(f"checkpoint {path}: say which model it holds (a registered name)")
-    checkpoint = read_checkpoint(path)
-    cls = task_class(model)
-    hyper_parameters = checkpoint.get("hyper_parameters", {})
-    if not isinstance(hyper_parameters, dict):
-        raise DataFormatError(f"checkpoint {path}: its hyper_parameters are not a mapping")
-    hyper_parameters = dict(hyper_parameters)
-    for key, value in model_entry(model).fixed.items():
-        if hyper_parameters.get(key, value) != value:
-            raise DataFormatError(
-                f"checkpoint {path}: does not match model {model!r} (it holds {key}={hyper_parameters[key]!r})"
-            )
-    try:
-        task = cls(**hyper_parameters)
-    except (TypeError, ValueError, RepscopeError) as exc:
-        raise DataFormatError(f"checkpoint {path}: its hyper-parameters do not fit model {model!r} ({exc})") from None
-    _load_weights(task, checkpoint, path, f"model {model!r}")
-    task.eval()
-    return task
+    return task_from_checkpoint(path, model)

@@ -45,7 +45,6 @@ import numpy as np
 
 from repscope.data.sprites.attributes import (
     ATTRIBUTE_VALUES,
-    ATTRIBUTES,
     COLOUR_RGB,
     DEFAULT_SIZES,
     VALIDATION_FRACTION,
@@ -672,6 +671,3 @@ class CdSpritesPlus:
             table = np.stack([factors[name] for name in self.attributes], axis=1)
             captions = [compose_caption(self.level, row) for row in table.tolist()]
             yield indices, self.render(factors), captions, table, factors
-
-
-ATTRIBUTE_COLUMNS = ATTRIBUTES  # attribute class columns of a factors table, in level order

@@ -73,7 +73,6 @@ H5_TEXT = "text"
 VERIFY_FULL_BYTES = 2 << 30
 SAMPLE_BLOCKS = 64
 SAMPLE_BLOCK_BYTES = 1 << 16
-VERIFY_CHOICES = ("auto", True, False)
 
 Progress = Callable[[int], None]
 
@@ -97,7 +96,6 @@ LAYOUTS: dict[str, GeneratorLayout] = {
     "cdsprites": GeneratorLayout(attrs.level_attributes, captions=True, levels=True, check_classes=attrs.check_table),
     "dsprites": GeneratorLayout(lambda level: FACTOR_NAMES),
 }
-GENERATORS: tuple[str, ...] = tuple(LAYOUTS)
 
 
 def layout(generator: str) -> GeneratorLayout:

@@ -60,7 +60,9 @@ def bootstrap_interval(
     metric : callable
         ``metric(factors, codes, **params) -> dict``.
     factors, codes : numpy.ndarray
-        ``(N, K)`` factors and ``(N, L)`` codes.
+        ``(N, K)`` factors and ``(N, L)`` codes. Only their row counts are checked here: ``metric`` applies
+        its own input rule to every resample (the registered metrics:
+        :func:`repscope.validation.check_factors_codes`).
     resamples : int
         ``B``, the number of resamples (>= 2; a few hundred for a stable 95% interval).
     seed : int, default=0
@@ -95,17 +97,21 @@ def bootstrap_interval(
     n = len(codes)
     values: dict[str, list[float]] = {}
     failed = 0
+    last_error: InvalidArgumentError | None = None
     for _ in range(int(resamples)):
         rows = rng.integers(0, n, size=n)
         try:
             scores = scalar_scores(metric(factors[rows], codes[rows], **params))
-        except InvalidArgumentError:
+        except InvalidArgumentError as error:
             failed += 1
+            last_error = error
             continue
         for key, value in scores.items():
             values.setdefault(key, []).append(value)
     if not values:
-        raise InvalidArgumentError(f"--bootstrap: the metric failed on every one of the {resamples} resamples")
+        raise InvalidArgumentError(
+            f"--bootstrap: the metric failed on every one of the {resamples} resamples (the last: {last_error})"
+        )
     low_q, high_q = 100 * (1 - level) / 2, 100 * (1 + level) / 2
     out = {}
     for key, drawn in values.items():

@@ -29,22 +29,11 @@ from typing import Any
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_factors_codes
 
 
 def _check(factors: Any, codes: Any, q_sets: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, list]:
-    factors = np.asarray(factors)
-    codes = np.asarray(codes, dtype=np.float64)
-    if factors.ndim == 1:
-        factors = factors[:, None]
-    if factors.ndim != 2 or codes.ndim != 2 or len(factors) != len(codes) or len(codes) < 1:
-        raise InvalidArgumentError(
-            f"factors and codes: expected (N, K) and (N, L) with the same N >= 1, got {factors.shape} and {codes.shape}"
-        )
-    if not np.all(np.isfinite(codes)):
-        raise InvalidArgumentError("codes: holds NaN or infinite values")
-    if np.issubdtype(factors.dtype, np.floating) and not np.all(factors == np.round(factors)):
-        raise InvalidArgumentError("factors: must hold whole-number factor classes")
-    factors = factors.astype(np.int64)
+    factors, codes = check_factors_codes(factors, codes)
     if len(q_sets) != factors.shape[1]:
         raise InvalidArgumentError(f"q_sets: one set of latents per factor ({factors.shape[1]}), got {len(q_sets)}")
     sets = []
@@ -84,9 +73,10 @@ def counterfactual_generativeness(
     Parameters
     ----------
     factors : array-like of shape (N, K)
-        True factor classes of the examples.
+        True factor classes of the examples; N >= 2, no column constant
+        (:func:`repscope.validation.check_factors_codes`).
     codes : array-like of shape (N, L)
-        Their codes (the encoder's means); the baselines are taken over these rows.
+        Their finite codes (the encoder's means); the baselines are taken over these rows.
     q_sets : sequence of K sequences of int
         The latents attributed to each factor (``unique_capture(...)["q_sets"]["rho1"]``).
     decode : callable
@@ -105,7 +95,8 @@ def counterfactual_generativeness(
     Raises
     ------
     InvalidArgumentError
-        On mismatched shapes, a q_set out of range, or probabilities that do not fit the classes.
+        When ``factors`` or ``codes`` break :func:`repscope.validation.check_factors_codes`, on a q_set
+        out of range, or on probabilities that do not fit the classes.
     """
     factors, codes, sets = _check(factors, codes, q_sets)
     if int(batch_size) < 1:

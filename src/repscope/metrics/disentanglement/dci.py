@@ -36,10 +36,10 @@ Deviations, each for a reason:
 * with a single factor (``K = 1``) the base-1 entropy is 0 / 0 and disentanglement_lib returns NaN; here
   the normalised entropy of a one-point distribution is taken as 0, so disentanglement is 1 (no code can
   mix factors when there is one). Likewise completeness is 1 with a single code variable (``L = 1``).
-* a factor that takes a single value in the training rows makes sklearn's classifier fail (it needs
-  two classes); here that is an :class:`~repscope.errors.InvalidArgumentError` naming the factor
-  column. Drop constant factors (e.g. dSprites' colour) before calling, as disentanglement_lib does
-  through its ``latent_factor_indices``.
+* a factor that takes a single value (in all rows, or in the training rows) makes sklearn's classifier
+  fail (it needs two classes); here that is an :class:`~repscope.errors.InvalidArgumentError` naming
+  the factor column. Drop constant factors (e.g. dSprites' colour) before calling, as
+  disentanglement_lib does through its ``latent_factor_indices``.
 
 Classes that occur only in the test rows are never predicted, so they count as errors in
 ``dci_informativeness_test``.
@@ -55,7 +55,7 @@ from joblib import Parallel, delayed
 from sklearn.ensemble import GradientBoostingClassifier
 
 from repscope.errors import InvalidArgumentError
-from repscope.validation import as_array
+from repscope.validation import as_array, check_factors_codes, check_training_factors
 
 __all__ = ["completeness_from_importance", "dci", "disentanglement_from_importance"]
 
@@ -79,11 +79,12 @@ def dci(
 
     Parameters
     ----------
-    factors : array-like of shape (N, K) or (N,)
+    factors : array-like of shape (N, K)
         Ground-truth factor values, integer-valued (whole-number floats are accepted): each column is a
-        class label for its classifier. A 1-D array is one factor.
-    codes : array-like of shape (N, L) or (N,)
-        Finite code values, one row per row of ``factors``. A 1-D array is one code variable.
+        class label for its classifier. No column may be constant
+        (:func:`repscope.validation.check_factors_codes`).
+    codes : array-like of shape (N, L)
+        Finite code values, one row per row of ``factors``.
     train_fraction : float, default 0.8
         The first ``round(train_fraction * N)`` rows train the classifiers, the remaining rows test them.
         Both parts need at least 2 rows, and every factor needs at least two values among the training
@@ -111,9 +112,10 @@ def dci(
     Raises
     ------
     InvalidArgumentError
-        When ``factors`` is not integer-valued, ``codes`` holds NaN or infinity, the row counts differ,
-        a split has fewer than 2 rows, a factor is constant over the training rows, or a parameter is
-        out of range.
+        When ``factors`` or ``codes`` break :func:`repscope.validation.check_factors_codes` (not 2-D,
+        ``factors`` not integer-valued, NaN or infinity, different row counts, a constant factor), a
+        split has fewer than 2 rows, a factor is constant over the training rows, or a parameter is out
+        of range.
 
     References
     ----------
@@ -121,11 +123,8 @@ def dci(
     ICLR 2018. Locatello et al., Challenging common assumptions in the unsupervised learning of
     disentangled representations, ICML 2019 (disentanglement_lib).
     """
-    factor_labels = _factor_array(factors)
-    code_values = _code_array(codes)
+    factor_labels, code_values = check_factors_codes(factors, codes)
     n_rows = factor_labels.shape[0]
-    if code_values.shape[0] != n_rows:
-        raise InvalidArgumentError(f"codes: has {code_values.shape[0]} rows but factors has {n_rows}")
     train_fraction = _check_train_fraction(train_fraction)
     n_estimators = _check_positive_int(n_estimators, "n_estimators")
     seed = _check_seed(seed)
@@ -141,13 +140,7 @@ def dci(
         )
     codes_train, codes_test = code_values[:n_train], code_values[n_train:]
     labels_train, labels_test = factor_labels[:n_train], factor_labels[n_train:]
-    for k in range(factor_labels.shape[1]):
-        values = np.unique(labels_train[:, k])
-        if len(values) < 2:
-            raise InvalidArgumentError(
-                f"factors: column {k} takes the single value {values[0]} in the {n_train} training rows; "
-                "a classifier needs two classes (drop constant factors, or shuffle the rows)"
-            )
+    check_training_factors(labels_train)
 
     def fit_one(k: int) -> tuple[np.ndarray, float, float]:
         model = GradientBoostingClassifier(n_estimators=n_estimators, random_state=seed)
@@ -267,36 +260,6 @@ def _importance_array(value: Any) -> np.ndarray:
     if np.any(matrix < 0):
         raise InvalidArgumentError("importance_matrix: holds negative values; importances are non-negative")
     return matrix
-
-
-def _two_dimensional(value: Any, name: str, columns: str) -> np.ndarray:
-    array = as_array(value, name)
-    if array.dtype.kind not in "biuf":
-        raise InvalidArgumentError(f"{name}: expected numbers, got dtype {array.dtype}")
-    if array.ndim == 1:
-        array = array[:, None]
-    if array.ndim != 2 or array.shape[0] == 0 or array.shape[1] == 0:
-        raise InvalidArgumentError(f"{name}: expected a non-empty array of shape (N, {columns}), got {array.shape}")
-    return array
-
-
-def _factor_array(value: Any) -> np.ndarray:
-    array = _two_dimensional(value, "factors", "K")
-    if array.dtype.kind == "f":
-        if not np.all(np.isfinite(array)):
-            raise InvalidArgumentError("factors: holds NaN or infinity")
-        if not np.all(array == np.round(array)):
-            raise InvalidArgumentError(
-                "factors: expected integer-valued factors (class labels); discretise continuous factors first"
-            )
-    return array.astype(np.int64)
-
-
-def _code_array(value: Any) -> np.ndarray:
-    array = _two_dimensional(value, "codes", "L").astype(np.float64)
-    if not np.all(np.isfinite(array)):
-        raise InvalidArgumentError("codes: holds NaN or infinity")
-    return array
 
 
 def _check_train_fraction(value: Any) -> float:

@@ -1,8 +1,9 @@
 """Information- and predictor-based disentanglement metrics: MIG, SAP, modularity and explicitness.
 
 Each metric takes ``factors`` of shape ``(N, K)`` (integer factor classes, one column per generative
-factor) and ``codes`` of shape ``(N, L)`` (finite floats, one column per latent dimension) and returns a
-dict that holds its score, the intermediate matrices and the parameters that change its value.
+factor) and ``codes`` of shape ``(N, L)`` (finite floats, one column per latent dimension), checked by
+:func:`repscope.validation.check_factors_codes` (no constant factor, N >= 2), and returns a dict that
+holds its score, the intermediate matrices and the parameters that change its value.
 
 The defaults follow disentanglement_lib (Locatello et al., 2019) so that numbers compare with the
 papers that used it:
@@ -31,6 +32,7 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import LinearSVC
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_factors_codes, check_training_factors
 
 __all__ = ["mig", "modularity_explicitness", "sap"]
 
@@ -43,76 +45,35 @@ _SAP_MIN_VARIANCE = 1e-12
 
 
 def _check_inputs(factors: Any, codes: Any, *, integer_factors: bool = True) -> tuple[np.ndarray, np.ndarray]:
-    """``(factors, codes)`` as 2-D float64 arrays after the checks every metric here shares."""
-    arrays = []
-    for name, value in (("factors", factors), ("codes", codes)):
-        try:
-            array = np.asarray(value)
-        except (TypeError, ValueError) as error:
-            raise InvalidArgumentError(f"{name} must be an array of numbers: {error}") from None
-        if array.dtype == bool:
-            array = array.astype(np.int64)
-        if not (np.issubdtype(array.dtype, np.integer) or np.issubdtype(array.dtype, np.floating)):
-            raise InvalidArgumentError(f"{name} must hold real numbers, got dtype {array.dtype}")
-        if array.ndim == 1:
-            array = array[:, None]
-        if array.ndim != 2:
-            raise InvalidArgumentError(f"{name} must have shape (N, columns), got shape {array.shape}")
-        if array.shape[0] < 2 or array.shape[1] < 1:
-            raise InvalidArgumentError(f"{name} needs at least 2 rows and 1 column, got shape {array.shape}")
-        array = array.astype(np.float64, copy=False)
-        if not np.all(np.isfinite(array)):
-            raise InvalidArgumentError(f"{name} holds NaN or infinite values")
-        arrays.append(array)
-    factors_array, codes_array = arrays
-    if factors_array.shape[0] != codes_array.shape[0]:
-        raise InvalidArgumentError(
-            f"factors and codes must have the same number of rows, got {factors_array.shape[0]} and "
-            f"{codes_array.shape[0]}"
-        )
-    if integer_factors and not np.all(factors_array == np.round(factors_array)):
-        raise InvalidArgumentError(
-            "factors must hold integer class labels (whole-number floats are accepted); pass "
-            "continuous_factors=True for continuous factors"
-        )
-    constant = np.flatnonzero(np.all(factors_array == factors_array[:1], axis=0))
-    if constant.size:
-        raise InvalidArgumentError(
-            f"factors column(s) {constant.tolist()} take a single value: a constant factor has no information "
-            "to capture and the metric is undefined for it"
-        )
-    return factors_array, codes_array
+    """``(factors, codes)`` as 2-D float64 arrays after the rule every factor/code metric shares
+    (:func:`repscope.validation.check_factors_codes`)."""
+    factors_array, codes_array = check_factors_codes(
+        factors, codes, discrete_factors=integer_factors, continuous_option="continuous_factors=True"
+    )
+    # the histograms, contingency tables and classifiers below have always worked on float64 factors
+    return factors_array.astype(np.float64, copy=False), codes_array
 
 
 def _check_num_bins(num_bins: Any) -> int:
     if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 1:
-        raise InvalidArgumentError(f"num_bins must be a positive integer, got {num_bins!r}")
+        raise InvalidArgumentError(f"num_bins: expected a positive integer, got {num_bins!r}")
     return int(num_bins)
 
 
 def _split(num_rows: int, test_fraction: Any) -> int:
     """Number of training rows: ``ceil(N * (1 - test_fraction))``, leaving at least one row on each side."""
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, int | float | np.floating):
-        raise InvalidArgumentError(f"test_fraction must be a number in (0, 1), got {test_fraction!r}")
+        raise InvalidArgumentError(f"test_fraction: expected a number in (0, 1), got {test_fraction!r}")
     if not 0.0 < float(test_fraction) < 1.0:
-        raise InvalidArgumentError(f"test_fraction must lie strictly between 0 and 1, got {test_fraction!r}")
+        raise InvalidArgumentError(f"test_fraction: expected a number strictly between 0 and 1, got {test_fraction!r}")
     # round() absorbs float error such as 1000 * 0.8 = 800.0000000000001
     num_train = math.ceil(round(num_rows * (1.0 - float(test_fraction)), 9))
     if not 1 <= num_train < num_rows:
         raise InvalidArgumentError(
-            f"test_fraction={test_fraction} leaves {num_train} training and {num_rows - num_train} test rows "
+            f"test_fraction: {test_fraction} leaves {num_train} training and {num_rows - num_train} test rows "
             f"of N={num_rows}; both must be at least 1"
         )
     return num_train
-
-
-def _check_train_classes(factors_train: np.ndarray) -> None:
-    single = [j for j in range(factors_train.shape[1]) if np.unique(factors_train[:, j]).size < 2]
-    if single:
-        raise InvalidArgumentError(
-            f"factors column(s) {single} take a single value in the training rows (the first rows of the "
-            "array); pass rows in random order so that each split holds several classes of every factor"
-        )
 
 
 def _histogram_discretize(values: np.ndarray, num_bins: int) -> np.ndarray:
@@ -390,7 +351,7 @@ def sap(factors: Any, codes: Any, continuous_factors: bool = False, test_fractio
         scores = np.where(code_variance[:, None] > _SAP_MIN_VARIANCE, r_squared, 0.0)
         scores = np.nan_to_num(scores, nan=0.0, posinf=0.0)
     else:
-        _check_train_classes(factors_train)
+        check_training_factors(factors_train)
         for latent in range(num_codes):
             for factor in range(num_factors):
                 classifier = LinearSVC(C=0.01, class_weight="balanced", random_state=0)
@@ -501,7 +462,7 @@ def modularity_explicitness(factors: Any, codes: Any, num_bins: int = 20, test_f
     num_train = _split(codes.shape[0], test_fraction)
     codes_train, codes_test = codes[:num_train], codes[num_train:]
     factors_train, factors_test = factors[:num_train], factors[num_train:]
-    _check_train_classes(factors_train)
+    check_training_factors(factors_train)
 
     information = _mutual_information(_histogram_discretize(codes_train, num_bins), factors_train)
     modularity_per_code = _modularity(information)

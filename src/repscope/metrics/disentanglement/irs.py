@@ -7,8 +7,10 @@ paper (Reddy et al., "On causally disentangled representations", section 4.1), w
 matrix to pick the latents that capture each generative factor.
 
 Both follow the metric convention of the package, ``metric(factors, codes, **params) -> dict``:
-``factors`` is ``(N, K)`` integer-valued, ``codes`` is ``(N, L)`` finite reals, and the dict carries
-the parameters used under ``"params"``.
+``factors`` is ``(N, K)`` integer-valued, ``codes`` is ``(N, L)`` finite reals (checked by
+:func:`repscope.validation.check_factors_codes`: a constant factor, which is never intervened on, is
+refused; a constant latent is dropped, step 1 of :func:`irs`), and the dict carries the parameters used
+under ``"params"``.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from repscope.errors import InvalidArgumentError
 from repscope.resources import usable_cores
-from repscope.validation import as_array
+from repscope.validation import as_array, check_factors_codes
 
 __all__ = ["irs", "uc_from_irs_matrix", "unique_capture"]
 
@@ -36,48 +38,10 @@ _MIN_ENTRIES_THREADED = 200_000
 # validation
 
 
-def _check_factors(factors: Any) -> np.ndarray:
-    array = as_array(factors, "factors")
-    if array.ndim != 2:
-        raise InvalidArgumentError(f"factors: expected a 2-D array (N samples, K factors), got shape {array.shape}")
-    if array.shape[1] < 1:
-        raise InvalidArgumentError(f"factors: needs at least one factor column, got shape {array.shape}")
-    kind = array.dtype.kind
-    if kind in "iub":
-        return array.astype(np.int64, copy=False)
-    if kind != "f":
-        raise InvalidArgumentError(f"factors: expected integer-valued numbers, got dtype {array.dtype}")
-    if not np.all(np.isfinite(array)):
-        raise InvalidArgumentError("factors: holds NaN or infinity; expected integer values")
-    if not np.all(array == np.round(array)):
-        raise InvalidArgumentError(
-            "factors: holds non-integer values; expected discrete factor values (integers, or floats that are whole)"
-        )
-    return array
-
-
-def _check_codes(codes: Any) -> np.ndarray:
-    array = as_array(codes, "codes")
-    if array.ndim != 2:
-        raise InvalidArgumentError(f"codes: expected a 2-D array (N samples, L latents), got shape {array.shape}")
-    if array.shape[1] < 1:
-        raise InvalidArgumentError(f"codes: needs at least one latent column, got shape {array.shape}")
-    if array.dtype.kind not in "iuf":
-        raise InvalidArgumentError(f"codes: expected real numbers, got dtype {array.dtype}")
-    array = array.astype(np.float64, copy=False)
-    if not np.all(np.isfinite(array)):
-        raise InvalidArgumentError("codes: holds NaN or infinity; expected finite values")
-    return array
-
-
 def _check_inputs(factors: Any, codes: Any) -> tuple[np.ndarray, np.ndarray]:
-    factors = _check_factors(factors)
-    codes = _check_codes(codes)
-    if codes.shape[0] != factors.shape[0]:
-        raise InvalidArgumentError(f"codes: has {codes.shape[0]} rows but factors has {factors.shape[0]}")
-    if factors.shape[0] < 2:
-        raise InvalidArgumentError(f"factors: needs at least 2 rows (samples), got {factors.shape[0]}")
-    return factors, codes
+    """int64 ``factors`` and float64 ``codes`` after the rule every factor/code metric shares
+    (:func:`repscope.validation.check_factors_codes`)."""
+    return check_factors_codes(factors, codes)
 
 
 def _check_quantile(diff_quantile: Any) -> float:
@@ -281,7 +245,8 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
     Parameters
     ----------
     factors : array-like of shape (N, K)
-        Discrete ground-truth factor values: integers, or floats that are whole numbers. N >= 2.
+        Discrete ground-truth factor values: integers, or floats that are whole numbers. N >= 2; no
+        column constant.
     codes : array-like of shape (N, L)
         Finite real latent codes of the same N samples.
     diff_quantile : float, default 0.99
@@ -302,7 +267,8 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
     ------
     InvalidArgumentError
         When ``factors`` is not a 2-D integer-valued array, ``codes`` not a 2-D finite real array,
-        their row counts differ or are below 2, or ``diff_quantile`` is outside (0, 1].
+        their row counts differ or are below 2, a factor is constant
+        (:func:`repscope.validation.check_factors_codes`), or ``diff_quantile`` is outside (0, 1].
 
     References
     ----------
@@ -435,7 +401,8 @@ def unique_capture(
     Parameters
     ----------
     factors : array-like of shape (N, K)
-        Discrete ground-truth factor values: integers, or floats that are whole numbers. N >= 2.
+        Discrete ground-truth factor values: integers, or floats that are whole numbers. N >= 2; no
+        column constant.
     codes : array-like of shape (N, L)
         Finite real latent codes of the same N samples.
     rho : int or sequence of int, default (1, 2)

@@ -2,17 +2,21 @@
 
 Each modality brings an encoder (``x -> (mu, logvar)``, both ``(B, D)``), a decoder (``z -> output``,
 read by its likelihood, :mod:`.likelihoods`), a likelihood kind, a scale and a likelihood weight. The
-model differs only in how the unimodal posteriors are joined (:mod:`.experts`) and in its objective:
+models differ only in how the unimodal posteriors are joined (:mod:`.experts`) and in their objective,
+one subclass of :class:`MultimodalVAE` each:
 
-* ``mvae`` (Wu & Goodman 2018): ``q(z | X)`` = product of experts with the prior expert; the loss sums
-  the ELBO of the joint posterior and of each single modality (``subsampling="singles"``) or of every
-  proper subset (``"all"``; the same for two modalities, as CdSprites+), each reconstructing the
-  modalities it was given (the sub-sampling the CdSprites+ paper used).
-* ``mmvae`` (Shi et al. 2019): ``q(z | X)`` = mixture of the unimodal experts; stratified over the
-  present modalities, each ``z ~ q(z | x_m)`` reconstructs every modality (cross-reconstruction) with
-  importance weights ``p(X, z) / q_MoE(z | X)``; K samples give the IWAE bound, DReG its estimator.
-* ``mopoe`` (Sutter et al. 2021): ``q(z | X)`` = mixture over the non-empty subsets of the product of
-  their experts; stratified over the available subsets, each ELBO reconstructs every modality.
+* :class:`ProductOfExpertsVAE`, MVAE (Wu & Goodman 2018): ``q(z | X)`` = product of experts with the
+  prior expert; the loss sums the ELBO of the joint posterior and of each single modality
+  (``subsampling="singles"``) or of every proper subset (``"all"``; the same for two modalities, as
+  CdSprites+), each reconstructing the modalities it was given (the sub-sampling the CdSprites+ paper
+  used).
+* :class:`MixtureOfExpertsVAE`, MMVAE (Shi et al. 2019): ``q(z | X)`` = mixture of the unimodal experts;
+  stratified over the present modalities, each ``z ~ q(z | x_m)`` reconstructs every modality
+  (cross-reconstruction) with importance weights ``p(X, z) / q_MoE(z | X)``; K samples give the IWAE
+  bound, DReG its estimator.
+* :class:`MixtureOfProductsVAE`, MoPoE (Sutter et al. 2021): ``q(z | X)`` = mixture over the non-empty
+  subsets of the product of their experts; stratified over the available subsets, each ELBO
+  reconstructs every modality.
 
 For MMVAE and MoPoE, ``estimator="sampled"`` draws one mixture component per example instead of taking
 the bound of every one (an unbiased estimate of the same average, one decoding per example instead of
@@ -33,7 +37,6 @@ from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts, objectives
 from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, log_prior
 
-MIXINGS: tuple[str, ...] = ("mvae", "mmvae", "mopoe")
 OBJECTIVES: tuple[str, ...] = ("elbo", "iwae", "dreg")
 SUBSAMPLINGS: tuple[str, ...] = ("singles", "all")  # MVAE's sub-sampled ELBO terms besides the joint one
 ESTIMATORS: tuple[str, ...] = ("stratified", "sampled")  # MMVAE / MoPoE: every component, or one per example
@@ -49,7 +52,11 @@ class LikelihoodSpec:
 
 
 class MultimodalVAE(nn.Module):
-    """A multimodal VAE with a shared latent of ``latent_dim`` dimensions (module docstring).
+    """What the models with one shared latent of ``latent_dim`` dimensions share (module docstring).
+
+    A subclass joins the unimodal experts (:meth:`_components`) and sets the objective
+    (:meth:`_negative_objective`); encoding, decoding, likelihood estimates and cross-generation are
+    common.
 
     Parameters
     ----------
@@ -59,8 +66,6 @@ class MultimodalVAE(nn.Module):
         One per modality.
     latent_dim : int
         Size of the shared latent.
-    model : {"mvae", "mmvae", "mopoe"}
-        How the experts are joined and which objective goes with it.
     prior : {"normal", "laplace"}, default="normal"
         Latent prior.
     """
@@ -71,20 +76,9 @@ class MultimodalVAE(nn.Module):
         decoders: dict[str, nn.Module],
         likelihoods: dict[str, LikelihoodSpec],
         latent_dim: int,
-        model: str,
         prior: str = "normal",
-        subsampling: str = "singles",
-        estimator: str = "stratified",
     ) -> None:
         super().__init__()
-        if estimator not in ESTIMATORS:
-            raise InvalidArgumentError(f"estimator: must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
-        self.estimator = estimator
-        if subsampling not in SUBSAMPLINGS:
-            raise InvalidArgumentError(f"subsampling: must be one of {', '.join(SUBSAMPLINGS)}, got {subsampling!r}")
-        self.subsampling = subsampling
-        if model not in MIXINGS:
-            raise InvalidArgumentError(f"model: must be one of {', '.join(MIXINGS)}, got {model!r}")
         if not (set(encoders) == set(decoders) == set(likelihoods)) or not encoders:
             raise InvalidArgumentError("modalities: encoders, decoders and likelihoods must name the same modalities")
         self.modalities = tuple(encoders)
@@ -92,7 +86,6 @@ class MultimodalVAE(nn.Module):
         self.decoders = nn.ModuleDict(decoders)
         self.likelihoods = dict(likelihoods)
         self.latent_dim = int(latent_dim)
-        self.model = model
         self.prior = prior
 
     # -- inference --------------------------------------------------------------------------
@@ -147,7 +140,7 @@ class MultimodalVAE(nn.Module):
         """Components of ``q(z | X)``: ``(C, B, D)`` means and log-variances and bool ``(C, B)`` availability.
 
         MVAE: one component (the product with the prior expert); MMVAE: one per modality; MoPoE: one per
-        subset.
+        subset (:meth:`_components` of each subclass).
 
         Parameters
         ----------
@@ -164,20 +157,8 @@ class MultimodalVAE(nn.Module):
     def _components(
         self, mu: torch.Tensor, logvar: torch.Tensor, mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        if self.model == "mvae":
-            joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
-            return joint_mu[None], joint_logvar[None], torch.ones_like(mask[:1])
-        if self.model == "mmvae":
-            return mu, logvar, mask
-        return experts.mixture_of_products(mu, logvar, mask)
-
-    def training_subsets(self) -> list[tuple[int, ...]]:
-        """MVAE's sub-sampled subsets besides the joint one: each single modality (``singles``, Wu & Goodman
-        2018), or every proper non-empty subset (``all``; the same for two modalities)."""
-        count = len(self.modalities)
-        if self.subsampling == "singles":
-            return [(index,) for index in range(count)]
-        return [subset for subset in experts.subsets(count) if len(subset) < count]
+        """The mixture components of ``q(z | X)`` from the stacked experts ``(E, B, D)`` and ``mask`` ``(E, B)``."""
+        raise NotImplementedError
 
     def decode(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """Every modality's decoder output for latents ``z`` (``(..., D)``; leading dims are flattened)."""
@@ -268,91 +249,11 @@ class MultimodalVAE(nn.Module):
         feature_masks = feature_masks or {}
         mu, logvar, mask = self.encode(inputs, present)
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
-        if self.model == "mvae":
-            # the joint posterior plus each sub-sampled subset, each reconstructing what it was given
-            terms = [self._component_objective(mu, logvar, mask, scored, feature_masks, objective, k, beta, generator)]
-            for subset in self.training_subsets():
-                only = torch.zeros_like(mask)
-                only[list(subset)] = mask[list(subset)]
-                if bool(only.any(0).any()):
-                    terms.append(
-                        self._component_objective(
-                            mu, logvar, only, scored, feature_masks, objective, k, beta, generator
-                        )
-                    )
-            return -torch.stack([t.mean() for t in terms]).sum()
-        # the components from the experts already encoded (encoding again would run every encoder twice)
-        components_mu, components_logvar, available = self._components(mu, logvar, mask)
-        return -self._mixture_objective(
-            components_mu, components_logvar, available, mask, scored, feature_masks, objective, k, beta, generator
-        ).mean()
+        return self._negative_objective(mu, logvar, mask, scored, feature_masks, objective, k, beta, generator)
 
-    def _component_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
-        """MVAE: the bound of the product of the experts in ``mask`` (with the prior expert), per example."""
-        joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
-        z = experts.reparameterise(joint_mu, joint_logvar, generator, k)  # (K, B, D)
-        outputs = self.decode(z)
-        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
-        log_pz = log_prior(self.prior, z)
-        if objective == "dreg":
-            log_qz = log_normal(z, joint_mu.detach(), joint_logvar.detach())
-            return objectives.dreg(objectives.log_importance_weights(log_px, log_pz, log_qz), z)
-        log_qz = log_normal(z, joint_mu, joint_logvar)
-        if objective == "iwae":
-            return objectives.iwae(objectives.log_importance_weights(log_px, log_pz, log_qz))
-        return objectives.elbo(log_px, log_pz, log_qz, beta)
-
-    def _mixture_objective(self, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator):
-        """MMVAE / MoPoE, every modality reconstructed: stratified over the available components (the
-        average of their bounds), or with ``estimator="sampled"`` one component drawn per example (an
-        unbiased estimate of that average with one decoding instead of one per component)."""
-        if self.estimator == "sampled":
-            component = experts.choose_present(available, generator)
-            batch = torch.arange(c_mu.shape[1], device=c_mu.device)
-            chosen = (c_mu[component, batch], c_logvar[component, batch])
-            return self._component_bound(
-                chosen, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
-            )
-        total = torch.zeros(c_mu.shape[1], dtype=c_mu.dtype, device=c_mu.device)
-        count = available.sum(0).to(c_mu.dtype)
-        for c in range(c_mu.shape[0]):
-            if not bool(available[c].any()):
-                continue
-            value = self._component_bound(
-                (c_mu[c], c_logvar[c]),
-                c_mu,
-                c_logvar,
-                available,
-                mask,
-                inputs,
-                feature_masks,
-                objective,
-                k,
-                beta,
-                generator,
-            )
-            total = total + value * available[c].to(value.dtype)
-        return total / count.clamp(min=1)
-
-    def _component_bound(
-        self, chosen, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
-    ):
-        """The bound of ``z`` drawn from one component ``chosen = (mu, logvar)`` (``(B, D)`` each), per example."""
-        z = experts.reparameterise(chosen[0], chosen[1], generator, k)  # (K, B, D)
-        outputs = self.decode(z)
-        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
-        log_pz = log_prior(self.prior, z)
-        detach = objective == "dreg"
-        if self.model == "mmvae":
-            log_qz = self._log_mixture_density(z, c_mu, c_logvar, available, detach)
-        else:
-            # MoPoE's KL term is taken per subset (an upper bound of the mixture's; Sutter et al. 2021)
-            mu_c, logvar_c = (chosen[0].detach(), chosen[1].detach()) if detach else chosen
-            log_qz = log_normal(z, mu_c, logvar_c)
-        if objective == "elbo":
-            return objectives.elbo(log_px, log_pz, log_qz, beta)
-        weights = objectives.log_importance_weights(log_px, log_pz, log_qz)
-        return objectives.dreg(weights, z) if detach else objectives.iwae(weights)
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+        """Minus the model's objective, averaged over the batch, from the stacked experts (:meth:`encode`)."""
+        raise NotImplementedError
 
     @staticmethod
     def _log_mixture_density(z, c_mu, c_logvar, available, detach):
@@ -451,3 +352,176 @@ class MultimodalVAE(nn.Module):
         mu, logvar = c_mu[component, batch], c_logvar[component, batch]
         z = mu if use_mean else experts.reparameterise(mu, logvar, generator)
         return self.decode(z)
+
+
+class ProductOfExpertsVAE(MultimodalVAE):
+    """MVAE (Wu & Goodman 2018): the product of the experts with the prior expert, sub-sampled ELBO terms.
+
+    Parameters
+    ----------
+    encoders, decoders, likelihoods, latent_dim, prior
+        As for :class:`MultimodalVAE`.
+    subsampling : {"singles", "all"}, default="singles"
+        The ELBO terms besides the joint one: each single modality, or every proper non-empty subset.
+    """
+
+    def __init__(
+        self,
+        encoders: dict[str, nn.Module],
+        decoders: dict[str, nn.Module],
+        likelihoods: dict[str, LikelihoodSpec],
+        latent_dim: int,
+        prior: str = "normal",
+        subsampling: str = "singles",
+    ) -> None:
+        if subsampling not in SUBSAMPLINGS:
+            raise InvalidArgumentError(f"subsampling: must be one of {', '.join(SUBSAMPLINGS)}, got {subsampling!r}")
+        super().__init__(encoders, decoders, likelihoods, latent_dim, prior)
+        self.subsampling = subsampling
+
+    def _components(self, mu, logvar, mask):
+        joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
+        return joint_mu[None], joint_logvar[None], torch.ones_like(mask[:1])
+
+    def training_subsets(self) -> list[tuple[int, ...]]:
+        """MVAE's sub-sampled subsets besides the joint one: each single modality (``singles``, Wu & Goodman
+        2018), or every proper non-empty subset (``all``; the same for two modalities)."""
+        count = len(self.modalities)
+        if self.subsampling == "singles":
+            return [(index,) for index in range(count)]
+        return [subset for subset in experts.subsets(count) if len(subset) < count]
+
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+        # the joint posterior plus each sub-sampled subset, each reconstructing what it was given
+        terms = [self._component_objective(mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator)]
+        for subset in self.training_subsets():
+            only = torch.zeros_like(mask)
+            only[list(subset)] = mask[list(subset)]
+            if bool(only.any(0).any()):
+                terms.append(
+                    self._component_objective(mu, logvar, only, inputs, feature_masks, objective, k, beta, generator)
+                )
+        return -torch.stack([t.mean() for t in terms]).sum()
+
+    def _component_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+        """MVAE: the bound of the product of the experts in ``mask`` (with the prior expert), per example."""
+        joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
+        z = experts.reparameterise(joint_mu, joint_logvar, generator, k)  # (K, B, D)
+        outputs = self.decode(z)
+        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
+        log_pz = log_prior(self.prior, z)
+        if objective == "dreg":
+            log_qz = log_normal(z, joint_mu.detach(), joint_logvar.detach())
+            return objectives.dreg(objectives.log_importance_weights(log_px, log_pz, log_qz), z)
+        log_qz = log_normal(z, joint_mu, joint_logvar)
+        if objective == "iwae":
+            return objectives.iwae(objectives.log_importance_weights(log_px, log_pz, log_qz))
+        return objectives.elbo(log_px, log_pz, log_qz, beta)
+
+
+class MixtureVAE(MultimodalVAE):
+    """What MMVAE and MoPoE share: a uniform mixture posterior whose every component reconstructs every
+    modality, stratified over the components or one drawn per example.
+
+    Parameters
+    ----------
+    encoders, decoders, likelihoods, latent_dim, prior
+        As for :class:`MultimodalVAE`.
+    estimator : {"stratified", "sampled"}, default="stratified"
+        The bound of every mixture component, or of one drawn per example (cheaper).
+    """
+
+    def __init__(
+        self,
+        encoders: dict[str, nn.Module],
+        decoders: dict[str, nn.Module],
+        likelihoods: dict[str, LikelihoodSpec],
+        latent_dim: int,
+        prior: str = "normal",
+        estimator: str = "stratified",
+    ) -> None:
+        if estimator not in ESTIMATORS:
+            raise InvalidArgumentError(f"estimator: must be one of {', '.join(ESTIMATORS)}, got {estimator!r}")
+        super().__init__(encoders, decoders, likelihoods, latent_dim, prior)
+        self.estimator = estimator
+
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+        # the components from the experts already encoded (encoding again would run every encoder twice)
+        components_mu, components_logvar, available = self._components(mu, logvar, mask)
+        return -self._mixture_objective(
+            components_mu, components_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+        ).mean()
+
+    def _log_posterior_density(self, z, chosen, c_mu, c_logvar, available, detach):
+        """``log q(z | X)`` in the bound of ``z`` drawn from the component ``chosen``; ``detach`` (DReG) stops
+        its gradient to the posterior's parameters."""
+        raise NotImplementedError
+
+    def _mixture_objective(self, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator):
+        """MMVAE / MoPoE, every modality reconstructed: stratified over the available components (the
+        average of their bounds), or with ``estimator="sampled"`` one component drawn per example (an
+        unbiased estimate of that average with one decoding instead of one per component)."""
+        if self.estimator == "sampled":
+            component = experts.choose_present(available, generator)
+            batch = torch.arange(c_mu.shape[1], device=c_mu.device)
+            chosen = (c_mu[component, batch], c_logvar[component, batch])
+            return self._component_bound(
+                chosen, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+            )
+        total = torch.zeros(c_mu.shape[1], dtype=c_mu.dtype, device=c_mu.device)
+        count = available.sum(0).to(c_mu.dtype)
+        for c in range(c_mu.shape[0]):
+            if not bool(available[c].any()):
+                continue
+            value = self._component_bound(
+                (c_mu[c], c_logvar[c]),
+                c_mu,
+                c_logvar,
+                available,
+                mask,
+                inputs,
+                feature_masks,
+                objective,
+                k,
+                beta,
+                generator,
+            )
+            total = total + value * available[c].to(value.dtype)
+        return total / count.clamp(min=1)
+
+    def _component_bound(
+        self, chosen, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+    ):
+        """The bound of ``z`` drawn from one component ``chosen = (mu, logvar)`` (``(B, D)`` each), per example."""
+        z = experts.reparameterise(chosen[0], chosen[1], generator, k)  # (K, B, D)
+        outputs = self.decode(z)
+        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
+        log_pz = log_prior(self.prior, z)
+        detach = objective == "dreg"
+        log_qz = self._log_posterior_density(z, chosen, c_mu, c_logvar, available, detach)
+        if objective == "elbo":
+            return objectives.elbo(log_px, log_pz, log_qz, beta)
+        weights = objectives.log_importance_weights(log_px, log_pz, log_qz)
+        return objectives.dreg(weights, z) if detach else objectives.iwae(weights)
+
+
+class MixtureOfExpertsVAE(MixtureVAE):
+    """MMVAE (Shi et al. 2019): the uniform mixture of the unimodal experts (module docstring)."""
+
+    def _components(self, mu, logvar, mask):
+        return mu, logvar, mask
+
+    def _log_posterior_density(self, z, chosen, c_mu, c_logvar, available, detach):
+        return self._log_mixture_density(z, c_mu, c_logvar, available, detach)
+
+
+class MixtureOfProductsVAE(MixtureVAE):
+    """MoPoE (Sutter et al. 2021): the uniform mixture over the non-empty subsets of their experts' product."""
+
+    def _components(self, mu, logvar, mask):
+        return experts.mixture_of_products(mu, logvar, mask)
+
+    def _log_posterior_density(self, z, chosen, c_mu, c_logvar, available, detach):
+        # MoPoE's KL term is taken per subset (an upper bound of the mixture's; Sutter et al. 2021)
+        mu_c, logvar_c = (chosen[0].detach(), chosen[1].detach()) if detach else chosen
+        return log_normal(z, mu_c, logvar_c)

@@ -41,8 +41,6 @@ class ModalitySpecificMixtureVAE(PrivateSharedVAE):
         As for :class:`~repscope.models.multimodal.private.PrivateSharedVAE`.
     """
 
-    model = "mmvae-plus"
-
     def __init__(
         self,
         encoders: dict[str, nn.Module],

@@ -43,8 +43,6 @@ class PrivateSharedVAE(nn.Module):
         Prior of both latents.
     """
 
-    model = "dmvae"
-
     def __init__(
         self,
         encoders: dict[str, nn.Module],

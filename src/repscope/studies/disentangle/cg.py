@@ -15,14 +15,15 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 
 from repscope.errors import InvalidArgumentError
 from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
 from repscope.metrics.disentanglement.irs import unique_capture
+from repscope.runs import CONFIG_FILE, METRICS_FILE, read_metrics
 from repscope.studies.disentangle.score import codes_of_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
-from repscope.train.run import fit, load_task
+from repscope.train.reader import open_run
+from repscope.train.run import fit
 
 CLASSIFIER_MODEL = "attribute-cnn"
 
@@ -73,13 +74,13 @@ def train_factor_classifiers(
 
 
 def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
-    missing = [name for name in names if not (folder / name / "config.yaml").is_file()]
+    missing = [name for name in names if not (folder / name / CONFIG_FILE).is_file()]
     if missing:
         raise InvalidArgumentError(
             f"--classifiers {folder}: no classifier run for factor {missing[0]!r} (train them with "
             "repscope disentangle classifiers)"
         )
-    return [load_task(folder / name) for name in names]
+    return [open_run(folder / name).task() for name in names]
 
 
 def cg_of_run(
@@ -107,7 +108,7 @@ def cg_of_run(
     """
     factors, codes, names = codes_of_run(run_dir, n=n, seed=seed)
     models = _load_classifiers(Path(classifiers), names)
-    task = load_task(run_dir)
+    task = open_run(run_dir).task()
 
     def predict_proba(images: np.ndarray) -> list[np.ndarray]:
         return [torch.softmax(model.outputs(images), dim=1).numpy() for model in models]
@@ -127,9 +128,8 @@ def classifier_accuracies(folder: str | Path) -> dict[str, float]:
     """The test accuracy of every classifier run in ``folder`` (from its metrics.json)."""
     accuracies = {}
     for run in sorted(Path(folder).iterdir()):
-        metrics = run / "metrics.json"
-        if metrics.is_file():
-            accuracies[run.name] = float(yaml.safe_load(metrics.read_text()).get("test_accuracy", float("nan")))
+        if (run / METRICS_FILE).is_file():
+            accuracies[run.name] = float(read_metrics(run).get("test_accuracy", float("nan")))
     return accuracies
 
 

@@ -14,30 +14,16 @@ from __future__ import annotations
 
 import time
 import zipfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, scalar_scores
-from repscope.metrics.disentanglement.dci import dci
-from repscope.metrics.disentanglement.information import mig, modularity_explicitness, sap
-from repscope.metrics.disentanglement.irs import irs, unique_capture
-from repscope.train.config import TrainConfig
-from repscope.train.run import load_data, load_task
-
-# name -> the metric; every one is metric(factors, codes, **params) -> dict
-METRICS: dict[str, Callable[..., dict[str, Any]]] = {
-    "irs": irs,
-    "uc": unique_capture,
-    "mig": mig,
-    "dci": dci,
-    "sap": sap,
-    "modularity_explicitness": modularity_explicitness,
-}
+from repscope.metrics.registry import ARRAY_INPUTS, metric, metric_entry, metric_names
+from repscope.train.reader import open_run
+from repscope.train.tasks.base import Encoder
 
 
 def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -117,13 +103,14 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
 def codes_of_run(
     run_dir: str | Path, n: int = 10_000, seed: int = 0, split: str = "test"
 ) -> tuple[np.ndarray, np.ndarray, list[str]]:
-    """Factors and posterior-mean codes of ``n`` examples of a trained model's own dataset.
+    """Factors and codes (``task.encode``: posterior means, InfoGAN's inferred codes) of ``n`` examples of a
+    trained model's own dataset.
 
     Parameters
     ----------
     run_dir : str or pathlib.Path
-        A run directory of ``repscope train`` whose model encodes images (the VAE family) and whose
-        dataset has a ``factors`` field (dSprites, ...).
+        A run directory of ``repscope train`` whose model encodes images (an ``Encoder``: the VAE family,
+        InfoGAN) and whose dataset has a ``factors`` field (dSprites, ...).
     n : int, default=10000
         Examples, drawn without replacement from ``split`` (all of it when smaller), in a seeded order.
     seed : int, default=0
@@ -143,16 +130,12 @@ def codes_of_run(
         When the directory is not a training run, its model cannot encode, or its data has no factors.
     """
     run_dir = Path(run_dir)
-    path = run_dir / "config.yaml"
-    if not path.is_file():
-        raise InvalidArgumentError(f"{run_dir}: no config.yaml; not a run directory of repscope train")
-    stored = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    stored.pop("repscope_version", None)
-    config = TrainConfig(**stored)
-    task = load_task(run_dir)
-    if not hasattr(task, "encode"):
+    run = open_run(run_dir)
+    config = run.config
+    task = run.task()
+    if not isinstance(task, Encoder):  # the VAE family and InfoGAN infer codes
         raise InvalidArgumentError(f"{run_dir}: model {config.model.name!r} has no encoder to score")
-    dataset = load_data(config)
+    dataset = run.dataset()
     if "factors" not in dataset.fields:
         raise InvalidArgumentError(f"{run_dir}: dataset {config.data.name!r} has no 'factors' field to score against")
     if int(n) < 2:
@@ -181,7 +164,8 @@ def score_arrays(
     factors, codes : numpy.ndarray
         ``(N, K)`` integer factors and ``(N, L)`` codes.
     metrics : list of str, optional
-        Names from :data:`METRICS`; default all.
+        Names of the registered metrics that score a plain ``(factors, codes)`` pair
+        (:func:`repscope.metrics.registry.metric_names` with ``ARRAY_INPUTS``); default all of them.
     bootstrap : int, default=0
         Resamples of the percentile interval (0: none).
     seed : int, default=0
@@ -193,17 +177,23 @@ def score_arrays(
         ``{"n", "factors", "latents", "metrics": {name: result}, "seconds": {name: s}}``; with
         ``bootstrap``, each result gains ``"bootstrap": {score: {"low", "high", ...}}``.
     """
-    names = list(METRICS) if metrics is None else list(metrics)
-    unknown = [name for name in names if name not in METRICS]
-    if unknown:
-        raise InvalidArgumentError(f"--metric: unknown {unknown[0]!r}; choose from {', '.join(METRICS)}")
+    scorable = metric_names(ARRAY_INPUTS)
+    names = scorable if metrics is None else list(metrics)
+    for name in names:
+        if name in scorable:
+            continue
+        if name in metric_names():
+            further = [key for key in metric_entry(name).inputs if key not in ARRAY_INPUTS]
+            raise InvalidArgumentError(f"--metric: {name!r} needs {', '.join(further)} besides factors and codes")
+        raise InvalidArgumentError(f"--metric: unknown {name!r}; choose from {', '.join(scorable)}")
     out: dict[str, Any] = {"n": int(len(codes)), "factors": int(factors.shape[1]), "latents": int(codes.shape[1])}
     results, seconds = {}, {}
     for name in names:
         started = time.perf_counter()
-        result = METRICS[name](factors, codes)
+        function = metric(name)
+        result = function(factors, codes)
         if bootstrap:
-            result["bootstrap"] = bootstrap_interval(METRICS[name], factors, codes, bootstrap, seed=seed)
+            result["bootstrap"] = bootstrap_interval(function, factors, codes, bootstrap, seed=seed)
         results[name] = result
         seconds[name] = round(time.perf_counter() - started, 3)
     out["metrics"] = results
@@ -230,4 +220,4 @@ def headline(scores: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
-__all__ = ["METRICS", "codes_of_run", "read_codes_npz", "score_arrays", "headline"]
+__all__ = ["codes_of_run", "read_codes_npz", "score_arrays", "headline"]

@@ -37,9 +37,6 @@ from repscope.studies.invariance.testing import (
 )
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 
-COVERAGES = ("none", "partial", "covering", "gap")
-REPO_ANOMALIES = ("none", "noise", "leak", "impaired", "small", "no_shuffle")
-
 
 class RepoConfig(Section):
     """What the repository varies and what every model is tested on."""

@@ -217,25 +217,26 @@ def load_classifier(
     DataFormatError
         An unreadable checkpoint or weights that do not fit the network.
     """
-    import yaml  # noqa: PLC0415
-
     from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.models.networks import build_classifier  # noqa: PLC0415
+    from repscope.train.reader import open_run  # noqa: PLC0415
     from repscope.train.run import load_task  # noqa: PLC0415
 
     path = Path(model)
     if not path.exists():
         raise InvalidArgumentError(f"--model {path}: no such file or run directory")
     params = dict(data_params or {})
-    if path.is_dir() or path.suffix == ".ckpt":
+    if path.is_dir():
+        run = open_run(path)
+        if arch is not None and arch != run.model_name:
+            raise InvalidArgumentError(f"--arch {arch!r}: the run {path} trained model {run.model_name!r}")
+        if data is None:  # the run's own data, with the parameters given overriding its own
+            data, params = run.data_name, {**run.data_params, **params}
+        return run.task().network.eval(), load_dataset(data, **params), data, params
+    if path.suffix == ".ckpt":
         task = load_task(path, model=arch)
         if data is None:
-            config = path / "config.yaml" if path.is_dir() else None
-            stored = yaml.safe_load(config.read_text()) if config is not None and config.exists() else {}
-            section = stored.get("data") if isinstance(stored, dict) else None
-            if not isinstance(section, dict) or "name" not in section:
-                raise InvalidArgumentError(f"--model {path}: say which data to test on (--data)")
-            data, params = section["name"], {**(section.get("params") or {}), **params}
+            raise InvalidArgumentError(f"--model {path}: say which data to test on (--data)")
         return task.network.eval(), load_dataset(data, **params), data, params
     if arch is None or data is None:
         raise InvalidArgumentError(f"--model {path}: a state_dict file needs --arch (a network) and --data")

@@ -11,7 +11,7 @@
 
 The functions named for a quantity (:func:`linear_factorisation`, :func:`tsne_embedding`,
 :func:`traversal_latents`, :func:`summarise_log_likelihoods`) take arrays and no model; the others
-call a trained task's ``latents``, ``decode_latents`` and ``log_likelihood`` methods
+call a trained task's ``encode``, ``decode`` and ``log_likelihood`` methods
 (:class:`repscope.train.tasks.multimodal.MultimodalVAETask`), so any object with those methods works.
 
 References
@@ -347,7 +347,7 @@ def posterior_latents(task: Any, given: Mapping[str, Any]) -> dict[str, np.ndarr
     Parameters
     ----------
     task
-        An object with ``latents(given) -> (N, D)``.
+        An object with ``encode(given) -> (N, D)``.
     given : mapping of str to array-like
         Modality name -> rows.
 
@@ -358,9 +358,9 @@ def posterior_latents(task: Any, given: Mapping[str, Any]) -> dict[str, np.ndarr
     """
     out = {}
     if len(given) > 1:
-        out[JOINT] = np.asarray(task.latents(dict(given)))
+        out[JOINT] = np.asarray(task.encode(dict(given)))
     for name, rows in given.items():
-        out[name] = np.asarray(task.latents({name: rows}))
+        out[name] = np.asarray(task.encode({name: rows}))
     return out
 
 
@@ -372,7 +372,7 @@ def latent_traversals(
     Parameters
     ----------
     task
-        An object with ``decode_latents(z (M, D)) -> {modality: outputs}``; an ``image`` output is
+        An object with ``decode(z (M, D)) -> {modality: outputs}``; an ``image`` output is
         ``(M, C, H, W)`` means in [0, 1], a ``text`` output ``(M, L, V)`` caption logits.
     base, values, dims
         As :func:`traversal_latents`.
@@ -386,7 +386,7 @@ def latent_traversals(
     """
     grid = traversal_latents(base, values, dims)
     rows, steps, size = grid.shape
-    decoded = task.decode_latents(grid.reshape(rows * steps, size))
+    decoded = task.decode(grid.reshape(rows * steps, size))
     result: dict[str, Any] = {
         "latents": grid,
         "values": [float(v) for v in np.asarray(values, dtype=np.float64)],

@@ -59,7 +59,7 @@ DEFAULT_K = 30
 DEFAULT_N_ANALYSIS = 1000
 MIN_N_ANALYSIS = 20  # a linear probe and a t-SNE need some rows
 SHOWN = 8  # examples per direction in the report
-ANALYSIS_METHODS = ("latents", "decode_latents", "log_likelihood")
+ANALYSIS_METHODS = ("encode", "decode", "log_likelihood")
 
 
 def write_cdsprites_outputs(
@@ -104,7 +104,7 @@ def write_cdsprites_outputs(
     lines = ("\n".join(truth) + "\n").encode()
     from_text = task.generate({"text": test["text"]}, seed=seed, sample=sample)
     from_image = task.generate({"image": test["image"]}, seed=seed, sample=sample)
-    joint = task.sample_joint(n, seed=seed)
+    joint = task.sample(n, seed=seed)
     outputs = {
         "text_to_image/truth.txt": lines,
         "image_to_text/truth.txt": lines,

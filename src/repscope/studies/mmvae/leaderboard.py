@@ -7,13 +7,14 @@ evaluated before it existed, ``evaluation/coherency.json``). A given directory w
 taken as a sweep folder: the run directories directly inside it are used.
 
 Rows are grouped by (level, model, dims) and ordered by level, then the paper's model order (MMVAE,
-MVAE, MoPoE, DMVAE, then any other model by name), then dims, so a grid over latent sizes gives one row
-per size as the paper's appendix tables do. Columns follow Table 4: Text -> Image Strict [%] and
-Features [ratio], Image -> Text Strict [%], Features [ratio] and Letters [%], Joint Strict [%] and Features
-[ratio]. Features are the mean number of right attributes per sample, written ``mean (std)/L`` for level
-``L``. The standard deviation is the sample standard deviation over seeds (ddof 1), given from two seeds
-on; a group of one run shows ``(n=1)`` in its place. Replicates are runs of a group that differ in the
-training seed or the data seed; two runs of one group with the same seeds are refused as a mixed-up input.
+MVAE, MoPoE, DMVAE: each task class's ``paper_table_rank``; then any other model by name), then dims,
+so a grid over latent sizes gives one row per size as the paper's appendix tables do. Columns follow
+Table 4: Text -> Image Strict [%] and Features [ratio], Image -> Text Strict [%], Features [ratio] and
+Letters [%], Joint Strict [%] and Features [ratio]. Features are the mean number of right attributes
+per sample, written ``mean (std)/L`` for level ``L``. The standard deviation is the sample standard
+deviation over seeds (ddof 1), given from two seeds on; a group of one run shows ``(n=1)`` in its place.
+Replicates are runs of a group that differ in the training seed or the data seed; two runs of one group
+with the same seeds are refused as a mixed-up input.
 """
 
 from __future__ import annotations
@@ -26,18 +27,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from repscope.data.sprites.attributes import ATTRIBUTES, check_level
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import write_text_atomic
 from repscope.outputs import output_target
 from repscope.report.html import Report
+from repscope.runs import read_metrics
+from repscope.train.config import TrainConfig
+from repscope.train.reader import TrainedRun, open_run
+from repscope.train.tasks.multimodal import CDSPRITES_MODALITIES, MultimodalVAETask, multimodal_models
 
-PAPER_MODEL_ORDER = ("mmvae", "mvae", "mopoe", "dmvae")
-DISPLAY_NAMES = {"mmvae": "MMVAE", "mvae": "MVAE", "mopoe": "MoPoE", "dmvae": "DMVAE", "mmvae-plus": "MMVAE+"}
-# the private models add a modality-specific latent per modality (the paper counts it in "Dims")
-PRIVATE_LATENT_MODELS = ("dmvae", "mmvae-plus")
 DIRECTIONS = ("text_to_image", "image_to_text", "joint")
 
 # (metrics.json key, Table 4 header, kind): kind "percent" or "features"
@@ -65,37 +65,72 @@ EVALUATE_HINT = "run `repscope mmvae evaluate {run}` first"
 # reading runs (shared with repscope.studies.mmvae.evaluate)
 
 
+def open_cdsprites_run(run_dir: str | Path) -> TrainedRun:
+    """The training run in ``run_dir`` (:func:`repscope.train.open_run`), refused unless it trained on
+    CdSprites+.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``run_dir`` holds no ``config.yaml`` or the run trained on another dataset.
+    DataFormatError
+        When its ``config.yaml`` or ``metrics.json`` is unreadable or invalid.
+    """
+    run = open_run(run_dir)
+    if run.data_name != "cdsprites":
+        raise InvalidArgumentError(f"{run_dir}: trained on {run.data_name!r}, not cdsprites")
+    return run
+
+
+def cdsprites_level(run: TrainedRun) -> int:
+    """The CdSprites+ level ``run`` trained on: its ``data.params.level``, else the loader's default (read
+    from the loader by :attr:`~repscope.train.reader.TrainedRun.data_arguments`). The one place a run's
+    level is read."""
+    return check_level(run.data_arguments["level"], f"{run.config_path} data.params.level")
+
+
 def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """The ``config.yaml`` of a ``repscope train`` run on CdSprites+, or a clear error naming the run."""
-    config_path = Path(run_dir) / "config.yaml"
-    if not config_path.exists():
-        raise InvalidArgumentError(f"{run_dir}: no config.yaml; not a run directory of repscope train")
-    try:
-        config = yaml.safe_load(config_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise DataFormatError(f"{config_path}: not a readable YAML file ({exc})") from None
-    if not isinstance(config, dict):
-        raise DataFormatError(f"{config_path}: not a mapping")
-    data = config.get("data") if isinstance(config.get("data"), dict) else {}
-    if data.get("name") != "cdsprites":
-        raise InvalidArgumentError(f"{run_dir}: trained on {data.get('name')!r}, not cdsprites")
-    return config
+    """The validated config of a CdSprites+ run as a plain mapping (``model``, ``data``, ``trainer``,
+    ``seed`` ...), for callers that read it as one; :func:`open_cdsprites_run` gives it typed."""
+    return open_cdsprites_run(run_dir).config.model_dump(mode="json")
 
 
 def run_level(config: dict[str, Any], run_dir: Path) -> int:
-    """The CdSprites+ level a run trained on (``data.params.level``; the loader's default 5 when unset)."""
-    params = config["data"].get("params") or {}
-    return check_level(params.get("level", 5), f"{run_dir}/config.yaml data.params.level")
+    """:func:`cdsprites_level` of the run in ``run_dir`` whose config is ``config`` (a
+    :func:`read_run_config` mapping)."""
+    return cdsprites_level(TrainedRun(path=Path(run_dir), config=TrainConfig(**config)))
 
 
 def latent_sizes(model: str, params: dict[str, Any]) -> tuple[int, int]:
     """``(latent_dim, dims)`` of a model's params: the shared latent's size, and every latent dimension
-    (shared + one private latent per modality for DMVAE and MMVAE+), as the paper's "Dims" counts them."""
-    latent_dim = int(params.get("latent_dim", 16))
-    if model in PRIVATE_LATENT_MODELS:
-        modalities = params.get("modalities") or {"image": {}, "text": {}}
-        return latent_dim, latent_dim + len(modalities) * int(params.get("private_dim", 4))
+    (shared + one private latent per modality for the models with private latents, DMVAE and MMVAE+), as
+    the paper's "Dims" counts them. A setting the params leave out takes the model's default.
+
+    Parameters
+    ----------
+    model : str
+        The model's registry name (a model the registry does not name counts no private latents).
+    params : dict
+        Its ``model.params`` as trained.
+
+    Returns
+    -------
+    (int, int)
+        ``latent_dim`` and ``dims``.
+    """
+    task = multimodal_models().get(model, MultimodalVAETask)
+    defaults = task.Config()
+    latent_dim = int(params.get("latent_dim", defaults.latent_dim))
+    if task.private_latents:
+        modalities = params.get("modalities") or CDSPRITES_MODALITIES
+        return latent_dim, latent_dim + len(modalities) * int(params.get("private_dim", defaults.private_dim))
     return latent_dim, latent_dim
+
+
+def display_name(model: str) -> str:
+    """The name a table shows for a registered model (``MMVAE+`` for ``mmvae-plus``); another as it is."""
+    task = multimodal_models().get(model)
+    return task.display_name if task is not None else model
 
 
 def coherency_metrics(coherency: dict[str, Any]) -> dict[str, float]:
@@ -172,16 +207,13 @@ def read_evaluated_run(run_dir: str | Path) -> dict[str, Any]:
         When the run is not a CdSprites+ run or its evaluation is of another level or model.
     """
     run_dir = Path(run_dir)
-    config = read_run_config(run_dir)
-    level = run_level(config, run_dir)
-    model_section = config.get("model") if isinstance(config.get("model"), dict) else {}
-    model = model_section.get("name")
-    if not isinstance(model, str):
-        raise DataFormatError(f"{run_dir}/config.yaml: names no model (model.name)")
-    _, dims = latent_sizes(model, dict(model_section.get("params") or {}))
+    run = open_cdsprites_run(run_dir)
+    level = cdsprites_level(run)
+    model = run.model_name
+    _, dims = latent_sizes(model, run.model_params)
     evaluation = run_dir / "evaluation"
     if (evaluation / "metrics.json").is_file():
-        metrics = _read_json(evaluation / "metrics.json")
+        metrics = read_metrics(evaluation)
         source = evaluation / "metrics.json"
     elif (evaluation / "coherency.json").is_file():
         coherency = _read_json(evaluation / "coherency.json")
@@ -197,20 +229,20 @@ def read_evaluated_run(run_dir: str | Path) -> dict[str, Any]:
                 f"{source}: is an evaluation of {key} {metrics[key]!r} but {run_dir}/config.yaml trained {key} "
                 f"{expected!r}; re-run `repscope mmvae evaluate {run_dir} --overwrite`"
             )
-    data_params = dict(config["data"].get("params") or {})
+    config = run.config
     setting = {
-        "model": model_section,
-        "data": {k: v for k, v in data_params.items() if k != "seed"},
-        "trainer": config.get("trainer", {}),
-        "batch_size": config.get("batch_size"),
+        "model": config.model.model_dump(mode="json"),
+        "data": {k: v for k, v in run.data_params.items() if k != "seed"},
+        "trainer": config.trainer.model_dump(mode="json"),
+        "batch_size": config.batch_size,
     }
     return {
         "run": run_dir,
         "model": model,
         "level": level,
         "dims": int(metrics.get("dims", dims)),
-        "seed": config.get("seed", 0),
-        "data_seed": data_params.get("seed", 0),
+        "seed": config.seed,
+        "data_seed": run.data_arguments["seed"],
         "setting": setting,
         "metrics": {k: v for k, v in metrics.items() if isinstance(v, (int, float)) and not isinstance(v, bool)},
     }
@@ -239,8 +271,11 @@ def read_evaluated_runs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
 # the table
 
 
-def _model_rank(model: str) -> tuple[int, str]:
-    return (PAPER_MODEL_ORDER.index(model), "") if model in PAPER_MODEL_ORDER else (len(PAPER_MODEL_ORDER), model)
+def _model_rank(model: str) -> tuple[int, int, str]:
+    # the paper's models in its Table 4 order, then any other by name
+    task = multimodal_models().get(model)
+    rank = task.paper_table_rank if task is not None else None
+    return (0, rank, "") if rank is not None else (1, 0, model)
 
 
 def _differing_keys(first: Any, second: Any, prefix: str = "") -> list[str]:
@@ -334,7 +369,7 @@ def display_table(table: pd.DataFrame, extra: bool = False) -> pd.DataFrame:
     for record in table.to_dict("records"):
         shown = {
             "Level": "" if record["level"] == previous else str(record["level"]),
-            "Model": DISPLAY_NAMES.get(record["model"], record["model"]),
+            "Model": display_name(record["model"]),
             "Dims": str(record["dims"]),
             "Seeds": str(record["n_seeds"]),
         }
@@ -422,11 +457,10 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
 
 
 __all__ = [
-    "DISPLAY_NAMES",
-    "PAPER_MODEL_ORDER",
     "TABLE4_COLUMNS",
     "build_leaderboard",
     "coherency_metrics",
+    "display_name",
     "display_table",
     "find_run_dirs",
     "format_cell",
@@ -435,6 +469,8 @@ __all__ = [
     "markdown_table",
     "read_evaluated_run",
     "read_evaluated_runs",
+    "open_cdsprites_run",
+    "cdsprites_level",
     "read_run_config",
     "run_level",
 ]

@@ -9,9 +9,9 @@ coherency scores and its report.
 
 .. code-block:: yaml
 
-    model: mmvae              # mvae, mmvae, mopoe, dmvae, mmvae-plus
+    model: mmvae              # a registered multimodal VAE (repscope.train.tasks.multimodal.multimodal_models)
     latent_dim: 16
-    private_dim: 4            # dmvae and mmvae-plus: each modality's own latent
+    private_dim: 4            # the models with private latents: each modality's own latent
     objective: elbo           # elbo (with beta), iwae or dreg (with k samples)
     modalities:
       image: {network: fc-image, likelihood: gaussian, scale: 0.75}
@@ -29,22 +29,35 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import Field, field_validator
 
 from repscope.config import Section, apply_overrides, read_yaml_mapping, shipped_config_path, validate_config
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
-from repscope.fileio import write_bytes_atomic
 from repscope.models.multimodal.networks import MODALITY_NETWORKS
 from repscope.studies.mmvae.evaluate import evaluate_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.run import fit
+from repscope.train.tasks.multimodal import multimodal_models
 
-MODEL_NAMES = ("mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus")
+# the config's model settings, in the order they are written; a model gets those its task class declares
+MODEL_SETTINGS = (
+    "latent_dim",
+    "objective",
+    "k",
+    "beta",
+    "prior",
+    "optimizer",
+    "lr",
+    "weight_decay",
+    "subsampling",
+    "estimator",
+    "private_dim",
+)
 SHIPPED_CONFIG = "mmvae-cdsprites"
 QUICK = {"epochs": 3, "train_size": 3000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
 CDSPRITES_LEVELS = (1, 2, 3, 4, 5)
+ORIGIN_COMMAND = "mmvae train"
 
 
 class ModalitySection(Section):
@@ -133,7 +146,7 @@ class EvaluationSection(Section):
 class MultimodalConfig(Section):
     """A multimodal VAE run (module docstring). ``epochs`` sets the trainer's ``max_epochs``."""
 
-    model: Literal["mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus"] = "mmvae"
+    model: str = "mmvae"
     modalities: dict[str, ModalitySection] | None = None
     latent_dim: int = Field(16, ge=1)
     private_dim: int = Field(4, ge=1)
@@ -154,31 +167,26 @@ class MultimodalConfig(Section):
     val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
     evaluation: EvaluationSection = Field(default_factory=EvaluationSection)
 
+    @field_validator("model")
+    @classmethod
+    def _registered_model(cls, value: str) -> str:
+        models = multimodal_models()
+        if value not in models:
+            raise ValueError(f"unknown multimodal model {value!r}; registered: {', '.join(models)}")
+        return value
+
     def train_config(self) -> TrainConfig:
         """The framework's training config for this run.
 
         Returns
         -------
         TrainConfig
-            ``model.name`` = :attr:`model` with the model parameters, ``data`` with the loader's
-            parameters, the trainer with ``max_epochs`` = :attr:`epochs`.
+            ``model.name`` = :attr:`model` with the model parameters its task class declares (of
+            :data:`MODEL_SETTINGS`), ``data`` with the loader's parameters, the trainer with
+            ``max_epochs`` = :attr:`epochs`.
         """
-        params: dict[str, Any] = {
-            "latent_dim": self.latent_dim,
-            "objective": self.objective,
-            "k": self.k,
-            "beta": self.beta,
-            "prior": self.prior,
-            "optimizer": self.optimizer,
-            "lr": self.lr,
-            "weight_decay": self.weight_decay,
-        }
-        if self.model == "mvae":
-            params["subsampling"] = self.subsampling
-        if self.model in ("mmvae", "mopoe"):
-            params["estimator"] = self.estimator
-        if self.model in ("dmvae", "mmvae-plus"):
-            params["private_dim"] = self.private_dim
+        declared = multimodal_models()[self.model].config_fields()
+        params: dict[str, Any] = {key: getattr(self, key) for key in MODEL_SETTINGS if key in declared}
         if self.modalities is not None:
             params["modalities"] = {name: spec.task_spec(name) for name, spec in self.modalities.items()}
         trainer = self.trainer.model_copy(update={"max_epochs": self.epochs})
@@ -301,10 +309,10 @@ def train_multimodal(
         source=source,
         description=f"training {config.model} on {config.data.name}"
         + (f" level {config.data.level}" if config.data.level else ""),
+        # the multimodal config goes into the run's config.yaml, read back as open_run(run).origin
+        origin={"command": ORIGIN_COMMAND, "config": config.model_dump(mode="json")},
     )
     run_dir = Path(outcome.run.root)
-    dumped = yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
-    write_bytes_atomic(run_dir / "mmvae-config.yaml", dumped.encode())
     evaluation = None
     if evaluate is None:
         evaluate = config.evaluation.enabled and config.data.name == "cdsprites"
@@ -408,5 +416,5 @@ __all__ = [
     "train_multimodal",
     "sweep_point",
     "summary_row",
-    "MODEL_NAMES",
+    "MODEL_SETTINGS",
 ]

@@ -103,7 +103,7 @@ def traversals(task: Any, codes: Any, code: str, config: DisentangleConfig, seed
     for r in range(config.traversal_rows):
         varied = {name: np.repeat(np.asarray(value)[r : r + 1], len(values), axis=0) for name, value in base.items()}
         varied[code] = np.asarray(values, dtype=varied[code].dtype)
-        rows.append(task.generate(varied, np.repeat(noise[r : r + 1], len(values), axis=0)))
+        rows.append(task.decode(varied, np.repeat(noise[r : r + 1], len(values), axis=0)))
     return np.stack(rows), labels
 
 
@@ -149,7 +149,9 @@ def run_disentangle(
         if setting.setting == "C" and data.test_perturbations is not None:
             factors["swollen"] = (data.test_perturbations == 3).astype(float)
             factors["fractured"] = (data.test_perturbations == 4).astype(float)
-        inferred = _with_all_categories(task.infer_codes(data.test_images), codes)
+        # encode's columns are the code columns in order (categorical codes as class indices)
+        encoded = task.encode(data.test_images)
+        inferred = _with_all_categories(dict(zip(codes.code_columns(), encoded.T)), codes)
         inferred = {name: np.asarray(inferred[name])[valid] for name in codes.code_columns()}
         inferential = code_partial_correlations(
             inferred, factors[valid].reset_index(drop=True), categorical=categorical

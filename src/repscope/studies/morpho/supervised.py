@@ -41,7 +41,6 @@ COLUMNS = {
     ("abnormality", "local"): "Abnormality detection (%)",
     ("thickness", "global"): "Thickness regression (RMSE, px)",
 }
-NEURAL = ("mlp", "lenet5")
 SKLEARN = ("knn", "svm")
 
 

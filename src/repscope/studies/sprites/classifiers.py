@@ -75,7 +75,6 @@ FORMAT_VERSION = 3  # 3: trained on the published recipe's images, with a held-o
 ARCHITECTURE = "AttributeCNN"
 MODEL = "attribute-cnn"  # repscope.models.registry
 GENERATOR = "repscope.data.sprites.cdsprites.CdSpritesPlus"
-SPRITE_SHAPE = (3, 64, 64)
 # measured on 2 CPU cores with the published recipe: 3 epochs left level 5's shape at 0.965 (small
 # hearts read as ellipses); 5 epochs gave 0.998-1.0 on the training families and the held-out one
 # (seeds 0-2), about 19 s per attribute
@@ -279,9 +278,6 @@ class AttributeClassifiers:
             "unfamiliar": unfamiliar,
             "warning": warning,
         }
-
-
-SpriteClassifiers = AttributeClassifiers  # the name used before the framework
 
 
 def evaluate_classifiers(classifiers: AttributeClassifiers, images: Any, table: Any) -> dict[str, float]:
@@ -775,7 +771,6 @@ def _loaded(folder: Path, level: int) -> AttributeClassifiers:
 
 __all__ = [
     "AttributeClassifiers",
-    "SpriteClassifiers",
     "classifiers_dir",
     "train_classifiers",
     "read_classifiers",

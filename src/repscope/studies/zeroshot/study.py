@@ -29,7 +29,7 @@ from repscope.data.softlabels import SoftLabels, write_soft_labels
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
 from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
-from repscope.runs import RunDirectory, to_plain
+from repscope.runs import RunDirectory, read_config, to_plain
 from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 
@@ -234,12 +234,12 @@ def attack_point(
     """Sweep target: attack the full classifier of ``arch`` with one norm at one threshold on the chosen
     images; writes ``attack.csv`` (per image: success, queries, iterations, predicted class)."""
     from repscope.studies.zeroshot.attack import run_attacks  # noqa: PLC0415
-    from repscope.train.run import load_task  # noqa: PLC0415
+    from repscope.train.reader import open_run  # noqa: PLC0415
 
     study = ZeroShotConfig(**config)
     settings = dict(item.split("=", 1) for item in overrides)
     architecture = _find(study, settings["arch"])
-    task = load_task(_point_dir(Path(models), *point_overrides(architecture.label, None)) / "train")
+    task = open_run(_point_dir(Path(models), *point_overrides(architecture.label, None)) / "train").task()
     with np.load(images, allow_pickle=False) as chosen:
         batch, labels, index = chosen["images"], chosen["labels"], chosen["index"]
     norm, threshold = settings["norm"], int(settings["threshold"])
@@ -295,12 +295,10 @@ def _point_dir(folder: Path, *overrides: tuple[str, str]) -> Path:
 
 def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool) -> RunDirectory:
     """The run directory, refusing ``--resume`` with a config other than the one the run started with."""
-    import yaml  # noqa: PLC0415
-
     run = RunDirectory.create("zeroshot-study", out=out, root=root, resume=resume, resumable=True)
     as_dict = to_plain(config.model_dump(mode="json"))
     if resume and run.config_path.exists():
-        stored = yaml.safe_load(run.config_path.read_text(encoding="utf-8")) or {}
+        stored = read_config(run.root)
         if _comparable(stored) != _comparable(as_dict):
             raise InvalidArgumentError(
                 f"--resume: the config differs from the one {run.root} was started with (only workers, backend "

@@ -1,22 +1,74 @@
-"""What every task shares: images at the numpy boundary, decoding to uint8, seeded sampling, logging.
+"""What every task shares: hyper-parameters that inherit, images at the numpy boundary, decoding to
+uint8, seeded sampling, logging, and the inference protocol of each family.
 
 A task is a small LightningModule of one training family (supervised, VAE, GAN); it takes its
 networks by name (:mod:`repscope.models.networks`) for the image shape of its data, and declares the
 batch fields it reads (:attr:`ImageTask.batch_fields`), which the DataModule serves as a dict of
 tensors: ``image`` float32 ``(B, C, H, W)`` in [0, 1], ``target`` int64 classes or float32 values.
 
-Constructors take plain values only (ints, floats, strings, lists and dicts of those) and store them
-with ``save_hyperparameters``, so a checkpoint loads with ``torch.load(..., weights_only=True)``.
-Inference methods (``predict``, ``encode``, ``sample`` ...) run in eval mode without gradients, on
-the module's device, and restore the train/eval mode they found. Sampling draws from a CPU
-``torch.Generator`` seeded with ``seed``: the same seed gives the same bytes.
+Hyper-parameters
+----------------
+Each task class declares its hyper-parameters as a nested dataclass ``Config``; a subclass's ``Config``
+inherits its parent's and declares only its own fields (or a new default of an inherited one), as
+nmichlo/disent's nested ``cfg`` does::
+
+    class BetaTCVAETask(VAETask):
+        @dataclass(kw_only=True)
+        class Config(VAETask.Config):
+            beta: float = 6.0               # a new default of an inherited field
+            dataset_size: int = DSPRITES_SIZE
+
+A class that does not say whose ``Config`` it extends (a mixin's fields, a forgotten base) gets one
+merged from every base's, so no field can be dropped. From the ``Config`` each class gets its
+constructor: ``Task(field=value, ...)`` (or by position, in field order), with the fields as its
+signature, so configs' ``model.params`` are checked against it. The constructor
+
+1. builds the ``Config`` (an unknown argument is a ``TypeError`` naming it),
+2. calls :meth:`ImageTask.check_config`, where each class checks the values of its own fields and
+   puts them in their stored form (e.g. ``int(latent_dim)``, a default architecture resolved),
+3. saves every field with ``save_hyperparameters``, so a checkpoint's ``hyper_parameters`` hold all of
+   them and ``cls(**hyper_parameters)`` rebuilds the task,
+4. calls :meth:`ImageTask.build`, where each class creates its networks (a subclass calls
+   ``super().build()`` first, so the parent's networks are created, and draw their initial weights,
+   first).
+
+Values are plain (ints, floats, strings, lists and dicts of those), so a checkpoint loads with
+``torch.load(..., weights_only=True)``.
+
+Inference protocols
+-------------------
+Inference methods run in eval mode without gradients, on the module's device, and restore the
+train/eval mode they found. Sampling draws from a CPU ``torch.Generator`` seeded with ``seed``: the
+same seed gives the same bytes. Images are uint8 ``(N, H, W)`` (grey) or ``(N, H, W, C)`` (colour).
+One protocol per family (:class:`Encoder`, :class:`Generator`, :class:`Classifier`):
+
+==================  ===================================================================================
+family              protocol
+==================  ===================================================================================
+VAE family          :class:`Encoder` (``encode``: posterior means) and :class:`Generator` (``sample``
+                    from the prior, ``decode`` of codes ``(N, latent_dim)``)
+GAN                 :class:`Generator` (``decode`` of ``z`` ``(N, latent_dim)``)
+InfoGAN             :class:`Generator` and :class:`Encoder`: ``encode`` gives the recognition network's
+                    codes as one ``(N, D)`` array, one column per code in the order of
+                    ``code_spec.code_columns()`` (categorical codes as their class index, then
+                    continuous means, then binary 0/1); ``decode`` takes that layout (or the codes by
+                    column name) and the noise
+supervised          :class:`Classifier` (``predict``: classes or values, ``soft_labels``: class
+                    probabilities)
+multimodal VAEs     ``encode`` (the joint posterior's codes of the given modalities), ``sample`` (every
+                    modality from the prior) and ``decode`` (every modality from codes), each a dict by
+                    modality where more than one modality is involved
+==================  ===================================================================================
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
+import typing
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 import lightning.pytorch as pl
 import numpy as np
@@ -225,10 +277,154 @@ def evaluating(module: torch.nn.Module) -> Iterator[None]:
         module.train(was_training)
 
 
+@runtime_checkable
+class Encoder(Protocol):
+    """A task that infers codes from images (the VAE family, InfoGAN)."""
+
+    def encode(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """float32 codes ``(N, D)`` of ``images`` (uint8 or float in [0, 1], the task's image shape)."""
+        ...
+
+
+@runtime_checkable
+class Generator(Protocol):
+    """A task that makes images: from its prior (``sample``) or from given codes (``decode``)."""
+
+    def sample(self, n: int, seed: int = 0) -> np.ndarray:
+        """uint8 ``(n, H, W)`` or ``(n, H, W, C)`` images from the prior, the same for the same seed."""
+        ...
+
+    def decode(self, codes: Any) -> np.ndarray:
+        """uint8 images ``(N, H, W)`` or ``(N, H, W, C)`` of codes ``(N, D)`` (:meth:`Encoder.encode`'s layout)."""
+        ...
+
+
+@runtime_checkable
+class Classifier(Protocol):
+    """A task that predicts a target from images (the supervised family)."""
+
+    def predict(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """``(N,)`` int64 classes (classification) or float32 values (regression)."""
+        ...
+
+    def soft_labels(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """float64 ``(N, classes)`` class probabilities, rows summing to one (classifiers only)."""
+        ...
+
+
+def _merged_config(cls: type) -> type:
+    """``cls``'s hyper-parameter dataclass: its own ``Config`` extended by every base's it does not inherit.
+
+    A ``Config`` declared without ``@dataclass`` is made one (keyword-only fields), and a class that
+    declares none, or one that does not inherit a base's (a mixin's fields, a forgotten parent), gets a
+    ``Config`` deriving from all of them: fields come in the order of the bases' ``Config`` (the parent
+    class's first, then a mixin's), then the class's own.
+    """
+    own = cls.__dict__.get("Config")
+    if own is not None and "__dataclass_fields__" not in own.__dict__:
+        own = dataclasses.dataclass(kw_only=True)(own)
+    inherited: list[type] = []
+    for base in cls.__bases__:
+        parent = getattr(base, "Config", None)
+        if parent is not None and parent not in inherited and not (own is not None and issubclass(own, parent)):
+            inherited.append(parent)
+    # a parent's Config already extended by another base's adds nothing (and would break the MRO)
+    inherited = [p for p in inherited if not any(q is not p and issubclass(q, p) for q in inherited)]
+    if not inherited:
+        return own if own is not None else cls.Config
+    if own is None and len(inherited) == 1:
+        return inherited[0]
+    # bases listed last come first in the fields: the main parent (listed last, after mixins) leads
+    bases = (*([own] if own is not None else []), *inherited)
+    namespace = {
+        "__module__": cls.__module__,
+        "__qualname__": f"{cls.__qualname__}.Config",
+        "__doc__": f"The hyper-parameters of {cls.__name__}: those of {', '.join(b.__qualname__ for b in bases)}.",
+    }
+    return dataclasses.dataclass(kw_only=True)(type("Config", bases, namespace))
+
+
+def _constructor(cls: type) -> Any:
+    """An ``__init__`` for ``cls`` whose signature is its ``Config``'s fields (by position or keyword)."""
+    hints = typing.get_type_hints(cls.Config)
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    for field in dataclasses.fields(cls.Config):
+        default = field.default if field.default is not dataclasses.MISSING else inspect.Parameter.empty
+        parameters.append(
+            inspect.Parameter(
+                field.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default, annotation=hints[field.name]
+            )
+        )
+    signature = inspect.Signature(parameters)
+
+    def __init__(self: ImageTask, *args: Any, **kwargs: Any) -> None:
+        try:
+            arguments = signature.bind(self, *args, **kwargs).arguments
+        except TypeError as exc:  # name the class, as Python's own message for a bad argument does
+            raise TypeError(f"{type(self).__name__}.__init__() {exc}") from None
+        arguments.pop("self")
+        ImageTask.__init__(self, **arguments)
+
+    __init__.__signature__ = signature  # type: ignore[attr-defined]
+    __init__.__annotations__ = {field.name: hints[field.name] for field in dataclasses.fields(cls.Config)}
+    __init__.__annotations__["return"] = None
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__module__ = cls.__module__
+    __init__.__doc__ = f"A {cls.__name__} of the hyper-parameters of its ``Config`` (see the class docstring)."
+    return __init__
+
+
 class ImageTask(pl.LightningModule):
-    """Shared plumbing: the fields a batch must hold, logging defaults, decoding latents in chunks."""
+    """Shared plumbing: hyper-parameters from :attr:`Config`, the fields a batch must hold, logging
+    defaults, decoding latents in chunks.
+
+    A subclass declares its hyper-parameters in a nested ``Config`` dataclass extending its parent's,
+    checks them in :meth:`check_config` and creates its networks in :meth:`build` (module docstring);
+    its constructor, and saving every field into the checkpoint, follow from the ``Config``.
+    """
 
     batch_fields: tuple[str, ...] = ("image",)
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config:
+        """The hyper-parameters every task shares: none."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.Config = _merged_config(cls)
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = _constructor(cls)  # type: ignore[method-assign]
+
+    def __init__(self, **hyperparameters: Any) -> None:
+        super().__init__()
+        config = self.Config(**hyperparameters)
+        self.check_config(config)
+        self.save_hyperparameters({field.name: getattr(config, field.name) for field in dataclasses.fields(config)})
+        self.build()
+
+    def check_config(self, config: Any) -> None:
+        """Check the values of the fields a class declares and put them in their stored form, in place.
+
+        Each class that declares fields extends it (and calls ``super().check_config(config)``); the
+        values saved as hyper-parameters are the checked ones.
+
+        Parameters
+        ----------
+        config : Config
+            The task's hyper-parameters as given to the constructor.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When a value is out of its range (naming the argument).
+        """
+
+    def build(self) -> None:
+        """Create the task's networks from ``self.hparams`` (the checked hyper-parameters).
+
+        A subclass that adds networks calls ``super().build()`` first, so the networks are created,
+        and draw their initial weights from the global torch generator, in the same order every time.
+        """
 
     @property
     def image_shape(self) -> tuple[int, ...]:
@@ -250,6 +446,9 @@ class ImageTask(pl.LightningModule):
 
 __all__ = [
     "ImageTask",
+    "Encoder",
+    "Generator",
+    "Classifier",
     "check_images",
     "image_batches",
     "to_uint8",

@@ -4,15 +4,15 @@ reconstruction error of its decoder, in the supervised family."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.capsnet import CapsNet, capsule_lengths
-from repscope.train.tasks.base import DIGIT_SHAPE, EVAL_BATCH
+from repscope.train.tasks.base import EVAL_BATCH
 from repscope.train.tasks.supervised import SupervisedTask
 
 PRESENT_MARGIN = 0.9  # m+ of the paper
@@ -89,40 +89,29 @@ class CapsNetTask(SupervisedTask):
     ``reconstruction``).
     """
 
-    def __init__(
-        self,
-        network: str = "capsnet",
-        kind: Literal["classification", "regression"] = "classification",
-        num_outputs: int = 10,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        schedule: Literal["none", "cosine"] = "none",
-        augment: Literal["none", "rotation", "brightness", "scale"] = "none",
-        augment_ranges: Sequence[Sequence[float]] = (),
-        optimizer: Literal["adam", "sgd"] = "adam",
-        network_params: dict[str, Any] | None = None,
-        reconstruction_weight: float = 0.0005,
-    ) -> None:
+    @dataclass(kw_only=True)
+    class Config(SupervisedTask.Config):
+        network: str = "capsnet"
+        reconstruction_weight: float = 0.0005
+
+    def check_config(self, config: Any) -> None:
+        kind, weight = config.kind, config.reconstruction_weight
         if kind != "classification":
             raise InvalidArgumentError(
                 f"kind: CapsNet classifies (a capsule per class); it cannot learn a regression target, "
                 f"got kind={kind!r}"
             )
-        if (
-            isinstance(reconstruction_weight, bool)
-            or not isinstance(reconstruction_weight, int | float)
-            or not math.isfinite(reconstruction_weight)
-            or reconstruction_weight < 0
-        ):
-            raise InvalidArgumentError(
-                f"reconstruction_weight: must be a finite number of at least 0, got {reconstruction_weight!r}"
-            )
-        super().__init__(
-            network, kind, num_outputs, lr, image_shape, schedule, augment, augment_ranges, optimizer, network_params
-        )
+        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
+            raise InvalidArgumentError(f"reconstruction_weight: must be a finite number of at least 0, got {weight!r}")
+        super().check_config(config)
+        config.reconstruction_weight = float(weight)
+
+    def build(self) -> None:
+        super().build()
         if not isinstance(self.network, CapsNet):
-            raise InvalidArgumentError(f"network: CapsNetTask trains a capsule network ('capsnet'), got {network!r}")
-        self.save_hyperparameters({"reconstruction_weight": float(reconstruction_weight)})
+            raise InvalidArgumentError(
+                f"network: CapsNetTask trains a capsule network ('capsnet'), got {self.hparams.network!r}"
+            )
 
     def _step(self, batch: Any) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         images, targets = batch["image"], batch["target"].long()

@@ -19,7 +19,7 @@ logging (``train_<key>`` / ``val_<key>`` of every key :meth:`VAETask.losses` ret
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,7 +27,6 @@ import torch.nn.functional as F
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
-from repscope.train.tasks.base import DIGIT_SHAPE
 from repscope.train.tasks.vae import VAETask
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -201,15 +200,7 @@ class TCDiscriminator(nn.Module):
         return self.net(z).squeeze(1)
 
 
-class _ExtraHyperparameters:
-    """Mixin: add a subclass's own hyperparameters to those ``VAETask`` saved (one ``save_hyperparameters``
-    call replaces the earlier one, so they are merged)."""
-
-    def _save_extra(self, **extra: Any) -> None:
-        self.save_hyperparameters({**dict(self.hparams), **extra})
-
-
-class BetaTCVAETask(_ExtraHyperparameters, VAETask):
+class BetaTCVAETask(VAETask):
     """beta-TCVAE (Chen et al., 2018): ``loss = reconstruction + mi + beta * tc + dim_kl``.
 
     The KL term of the ELBO is split into index-code mutual information, total correlation and
@@ -228,20 +219,16 @@ class BetaTCVAETask(_ExtraHyperparameters, VAETask):
         the logged ``mi`` and ``tc`` by constants only; the gradients do not depend on it.
     """
 
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 6.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        dataset_size: int = DSPRITES_SIZE,
-        box_weight: float = 1.0,
-    ) -> None:
-        super().__init__(latent_dim, beta, lr, image_shape, architecture, box_weight)
-        if int(dataset_size) < 1:
-            raise InvalidArgumentError(f"dataset_size: must be at least 1, got {dataset_size}")
-        self._save_extra(dataset_size=int(dataset_size))
+    @dataclass(kw_only=True)
+    class Config(VAETask.Config):
+        beta: float = 6.0
+        dataset_size: int = DSPRITES_SIZE
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        if int(config.dataset_size) < 1:
+            raise InvalidArgumentError(f"dataset_size: must be at least 1, got {config.dataset_size}")
+        config.dataset_size = int(config.dataset_size)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """``mi + beta * tc + dim_kl`` (MWS estimates, :func:`mws_decomposition`), and its terms.
@@ -264,7 +251,7 @@ class BetaTCVAETask(_ExtraHyperparameters, VAETask):
         return {"regulariser": regulariser, **parts, "kl": kl_to_standard_normal(mean, log_var)}
 
 
-class DIPVAETask(_ExtraHyperparameters, VAETask):
+class DIPVAETask(VAETask):
     """DIP-VAE (Kumar et al., 2018): ``loss = reconstruction + beta * KL + lambda_od * sum_{i != j} C_ij^2
     + lambda_d * sum_i (C_ii - 1)^2`` with ``C`` the batch covariance of the inferred codes
     (:func:`dip_penalties`): of the posterior means for DIP-VAE-I, of the aggregated posterior
@@ -286,26 +273,24 @@ class DIPVAETask(_ExtraHyperparameters, VAETask):
         (the paper's choice, disentanglement_lib's ``lambda_d_factor`` 10 and 1).
     """
 
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 1.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        dip_type: str = "i",
-        lambda_od: float = 10.0,
-        lambda_d: float | None = None,
-        box_weight: float = 1.0,
-    ) -> None:
-        super().__init__(latent_dim, beta, lr, image_shape, architecture, box_weight)
-        if dip_type not in ("i", "ii"):
-            raise InvalidArgumentError(f"dip_type: expected 'i' or 'ii', got {dip_type!r}")
-        if lambda_d is None:
-            lambda_d = lambda_od * (10.0 if dip_type == "i" else 1.0)
-        if lambda_od < 0 or lambda_d < 0:
-            raise InvalidArgumentError(f"lambda_od, lambda_d: must be non-negative, got {lambda_od}, {lambda_d}")
-        self._save_extra(dip_type=dip_type, lambda_od=float(lambda_od), lambda_d=float(lambda_d))
+    @dataclass(kw_only=True)
+    class Config(VAETask.Config):
+        beta: float = 1.0
+        dip_type: str = "i"
+        lambda_od: float = 10.0
+        lambda_d: float | None = None  # default: by dip_type (the class docstring)
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        if config.dip_type not in ("i", "ii"):
+            raise InvalidArgumentError(f"dip_type: expected 'i' or 'ii', got {config.dip_type!r}")
+        if config.lambda_d is None:
+            config.lambda_d = config.lambda_od * (10.0 if config.dip_type == "i" else 1.0)
+        if config.lambda_od < 0 or config.lambda_d < 0:
+            raise InvalidArgumentError(
+                f"lambda_od, lambda_d: must be non-negative, got {config.lambda_od}, {config.lambda_d}"
+            )
+        config.lambda_od, config.lambda_d = float(config.lambda_od), float(config.lambda_d)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """``beta * KL + lambda_od * off_diagonal + lambda_d * diagonal``, and its terms.
@@ -330,7 +315,7 @@ class DIPVAETask(_ExtraHyperparameters, VAETask):
         return {"regulariser": regulariser, "kl": kl, "dip_off_diagonal": off_diagonal, "dip_diagonal": diagonal}
 
 
-class FactorVAETask(_ExtraHyperparameters, VAETask):
+class FactorVAETask(VAETask):
     """FactorVAE (Kim & Mnih, 2018): ``loss = reconstruction + beta * KL + gamma * tc``.
 
     ``tc = mean_batch log(D(z) / (1 - D(z)))``, the discriminator's logit, estimates the total correlation
@@ -359,30 +344,29 @@ class FactorVAETask(_ExtraHyperparameters, VAETask):
         The discriminator's Adam learning rate (the paper's).
     """
 
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 1.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        gamma: float = 10.0,
-        discriminator_width: int = 256,
-        discriminator_layers: int = 6,
-        lr_discriminator: float = 1e-4,
-        box_weight: float = 1.0,
-    ) -> None:
-        super().__init__(latent_dim, beta, lr, image_shape, architecture, box_weight)
-        if gamma < 0:
-            raise InvalidArgumentError(f"gamma: must be non-negative, got {gamma}")
-        self._save_extra(
-            gamma=float(gamma),
-            discriminator_width=int(discriminator_width),
-            discriminator_layers=int(discriminator_layers),
-            lr_discriminator=float(lr_discriminator),
+    @dataclass(kw_only=True)
+    class Config(VAETask.Config):
+        beta: float = 1.0
+        gamma: float = 10.0
+        discriminator_width: int = 256
+        discriminator_layers: int = 6
+        lr_discriminator: float = 1e-4
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        if config.gamma < 0:
+            raise InvalidArgumentError(f"gamma: must be non-negative, got {config.gamma}")
+        config.gamma, config.lr_discriminator = float(config.gamma), float(config.lr_discriminator)
+        config.discriminator_width, config.discriminator_layers = (
+            int(config.discriminator_width),
+            int(config.discriminator_layers),
         )
+
+    def build(self) -> None:
+        super().build()
+        hp = self.hparams
         self.automatic_optimization = False
-        self.discriminator = TCDiscriminator(latent_dim, int(discriminator_width), int(discriminator_layers))
+        self.discriminator = TCDiscriminator(hp.latent_dim, hp.discriminator_width, hp.discriminator_layers)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """``beta * KL + gamma * tc`` with ``tc`` the batch mean of the discriminator's logits of ``z``.

@@ -11,6 +11,7 @@ networks: 28x28 grey digits. Logged (``on_epoch``): ``train_loss``, ``val_loss``
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -82,13 +83,21 @@ class GANTask(ImageTask):
     latents seeded by the batch index (the same fakes every epoch).
     """
 
-    def __init__(self, latent_dim: int = 64, lr_generator: float = 2e-4, lr_discriminator: float = 2e-4) -> None:
-        super().__init__()
-        if latent_dim < 1:
-            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
-        self.save_hyperparameters()
+    @dataclass(kw_only=True)
+    class Config(ImageTask.Config):
+        latent_dim: int = 64
+        lr_generator: float = 2e-4
+        lr_discriminator: float = 2e-4
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        if config.latent_dim < 1:
+            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {config.latent_dim}")
+
+    def build(self) -> None:
+        super().build()
         self.automatic_optimization = False
-        self.generator = Generator(latent_dim)
+        self.generator = Generator(self.hparams.latent_dim)
         self.discriminator = Discriminator()
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
@@ -142,6 +151,31 @@ class GANTask(ImageTask):
         z = torch.randn(count(n), self.hparams.latent_dim, generator=seeded(seed))
         return self._decode(self.generator, z)
 
+    def decode(self, codes: Any) -> np.ndarray:
+        """uint8 ``(N, 28, 28)`` digits of given latents ``z`` ``(N, latent_dim)``, ``round(255 G(z))``.
+
+        Parameters
+        ----------
+        codes : array-like, shape (N, latent_dim)
+            Generator inputs ``z`` (cast to float32), e.g. a traversal of one dimension; ``N`` may be 0.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(N, 28, 28)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``codes`` is not 2-D with ``latent_dim`` columns, or holds NaN or infinite values.
+        """
+        z = torch.as_tensor(np.asarray(codes, dtype=np.float32))
+        if z.ndim != 2 or z.shape[1] != self.hparams.latent_dim:
+            raise InvalidArgumentError(f"codes: expected shape (N, {self.hparams.latent_dim}), got {tuple(z.shape)}")
+        if not torch.isfinite(z).all():
+            raise InvalidArgumentError("codes: NaN or infinite values")
+        return self._decode(self.generator, z)
+
 
 # ---------------------------------------------------------------------------------------------
 # InfoGAN
@@ -170,23 +204,26 @@ class InfoGANTask(ImageTask):
     information loss on those fakes.
     """
 
-    def __init__(
-        self,
-        codes: dict[str, Any] | None = None,
-        lr_generator: float = 1e-3,
-        lr_discriminator: float = 2e-4,
-        info_weight: float = 1.0,
-        continuous_weight: float = 1.0,
-        recognition_with: Literal["discriminator", "generator"] = "discriminator",
-    ) -> None:
-        super().__init__()
-        if recognition_with not in ("discriminator", "generator"):
+    @dataclass(kw_only=True)
+    class Config(ImageTask.Config):
+        codes: dict[str, Any] | None = None  # None: setting A; stored complete (CodeSpec.to_dict)
+        lr_generator: float = 1e-3
+        lr_discriminator: float = 2e-4
+        info_weight: float = 1.0
+        continuous_weight: float = 1.0
+        recognition_with: Literal["discriminator", "generator"] = "discriminator"
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        if config.recognition_with not in ("discriminator", "generator"):
             raise InvalidArgumentError(
-                f"recognition_with: must be 'discriminator' or 'generator', got {recognition_with!r}"
+                f"recognition_with: must be 'discriminator' or 'generator', got {config.recognition_with!r}"
             )
-        self.code_spec = CodeSpec.from_dict(codes)
-        self.save_hyperparameters()
-        self.hparams["codes"] = self.code_spec.to_dict()  # complete, so a checkpoint rebuilds it alone
+        config.codes = CodeSpec.from_dict(config.codes).to_dict()  # complete, so a checkpoint rebuilds it alone
+
+    def build(self) -> None:
+        super().build()
+        self.code_spec = CodeSpec.from_dict(self.hparams.codes)
         self.automatic_optimization = False
         self.generator = Generator(self.code_spec.input_dim)
         self.discriminator = Discriminator()
@@ -321,18 +358,19 @@ class InfoGANTask(ImageTask):
         """
         return self.sample_with_codes(n, seed)[0]
 
-    def generate(self, codes: Mapping[str, Any], noise: Any) -> np.ndarray:
-        """uint8 digits for given codes (by column name, ``(n,)`` each, as ``sample_with_codes``
-        returns them) and noise ``(n, noise)``; for latent traversals vary a code, fix the rest.
+    def decode(self, codes: Any, noise: Any = None) -> np.ndarray:
+        """uint8 digits for given codes and noise; for latent traversals vary a code, fix the rest.
 
         Parameters
         ----------
-        codes : mapping of str to array-like
-            One ``(n,)`` array or tensor per code column of ``code_columns()``: class indices ``0..K-1``
-            for categorical codes, real values for continuous and binary codes. A ``"noise"`` entry is
-            ignored (``noise`` is used); other unknown keys too.
-        noise : array-like, shape (n, noise)
-            The noise part of the generator input, e.g. from :meth:`sample_noise`.
+        codes : array-like of shape (n, D), or mapping of str to array-like
+            The codes in :meth:`encode`'s layout: one column per code of ``code_spec.code_columns()``
+            (categorical codes as class indices ``0..K-1``, then continuous values, then binary values);
+            or the same by column name, one ``(n,)`` array each, as :meth:`sample_with_codes` returns
+            them (a ``"noise"`` entry and other unknown keys are ignored).
+        noise : array-like of shape (n, noise), optional
+            The noise part of the generator input, e.g. from :meth:`sample_noise`; default zeros (the
+            mode of its N(0, I) prior), so ``decode(encode(images))`` shows what the codes alone say.
 
         Returns
         -------
@@ -342,14 +380,59 @@ class InfoGANTask(ImageTask):
         Raises
         ------
         InvalidArgumentError
-            When a code column is missing, a code is not ``(n,)``, the noise is not ``(n, noise)``, a
-            categorical code is not a class index ``0..K-1``, or a value is NaN or infinite.
+            When a code column is missing, a code is not ``(n,)`` (an array not ``(n, D)``), the noise is not
+            ``(n, noise)``, a categorical code is not a class index ``0..K-1``, or a value is NaN or infinite.
         """
-        latent = self.code_spec.assemble({**{c: codes[c] for c in codes if c != NOISE_KEY}, NOISE_KEY: noise})
+        columns = self.code_spec.code_columns()
+        if isinstance(codes, Mapping):
+            by_column = {c: codes[c] for c in codes if c != NOISE_KEY}
+            n = len(next(iter(by_column.values()))) if by_column else 0
+        else:
+            array = np.asarray(codes)
+            if array.ndim != 2 or array.shape[1] != len(columns):
+                raise InvalidArgumentError(
+                    f"codes: expected shape (n, {len(columns)}) (columns {', '.join(columns)}), got {array.shape}"
+                )
+            by_column, n = {c: array[:, j] for j, c in enumerate(columns)}, len(array)
+        if noise is None:
+            noise = np.zeros((n, self.code_spec.noise), np.float32)
+        latent = self.code_spec.assemble({**by_column, NOISE_KEY: noise})
         return self._decode(self.generator, latent)
 
+    def encode(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+        """The recognition network's codes of ``images`` as one float32 array ``(N, D)``.
+
+        One column per code, in the order of ``code_spec.code_columns()`` (``c1, c2, ...``: categorical,
+        then continuous, then binary): the arg-max class index of a categorical code, the predicted mean
+        of a continuous code, 0.0 / 1.0 of a binary code -- the values of :meth:`infer_codes` without its
+        probabilities and standard deviations. :meth:`decode` takes this layout back.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one 28x28 grey digit: uint8 (0-255) or float in [0, 1], ``(N, 28, 28)`` or
+            ``(N, 1, 28, 28)``.
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``(N, D)``, ``D = len(code_spec.code_columns())``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` is not a batch of 28x28 grey images following the pixel rule, or
+            ``batch_size`` is below 1.
+        """
+        inferred = self.infer_codes(images, batch_size)
+        return np.stack([inferred[c].astype(np.float32) for c in self.code_spec.code_columns()], axis=1)
+
     def infer_codes(self, images: Any, batch_size: int = EVAL_BATCH) -> dict[str, np.ndarray]:
-        """MAP estimates of the codes from the recognition network Q (Castro et al., section 4.2).
+        """MAP estimates of the codes from the recognition network Q (Castro et al., section 4.2), by column
+        name and with the recognition network's probabilities and standard deviations (:meth:`encode` is
+        the same codes as one array).
 
         Keys ``code_columns()``: categorical -> arg-max class (int64), continuous -> predicted mean,
         binary -> 1.0 where ``p > 0.5`` else 0.0. Also ``<c>_probabilities`` ``(N, K)`` per

@@ -1,5 +1,18 @@
 """The multimodal VAE family: MVAE, MMVAE, MoPoE, DMVAE and MMVAE+ trained on any dataset with several modality
-fields.
+fields, one task class each.
+
+:class:`MultimodalVAETask` holds what they share (the modalities, the batches, the loss logging, the
+inference methods); each model is a small subclass that declares its own hyper-parameters in a nested
+``Config`` (MVAE its ``subsampling``, MMVAE and MoPoE their ``estimator``, DMVAE and MMVAE+ their
+``private_dim``), builds its network (:mod:`repscope.models.multimodal`) and states the facts the studies
+read (:attr:`~MultimodalVAETask.display_name`, :attr:`~MultimodalVAETask.private_latents`,
+:attr:`~MultimodalVAETask.objectives`, :attr:`~MultimodalVAETask.paper_table_rank`). The registry
+(:data:`repscope.models.registry.MODELS`) names each class once; :func:`multimodal_models` lists them.
+
+Inference, the family's protocol: :meth:`~MultimodalVAETask.encode` (the shared posterior's mean given
+some modalities), :meth:`~MultimodalVAETask.sample` (every modality from the same prior samples),
+:meth:`~MultimodalVAETask.decode` (every modality from shared codes), and the family's own
+:meth:`~MultimodalVAETask.generate` (cross-generation) and :meth:`~MultimodalVAETask.log_likelihood`.
 
 ``modalities`` names, per modality, the dataset field it reads, its networks (by name,
 :mod:`repscope.models.multimodal.networks`), its likelihood and the field of its padding mask; the
@@ -12,30 +25,47 @@ decoder learns to end a caption with two of that class (:data:`END_MARK`; captio
 between words), so that a generated caption ends where it writes them; the rest of the padding is
 never scored.
 
-The model, the mixing rules and the objectives are :class:`repscope.models.multimodal.models.MultimodalVAE`;
-this module only feeds it batches and logs its loss, as the other families do.
+The models, their mixing rules and objectives are :mod:`repscope.models.multimodal`'s; this module only
+feeds them batches and logs their loss, as the other families do.
+
+A checkpoint records the model's registry name under ``model`` besides the hyper-parameters; a
+checkpoint written when every model shared one constructor also holds the settings of the other models
+(``private_dim``, ``subsampling``, ``estimator``), which its model never read: the constructor accepts
+them, with ``model`` naming the class's own registry name, and leaves them out.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 import math
-from collections.abc import Sequence
-from typing import Any
+import typing
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from torch import nn
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal.likelihoods import LIKELIHOODS, PRIORS, log_likelihood, log_normal, log_prior
-from repscope.models.multimodal.models import MIXINGS, OBJECTIVES, LikelihoodSpec, MultimodalVAE
+from repscope.models.multimodal.models import (
+    OBJECTIVES,
+    LikelihoodSpec,
+    MixtureOfExpertsVAE,
+    MixtureOfProductsVAE,
+    ProductOfExpertsVAE,
+)
 from repscope.models.multimodal.networks import build_modality_networks
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.private import PrivateSharedVAE
+from repscope.models.registry import MODELS, task_class
 
-PRIVATE_LATENT_MODELS = ("dmvae", "mmvae-plus")  # models with a modality-specific latent per modality
-MODELS = (*MIXINGS, *PRIVATE_LATENT_MODELS)
 OPTIMIZERS = ("adam", "adamw")
+# the arguments of the one constructor all models shared before each had its class: a checkpoint of that
+# time holds them all, also those its model never read
+SHARED_CONSTRUCTOR_SETTINGS = ("private_dim", "subsampling", "estimator")
 
 CDSPRITES_MODALITIES: dict[str, dict[str, Any]] = {
     "image": {"field": "image", "network": "fc-image", "likelihood": "gaussian", "scale": 0.75},
@@ -52,21 +82,22 @@ MODALITY_KEYS = ("field", "network", "params", "likelihood", "scale", "weight", 
 
 
 class MultimodalVAETask(pl.LightningModule):
-    """A multimodal VAE on a dataset's modality fields (module docstring).
+    """What the multimodal VAEs share (module docstring); a registered model is a subclass.
+
+    A subclass declares its own hyper-parameters in a nested ``Config`` that extends its parent's, and
+    gets a constructor taking every field by keyword (the fields are its signature, so configs'
+    ``model.params`` are checked against it). It overrides :meth:`check_config` for rules of its own,
+    :meth:`_network` to build its model, and sets the class facts below.
 
     Parameters
     ----------
-    model : {"mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus"}
-        Set by the registry name.
     modalities : dict, optional
-        Modality name -> ``{field, network, params, likelihood, scale, weight, mask}`` (default: the
-        CdSprites+ image and caption).
+        Modality name -> ``{field, network, params, likelihood, scale, weight, mask, pad_class}`` (default:
+        the CdSprites+ image and caption).
     latent_dim : int, default=16
         Size of the shared latent.
-    private_dim : int, default=4
-        Size of each modality's private latent (``dmvae`` and ``mmvae-plus`` only).
     objective : {"elbo", "iwae", "dreg"}, default="elbo"
-        Training objective.
+        Training objective (one of the model's :attr:`objectives`).
     k : int, default=1
         Samples of z per example (IWAE / DReG).
     beta : float, default=1.0
@@ -79,64 +110,115 @@ class MultimodalVAETask(pl.LightningModule):
         The optimiser (the paper: Adam).
     weight_decay : float, default=0.0
         Its weight decay.
-    subsampling : {"singles", "all"}, default="singles"
-        MVAE's ELBO terms besides the joint one: each single modality, or every proper subset.
-    estimator : {"stratified", "sampled"}, default="stratified"
-        MMVAE / MoPoE: the bound of every mixture component, or of one drawn per example (cheaper).
     field_specs : dict, optional
         Field name -> ``{"shape": [...], "classes": int}``, given by the framework from the dataset.
     image_shape : sequence of int, optional
         The dataset's image shape (given by the framework; the modalities read their own shapes).
     """
 
-    def __init__(
-        self,
-        model: str,
-        modalities: dict[str, dict[str, Any]] | None = None,
-        latent_dim: int = 16,
-        private_dim: int = 4,
-        objective: str = "elbo",
-        k: int = 1,
-        beta: float = 1.0,
-        lr: float = 1e-3,
-        prior: str = "normal",
-        optimizer: str = "adam",
-        weight_decay: float = 0.0,
-        subsampling: str = "singles",
-        estimator: str = "stratified",
-        field_specs: dict[str, dict[str, Any]] | None = None,
-        image_shape: Sequence[int] | None = None,
-    ) -> None:
+    @dataclasses.dataclass(kw_only=True)
+    class Config:
+        modalities: dict[str, dict[str, Any]] | None = None
+        latent_dim: int = 16
+        objective: str = "elbo"
+        k: int = 1
+        beta: float = 1.0
+        lr: float = 1e-3
+        prior: str = "normal"
+        optimizer: str = "adam"
+        weight_decay: float = 0.0
+        field_specs: dict[str, dict[str, Any]] | None = None
+        image_shape: Sequence[int] | None = None
+
+    display_name: ClassVar[str] = "multimodal VAE"  # the name in tables and figures
+    private_latents: ClassVar[bool] = False  # a modality-specific latent per modality besides the shared one
+    objectives: ClassVar[tuple[str, ...]] = OBJECTIVES  # the objectives it trains on
+    # its row in Sejnova et al.'s Table 4 (CdSprites+; 0 first), None for a model the paper did not train
+    paper_table_rank: ClassVar[int | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "__init__" in vars(cls):
+            raise TypeError(f"{cls.__name__}: declare its hyper-parameters in a nested Config, not in __init__")
+        cls.__init__ = _constructor(cls)
+
+    @classmethod
+    def config_fields(cls) -> tuple[str, ...]:
+        """The names of the class's hyper-parameters (its ``Config`` fields, the parents' first).
+
+        Returns
+        -------
+        tuple of str
+            What the constructor takes (besides ``model``, the registry name a checkpoint records).
+        """
+        return tuple(field.name for field in dataclasses.fields(cls.Config))
+
+    def __init__(self, **params: Any) -> None:
         super().__init__()
-        modalities = {name: dict(spec) for name, spec in (modalities or CDSPRITES_MODALITIES).items()}
-        _check_settings(model, modalities, latent_dim, objective, k, beta, prior)
-        if optimizer not in OPTIMIZERS:
+        config = self._config_of(params)
+        self.check_config(config)
+        name = registered_name(type(self))
+        self.save_hyperparameters({**({"model": name} if name else {}), **dataclasses.asdict(config)})
+        self.build()
+
+    @classmethod
+    def _config_of(cls, params: dict[str, Any]) -> Config:
+        params = dict(params)
+        own = cls.config_fields()
+        if "model" in params:
+            recorded, name = params.pop("model"), registered_name(cls)
+            if recorded != name:
+                raise InvalidArgumentError(
+                    f"model: the hyper-parameters are of model {recorded!r}, this is {name or cls.__name__!r}"
+                )
+            for key in set(SHARED_CONSTRUCTOR_SETTINGS) - set(own):
+                params.pop(key, None)  # another model's setting, never read by this one
+        unknown = sorted(set(params) - set(own))
+        if unknown:
+            raise TypeError(f"{cls.__name__}: unknown argument {unknown[0]!r}; arguments: {', '.join(own)}")
+        return cls.Config(**params)
+
+    def check_config(self, config: Config) -> None:
+        """Check the values of ``config`` and put them in their stored form (in place).
+
+        A subclass checks its own fields and calls ``super().check_config(config)``.
+
+        Parameters
+        ----------
+        config : Config
+            The hyper-parameters as given.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When a value is out of its range or unknown, naming it as ``model.params.<key>``.
+        """
+        config.modalities = {name: dict(spec) for name, spec in (config.modalities or CDSPRITES_MODALITIES).items()}
+        _check_settings(config.modalities, config.latent_dim, config.objective, config.k, config.beta, config.prior)
+        if config.optimizer not in OPTIMIZERS:
             raise InvalidArgumentError(
-                f"model.params.optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}"
+                f"model.params.optimizer: must be one of {', '.join(OPTIMIZERS)}, got {config.optimizer!r}"
             )
-        field_specs = field_specs or {}
-        self.save_hyperparameters(
-            {
-                "model": model,
-                "modalities": modalities,
-                "latent_dim": int(latent_dim),
-                "private_dim": int(private_dim),
-                "objective": objective,
-                "k": int(k),
-                "beta": float(beta),
-                "lr": float(lr),
-                "prior": prior,
-                "optimizer": optimizer,
-                "weight_decay": float(weight_decay),
-                "subsampling": subsampling,
-                "estimator": estimator,
-                "field_specs": field_specs,
-                "image_shape": list(image_shape) if image_shape is not None else None,
-            }
-        )
+        config.latent_dim, config.k = int(config.latent_dim), int(config.k)
+        config.beta, config.lr, config.weight_decay = float(config.beta), float(config.lr), float(config.weight_decay)
+        config.field_specs = config.field_specs or {}
+        config.image_shape = list(config.image_shape) if config.image_shape is not None else None
+
+    def _code_size(self) -> int:
+        """Size of the code each encoder gives and each decoder reads: the shared latent."""
+        return self.hparams.latent_dim
+
+    def _network(
+        self, encoders: dict[str, nn.Module], decoders: dict[str, nn.Module], likelihoods: dict[str, LikelihoodSpec]
+    ) -> nn.Module:
+        """The model over the modalities' networks (:mod:`repscope.models.multimodal`)."""
+        raise NotImplementedError(f"{type(self).__name__}: a multimodal VAE subclass builds its network")
+
+    def build(self) -> None:
+        """Create every modality's encoder and decoder from ``self.hparams`` (in modality order, so that the
+        initial weights are drawn in that order), then the model over them (:meth:`_network`)."""
+        modalities, field_specs = self.hparams.modalities, self.hparams.field_specs
         encoders, decoders, likelihoods = {}, {}, {}
-        # DMVAE's and MMVAE+'s networks code the shared and the private latent together
-        network_dim = int(latent_dim) + (int(private_dim) if model in PRIVATE_LATENT_MODELS else 0)
         for name, spec in modalities.items():
             field = spec.get("field", name)
             if field not in field_specs:
@@ -148,21 +230,12 @@ class MultimodalVAETask(pl.LightningModule):
             if spec.get("network") == "label":
                 params.setdefault("num_classes", field_specs[field].get("classes"))
             encoders[name], decoders[name] = build_modality_networks(
-                spec.get("network", "fc-image"), tuple(field_specs[field]["shape"]), network_dim, **params
+                spec.get("network", "fc-image"), tuple(field_specs[field]["shape"]), self._code_size(), **params
             )
             likelihoods[name] = LikelihoodSpec(
                 spec.get("likelihood", "gaussian"), float(spec.get("scale", 0.75)), float(spec.get("weight", 1.0))
             )
-        if model == "dmvae":
-            self.net = PrivateSharedVAE(encoders, decoders, likelihoods, int(latent_dim), int(private_dim), prior)
-        elif model == "mmvae-plus":
-            self.net = ModalitySpecificMixtureVAE(
-                encoders, decoders, likelihoods, int(latent_dim), int(private_dim), prior
-            )
-        else:
-            self.net = MultimodalVAE(
-                encoders, decoders, likelihoods, int(latent_dim), model, prior, subsampling, estimator
-            )
+        self.net = self._network(encoders, decoders, likelihoods)
         self.modalities = modalities
         fields = [spec.get("field", name) for name, spec in modalities.items()]
         fields += [spec["mask"] for spec in modalities.values() if spec.get("mask")]
@@ -266,8 +339,8 @@ class MultimodalVAETask(pl.LightningModule):
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
         hp = self.hparams
-        optimiser = torch.optim.AdamW if hp.get("optimizer", "adam") == "adamw" else torch.optim.Adam
-        return optimiser(self.parameters(), lr=hp.lr, weight_decay=hp.get("weight_decay", 0.0))
+        optimiser = torch.optim.AdamW if hp.optimizer == "adamw" else torch.optim.Adam
+        return optimiser(self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
 
     @torch.no_grad()
     def generate(
@@ -324,7 +397,7 @@ class MultimodalVAETask(pl.LightningModule):
         return tensors
 
     @torch.no_grad()
-    def latents(self, given: dict[str, Any], batch_size: int = 256) -> np.ndarray:
+    def encode(self, given: dict[str, Any], batch_size: int = 256) -> np.ndarray:
         """The mean of the shared posterior ``q(z | given)`` (a mixture's: its components' average).
 
         Parameters
@@ -351,7 +424,7 @@ class MultimodalVAETask(pl.LightningModule):
         return torch.cat(parts).float().cpu().numpy() if parts else np.zeros((0, self.hparams.latent_dim), np.float32)
 
     @torch.no_grad()
-    def decode_latents(self, z: Any, batch_size: int = 256) -> dict[str, np.ndarray]:
+    def decode(self, z: Any, batch_size: int = 256) -> dict[str, np.ndarray]:
         """Every modality decoded from shared latents ``z`` (modality-specific codes at the prior's mean).
 
         Parameters
@@ -398,7 +471,7 @@ class MultimodalVAETask(pl.LightningModule):
         Parameters
         ----------
         given : dict of str to array-like
-            Modality name -> its rows (as for :meth:`latents`); a caption's padding (all-zero rows) is its mask.
+            Modality name -> its rows (as for :meth:`encode`); a caption's padding (all-zero rows) is its mask.
         scored : sequence of str, optional
             The modalities whose likelihood is estimated; default the given ones. Each must be given.
         k : int, default=100
@@ -443,7 +516,7 @@ class MultimodalVAETask(pl.LightningModule):
         return np.concatenate(estimates) if estimates else np.zeros(0)
 
     @torch.no_grad()
-    def sample_joint(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
+    def sample(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
         """Every modality decoded from the same prior samples ``z ~ p(z)`` (joint generation).
 
         Parameters
@@ -468,6 +541,177 @@ class MultimodalVAETask(pl.LightningModule):
         return out
 
 
+def _constructor(cls: type[MultimodalVAETask]) -> Callable[..., None]:
+    """``cls``'s constructor: :meth:`MultimodalVAETask.__init__` with the fields of ``cls.Config`` as its
+    signature and annotations, so configs are checked against them (:func:`repscope.config.validate_params`)."""
+    hints = typing.get_type_hints(cls.Config)
+    fields = dataclasses.fields(cls.Config)
+
+    def __init__(self: MultimodalVAETask, **params: Any) -> None:
+        MultimodalVAETask.__init__(self, **params)
+
+    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    parameters += [
+        inspect.Parameter(
+            field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=hints[field.name]
+        )
+        for field in fields
+    ]
+    __init__.__signature__ = inspect.Signature(parameters, return_annotation=None)
+    __init__.__annotations__ = {**{field.name: hints[field.name] for field in fields}, "return": None}
+    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
+    __init__.__doc__ = f"A {cls.display_name}; parameters in the class docstring."
+    return __init__
+
+
+class MVAETask(MultimodalVAETask):
+    """MVAE (Wu & Goodman 2018): the product of experts, the joint and sub-sampled ELBO terms.
+
+    Parameters
+    ----------
+    subsampling : {"singles", "all"}, default="singles"
+        The ELBO terms besides the joint one: each single modality, or every proper subset.
+    **shared
+        As for :class:`MultimodalVAETask`.
+    """
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config(MultimodalVAETask.Config):
+        subsampling: str = "singles"
+
+    display_name = "MVAE"
+    paper_table_rank = 1
+
+    def _network(self, encoders, decoders, likelihoods):
+        hp = self.hparams
+        return ProductOfExpertsVAE(encoders, decoders, likelihoods, hp.latent_dim, hp.prior, hp.subsampling)
+
+
+class MixtureVAETask(MultimodalVAETask):
+    """What MMVAE and MoPoE share: a mixture posterior whose bound is stratified over its components or
+    taken of one drawn per example.
+
+    Parameters
+    ----------
+    estimator : {"stratified", "sampled"}, default="stratified"
+        The bound of every mixture component, or of one drawn per example (cheaper).
+    **shared
+        As for :class:`MultimodalVAETask`.
+    """
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config(MultimodalVAETask.Config):
+        estimator: str = "stratified"
+
+    mixture: ClassVar[type[nn.Module]]  # the model of repscope.models.multimodal.models
+
+    def _network(self, encoders, decoders, likelihoods):
+        hp = self.hparams
+        return self.mixture(encoders, decoders, likelihoods, hp.latent_dim, hp.prior, hp.estimator)
+
+
+class MMVAETask(MixtureVAETask):
+    """MMVAE (Shi et al. 2019): the mixture of the unimodal experts (parameters of :class:`MixtureVAETask`)."""
+
+    display_name = "MMVAE"
+    paper_table_rank = 0
+    mixture = MixtureOfExpertsVAE
+
+
+class MoPoETask(MixtureVAETask):
+    """MoPoE (Sutter et al. 2021): the mixture of the subsets' products of experts (parameters of
+    :class:`MixtureVAETask`)."""
+
+    display_name = "MoPoE"
+    paper_table_rank = 2
+    mixture = MixtureOfProductsVAE
+
+
+class PrivateLatentVAETask(MultimodalVAETask):
+    """What DMVAE and MMVAE+ share: each modality's encoder and decoder code a private latent of
+    ``private_dim`` dimensions besides the shared one (shared first).
+
+    Parameters
+    ----------
+    private_dim : int, default=4
+        Size of each modality's private latent.
+    **shared
+        As for :class:`MultimodalVAETask`.
+    """
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config(MultimodalVAETask.Config):
+        private_dim: int = 4
+
+    private_latents = True
+
+    def check_config(self, config: Config) -> None:
+        super().check_config(config)
+        config.private_dim = int(config.private_dim)
+
+    def _code_size(self) -> int:
+        return self.hparams.latent_dim + self.hparams.private_dim
+
+
+class DMVAETask(PrivateLatentVAETask):
+    """DMVAE (Lee & Pavlovic 2021): shared and private latents, trained on the ELBO with one sample
+    (parameters of :class:`PrivateLatentVAETask`)."""
+
+    display_name = "DMVAE"
+    paper_table_rank = 3
+    objectives = ("elbo",)
+
+    def check_config(self, config: PrivateLatentVAETask.Config) -> None:
+        if config.objective not in self.objectives or int(config.k) != 1:
+            raise InvalidArgumentError(
+                f"model.params: {self.display_name} trains on the ELBO with k = 1 "
+                f"(got {config.objective}, k = {config.k})"
+            )
+        super().check_config(config)
+
+    def _network(self, encoders, decoders, likelihoods):
+        hp = self.hparams
+        return PrivateSharedVAE(encoders, decoders, likelihoods, hp.latent_dim, hp.private_dim, hp.prior)
+
+
+class MMVAEPlusTask(PrivateLatentVAETask):
+    """MMVAE+ (Palumbo et al. 2023): MMVAE with modality-specific latents and an auxiliary prior
+    (parameters of :class:`PrivateLatentVAETask`)."""
+
+    display_name = "MMVAE+"
+
+    def _network(self, encoders, decoders, likelihoods):
+        hp = self.hparams
+        return ModalitySpecificMixtureVAE(encoders, decoders, likelihoods, hp.latent_dim, hp.private_dim, hp.prior)
+
+
+def multimodal_models() -> dict[str, type[MultimodalVAETask]]:
+    """The registered multimodal VAEs, in the registry's order.
+
+    Returns
+    -------
+    dict of str to type
+        Registry name -> task class (a :class:`MultimodalVAETask` subclass).
+    """
+    return {name: task_class(name) for name, entry in MODELS.items() if entry.family == "multimodal"}
+
+
+def registered_name(cls: type) -> str | None:
+    """The registry name of a multimodal task class, None for a class the registry does not name.
+
+    Parameters
+    ----------
+    cls : type
+        A task class.
+
+    Returns
+    -------
+    str or None
+        The name of the registry entry whose task is ``cls``.
+    """
+    return next((name for name, task in multimodal_models().items() if task is cls), None)
+
+
 def _as_input(value: Any) -> torch.Tensor:
     tensor = torch.as_tensor(np.asarray(value))
     if tensor.dtype == torch.uint8:
@@ -480,12 +724,8 @@ def _laplace(shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor
     return -torch.sign(uniform) * torch.log1p(-2.0 * uniform.abs())
 
 
-def _check_settings(model, modalities, latent_dim, objective, k, beta, prior) -> None:
+def _check_settings(modalities, latent_dim, objective, k, beta, prior) -> None:
     where = "model.params"
-    if model not in MODELS:
-        raise InvalidArgumentError(f"model: must be one of {', '.join(MODELS)}, got {model!r}")
-    if model == "dmvae" and (objective != "elbo" or int(k) != 1):
-        raise InvalidArgumentError(f"{where}: dmvae trains on the ELBO with k = 1 (got {objective}, k = {k})")
     if objective not in OBJECTIVES:
         raise InvalidArgumentError(f"{where}.objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
     if prior not in PRIORS:
@@ -507,4 +747,16 @@ def _check_settings(model, modalities, latent_dim, objective, k, beta, prior) ->
             )
 
 
-__all__ = ["MultimodalVAETask", "CDSPRITES_MODALITIES"]
+__all__ = [
+    "MultimodalVAETask",
+    "MVAETask",
+    "MixtureVAETask",
+    "MMVAETask",
+    "MoPoETask",
+    "PrivateLatentVAETask",
+    "DMVAETask",
+    "MMVAEPlusTask",
+    "multimodal_models",
+    "registered_name",
+    "CDSPRITES_MODALITIES",
+]

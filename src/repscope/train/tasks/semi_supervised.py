@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -46,8 +47,7 @@ import torch
 import torch.nn.functional as F
 
 from repscope.errors import InvalidArgumentError
-from repscope.train.tasks.base import DIGIT_SHAPE
-from repscope.train.tasks.disentangling_vaes import DSPRITES_SIZE, BetaTCVAETask, DIPVAETask, FactorVAETask
+from repscope.train.tasks.disentangling_vaes import BetaTCVAETask, DIPVAETask, FactorVAETask
 from repscope.train.tasks.vae import VAETask
 
 DSPRITES_FACTOR_SIZES = (1, 3, 6, 40, 32, 32)  # color, shape, scale, orientation, posX, posY (dsprites.FACTOR_SIZES)
@@ -131,8 +131,9 @@ def supervised_xent(mean: torch.Tensor, targets: torch.Tensor, dims_per_factor: 
 class SemiSupervisedMixin:
     """Adds ``supervision_weight * supervised`` (see the module docstring) to a :class:`VAETask`'s loss.
 
-    Put it before the VAE class: ``class X(SemiSupervisedMixin, VAETask)``, and call
-    :meth:`_init_supervision` at the end of ``__init__``. Labels reach the loss either from the batch
+    Put it before the VAE class: ``class X(SemiSupervisedMixin, VAETask)``; its ``Config`` fields follow
+    the VAE's in ``X``'s constructor and hyper-parameters (:class:`~repscope.train.tasks.base.ImageTask`
+    merges them), and :meth:`check_config` checks them after the VAE's own. Labels reach the loss either from the batch
     (``training_step`` / ``validation_step``, fields ``factors`` and ``index``) or as arguments of
     :meth:`losses`; without them (``losses(images)`` alone) the model's unsupervised loss is returned.
     """
@@ -140,18 +141,23 @@ class SemiSupervisedMixin:
     batch_fields: tuple[str, ...] = ("image", "factors", "index")
     _supervision: tuple[torch.Tensor, torch.Tensor] | None = None
 
-    def _init_supervision(
-        self,
-        labelled_fraction: float,
-        supervision_weight: float,
-        supervised_factors: Sequence[int] | None,
-        factor_sizes: Sequence[int],
-        dims_per_factor: int,
-        label_seed: int,
-    ) -> None:
-        sizes = [int(s) for s in factor_sizes]
+    @dataclass(kw_only=True)
+    class Config:
+        """The semi-supervised hyper-parameters (``_SEMI_DOC``), added to those of the VAE they extend."""
+
+        labelled_fraction: float = LABELLED_FRACTION
+        supervision_weight: float = SUPERVISION_WEIGHT
+        supervised_factors: Sequence[int] | None = None  # default: every factor with more than one class
+        factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES
+        dims_per_factor: int = 1
+        label_seed: int = 0
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)  # type: ignore[misc]
+        sizes = [int(s) for s in config.factor_sizes]
         if not sizes or min(sizes) < 1:
-            raise InvalidArgumentError(f"factor_sizes: expected positive class counts, got {list(factor_sizes)}")
+            raise InvalidArgumentError(f"factor_sizes: expected positive class counts, got {list(config.factor_sizes)}")
+        supervised_factors = config.supervised_factors
         if supervised_factors is None:
             supervised_factors = [k for k, size in enumerate(sizes) if size > 1]
         chosen = [int(k) for k in supervised_factors]
@@ -164,28 +170,25 @@ class SemiSupervisedMixin:
             raise InvalidArgumentError(
                 f"supervised_factors: a factor with one class cannot be supervised (sizes {sizes}, chosen {chosen})"
             )
+        dims_per_factor = config.dims_per_factor
         if int(dims_per_factor) < 1:
             raise InvalidArgumentError(f"dims_per_factor: must be at least 1, got {dims_per_factor}")
         needed = len(chosen) * int(dims_per_factor)
-        if needed > self.hparams.latent_dim:
+        if needed > config.latent_dim:
             raise InvalidArgumentError(
                 f"latent_dim: {len(chosen)} supervised factors x {dims_per_factor} dimensions need {needed}, "
-                f"got latent_dim {self.hparams.latent_dim}"
+                f"got latent_dim {config.latent_dim}"
             )
-        if supervision_weight < 0:
-            raise InvalidArgumentError(f"supervision_weight: must be non-negative, got {supervision_weight}")
-        labelled_mask(np.zeros(0, np.int64), labelled_fraction, label_seed)  # checks fraction and seed
-        self.save_hyperparameters(
-            {
-                **dict(self.hparams),
-                "labelled_fraction": float(labelled_fraction),
-                "supervision_weight": float(supervision_weight),
-                "supervised_factors": chosen,
-                "factor_sizes": sizes,
-                "dims_per_factor": int(dims_per_factor),
-                "label_seed": int(label_seed),
-            }
-        )
+        if config.supervision_weight < 0:
+            raise InvalidArgumentError(f"supervision_weight: must be non-negative, got {config.supervision_weight}")
+        # checks fraction and seed
+        labelled_mask(np.zeros(0, np.int64), config.labelled_fraction, config.label_seed)
+        config.labelled_fraction = float(config.labelled_fraction)
+        config.supervision_weight = float(config.supervision_weight)
+        config.supervised_factors = chosen
+        config.factor_sizes = sizes
+        config.dims_per_factor = int(dims_per_factor)
+        config.label_seed = int(config.label_seed)
 
     def labelled(self, index: torch.Tensor) -> torch.Tensor:
         """Which examples of a batch have labels (:func:`labelled_mask` with the task's fraction and seed).
@@ -338,52 +341,11 @@ class SemiSupervisedVAETask(SemiSupervisedMixin, VAETask):
 
     __doc__ = (__doc__ or "") + _SEMI_DOC
 
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 4.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        labelled_fraction: float = LABELLED_FRACTION,
-        supervision_weight: float = SUPERVISION_WEIGHT,
-        supervised_factors: Sequence[int] | None = None,
-        factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
-        dims_per_factor: int = 1,
-        label_seed: int = 0,
-        box_weight: float = 1.0,
-    ) -> None:
-        VAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture, box_weight)
-        self._init_supervision(
-            labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
-        )
-
 
 class SemiSupervisedBetaTCVAETask(SemiSupervisedMixin, BetaTCVAETask):
     """beta-TCVAE (:class:`BetaTCVAETask`) with the semi-supervised term; other parameters as there."""
 
     __doc__ = (__doc__ or "") + _SEMI_DOC
-
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 6.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        dataset_size: int = DSPRITES_SIZE,
-        labelled_fraction: float = LABELLED_FRACTION,
-        supervision_weight: float = SUPERVISION_WEIGHT,
-        supervised_factors: Sequence[int] | None = None,
-        factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
-        dims_per_factor: int = 1,
-        label_seed: int = 0,
-        box_weight: float = 1.0,
-    ) -> None:
-        BetaTCVAETask.__init__(self, latent_dim, beta, lr, image_shape, architecture, dataset_size, box_weight)
-        self._init_supervision(
-            labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
-        )
 
 
 class SemiSupervisedDIPVAETask(SemiSupervisedMixin, DIPVAETask):
@@ -391,73 +353,12 @@ class SemiSupervisedDIPVAETask(SemiSupervisedMixin, DIPVAETask):
 
     __doc__ = (__doc__ or "") + _SEMI_DOC
 
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 1.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        dip_type: str = "i",
-        lambda_od: float = 10.0,
-        lambda_d: float | None = None,
-        labelled_fraction: float = LABELLED_FRACTION,
-        supervision_weight: float = SUPERVISION_WEIGHT,
-        supervised_factors: Sequence[int] | None = None,
-        factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
-        dims_per_factor: int = 1,
-        label_seed: int = 0,
-        box_weight: float = 1.0,
-    ) -> None:
-        DIPVAETask.__init__(
-            self, latent_dim, beta, lr, image_shape, architecture, dip_type, lambda_od, lambda_d, box_weight
-        )
-        self._init_supervision(
-            labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
-        )
-
 
 class SemiSupervisedFactorVAETask(SemiSupervisedMixin, FactorVAETask):
     """FactorVAE (:class:`FactorVAETask`) with the semi-supervised term in its VAE step (the discriminator
     step is unchanged); other parameters as there."""
 
     __doc__ = (__doc__ or "") + _SEMI_DOC
-
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 1.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        gamma: float = 10.0,
-        discriminator_width: int = 256,
-        discriminator_layers: int = 6,
-        lr_discriminator: float = 1e-4,
-        labelled_fraction: float = LABELLED_FRACTION,
-        supervision_weight: float = SUPERVISION_WEIGHT,
-        supervised_factors: Sequence[int] | None = None,
-        factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES,
-        dims_per_factor: int = 1,
-        label_seed: int = 0,
-        box_weight: float = 1.0,
-    ) -> None:
-        FactorVAETask.__init__(
-            self,
-            latent_dim,
-            beta,
-            lr,
-            image_shape,
-            architecture,
-            gamma,
-            discriminator_width,
-            discriminator_layers,
-            lr_discriminator,
-            box_weight,
-        )
-        self._init_supervision(
-            labelled_fraction, supervision_weight, supervised_factors, factor_sizes, dims_per_factor, label_seed
-        )
 
 
 __all__ = [

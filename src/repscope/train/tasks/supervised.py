@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -50,55 +51,50 @@ class SupervisedTask(ImageTask):
 
     batch_fields = ("image", "target")
 
-    def __init__(
-        self,
-        network: str = "lenet5",
-        kind: Literal["classification", "regression"] = "classification",
-        num_outputs: int = 10,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        schedule: Literal["none", "cosine"] = "none",
-        augment: Literal["none", "rotation", "brightness", "scale"] = "none",
-        augment_ranges: Sequence[Sequence[float]] = (),
-        optimizer: Literal["adam", "sgd"] = "adam",
-        network_params: dict[str, Any] | None = None,
-    ) -> None:
-        super().__init__()
+    @dataclass(kw_only=True)
+    class Config(ImageTask.Config):
+        network: str = "lenet5"
+        kind: Literal["classification", "regression"] = "classification"
+        num_outputs: int = 10
+        lr: float = 1e-3
+        image_shape: Sequence[int] = DIGIT_SHAPE
+        schedule: Literal["none", "cosine"] = "none"
+        augment: Literal["none", "rotation", "brightness", "scale"] = "none"
+        augment_ranges: Sequence[Sequence[float]] = ()
+        optimizer: Literal["adam", "sgd"] = "adam"
+        network_params: dict[str, Any] | None = None
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        kind, num_outputs = config.kind, config.num_outputs
         if kind not in KINDS:
             raise InvalidArgumentError(f"kind: must be one of {', '.join(KINDS)}, got {kind!r}")
         if kind == "regression" and num_outputs != 1:
             raise InvalidArgumentError(f"num_outputs: regression predicts one value, got num_outputs={num_outputs}")
         if kind == "classification" and num_outputs < 2:
             raise InvalidArgumentError(f"num_outputs: classification needs at least 2 classes, got {num_outputs}")
-        if schedule not in SCHEDULES:
-            raise InvalidArgumentError(f"schedule: must be one of {', '.join(SCHEDULES)}, got {schedule!r}")
-        if not float(lr) > 0:
-            raise InvalidArgumentError(f"lr: must be positive, got {lr!r}")
-        shape = checked_shape(image_shape)
+        if config.schedule not in SCHEDULES:
+            raise InvalidArgumentError(f"schedule: must be one of {', '.join(SCHEDULES)}, got {config.schedule!r}")
+        if not float(config.lr) > 0:
+            raise InvalidArgumentError(f"lr: must be positive, got {config.lr!r}")
+        shape = checked_shape(config.image_shape)
+        augment, augment_ranges = config.augment, config.augment_ranges
         ranges = [] if augment == "none" else check_ranges(augment, augment_ranges)
-        if optimizer not in OPTIMIZERS:
-            raise InvalidArgumentError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {optimizer!r}")
+        if config.optimizer not in OPTIMIZERS:
+            raise InvalidArgumentError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {config.optimizer!r}")
         if augment == "none" and len(augment_ranges):
             raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
-        params = plain_params(network_params)
-        # every constructor argument, so that a checkpoint rebuilds its task (older checkpoints without
+        # every argument is stored, so that a checkpoint rebuilds its task (older checkpoints without
         # the augmentation or network_params keys load with their defaults)
-        self.save_hyperparameters(
-            {
-                "network": network,
-                "kind": kind,
-                "num_outputs": int(num_outputs),
-                "lr": float(lr),
-                "image_shape": shape,
-                "schedule": schedule,
-                "augment": augment,
-                "augment_ranges": [list(pair) for pair in ranges],
-                "optimizer": optimizer,
-                "network_params": params,
-            }
-        )
-        self.augment, self.augment_ranges = augment, [tuple(pair) for pair in ranges]
-        self.network = build_classifier(network, shape, num_outputs, params)
+        config.num_outputs, config.lr, config.image_shape = int(num_outputs), float(config.lr), shape
+        config.augment_ranges = [list(pair) for pair in ranges]
+        config.network_params = plain_params(config.network_params)
+
+    def build(self) -> None:
+        super().build()
+        hp = self.hparams
+        self.augment, self.augment_ranges = hp.augment, [tuple(pair) for pair in hp.augment_ranges]
+        self.network = build_classifier(hp.network, hp.image_shape, hp.num_outputs, hp.network_params)
         self._squared_error = torch.zeros(())
         self._val_count = 0
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -76,38 +77,38 @@ class VAETask(ImageTask):
     box_weight_field = "box"
     _boxes: torch.Tensor | None = None
 
-    def __init__(
-        self,
-        latent_dim: int = 64,
-        beta: float = 4.0,
-        lr: float = 1e-3,
-        image_shape: Sequence[int] = DIGIT_SHAPE,
-        architecture: str | None = None,
-        box_weight: float = 1.0,
-    ) -> None:
-        super().__init__()
-        if latent_dim < 1:
-            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
-        if beta < 0:
-            raise InvalidArgumentError(f"beta: must be non-negative, got {beta}")
+    @dataclass(kw_only=True)
+    class Config(ImageTask.Config):
+        """beta-VAE's hyper-parameters (the class docstring)."""
+
+        latent_dim: int = 64
+        beta: float = 4.0
+        lr: float = 1e-3
+        image_shape: Sequence[int] = DIGIT_SHAPE
+        architecture: str | None = None  # default: the one for image_shape
+        box_weight: float = 1.0
+
+    def check_config(self, config: Any) -> None:
+        super().check_config(config)
+        if config.latent_dim < 1:
+            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {config.latent_dim}")
+        if config.beta < 0:
+            raise InvalidArgumentError(f"beta: must be non-negative, got {config.beta}")
+        box_weight = config.box_weight
         if isinstance(box_weight, bool) or not np.isfinite(box_weight) or box_weight <= 0:
             raise InvalidArgumentError(f"box_weight: must be a positive number, got {box_weight!r}")
-        shape = checked_shape(image_shape)
-        architecture = architecture or default_architecture(shape)
-        self.save_hyperparameters(
-            {
-                "latent_dim": int(latent_dim),
-                "beta": float(beta),
-                "lr": float(lr),
-                "image_shape": shape,
-                "architecture": architecture,
-                "box_weight": float(box_weight),
-            }
-        )
-        if box_weight != 1.0:
+        config.latent_dim, config.beta, config.lr = int(config.latent_dim), float(config.beta), float(config.lr)
+        config.image_shape = checked_shape(config.image_shape)
+        config.architecture = config.architecture or default_architecture(config.image_shape)
+        config.box_weight = float(box_weight)
+
+    def build(self) -> None:
+        super().build()
+        hp = self.hparams
+        if hp.box_weight != 1.0:
             # the subclass's fields (e.g. factors for semi-supervision) plus the boxes
             self.batch_fields = (*type(self).batch_fields, self.box_weight_field)
-        self.encoder, self.decoder = build_autoencoder(architecture, shape, latent_dim)
+        self.encoder, self.decoder = build_autoencoder(hp.architecture, hp.image_shape, hp.latent_dim)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """``{"regulariser": beta * KL, "kl": KL}``, each averaged over the batch.

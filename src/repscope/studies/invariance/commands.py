@@ -1,0 +1,108 @@
+"""What the ``repscope invariance`` verbs that read a file run: the features of a saved variance matrix,
+the rule labels of a repository (with the annotators' agreement). Each loads its inputs, assembles the
+result and writes it; the CLI prints."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from repscope.errors import DataFormatError
+from repscope.fileio import write_json_atomic, write_text_atomic
+
+
+def read_variance_matrix(path: str | Path) -> np.ndarray:
+    """A variance matrix saved with ``numpy.save``.
+
+    Raises
+    ------
+    DataFormatError
+        Naming the file: not a ``.npy`` array (a zip archive such as ``.npz`` or a torch file included).
+    """
+    try:
+        array = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise DataFormatError(f"{path}: not a .npy array ({' '.join(str(exc).split())})") from None
+    if not isinstance(array, np.ndarray):  # a zip archive (.npz, a torch file) loads as an archive
+        array.close()
+        raise DataFormatError(f"{path}: not a .npy array (a zip archive); save the matrix with numpy.save")
+    return array
+
+
+def matrix_file_features(matrix: str | Path, tau: float = 0.15, out: str | Path | None = None) -> dict[str, Any]:
+    """The features of a variance matrix file (:func:`repscope.metrics.invariance.features.matrix_features`;
+    sensitivity needs the model, so 15 of the 16), written as JSON to ``out`` when given.
+
+    Parameters
+    ----------
+    matrix : str or pathlib.Path
+        A square variance matrix saved with ``numpy.save``.
+    tau : float, default=0.15
+        Threshold of the significant-variance feature.
+    out : str or pathlib.Path, optional
+        JSON file to write (atomically).
+
+    Returns
+    -------
+    dict
+        ``file``, ``tau`` and ``features`` (feature name -> value).
+    """
+    from repscope.metrics.invariance.features import matrix_features  # noqa: PLC0415
+
+    result = {"file": str(matrix), "tau": tau, "features": matrix_features(read_variance_matrix(matrix), tau=tau)}
+    if out is not None:
+        write_json_atomic(out, result)
+    return result
+
+
+def label_repository(
+    repo: str | Path, out: str | Path, human: str | Path | None = None, min_accuracy: float = 0.8
+) -> dict[str, Any]:
+    """Label every model of a repository by the guideline's rules and write the labels as CSV; with the
+    annotators' labels, their agreement with each other and with the rules.
+
+    Parameters
+    ----------
+    repo : str or pathlib.Path
+        A repository folder (``repscope invariance repo build``).
+    out : str or pathlib.Path
+        CSV to write: ``name``, ``label`` (1 invariant, 0 variant), reasons.
+    human : str or pathlib.Path, optional
+        CSV of human labels: ``name`` plus one column per annotator.
+    min_accuracy : float, default=0.8
+        Below this test accuracy a model under-fits.
+
+    Returns
+    -------
+    dict
+        ``labels`` (the table written), and with ``human`` ``agreement``: ``cohen`` (``"a vs b" -> kappa``,
+        the rules a column named ``rules``) and ``fleiss``.
+
+    Raises
+    ------
+    DataFormatError
+        ``human`` is not a readable CSV or has no ``name`` column.
+    """
+    from repscope.studies.invariance.assess import agreement, read_repository, rule_labels  # noqa: PLC0415
+
+    given = None
+    if human is not None:  # read first: a bad file leaves no labels behind
+        try:
+            given = pd.read_csv(human)
+        except (OSError, ValueError) as exc:
+            raise DataFormatError(f"--human {human}: not a readable CSV ({exc})") from None
+        if "name" not in given.columns:
+            raise DataFormatError(f"--human {human}: needs a name column")
+    labels = rule_labels(read_repository(repo), min_accuracy=min_accuracy)
+    write_text_atomic(out, labels.to_csv(index=False))
+    result: dict[str, Any] = {"labels": labels}
+    if given is not None:
+        merged = given.merge(labels[["name", "label"]].rename(columns={"label": "rules"}), on="name")
+        result["agreement"] = agreement(merged)
+    return result
+
+
+__all__ = ["label_repository", "matrix_file_features", "read_variance_matrix"]

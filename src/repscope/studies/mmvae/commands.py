@@ -1,0 +1,154 @@
+"""What ``repscope mmvae train`` and ``repscope mmvae sweep`` run (their registry entries in
+:mod:`repscope.studies.registry`): the config loader and the two run functions, callable from scripts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from repscope.errors import InvalidArgumentError
+from repscope.outputs import prepare_output
+from repscope.studies.mmvae.train import MultimodalConfig, load_multimodal_config, quick_config, train_multimodal
+from repscope.sweeps import expand_grid
+from repscope.sweeps import run_sweep as run_points
+
+
+def load_command_config(
+    path: str | Path | None, overrides: list[str], values: Mapping[str, Any], quick: bool = False
+) -> tuple[MultimodalConfig, str]:
+    """The config of a command: :func:`load_multimodal_config` with the command-line config keys
+    (``--epochs``) applied after the ``--set`` overrides.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path, optional
+        A YAML file or the name of a shipped config; default the shipped ``mmvae-cdsprites``.
+    overrides : list of str
+        ``key=value`` strings: ``--set`` and the trainer flags.
+    values : mapping
+        Config keys given as options (``{"epochs": 5}``), applied last.
+    quick : bool, default=False
+        Shrink to minutes on 2 CPU cores (:func:`quick_config`).
+
+    Returns
+    -------
+    (MultimodalConfig, str)
+        The config and where it came from (for error messages).
+    """
+    settings = [*overrides, *(f"{key}={value}" for key, value in values.items())]
+    return load_multimodal_config(path, settings, quick)
+
+
+def run_train(
+    config: MultimodalConfig,
+    out: Path | None = None,
+    *,
+    source: str = "config",
+    resume: bool = False,
+    evaluate: bool = True,
+) -> dict[str, Any]:
+    """``repscope mmvae train``: train one multimodal VAE and evaluate it (:func:`train_multimodal`).
+
+    Parameters
+    ----------
+    config : MultimodalConfig
+        The run.
+    out : pathlib.Path, optional
+        Run directory (default ``runs/train-<time>``); with ``resume`` the run to continue.
+    source : str, default="config"
+        Where the config came from, for error messages.
+    resume : bool, default=False
+        Continue ``out`` from its last checkpoint.
+    evaluate : bool, default=True
+        False skips the coherency evaluation; True evaluates where the config asks for it
+        (``evaluation.enabled`` on ``cdsprites``).
+
+    Returns
+    -------
+    dict
+        What :func:`train_multimodal` returns: ``run``, ``metrics``, ``evaluation``.
+    """
+    # True leaves the choice to the config: a run on other data, or with evaluation disabled, is not evaluated
+    return train_multimodal(config, out=out, resume=resume, source=source, evaluate=None if evaluate else False)
+
+
+def run_sweep(
+    config: MultimodalConfig,
+    out: Path | None = None,
+    *,
+    grid: Sequence[str] = (),
+    config_file: str | Path | None = None,
+    overrides: Sequence[str] = (),
+    quick: bool = False,
+    resume: bool = False,
+    workers: int | None = 1,
+    backend: Literal["local", "ray"] = "local",
+    address: str | None = None,
+    cpus_per_run: float | None = None,
+) -> Any:
+    """``repscope mmvae sweep``: train and evaluate every point of a grid of overrides of one config.
+
+    Every point's config is checked before anything runs. A point is ``config_file`` with the sweep's
+    ``overrides``, then the point's own, shrunk by ``quick``; each worker loads it again, so a point
+    runs exactly as ``repscope mmvae train`` with the same arguments would.
+
+    Parameters
+    ----------
+    config : MultimodalConfig
+        The sweep's base config (without the grid), as loaded by the command.
+    out : pathlib.Path, optional
+        The sweep folder (default ``runs/sweep-<time>``).
+    grid : list of str
+        ``key=v1,v2,...`` axes (:func:`repscope.sweeps.expand_grid`; the first varies slowest).
+    config_file : str or pathlib.Path, optional
+        CONFIG as given (a file or a shipped config's name; default the shipped one).
+    overrides : list of str
+        The sweep's ``--set`` overrides and trainer flags, applied to every point.
+    quick : bool, default=False
+        ``--quick`` for every point.
+    resume : bool, default=False
+        Continue the sweep in ``out``: finished points are skipped.
+    workers, backend, address, cpus_per_run
+        Where the points run (:func:`repscope.sweeps.run_sweep`).
+
+    Returns
+    -------
+    repscope.sweeps.SweepResult
+        The status of every point; ``out`` is the sweep folder.
+
+    Raises
+    ------
+    InvalidArgumentError
+        No grid axis, a point with a bad config, ``resume`` without ``out``.
+    """
+    if not grid:
+        raise InvalidArgumentError("--grid: give at least one axis, e.g. --grid model=mvae,mmvae")
+    points = expand_grid(list(grid))
+    for point in points:  # every point's config must be valid before anything runs
+        load_multimodal_config(config_file, [*overrides, *point.as_set_arguments()], quick)
+    if resume and out is None:
+        raise InvalidArgumentError("--resume: continuing a sweep needs --out, the sweep folder to continue")
+    if out is None:
+        out = prepare_output(Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}", resume=resume, kind="directory")
+    common = {
+        "config": str(config_file) if config_file is not None else None,
+        "base_overrides": list(overrides),
+        "quick": quick,
+    }
+    return run_points(
+        points,
+        "repscope.studies.mmvae.train:sweep_point",
+        out,
+        common=common,
+        workers=workers,
+        backend=backend,
+        address=address,
+        cpus_per_run=cpus_per_run,
+        description="sweep mmvae",
+    )
+
+
+__all__ = ["MultimodalConfig", "load_command_config", "quick_config", "run_sweep", "run_train"]
