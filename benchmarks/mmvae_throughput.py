@@ -120,12 +120,13 @@ def _adam_step(loss_of: Callable[[Any], torch.Tensor], module: torch.nn.Module) 
 def _ours(
     model: str, objective: str, k: int, batches, latent_dim: int, specs, estimator: str = "stratified"
 ) -> tuple[Callable, list, int]:
-    from repscope.train.tasks.multimodal import MultimodalVAETask
+    from repscope.models.registry import task_class
 
     torch.manual_seed(0)
-    task = MultimodalVAETask(
-        model, latent_dim=latent_dim, objective=objective, k=k, field_specs=specs, estimator=estimator
-    )
+    cls = task_class(model)
+    # the mixture estimator is a setting of MMVAE and MoPoE only
+    settings = {"estimator": estimator} if "estimator" in cls.config_fields() else {}
+    task = cls(latent_dim=latent_dim, objective=objective, k=k, field_specs=specs, **settings)
     step = _adam_step(lambda batch: task.losses(batch)["loss"], task)
     return step, batches, _parameters(task.net.encoders, task.net.decoders)
 
@@ -251,7 +252,7 @@ def _multivae_networks(mv, network_dim: int, shared_dim: int | None, specs) -> t
 
 
 def _multivae(mv, model: str, objective: str, k: int, batches, latent_dim: int, specs) -> tuple[Callable, list, int]:
-    from repscope.train.tasks.multimodal import CDSPRITES_MODALITIES, MultimodalVAETask
+    from repscope.train.tasks.multimodal import CDSPRITES_MODALITIES, DMVAETask
 
     m = mv.models
     names = list(CDSPRITES_MODALITIES)
@@ -275,7 +276,7 @@ def _multivae(mv, model: str, objective: str, k: int, batches, latent_dim: int, 
             if spec["likelihood"] == "gaussian"
         },
     }
-    private_dim = inspect.signature(MultimodalVAETask).parameters["private_dim"].default
+    private_dim = inspect.signature(DMVAETask).parameters["private_dim"].default
     torch.manual_seed(0)
     if model == "dmvae":
         # as ours: shared latent, a private one per modality, the joint and each unimodal ELBO; MultiVae takes

@@ -119,6 +119,38 @@ def test_a_trained_vae_run_is_scored_on_its_own_test_images(tmp_path):
     assert json.loads(result.output)["factor_names"] == names
 
 
+def test_an_infogan_run_is_scored_on_the_codes_its_recognition_network_infers(tmp_path, monkeypatch):
+    from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
+    from repscope.studies.disentangle.score import codes_of_run
+    from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.reader import TrainedRun
+    from repscope.train.run import fit
+
+    config = TrainConfig(
+        model=Named(name="infogan"),
+        data=Named(name="digits", params={"max_train": 64, "max_test": 40, "target": "none"}),
+        trainer=TrainerSection(max_epochs=1),
+        batch_size=32,
+    )
+    outcome = fit(config, out=tmp_path / "run")
+    # no registered 28x28 dataset has factors: the run's test digits with their class (and its parity) as factors
+    test = outcome.data.arrays("test", ["image", "label"])
+    factors = np.stack([test["label"], test["label"] % 2], axis=1).astype(np.int64)
+    fields = {
+        "image": outcome.data.fields["image"],
+        "factors": FieldSpec("categorical", (2,), "int64", names=("digit", "parity")),
+    }
+    split = ArraySplit({"image": test["image"], "factors": factors})
+    with_factors = Dataset("digits", {"train": split, "test": split}, fields)
+    monkeypatch.setattr(TrainedRun, "dataset", lambda self, **overrides: with_factors)
+    scored, codes, names = codes_of_run(tmp_path / "run", n=30, seed=1)
+    rows = np.random.default_rng(1).permutation(40)[:30]
+    assert names == ["digit", "parity"] and np.array_equal(scored, factors[rows])
+    # one column per code of setting A (c1 categorical, c2 and c3 continuous), as encode documents
+    assert codes.shape == (30, 3) and np.allclose(codes, outcome.task.encode(test["image"][rows]), atol=1e-6)
+    assert set(np.unique(codes[:, 0])) <= set(range(10))
+
+
 def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp_path):
     import torch
 

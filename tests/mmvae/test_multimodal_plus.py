@@ -128,11 +128,13 @@ def test_the_log_likelihood_estimate_of_an_exact_posterior_is_the_closed_form(mo
 
 @pytest.mark.parametrize("name", ["mmvae", "dmvae", "mmvae-plus"])
 def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, name):
+    from repscope.models.registry import task_class
     from repscope.train.config import Named, TrainConfig, TrainerSection
     from repscope.train.run import fit
 
+    private = {"private_dim": 2} if task_class(name).private_latents else {}  # only those models take it
     config = TrainConfig(
-        model=Named(name=name, params={"latent_dim": 6, "private_dim": 2, "modalities": SMALL_NETS}),
+        model=Named(name=name, params={"latent_dim": 6, **private, "modalities": SMALL_NETS}),
         data=Named(name="cdsprites", params={"level": 1, "train_size": 128, "val_size": 32, "test_size": 32}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=32,

@@ -16,7 +16,7 @@ from repscope.train.run import load_task
 from repscope.train.tasks.multimodal import MMVAETask, MultimodalVAETask, multimodal_models
 
 NAMES = [name for name, entry in MODELS.items() if entry.family == "multimodal"]  # read at collection time
-SPECS = {"vector": {"shape": [5], "classes": None}, "label": {"shape": [1], "classes": 3, "kind": "categorical"}}
+SPECS = {"vector": {"shape": [5], "classes": None}, "label": {"shape": [], "classes": 3, "kind": "categorical"}}
 TINY = {
     "vector": {"field": "vector", "network": "fc-image", "params": {"hidden": 8}, "likelihood": "gaussian"},
     "label": {"field": "label", "network": "label", "likelihood": "categorical"},
@@ -149,3 +149,17 @@ def test_dmvae_refuses_an_objective_it_does_not_train_on():
     with pytest.raises(InvalidArgumentError, match="DMVAE trains on the ELBO with k = 1"):
         build("dmvae", objective="iwae", k=4)
     assert task_class("dmvae").objectives == ("elbo",)
+
+
+def test_the_family_protocol_takes_and_gives_rows_by_modality():
+    task = build("mopoe")
+    given = {"vector": torch.rand(4, 5).numpy(), "label": torch.tensor([0, 1, 2, 1]).numpy()}
+    codes = task.encode(given)
+    assert codes.shape == (4, 3) and codes.dtype == "float32"
+    assert set(task.decode(codes)) == set(task.sample(2, seed=1)) == {"vector", "label"}
+    assert task.sample(2, seed=1)["vector"].shape == (2, 5)
+    # an image batch, as the image families' encode takes it, is refused with the modalities named
+    with pytest.raises(InvalidArgumentError, match="mapping of modality name -> rows.*vector, label"):
+        task.encode(given["vector"])
+    with pytest.raises(InvalidArgumentError, match="mapping of modality name"):
+        task.generate(given["vector"])

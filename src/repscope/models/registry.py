@@ -11,7 +11,11 @@ remaining constructor arguments are what ``model.params`` in a config may set. F
 * ``multimodal`` -- multimodal VAEs over several fields of the data, one task class per model; the
   task gets every field's shape and classes as ``field_specs``.
 
-Every task that takes ``image_shape`` gets the shape of the dataset's ``image`` field.
+Every task that takes ``image_shape`` gets the shape of the dataset's ``image`` field. A family's tasks
+share its inference protocol (:mod:`repscope.train.tasks.base`): ``predict`` / ``soft_labels``
+(supervised), ``encode`` / ``sample`` / ``decode`` (the VAE family, InfoGAN; a GAN samples and decodes),
+and each task declares its hyper-parameters as a ``Config`` that a subclass extends.
+``tests/test_contracts.py`` builds, trains a step, saves and reloads every entry.
 """
 
 from __future__ import annotations

@@ -3,13 +3,13 @@ run directory (or loading one trained before), and the ``--quick`` shrinking."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
+from repscope.runs import read_metrics
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 from repscope.train.run import build_task, fit, load_data, load_task
 
@@ -83,8 +83,8 @@ def train_or_load(
     if member.checkpoint:
         path = Path(member.checkpoint)
         task = load_task(path, model=member.name)
-        metrics_file = path / "metrics.json" if path.is_dir() else path.parent.parent / "metrics.json"
-        metrics = json.loads(metrics_file.read_text()) if metrics_file.exists() else {}
+        # a run directory, or a checkpoint file in a run's checkpoints/ folder
+        metrics = read_metrics(path if path.is_dir() else path.parent.parent)
         return task, {**metrics, "loaded_from": str(path)}
     config = member_config(member, data, training, seed)
     config.check_params(f"{source}: model {member.label!r}")

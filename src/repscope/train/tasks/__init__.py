@@ -7,14 +7,24 @@
     ``CapsNetTask``: CapsNet (Sabour et al., 2017) with its margin and reconstruction losses.
 ``repscope.train.tasks.vae``
     ``VAETask``: beta-VAE with any registered encoder / decoder pair (28x28 digits, 64x64 images).
+``repscope.train.tasks.disentangling_vaes`` and ``repscope.train.tasks.semi_supervised``
+    beta-TCVAE, DIP-VAE, FactorVAE (each a ``VAETask`` with its own regulariser), and their
+    semi-supervised variants.
 ``repscope.train.tasks.gan``
     ``GANTask`` (non-saturating GAN) and ``InfoGANTask`` on 28x28 digits, and their losses.
+``repscope.train.tasks.multimodal``
+    The multimodal VAEs over several fields of the data.
 ``repscope.train.tasks.base``
-    What they share (see its docstring for the batch and checkpoint conventions).
+    What they share: hyper-parameters declared as a ``Config`` dataclass that a subclass extends
+    (saved and reloaded automatically), the batch and checkpoint conventions, and the inference
+    protocol of each family (``Encoder``, ``Generator``, ``Classifier``).
 """
 
 from repscope.train.tasks.base import (
     EVAL_BATCH,
+    Classifier,
+    Encoder,
+    Generator,
     ImageTask,
     check_images,
     check_pixel_values,
@@ -35,6 +45,9 @@ __all__ = [
     "GANTask",
     "InfoGANTask",
     "ImageTask",
+    "Encoder",
+    "Generator",
+    "Classifier",
     "discriminator_loss",
     "generator_loss",
     "check_images",

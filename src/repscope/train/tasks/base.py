@@ -282,7 +282,21 @@ class Encoder(Protocol):
     """A task that infers codes from images (the VAE family, InfoGAN)."""
 
     def encode(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
-        """float32 codes ``(N, D)`` of ``images`` (uint8 or float in [0, 1], the task's image shape)."""
+        """Codes of ``images``, one row per image.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of the task's image shape: uint8 (0-255) or float in [0, 1], grey
+            ``(N, H, W)`` or colour ``(N, H, W, C)`` (channels-first accepted).
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            float32 ``(N, D)``; the family documents its columns (posterior means, InfoGAN's code columns).
+        """
         ...
 
 
@@ -291,11 +305,35 @@ class Generator(Protocol):
     """A task that makes images: from its prior (``sample``) or from given codes (``decode``)."""
 
     def sample(self, n: int, seed: int = 0) -> np.ndarray:
-        """uint8 ``(n, H, W)`` or ``(n, H, W, C)`` images from the prior, the same for the same seed."""
+        """Images from the prior.
+
+        Parameters
+        ----------
+        n : int
+            Number of images, 0 or more.
+        seed : int, default=0
+            Seed of the CPU generator of the prior's draws: the same seed gives the same bytes.
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(n, H, W)`` grey or ``(n, H, W, C)`` colour images.
+        """
         ...
 
     def decode(self, codes: Any) -> np.ndarray:
-        """uint8 images ``(N, H, W)`` or ``(N, H, W, C)`` of codes ``(N, D)`` (:meth:`Encoder.encode`'s layout)."""
+        """Images of given codes.
+
+        Parameters
+        ----------
+        codes : array-like, shape (N, D)
+            Codes in the layout :meth:`Encoder.encode` gives (a GAN: its generator's input ``z``).
+
+        Returns
+        -------
+        numpy.ndarray
+            uint8 ``(N, H, W)`` grey or ``(N, H, W, C)`` colour images.
+        """
         ...
 
 
@@ -304,11 +342,37 @@ class Classifier(Protocol):
     """A task that predicts a target from images (the supervised family)."""
 
     def predict(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
-        """``(N,)`` int64 classes (classification) or float32 values (regression)."""
+        """The predicted target of each image.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of the task's image shape, as for :meth:`Encoder.encode`.
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            ``(N,)`` int64 classes (classification) or float32 values (regression).
+        """
         ...
 
     def soft_labels(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
-        """float64 ``(N, classes)`` class probabilities, rows summing to one (classifiers only)."""
+        """The class probabilities of each image (classifiers only).
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one image of the task's image shape, as for :meth:`Encoder.encode`.
+        batch_size : int, default=512
+            Images per forward pass.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 ``(N, classes)``, non-negative, rows summing to one.
+        """
         ...
 
 
@@ -317,8 +381,9 @@ def _merged_config(cls: type) -> type:
 
     A ``Config`` declared without ``@dataclass`` is made one (keyword-only fields), and a class that
     declares none, or one that does not inherit a base's (a mixin's fields, a forgotten parent), gets a
-    ``Config`` deriving from all of them: fields come in the order of the bases' ``Config`` (the parent
-    class's first, then a mixin's), then the class's own.
+    ``Config`` deriving from all of them. Its fields come in dataclass order (the merged class's reverse
+    MRO): for ``class X(Mixin, Parent)`` the parent's fields, then the mixin's, then those of a ``Config``
+    that ``X`` declares without deriving from either.
     """
     own = cls.__dict__.get("Config")
     if own is not None and "__dataclass_fields__" not in own.__dict__:
@@ -334,7 +399,7 @@ def _merged_config(cls: type) -> type:
         return own if own is not None else cls.Config
     if own is None and len(inherited) == 1:
         return inherited[0]
-    # bases listed last come first in the fields: the main parent (listed last, after mixins) leads
+    # dataclass fields follow the reverse MRO: the bases listed last (the main parent) come first
     bases = (*([own] if own is not None else []), *inherited)
     namespace = {
         "__module__": cls.__module__,

@@ -40,7 +40,7 @@ import dataclasses
 import inspect
 import math
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar
 
 import lightning.pytorch as pl
@@ -366,6 +366,7 @@ class MultimodalVAETask(pl.LightningModule):
         dict of str to numpy.ndarray
             Decoder outputs per modality (image means in [0, 1], caption logits), ``N`` rows each.
         """
+        self._check_modality_mapping(given)
         unknown = sorted(set(given) - set(self.modalities))
         if unknown:
             known = ", ".join(self.modalities)
@@ -383,7 +384,16 @@ class MultimodalVAETask(pl.LightningModule):
         self.train(was_training)
         return {name: np.concatenate(parts) for name, parts in chunks.items()}
 
+    def _check_modality_mapping(self, given: Any) -> None:
+        # the image families' encode takes an image batch; this family's takes rows by modality
+        if not isinstance(given, Mapping):
+            raise InvalidArgumentError(
+                f"given: a mapping of modality name -> rows (modalities: {', '.join(self.modalities)}), "
+                f"got {type(given).__name__}"
+            )
+
     def _tensors(self, given: dict[str, Any]) -> dict[str, torch.Tensor]:
+        self._check_modality_mapping(given)
         unknown = sorted(set(given) - set(self.modalities))
         if unknown:
             known = ", ".join(self.modalities)

@@ -153,6 +153,20 @@ class SemiSupervisedMixin:
         label_seed: int = 0
 
     def check_config(self, config: Any) -> None:
+        """The model's checks, then the supervision fields': sizes, chosen factors, enough latents.
+
+        Parameters
+        ----------
+        config : Config
+            The task's hyper-parameters; ``supervised_factors`` is resolved (default: every factor with
+            more than one class) and the values put in their stored form, in place.
+
+        Raises
+        ------
+        InvalidArgumentError
+            Naming the argument: a factor size below 1, supervised factors that are not distinct columns
+            or have one class, too few latent dimensions, a negative weight, a fraction outside [0, 1].
+        """
         super().check_config(config)  # type: ignore[misc]
         sizes = [int(s) for s in config.factor_sizes]
         if not sizes or min(sizes) < 1:
