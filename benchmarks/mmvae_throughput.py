@@ -120,7 +120,7 @@ def _adam_step(loss_of: Callable[[Any], torch.Tensor], module: torch.nn.Module) 
 def _ours(
     model: str, objective: str, k: int, batches, latent_dim: int, specs, estimator: str = "stratified"
 ) -> tuple[Callable, list, int]:
-    from repscope.models.registry import task_class
+    from repscope.train.registry import task_class
 
     torch.manual_seed(0)
     cls = task_class(model)

@@ -1,7 +1,7 @@
 """The contracts every registry entry keeps, checked over every entry (as scikit-learn's
 ``check_estimator`` checks every estimator):
 
-* models (:data:`repscope.models.registry.MODELS`): built on a tiny dataset through ``build_task``, one
+* models (:data:`repscope.train.registry.MODELS`): built on a tiny dataset through ``build_task``, one
   optimisation step, saved, reloaded with ``load_task``: the same hyper-parameters, weights and outputs,
   and the family's inference protocol (:mod:`repscope.train.tasks.base`) with its documented shapes;
 * datasets (:data:`repscope.data.registry.DATASETS`): built with tiny parameters, every split's batches
@@ -33,10 +33,10 @@ from PIL import Image
 from repscope.config import shipped_config_path
 from repscope.data.datasets import FIELD_KINDS
 from repscope.data.registry import DATASETS, load_dataset
-from repscope.models.registry import MODELS, task_class
 from repscope.studies.registry import STUDIES
 from repscope.train.config import Named, TrainConfig
 from repscope.train.datamodule import DatasetModule
+from repscope.train.registry import MODELS, task_class
 from repscope.train.run import build_task, load_task
 from repscope.train.tasks.base import Classifier, Encoder, Generator, channels_last_shape
 from repscope.train.tasks.vae import VAETask
@@ -206,14 +206,7 @@ def check_protocols(task: Any, loaded: Any, family: str, dataset: Any) -> None:
             assert np.allclose(soft.sum(1), 1.0) and np.array_equal(soft, task.soft_labels(images))
 
 
-# the multimodal VAEs' transformer caption networks take seconds a step: in the slow set (make test-all)
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(name, marks=[pytest.mark.slow] if MODELS[name].family == "multimodal" else [])
-        for name in sorted(MODELS)
-    ],
-)
+@pytest.mark.parametrize("name", sorted(MODELS))
 def test_every_model_builds_steps_saves_and_reloads(name, datasets, dataset_folders, tmp_path):
     entry = MODELS[name]
     data_name, data_params = model_data(name, dataset_folders)

@@ -17,10 +17,10 @@ from repscope.data.registry import DATASETS, load_dataset
 from repscope.data.sprites.cdsprites import CdSpritesPlus
 from repscope.data.sprites.datasets import cdsprites_dataset, dsprites_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.models.registry import MODELS
 from repscope.studies.registry import STUDIES
 from repscope.train.config import Named, TrainConfig
 from repscope.train.datamodule import DatasetModule
+from repscope.train.registry import MODELS
 from repscope.train.run import build_task, fit, load_task
 
 SMALL_DIGITS = {

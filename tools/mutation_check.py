@@ -123,7 +123,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "partial-correlation-y-not-residualised",
-        ("src/repscope/metrics/partial_correlation.py",),
+        ("src/repscope/metrics/partial_correlations.py",),
         "residual_y = _residual(y, design)",
         "residual_y = y - y.mean()",
         ("tests/morpho/test_partial_correlation.py::test_small_example_by_hand",),

@@ -21,7 +21,7 @@ __all__ = ["REGISTRIES", "registries", "resolve"]
 
 # kind -> the registry's "module:attribute"; the study registry is a tuple of entries, keyed below by their kind
 REGISTRIES: dict[str, str] = {
-    "models": "repscope.models.registry:MODELS",
+    "models": "repscope.train.registry:MODELS",
     "datasets": "repscope.data.registry:DATASETS",
     "metrics": "repscope.metrics.registry:METRICS",
     "studies": "repscope.studies.registry:STUDIES",
@@ -60,7 +60,7 @@ def registries() -> dict[str, dict[str, Any]]:
     Returns
     -------
     dict of str to dict
-        ``"models"`` (name -> :class:`~repscope.models.registry.ModelEntry`), ``"datasets"`` (name ->
+        ``"models"`` (name -> :class:`~repscope.train.registry.ModelEntry`), ``"datasets"`` (name ->
         the loader's ``"module:function"``), ``"metrics"`` (name ->
         :class:`~repscope.metrics.registry.MetricEntry`) and ``"studies"`` (``"<area>-<name>"`` ->
         :class:`~repscope.studies.registry.StudyEntry`). The registries' modules are imported by this

@@ -128,8 +128,8 @@ def test_the_log_likelihood_estimate_of_an_exact_posterior_is_the_closed_form(mo
 
 @pytest.mark.parametrize("name", ["mmvae", "dmvae", "mmvae-plus"])
 def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, name):
-    from repscope.models.registry import task_class
     from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.registry import task_class
     from repscope.train.run import fit
 
     private = {"private_dim": 2} if task_class(name).private_latents else {}  # only those models take it

@@ -11,7 +11,7 @@ import torch
 
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.models.multimodal.models import OBJECTIVES
-from repscope.models.registry import MODELS, task_class
+from repscope.train.registry import MODELS, task_class
 from repscope.train.run import load_task
 from repscope.train.tasks.multimodal import MMVAETask, MultimodalVAETask, multimodal_models
 

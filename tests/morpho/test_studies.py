@@ -259,13 +259,13 @@ def test_each_trained_model_is_named_with_its_place_in_the_study(tmp_path, monke
     import repscope.studies.common as common
 
     descriptions = []
-    real_train = common.train
+    real_fit = common.fit
 
-    def recording_train(config, **kwargs):
+    def recording_fit(config, **kwargs):
         descriptions.append(kwargs.get("description"))
-        return real_train(config, **kwargs)
+        return real_fit(config, **kwargs)
 
-    monkeypatch.setattr(common, "train", recording_train)
+    monkeypatch.setattr(common, "fit", recording_fit)
     config = SupervisedConfig(
         data=TINY_DATA, training=TINY_TRAINING, models=["knn", "mlp", "lenet5"], tasks=["recognition", "thickness"]
     )

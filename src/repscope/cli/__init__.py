@@ -60,7 +60,8 @@ def _register_areas() -> None:
     from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
     from repscope.cli import zeroshot as zeroshot_cli
-    from repscope.models.registry import MODELS
+    from repscope.metrics.registry import metric_names
+    from repscope.train.registry import MODELS
 
     multimodal_names = [name for name, entry in MODELS.items() if entry.family == "multimodal"]
 
@@ -81,7 +82,7 @@ def _register_areas() -> None:
     app.add_typer(
         disentangle_cli.app,
         name="disentangle",
-        help="Disentanglement: metrics (IRS, UC, CG, MIG, DCI, SAP, ...), factor classifiers, the dSprites study.",
+        help=f"Disentanglement: metrics ({', '.join(metric_names())}), factor classifiers, the dSprites study.",
     )
     app.add_typer(
         candle_cli.app,

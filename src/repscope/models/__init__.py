@@ -20,6 +20,7 @@ Modules
     routing (Sabour et al., 2017); their sizes are ``network_params`` of the supervised task.
 ``repscope.models.networks``
     Networks by name (what a task's ``network`` picks), built for the data's image shape.
-``repscope.models.registry``
-    Models by name, for configs.
+
+Which task trains which network, by name (what a config's ``model.name`` picks), is the train layer's
+registry, :mod:`repscope.train.registry`.
 """

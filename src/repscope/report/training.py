@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from repscope.models.registry import model_entry
 from repscope.report.figures import image_grid, new_figure
 from repscope.report.html import Report
 
@@ -48,8 +47,20 @@ def _baseline(dataset: Any) -> tuple[str, float] | None:
     return "test_rmse", float(np.sqrt(np.mean((test - train.mean()) ** 2)))
 
 
-def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any], curves: pd.DataFrame) -> Report:
-    """The report of a finished training run (see the module docstring)."""
+def training_report(
+    config: Any,
+    task: Any,
+    dataset: Any,
+    metrics: dict[str, Any],
+    curves: pd.DataFrame,
+    images_in_and_out: bool = True,
+) -> Report:
+    """The report of a finished training run (see the module docstring).
+
+    ``images_in_and_out``: the task's ``encode`` / ``decode`` / ``sample`` take and give image batches,
+    so reconstructions and samples are drawn (False for a multimodal VAE, whose methods take and give
+    one entry per modality).
+    """
     report = Report(
         f"Training {config.model.name} on {config.data.name}", subtitle=f"{dataset.description}; seed {config.seed}"
     )
@@ -70,8 +81,6 @@ def training_report(config: Any, task: Any, dataset: Any, metrics: dict[str, Any
     report.add_metrics(headline, title="Test metrics")
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")
-    # a multimodal VAE's encode / decode / sample take and give one entry per modality, not image batches
-    images_in_and_out = model_entry(config.model.name).family != "multimodal"
     if images_in_and_out and "test" in dataset.splits and "image" in dataset.fields and len(dataset.split("test")):
         size = len(dataset.split("test"))
         count = min(SHOWN, size)

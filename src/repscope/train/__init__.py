@@ -5,7 +5,7 @@ Modules
 ``repscope.train.tasks``
     LightningModules: ``SupervisedTask`` (LeNet-5 / MLP classification or regression), ``VAETask``
     (beta-VAE), ``GANTask`` (non-saturating GAN), ``InfoGANTask``; each with the inference methods
-    the studies use (``predict``, ``encode``, ``sample``, ``infer_codes`` ...).
+    of their family's protocol (``predict`` / ``soft_labels``, ``encode`` / ``sample`` / ``decode``).
 ``repscope.train.config``
     The validated training config (model, data, trainer).
 ``repscope.train.datamodule``
@@ -14,20 +14,30 @@ Modules
     Train a config into a run directory (``fit``); load a trained task from a checkpoint (``load_task``).
 ``repscope.train.reader``
     Read a run directory back: ``open_run(path) -> TrainedRun`` (typed config, metrics, the trained
-    task on demand); exported here as ``repscope.train.open_run`` and ``repscope.train.TrainedRun``.
+    task on demand).
+
+``fit``, ``load_task``, ``TrainOutcome`` (``repscope.train.run``), ``open_run`` and ``TrainedRun`` are
+importable from ``repscope.train`` itself.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-__all__ = ["TrainedRun", "open_run"]
+# public name -> the module that defines it, imported on first use: ``import repscope.train.config``
+# (the CLI's config checks) stays light
+_EXPORTS = {
+    "TrainedRun": "repscope.train.reader",
+    "open_run": "repscope.train.reader",
+    "TrainOutcome": "repscope.train.run",
+    "fit": "repscope.train.run",
+    "load_task": "repscope.train.run",
+}
+__all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    # imported on first use: ``import repscope.train.config`` (the CLI's config checks) stays light
-    if name in __all__:
-        from repscope.train import reader  # noqa: PLC0415
-
-        return getattr(reader, name)
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
     raise AttributeError(f"module 'repscope.train' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 
 .. code-block:: yaml
 
-    model: {name: lenet5, params: {lr: 0.001}}        # repscope.models.registry
+    model: {name: lenet5, params: {lr: 0.001}}        # repscope.train.registry
     data:  {name: morpho-mnist, params: {set: local, target: abnormal}}   # repscope.data.registry
     trainer: {accelerator: cpu, devices: 1, num_nodes: 1, precision: 32-true, max_epochs: 20,
               deterministic: false, logger: csv}
@@ -24,7 +24,7 @@ from pydantic import Field
 from repscope.config import Section, validate_params
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
-from repscope.models.registry import model_entry, task_class
+from repscope.train.registry import model_entry, task_class
 
 
 class Named(Section):

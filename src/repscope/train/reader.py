@@ -29,9 +29,9 @@ from typing import Any
 from repscope.config import read_yaml_mapping, validate_config
 from repscope.data.registry import dataset_loader, load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
-from repscope.models.registry import model_entry, task_class
 from repscope.runs import CONFIG_FILE, read_config, read_metrics
 from repscope.train.config import TrainConfig
+from repscope.train.registry import model_entry, task_class
 
 LAST_CHECKPOINT = "last.ckpt"
 FINAL_CHECKPOINT = "final.ckpt"

@@ -33,7 +33,6 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from repscope import __version__
 from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.models.registry import model_entry, task_class
 from repscope.progress import TrainingProgress
 from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
@@ -48,6 +47,7 @@ from repscope.train.reader import (
     read_checkpoint,
     task_from_checkpoint,
 )
+from repscope.train.registry import model_entry, task_class
 from repscope.train.tasks.base import DIGIT_SHAPE
 
 
@@ -494,7 +494,8 @@ def fit(
     }
     run.write_metrics(metrics)
     if report:
-        run.write_report(training_report(config, task, dataset, metrics, curves))
+        images_in_and_out = model_entry(config.model.name).family != "multimodal"
+        run.write_report(training_report(config, task, dataset, metrics, curves, images_in_and_out))
     return TrainOutcome(run, task, dataset, metrics)
 
 

@@ -23,6 +23,7 @@ from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoun
 from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, scalar_scores
 from repscope.metrics.registry import ARRAY_INPUTS, metric, metric_entry, metric_names
 from repscope.train.reader import open_run
+from repscope.train.registry import model_entry
 from repscope.train.tasks.base import Encoder
 
 
@@ -133,8 +134,10 @@ def codes_of_run(
     run = open_run(run_dir)
     config = run.config
     task = run.task()
-    if not isinstance(task, Encoder):  # the VAE family and InfoGAN infer codes
-        raise InvalidArgumentError(f"{run_dir}: model {config.model.name!r} has no encoder to score")
+    # the VAE family and InfoGAN encode images; a multimodal VAE's encode takes one entry per modality
+    encodes_images = model_entry(config.model.name).family in ("vae", "gan")
+    if not (encodes_images and isinstance(task, Encoder)):
+        raise InvalidArgumentError(f"{run_dir}: model {config.model.name!r} has no image encoder to score")
     dataset = run.dataset()
     if "factors" not in dataset.fields:
         raise InvalidArgumentError(f"{run_dir}: dataset {config.data.name!r} has no 'factors' field to score against")

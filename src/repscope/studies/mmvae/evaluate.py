@@ -49,9 +49,8 @@ from repscope.report.sprite_figures import captioned_grid
 from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.runs import RunDirectory
 from repscope.studies.mmvae import analysis as mmvae_analysis
-from repscope.studies.mmvae.leaderboard import coherency_metrics, latent_sizes, read_run_config, run_level
+from repscope.studies.mmvae.leaderboard import cdsprites_level, coherency_metrics, latent_sizes, open_cdsprites_run
 from repscope.studies.sprites.coherency import OUTPUT_LAYOUT, coherency_table, evaluate_outputs, read_captions
-from repscope.train.run import load_task
 
 EVALUATION_SEED_OFFSET = 1_000_003  # test samples of the evaluation never share a seed with training's
 DEFAULT_N = 1000
@@ -210,21 +209,21 @@ def evaluate_run(
         raise InvalidArgumentError(f"--k: must be >= 1, got {k}")
     if analysis and n_analysis < MIN_N_ANALYSIS:
         raise InvalidArgumentError(f"--n-analysis: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
-    config = read_run_config(run_dir)
-    level = run_level(config, run_dir)
+    run = open_cdsprites_run(run_dir)
+    level = cdsprites_level(run)
     out = Path(out) if out is not None else run_dir / "evaluation"
     prepare_output(out, overwrite=overwrite, kind="directory")  # refuse before the long work
     if os.environ.get(THREADS_ENV, "").strip():
         configure_torch_threads()  # the user chose torch's thread count, as for training
-    task = load_task(run_dir)
+    task = run.task()
     if set(getattr(task, "modalities", {})) != {"image", "text"}:
         raise InvalidArgumentError(f"{run_dir}: needs a model with the modalities 'image' and 'text' (CdSprites+)")
     missing = [name for name in ANALYSIS_METHODS if not callable(getattr(task, name, None))]
     if analysis and missing:
         raise InvalidArgumentError(f"{run_dir}: its model has no {', '.join(missing)}; pass --no-analysis")
-    model = str(config.get("model", {}).get("name"))
+    model = run.model_name
     # the checkpoint's hyper-parameters are what was trained (the config may leave them at their defaults)
-    params = dict(getattr(task, "hparams", None) or config.get("model", {}).get("params") or {})
+    params = dict(getattr(task, "hparams", None) or run.model_params)
     latent_dim, dims = latent_sizes(model, params)
     summary: dict[str, Any] = {
         "cross_generation": "posterior sample" if sample else "posterior mean",
@@ -232,7 +231,7 @@ def evaluate_run(
         "level": level,
         "latent_dim": latent_dim,
         "dims": dims,
-        "training_seed": config.get("seed"),
+        "training_seed": run.config.seed,
         "run": str(run_dir.resolve()),
         "n": int(n),
         "seed": int(seed),
@@ -408,7 +407,5 @@ __all__ = [
     "evaluate_run",
     "evaluation_test_set",
     "latent_sizes",
-    "read_run_config",
-    "run_level",
     "write_cdsprites_outputs",
 ]

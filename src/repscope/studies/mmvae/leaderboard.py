@@ -34,7 +34,6 @@ from repscope.fileio import write_text_atomic
 from repscope.outputs import output_target
 from repscope.report.html import Report
 from repscope.runs import read_metrics
-from repscope.train.config import TrainConfig
 from repscope.train.reader import TrainedRun, open_run
 from repscope.train.tasks.multimodal import CDSPRITES_MODALITIES, MultimodalVAETask, multimodal_models
 
@@ -87,18 +86,6 @@ def cdsprites_level(run: TrainedRun) -> int:
     from the loader by :attr:`~repscope.train.reader.TrainedRun.data_arguments`). The one place a run's
     level is read."""
     return check_level(run.data_arguments["level"], f"{run.config_path} data.params.level")
-
-
-def read_run_config(run_dir: Path) -> dict[str, Any]:
-    """The validated config of a CdSprites+ run as a plain mapping (``model``, ``data``, ``trainer``,
-    ``seed`` ...), for callers that read it as one; :func:`open_cdsprites_run` gives it typed."""
-    return open_cdsprites_run(run_dir).config.model_dump(mode="json")
-
-
-def run_level(config: dict[str, Any], run_dir: Path) -> int:
-    """:func:`cdsprites_level` of the run in ``run_dir`` whose config is ``config`` (a
-    :func:`read_run_config` mapping)."""
-    return cdsprites_level(TrainedRun(path=Path(run_dir), config=TrainConfig(**config)))
 
 
 def latent_sizes(model: str, params: dict[str, Any]) -> tuple[int, int]:
@@ -471,6 +458,4 @@ __all__ = [
     "read_evaluated_runs",
     "open_cdsprites_run",
     "cdsprites_level",
-    "read_run_config",
-    "run_level",
 ]

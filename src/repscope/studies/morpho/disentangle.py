@@ -26,7 +26,7 @@ from pydantic import Field
 
 from repscope.data.morpho import measure
 from repscope.data.morpho.training_sets import load_morpho_mnist
-from repscope.metrics.partial_correlation import code_partial_correlations
+from repscope.metrics.partial_correlations import code_partial_correlations
 from repscope.models.codes import INFOGAN_SETTINGS
 from repscope.report import Report
 from repscope.report.morpho_figures import partial_correlation_circles, traversal_grid

@@ -73,7 +73,7 @@ TARGET_ACCURACY = 0.98
 METADATA_FILE = "classifiers.json"
 FORMAT_VERSION = 3  # 3: trained on the published recipe's images, with a held-out texture family
 ARCHITECTURE = "AttributeCNN"
-MODEL = "attribute-cnn"  # repscope.models.registry
+MODEL = "attribute-cnn"  # repscope.train.registry
 GENERATOR = "repscope.data.sprites.cdsprites.CdSpritesPlus"
 # measured on 2 CPU cores with the published recipe: 3 epochs left level 5's shape at 0.965 (small
 # hearts read as ellipses); 5 epochs gave 0.998-1.0 on the training families and the held-out one

@@ -139,7 +139,7 @@ def chosen_architectures(config: ZeroShotConfig) -> list[Architecture]:
     for architecture in config.architectures:
         if config.arch in (architecture.label, architecture.name):
             return [architecture]
-    from repscope.models.registry import model_entry  # noqa: PLC0415
+    from repscope.train.registry import model_entry  # noqa: PLC0415
 
     entry = model_entry(config.arch)
     if not entry.supervised:

@@ -7,7 +7,7 @@ inference methods); each model is a small subclass that declares its own hyper-p
 ``private_dim``), builds its network (:mod:`repscope.models.multimodal`) and states the facts the studies
 read (:attr:`~MultimodalVAETask.display_name`, :attr:`~MultimodalVAETask.private_latents`,
 :attr:`~MultimodalVAETask.objectives`, :attr:`~MultimodalVAETask.paper_table_rank`). The registry
-(:data:`repscope.models.registry.MODELS`) names each class once; :func:`multimodal_models` lists them.
+(:data:`repscope.train.registry.MODELS`) names each class once; :func:`multimodal_models` lists them.
 
 Inference, the family's protocol: :meth:`~MultimodalVAETask.encode` (the shared posterior's mean given
 some modalities), :meth:`~MultimodalVAETask.sample` (every modality from the same prior samples),
@@ -60,7 +60,7 @@ from repscope.models.multimodal.models import (
 from repscope.models.multimodal.networks import build_modality_networks
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.private import PrivateSharedVAE
-from repscope.models.registry import MODELS, task_class
+from repscope.train.registry import MODELS, task_class
 
 OPTIMIZERS = ("adam", "adamw")
 # the arguments of the one constructor all models shared before each had its class: a checkpoint of that

@@ -85,10 +85,43 @@ MODELS: dict[str, ModelEntry] = {
 
 
 def model_entry(name: str) -> ModelEntry:
+    """The registry entry of model ``name``; an unknown name lists the registered ones.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`.
+
+    Returns
+    -------
+    ModelEntry
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``name`` is not registered (the message names ``model.name``).
+    """
     if name not in MODELS:
         raise InvalidArgumentError(f"model.name: unknown model {name!r}; registered: {', '.join(sorted(MODELS))}")
     return MODELS[name]
 
 
 def task_class(name: str) -> Any:
+    """The task class (LightningModule) of model ``name``, its module imported now.
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`MODELS`.
+
+    Returns
+    -------
+    type
+        The class its entry names.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``name`` is not registered.
+    """
     return resolve(model_entry(name).task)
