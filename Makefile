@@ -40,12 +40,14 @@ $(STAMP): $(CORE_STAMP)
 demo: $(CORE_STAMP)
 	$(VENV)/bin/repscope demo
 
-# the fast set (under 6 minutes of tests on 2 cores); `make test-all` adds the tests marked slow
+# the fast set (under 6 minutes of tests on 2 cores); `make test-all` adds the tests marked slow.
+# --dist loadscope: the tests of one module run on one worker, so a module-scoped fixture (a trained model,
+# a study run) is built once, not once per worker
 test: $(STAMP) lint
-	$(PY) -m pytest -n 2 -q $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadscope -q $(PYTEST_ARGS)
 
 test-all: $(STAMP) lint
-	$(PY) -m pytest -n 2 -q -m "" $(PYTEST_ARGS)
+	$(PY) -m pytest -n 2 --dist loadscope -q -m "" $(PYTEST_ARGS)
 
 # the style every file keeps (pyproject.toml [tool.ruff]): lint, then formatting
 lint: $(STAMP)

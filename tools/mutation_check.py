@@ -6,7 +6,7 @@ this script copies ``src/`` and ``tests/`` (and ``pyproject.toml``) into a tempo
 replaces the original snippet by the mutated one (the snippet must occur exactly once in the
 listed files, else the code moved and the mutation must be rewritten), runs
 
-    python -m pytest -x -q -p no:cacheprovider -p no:xdist <tests>
+    python -m pytest -x -q -m "" -p no:cacheprovider -p no:xdist <tests>
 
 from the copy with ``PYTHONPATH`` pointing at the copy's ``src``, and prints one line per mutation:
 ``caught``, ``MISSED`` or ``snippet-not-found``. The exit status is 1 when any was missed or not
@@ -254,7 +254,8 @@ def apply(mutation: Mutation, copy: Path) -> str | None:
 def run_tests(copy: Path, tests: tuple[str, ...], timeout: float) -> tuple[int, str]:
     env = dict(os.environ, PYTHONPATH=str(copy / "src"), PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTEST_ADDOPTS", None)
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", "-p", "no:xdist", *tests]
+    # -m "": the named tests run even where they are marked slow (make test leaves those out)
+    command = [sys.executable, "-m", "pytest", "-x", "-q", "-m", "", "-p", "no:cacheprovider", "-p", "no:xdist", *tests]
     try:
         done = subprocess.run(command, cwd=copy, env=env, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -210,6 +210,7 @@ def test_confounded_subset_keeps_two_colours_per_object():
     assert len({p["index"] for p in points}) == 1620
 
 
+@pytest.mark.slow  # starts Ray; test_sweeps.py's Ray test covers the backend in make test
 def test_ray_backend_renders_the_same_images(tmp_path):
     pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'repscope[ray]'")
     settings = RenderSettings(resolution=(48, 36), samples=1, device="cpu")

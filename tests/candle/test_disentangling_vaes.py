@@ -139,6 +139,7 @@ def test_permute_dims_keeps_each_marginal_and_breaks_the_rows():
     assert (permuted - permuted[:, :1] != torch.arange(4.0)).any(1).float().mean() > 0.9
 
 
+@pytest.mark.slow  # trains the FactorVAE discriminator to convergence
 def test_discriminator_tells_a_correlated_gaussian_from_its_permutation():
     torch.manual_seed(0)
     rho = 0.9

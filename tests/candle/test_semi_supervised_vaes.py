@@ -232,6 +232,7 @@ def assigned_correlation(task: SemiSupervisedVAETask) -> float:
     return float(np.mean([abs(np.corrcoef(codes[:, k], grid[:, k])[0, 1]) for k in range(2)]))
 
 
+@pytest.mark.slow  # a learning claim; the round-trip tests train the same tasks briefly
 def test_supervision_ties_the_assigned_dimensions_to_their_factors():
     # 40 Adam steps of batches of 64 from 640 examples (~64 labelled), without and with supervision; the
     # Trainer path is covered above, a plain loop keeps this under ~10 s on two cores

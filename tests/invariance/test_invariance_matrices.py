@@ -225,6 +225,7 @@ def test_per_example_transforms_equal_the_batch_ones_and_draws_cover_the_ranges(
         check_ranges("shear", [[0, 1]])
 
 
+@pytest.mark.slow  # trains two classifiers to a measurable robustness gap
 def test_rotation_augmentation_raises_robust_accuracy_under_rotation(tmp_path):
     from repscope.data.registry import load_dataset
     from repscope.train.config import Named, TrainConfig, TrainerSection

@@ -80,6 +80,7 @@ def test_a_small_repository_is_built_tested_and_resumed(tmp_path):
     assert again.ran == [] and len(again.reused) == 3
 
 
+@pytest.mark.slow  # starts Ray; test_sweeps.py's Ray test covers the backend in make test
 def test_a_repository_built_on_ray_matches_the_local_one(tmp_path, monkeypatch):
     pytest.importorskip("ray", reason="the Ray backend needs the optional extra: pip install 'repscope[ray]'")
     home = tmp_path / "home"

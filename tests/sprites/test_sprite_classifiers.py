@@ -159,6 +159,7 @@ def test_evaluate_checks_the_table(level5):
         evaluate_classifiers(classifiers, images, table[:5])
 
 
+@pytest.mark.slow  # a learning claim; test_short_training_already_recognises_level_1_shapes runs the same path fast
 def test_separable_attributes_are_learned_from_little_data(tmp_path, monkeypatch):
     """Position (quadrant) and background (dark / light) are easy: 1,024 samples, 2 epochs of batches
     of 32 suffice for > 90% on fresh test samples (measured: 100%), far above chance (25% and 50%)."""

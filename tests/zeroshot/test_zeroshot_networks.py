@@ -350,6 +350,7 @@ def test_a_small_capsnet_learns_digits(capsnet_run):
     assert (lengths >= 0).all() and (lengths < 1).all()
 
 
+@pytest.mark.slow  # a learning claim; tests/test_contracts.py builds, steps and reloads the resnet
 def test_a_small_resnet_learns_digits(tmp_path):
     # the cosine schedule ends on small steps, so the batch-norm running statistics that the test
     # accuracy uses catch up with the weights (at a constant 0.01, one seed in three ended at chance)
