@@ -83,8 +83,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "supervised-local-column-on-plain",
         ("src/repscope/studies/morpho/supervised.py",),
-        "load_morpho_mnist(set=name, target=target, **data_params)",
-        "load_morpho_mnist(set=train_set, target=target, **data_params)",
+        "load_morpho_mnist(set=name, target=target, **task_params)",
+        "load_morpho_mnist(set=train_set, target=target, **task_params)",
         ("tests/morpho/test_studies.py::test_supervised_columns_use_the_right_test_split",),
         "Table 3's LOCAL column measured on the PLAIN test digits",
     ),
@@ -227,6 +227,33 @@ MUTATIONS: list[Mutation] = [
         "        pass\n",
         ("tests/mmvae/test_multimodal_experts.py::test_dreg_gradient_agrees_with_the_iwae_gradient_in_expectation",),
         "the encoder gets w~ instead of w~^2: a biased gradient of the IWAE bound",
+    ),
+    Mutation(
+        "task-config-forgets-the-parents",
+        ("src/repscope/train/tasks/base.py",),
+        "if parent is not None and parent not in inherited and not (own is not None and issubclass(own, parent)):",
+        "if parent is not None and parent not in inherited and own is None:",
+        (
+            "tests/test_contracts.py::test_a_subclass_field_reloads_with_its_value_not_the_default",
+            "tests/test_contracts.py::test_a_subclass_constructor_is_its_parents_fields_plus_its_own",
+        ),
+        "a task whose Config does not derive from its parent's loses the parent's hyper-parameters",
+    ),
+    Mutation(
+        "constant-factor-accepted-alone",
+        ("src/repscope/validation.py",),
+        "    if constant:\n",
+        "    if len(constant) > 1:\n",
+        ("tests/candle/test_metric_contract.py::test_every_metric_refuses_the_same_bad_input_naming_the_argument",),
+        "one constant factor reaches the metrics (MIG divides by its zero entropy)",
+    ),
+    Mutation(
+        "open-run-without-metrics",
+        ("src/repscope/train/reader.py",),
+        "        metrics=read_metrics(root),",
+        "        metrics={},",
+        ("tests/test_run_reader.py::test_open_run_gives_back_the_config_metrics_and_task_that_fit_trained",),
+        "a run read back without its metrics.json",
     ),
 ]
 
