@@ -91,6 +91,12 @@ def test_a_directory_without_config_yaml_is_not_a_run(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(InvalidArgumentError, match=r"empty: no config\.yaml; not a run directory of repscope train"):
         open_run(tmp_path / "empty")
+    # a study's run directory has a config.yaml of its own schema
+    study = tmp_path / "study"
+    study.mkdir()
+    (study / "config.yaml").write_text("source: mnist-sample\njobs: 2\n")
+    with pytest.raises(InvalidArgumentError, match=r"study: not a run directory of repscope train \(config\.yaml"):
+        open_run(study)
 
 
 @pytest.mark.parametrize(

@@ -190,7 +190,8 @@ def open_run(path: Path | str) -> TrainedRun:
     Raises
     ------
     InvalidArgumentError
-        When ``path`` holds no ``config.yaml``.
+        When ``path`` holds no ``config.yaml``, or one without ``model`` and ``data`` sections (the run
+        directory of a study, not of a training).
     DataFormatError
         When ``config.yaml`` is unreadable, not a mapping, or not a valid training config (an unknown
         key, a missing ``model`` or ``data``, a wrong type: the message names the file and the key), or
@@ -202,6 +203,11 @@ def open_run(path: Path | str) -> TrainedRun:
         raise InvalidArgumentError(f"{root}: no {CONFIG_FILE}; not a run directory of repscope train")
     stored = read_config(root)
     body = {key: value for key, value in stored.items() if key not in RECORD_KEYS}
+    if "model" not in body and "data" not in body:
+        # a study's or a command's run directory (its config is its own schema), not a training run
+        raise InvalidArgumentError(
+            f"{root}: not a run directory of repscope train ({config_path.name} has no model and data sections)"
+        )
     try:
         config = validate_config(body, TrainConfig, f"{config_path}: not the config of a training run")
     except InvalidArgumentError as exc:
