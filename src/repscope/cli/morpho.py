@@ -42,37 +42,22 @@ def measure_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the output if it exists"),
 ) -> None:
     """Measure area, stroke length and thickness, slant, width and height of every digit."""
-    import numpy as np
-
-    from repscope.data.morpho import measure
-    from repscope.data.sources import load_source
     from repscope.errors import InvalidArgumentError
-    from repscope.fileio import write_bytes_atomic
-    from repscope.outputs import output_target, prepare_output
-    from repscope.progress import progress_bar
-    from repscope.resources import resolve_jobs
+    from repscope.studies.morpho.measure import measure_source
 
     if out is None:
         raise InvalidArgumentError("--out: missing; name the CSV file to write (-o FILE.csv)")
-    jobs = resolve_jobs(jobs)
-    prepare_output(out, overwrite=overwrite)
-    if limit is not None and limit < 1:
-        raise InvalidArgumentError(f"--limit: must be >= 1, got {limit}")
-    data = load_source(source, split=split, data_dir=data_dir)
-    images = data.images if limit is None else data.images[:limit]
-    with progress_bar(f"measuring {len(images)} digits of {source}", total=len(images)) as update:
-        finished = 0
-
-        def advance(count: int) -> None:
-            nonlocal finished
-            finished += count
-            update(finished)
-
-        table = measure(images, method=method, compat=compat, jobs=jobs, progress=advance)
-    if data.labels is not None:
-        table.insert(1, "label", np.asarray(data.labels[: len(images)]).astype(int))
-    with output_target(out, overwrite=overwrite) as target:
-        write_bytes_atomic(target, table.to_csv(index=False, float_format="%.8g", lineterminator="\n").encode())
+    table = measure_source(
+        source,
+        out,
+        split=split,
+        data_dir=data_dir,
+        jobs=jobs,
+        method=method,
+        compat=compat,
+        limit=limit,
+        overwrite=overwrite,
+    )
     valid = int(table["valid"].sum())
     typer.echo(f"measured {len(table)} digits ({valid} valid) -> {out}")
 
