@@ -174,6 +174,16 @@ def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path
     truth = read_dataset(tmp_path / "d").attribute_table()
     assert verdict["accuracy"]["shape"] == pytest.approx((predictions[:, 1] == truth[:, 0]).mean())
     assert verdict["all_attributes_right"] == pytest.approx((predictions[:, 1:] == truth).all(1).mean())
+    # the results exist: refused without --overwrite (nothing touched), replaced whole with it, and no
+    # scratch folder is left beside them
+    (tmp_path / "c" / "predictions.csv").write_text("earlier\n")
+    refused = invoke("sprites", "classify", tmp_path / "d", "--out", tmp_path / "c")
+    assert refused.exit_code == 1 and (tmp_path / "c" / "predictions.csv").read_text() == "earlier\n"
+    replaced = invoke("sprites", "classify", tmp_path / "d", "--out", tmp_path / "c", "--overwrite")
+    assert replaced.exit_code == 0, replaced.output
+    again = np.loadtxt(tmp_path / "c" / "predictions.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    assert np.array_equal(again, predictions)
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".tmp-")]
 
     outputs = tmp_path / "outputs"
     data = read_dataset(tmp_path / "d")

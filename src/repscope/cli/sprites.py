@@ -203,36 +203,12 @@ def classify_command(
     ),
 ) -> None:
     """Predict every attribute with the level's classifiers; report per-attribute accuracy."""
-    import os
-    import shutil
-    import tempfile
-
-    from repscope.outputs import prepare_output
     from repscope.progress import progress_bar
     from repscope.studies.sprites.commands import classify_dataset
 
+    with progress_bar(f"classifying {dataset_dir.name}") as update:
+        result = classify_dataset(dataset_dir, level=level, out=out, progress=update, overwrite=overwrite)
     folder = out or dataset_dir
-    names = ("predictions.csv", "classification.json")
-    if out is not None:
-        prepare_output(out, resume=True, kind="directory")  # a folder that may hold other files
-    for name in names:
-        prepare_output(folder / name, overwrite=overwrite)
-    description = f"classifying {dataset_dir.name}"
-    if not any((folder / name).exists() for name in names):
-        with progress_bar(description) as update:
-            result = classify_dataset(dataset_dir, level=level, out=out, progress=update)
-    else:
-        # --overwrite: write beside the folder, then move the two files in, so that a failed or
-        # interrupted run leaves the earlier results as they were
-        folder.mkdir(parents=True, exist_ok=True)
-        scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}.classify-", dir=folder.resolve().parent))
-        try:
-            with progress_bar(description) as update:
-                result = classify_dataset(dataset_dir, level=level, out=scratch, progress=update)
-            for name in names:
-                os.replace(scratch / name, folder / name)
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
     if result.get("warning"):
         typer.echo(f"warning: {result['warning']}", err=True)
     for name, value in result["accuracy"].items():

@@ -6,6 +6,9 @@ can call them too.
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,7 @@ from repscope.data.sprites.cdsprites import CdSpritesPlus
 from repscope.data.sprites.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import write_bytes_atomic, write_json_atomic
+from repscope.outputs import prepare_output
 from repscope.report.figures import save_png_bytes
 from repscope.report.sprite_figures import captioned_grid
 from repscope.studies.sprites.classifiers import load_classifiers
@@ -174,12 +178,16 @@ def _dataset_level(data: Any, level: int | None, where: str) -> int:
     return level
 
 
+CLASSIFICATION_FILES = ("predictions.csv", "classification.json")
+
+
 def classify_dataset(
     dataset_dir: str | Path,
     level: int | None = None,
     out: str | Path | None = None,
     batch_size: int = 1024,
     progress: Progress | None = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Predict every attribute of every image of a CdSprites+ dataset directory with the level's
     classifiers (trained and cached on first use) and compare with the stored attributes.
@@ -187,13 +195,37 @@ def classify_dataset(
     Writes ``predictions.csv`` (``index`` then one predicted class per attribute) and
     ``classification.json`` (per-attribute accuracy, the classifiers' own validation accuracy, their
     mean confidence on these images and a ``warning`` when it is well below the confidence they had on
-    the held-out texture family) into ``out`` (default: the dataset directory). Returns the JSON's
-    content.
+    the held-out texture family) into ``out`` (default: the dataset directory; a folder that may hold
+    other files). Returns the JSON's content.
+
+    Existing result files are refused unless ``overwrite``; then the new ones are written into a scratch
+    folder beside ``out`` and moved in only once both are complete, so a failed or interrupted run
+    leaves the earlier results as they were.
     """
+    folder = Path(dataset_dir) if out is None else Path(out)
+    if out is not None:
+        prepare_output(folder, resume=True, kind="directory")
+    for name in CLASSIFICATION_FILES:
+        prepare_output(folder / name, overwrite=overwrite)
+    if not any((folder / name).exists() for name in CLASSIFICATION_FILES):
+        return _classify_into(dataset_dir, level, folder, batch_size, progress)
+    folder.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}.classify-", dir=folder.resolve().parent))
+    try:
+        result = _classify_into(dataset_dir, level, scratch, batch_size, progress)
+        for name in CLASSIFICATION_FILES:
+            os.replace(scratch / name, folder / name)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result
+
+
+def _classify_into(
+    dataset_dir: str | Path, level: int | None, out: Path, batch_size: int, progress: Progress | None
+) -> dict[str, Any]:
     data = read_dataset(dataset_dir)
     level = _dataset_level(data, level, str(dataset_dir))
-    out = Path(dataset_dir) if out is None else Path(out)
-    targets = [out / "predictions.csv", out / "classification.json"]
+    targets = [out / name for name in CLASSIFICATION_FILES]
     taken = [str(p) for p in targets if p.exists()]
     if taken:
         raise OutputExistsError(f"{', '.join(taken)}: exists; pass another --out")
