@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from repscope.data.registry import load_dataset
 from repscope.errors import InvalidArgumentError
@@ -63,6 +64,7 @@ def test_a_small_repository_is_built_tested_and_resumed(tmp_path):
         epochs=[1],
         test_n=40,
         anomaly=["none", "impaired"],
+        trainer={"logger": "none", "max_epochs": 9},  # the trainer flags reach every model; epochs do not
     )
     out = tmp_path / "repo"
     result = build_repository(config, out)
@@ -76,6 +78,9 @@ def test_a_small_repository_is_built_tested_and_resumed(tmp_path):
         matrix = np.load(folder / "matrix_max_at_CONF.npy")
         assert matrix.shape == (31, 31) and np.allclose(matrix, matrix.T)
         assert len(json.loads((folder / "features.json").read_text())) == 5
+        (train_config,) = folder.glob("train-*/config.yaml")
+        trained = yaml.safe_load(train_config.read_text())["trainer"]
+        assert trained["logger"] == "none" and trained["max_epochs"] == 1  # the model's draw from epochs
     again = build_repository(config, out)  # a finished model is not trained twice
     assert again.ran == [] and len(again.reused) == 3
 

@@ -391,8 +391,8 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
         "RepoConfig",
         "build_repository",
         "Train and test a repository of classifiers with varied settings (augmentation, lr, epochs, anomalies).",
-        # its config has no trainer section: each model's training is set by the repository's lists
-        trains=False,
+        # the Lightning flags reach every model's training; its epochs come from the repository's list
+        trainer_key="trainer",
         resumable=True,
         out_required=True,
         arguments=(

@@ -61,6 +61,9 @@ class RepoConfig(Section):
     anomaly_fraction: float = Field(0.3, gt=0.0, le=1.0)
     test_n: int = Field(1000, ge=10)
     seed: int = 0
+    # where and how every model trains (accelerator, devices, precision, ...); each model's max_epochs is
+    # its draw from ``epochs``
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
 
 
 def quick(config: RepoConfig) -> RepoConfig:
@@ -120,7 +123,7 @@ def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dic
     train = TrainConfig(
         model=Named(name=repo.model, params=params),
         data=data,
-        trainer=TrainerSection(max_epochs=int(settings["epochs"])),
+        trainer=repo.trainer.model_copy(update={"max_epochs": int(settings["epochs"])}),
         batch_size=int(settings["batch_size"]),
         seed=seed,
         shuffle=anomaly != "no_shuffle",
