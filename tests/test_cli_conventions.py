@@ -229,7 +229,7 @@ def test_generate_and_build_follow_the_rule(tmp_path, capsys):
     assert refused.exit_code == 1
     again = invoke("sprites", "generate", "--level", 2, "--n", 6, "-o", out, "--overwrite")
     assert again.exit_code == 0, again.output
-    from repscope.data.sprites.store import read_dataset
+    from repscope.data.store import read_dataset
 
     assert read_dataset(out).level == 2
     assert sorted(p.name for p in tmp_path.iterdir()) == ["sprites"]

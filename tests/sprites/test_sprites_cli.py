@@ -13,7 +13,7 @@ from repscope.cli import app
 from repscope.data.sprites import dsprites
 from repscope.data.sprites.attributes import compose_captions
 from repscope.data.sprites.cdsprites import CdSpritesPlus
-from repscope.data.sprites.store import read_dataset
+from repscope.data.store import read_dataset
 
 runner = CliRunner()
 

@@ -118,7 +118,8 @@ def export_h5_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the h5 file if it exists"),
 ) -> None:
     """Write a dataset as `image` (N x 64 x 64 x 3 uint8 BGR) and `text` (byte strings) in an h5 file."""
-    from repscope.data.sprites.store import export_h5, read_dataset
+    from repscope.data.sprites.h5 import export_h5
+    from repscope.data.store import read_dataset
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target
     from repscope.progress import progress_bar
@@ -144,7 +145,8 @@ def import_h5_command(
 ) -> None:
     """Convert the reference toolkit's traindata.h5 into a dataset directory (attributes parsed from captions)."""
     from repscope.data.sprites.attributes import check_level
-    from repscope.data.sprites.store import import_h5, read_dataset
+    from repscope.data.sprites.h5 import import_h5
+    from repscope.data.store import read_dataset
     from repscope.outputs import output_target
     from repscope.progress import progress_bar
 

@@ -20,7 +20,7 @@ from repscope.data.sprites import dsprites
 from repscope.data.sprites.attributes import LEVELS, check_level, level_attributes
 from repscope.data.sprites.captions import corrupt_caption
 from repscope.data.sprites.cdsprites import CdSpritesPlus
-from repscope.data.sprites.store import read_dataset, write_dataset
+from repscope.data.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import write_bytes_atomic, write_json_atomic
 from repscope.outputs import prepare_output

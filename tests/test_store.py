@@ -9,7 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repscope.data.sprites import store
+from repscope.data import store
+from repscope.data.sprites import h5
 from repscope.data.sprites.attributes import ATTRIBUTES, compose_captions
 from repscope.data.sprites.dsprites import FACTOR_NAMES, FACTOR_SIZES
 from repscope.errors import (
@@ -282,7 +283,7 @@ def test_bad_meta_and_disagreeing_files(cd_dir):
 def test_export_h5_layout(tmp_path, cd_dir, cd_data):
     images, captions, _, _ = cd_data
     done = []
-    out_h5 = store.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5, progress=done.append)
+    out_h5 = h5.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5, progress=done.append)
     assert done == [5, 10, 12]
     assert leftovers(tmp_path) == []
     with h5py.File(out_h5, "r") as handle:
@@ -301,16 +302,16 @@ def test_export_h5_refuses_existing_file(tmp_path, cd_dir):
     target = tmp_path / "traindata.h5"
     target.write_bytes(b"old results")
     with pytest.raises(OutputExistsError, match="traindata.h5"):
-        store.export_h5(cd_dir, target)
+        h5.export_h5(cd_dir, target)
     assert target.read_bytes() == b"old results"
     assert leftovers(tmp_path) == []
 
 
 def test_export_import_round_trip(tmp_path, cd_dir, cd_data):
     images, captions, table, _ = cd_data
-    h5_file = store.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5)
+    h5_file = h5.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5)
     done = []
-    out = store.import_h5(h5_file, LEVEL, tmp_path / "imported", chunk=7, progress=done.append)
+    out = h5.import_h5(h5_file, LEVEL, tmp_path / "imported", chunk=7, progress=done.append)
     assert done == [7, 12]
     data = store.read_dataset(out, verify=True)
     np.testing.assert_array_equal(data.images, images)
@@ -332,7 +333,7 @@ def test_import_accepts_fixed_bytes_and_str_text(tmp_path, text_dtype):
             handle["text"] = np.array([c.encode() for c in captions], dtype="S")
         else:
             handle.create_dataset("text", data=captions, dtype=h5py.string_dtype(encoding="utf-8"))
-    data = store.read_dataset(store.import_h5(h5_file, 3, tmp_path / "out"))
+    data = store.read_dataset(h5.import_h5(h5_file, 3, tmp_path / "out"))
     np.testing.assert_array_equal(data.images, images)
     assert data.captions == captions
     np.testing.assert_array_equal(data.attribute_table(), table)
@@ -352,7 +353,7 @@ def test_import_bad_caption_names_row(tmp_path, bad_caption):
     captions[9] = bad_caption  # a level-4 caption, then garbage, in a level-2 file
     h5_file = write_h5(tmp_path / "in.h5", images[..., ::-1], captions)
     with pytest.raises(DataFormatError) as caught:
-        store.import_h5(h5_file, 2, tmp_path / "out", chunk=4)
+        h5.import_h5(h5_file, 2, tmp_path / "out", chunk=4)
     message = str(caught.value)
     assert "in.h5" in message and "row 9" in message and bad_caption in message
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in.h5"]
@@ -364,30 +365,30 @@ def test_import_bad_layout(tmp_path):
     with h5py.File(missing, "w") as handle:
         handle["image"] = images
     with pytest.raises(DataFormatError, match="missing.h5.*'text'"):
-        store.import_h5(missing, 1, tmp_path / "out1")
+        h5.import_h5(missing, 1, tmp_path / "out1")
 
     wrong_shape = write_h5(tmp_path / "shape.h5", images[:, :32], captions)
     with pytest.raises(DataFormatError, match="shape.h5.*'image'"):
-        store.import_h5(wrong_shape, 1, tmp_path / "out2")
+        h5.import_h5(wrong_shape, 1, tmp_path / "out2")
 
     wrong_dtype = write_h5(tmp_path / "dtype.h5", images.astype(np.float32), captions)
     with pytest.raises(DataFormatError, match="dtype.h5.*float32"):
-        store.import_h5(wrong_dtype, 1, tmp_path / "out3")
+        h5.import_h5(wrong_dtype, 1, tmp_path / "out3")
 
     not_h5 = tmp_path / "not.h5"
     not_h5.write_bytes(b"plain text")
     with pytest.raises(DataFormatError, match="not.h5"):
-        store.import_h5(not_h5, 1, tmp_path / "out4")
+        h5.import_h5(not_h5, 1, tmp_path / "out4")
 
     with pytest.raises(SourceNotFoundError):
-        store.import_h5(tmp_path / "nowhere.h5", 1, tmp_path / "out5")
+        h5.import_h5(tmp_path / "nowhere.h5", 1, tmp_path / "out5")
     assert not any(p.name.startswith("out") or p.name.startswith(".out") for p in tmp_path.iterdir())
 
 
 def test_import_refuses_existing_output(tmp_path, cd_dir):
-    h5_file = store.export_h5(cd_dir, tmp_path / "traindata.h5")
+    h5_file = h5.export_h5(cd_dir, tmp_path / "traindata.h5")
     with pytest.raises(OutputExistsError):
-        store.import_h5(h5_file, LEVEL, cd_dir)
+        h5.import_h5(h5_file, LEVEL, cd_dir)
     assert len(store.read_dataset(cd_dir, verify=True)) == N
 
 
@@ -417,7 +418,7 @@ def test_dsprites_round_trip(tmp_path):
     with pytest.raises(InvalidArgumentError, match="cdsprites"):
         data.attribute_table()
     with pytest.raises(InvalidArgumentError, match="dsprites"):
-        store.export_h5(out, tmp_path / "ds.h5")
+        h5.export_h5(out, tmp_path / "ds.h5")
     assert not (tmp_path / "ds.h5").exists()
 
 
@@ -491,7 +492,7 @@ def test_export_h5_file_has_the_umask_mode(tmp_path, cd_dir):
 
     old = os.umask(0o022)
     try:
-        out_h5 = store.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5)
+        out_h5 = h5.export_h5(cd_dir, tmp_path / "traindata.h5", chunk=5)
         plain = tmp_path / "plain.txt"
         plain.write_text("x")
     finally:
@@ -508,5 +509,5 @@ def test_writing_under_a_file_is_one_error_naming_the_path(tmp_path, cd_dir, cd_
     with pytest.raises(RepscopeError, match=str(blocker)):
         write_cd(blocker / "cd", images, captions, factors)
     with pytest.raises(RepscopeError, match=str(blocker)):
-        store.export_h5(cd_dir, blocker / "traindata.h5")
+        h5.export_h5(cd_dir, blocker / "traindata.h5")
     assert blocker.read_text() == "x"
