@@ -100,7 +100,7 @@ def main() -> None:
     digits = as_dataset(
         TrainingSet(images, labels, images[:1], labels[:1], "label", 10, "benchmark", labels, labels[:1]), "digits"
     )
-    sprites = dsprites_dataset(size=args.digits, test_size=1)
+    sprites = dsprites_dataset(train_size=args.digits, test_size=1)
 
     print(f"# training throughput, images/s, {args.digits} images, batch {args.batch_size}, {args.threads} threads")
     print(f"{'model':<22}{'trainer':>10}{'preloaded':>11}{'ratio':>8}{'loader only':>13}")

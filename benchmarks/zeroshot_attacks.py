@@ -79,7 +79,7 @@ def trained_task(args: argparse.Namespace, workdir: str) -> tuple[nn.Module, str
     config = TrainConfig.model_validate(
         {
             "model": {"name": "lenet5"},
-            "data": {"name": "digits", "params": {"source": args.source, "max_train": args.train}},
+            "data": {"name": "digits", "params": {"source": args.source, "train_size": args.train}},
             "trainer": {"max_epochs": args.epochs, "logger": "none"},
             "seed": 0,
         }
@@ -162,7 +162,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as workdir:
         task, described = trained_task(args, workdir)
     module = SoftLabels(task.eval()).eval()
-    data = load_digits(source=args.source, max_test=2000, seed=0)
+    data = load_digits(source=args.source, test_size=2000, seed=0)
     test_images = data.test_images[:, None]
     predict = TimedPredict(module)
     correct = np.flatnonzero(predict(test_images.astype(np.float32)).argmax(1) == data.test_targets)

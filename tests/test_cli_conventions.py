@@ -238,7 +238,7 @@ def test_generate_and_build_follow_the_rule(tmp_path, capsys):
     taken.mkdir()
     (taken / "x").write_text("keep")
     with pytest.raises(SystemExit):
-        main(["morpho", "build", "-o", str(taken), "--sets", "plain", "--max-train", "10", "--max-test", "5"])
+        main(["morpho", "build", "-o", str(taken), "--sets", "plain", "--train-size", "10", "--test-size", "5"])
     err = capsys.readouterr().err.strip()
     assert err.endswith(f"--out {taken}: exists; pass --overwrite to replace it, or --resume to continue it")
 

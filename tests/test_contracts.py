@@ -45,7 +45,7 @@ for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
     logging.getLogger(_name).setLevel(logging.ERROR)
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 
-DIGITS = {"source": "mnist-sample", "max_train": 40, "max_test": 12}
+DIGITS = {"source": "mnist-sample", "train_size": 40, "test_size": 12}
 
 # the inference protocol of each family (the module docstring of repscope.train.tasks.base)
 FAMILY_PROTOCOLS = {"supervised": (Classifier,), "vae": (Encoder, Generator), "gan": (Generator,)}
@@ -71,12 +71,12 @@ def model_data(name: str, folders: dict[str, Path]) -> tuple[str, dict[str, Any]
     datasets on disk (:func:`dataset_folders`)."""
     if "data" in TINY_MODELS.get(name, {}):
         data_name, params = TINY_MODELS[name]["data"]
-        return data_name, ({"root": str(folders[data_name])} if data_name in folders else {}) | params
+        return data_name, ({"data_dir": str(folders[data_name])} if data_name in folders else {}) | params
     entry = MODELS[name]
     if entry.family == "multimodal":
         return "cdsprites", {"level": 1, "train_size": 16, "val_size": 8, "test_size": 8}
     if {"factors", "index"} & set(getattr(task_class(name), "batch_fields", ())):
-        return "dsprites", {"size": 32, "test_size": 8}
+        return "dsprites", {"train_size": 32, "test_size": 8}
     target = "label" if entry.supervised else "none"
     return "digits", {**DIGITS, "target": target}
 
@@ -306,13 +306,13 @@ def tiny_dataset_params(name: str, folders: dict[str, Path]) -> dict[str, Any]:
     digits = {**DIGITS, "target": "label"}
     cases = {
         "digits": digits,
-        "morpho-mnist": {"set": "plain", "max_train": 30, "max_test": 10},
-        "dsprites": {"size": 32, "test_size": 8, "target": "shape"},
+        "morpho-mnist": {"set": "plain", "train_size": 30, "test_size": 10},
+        "dsprites": {"train_size": 32, "test_size": 8, "target": "shape"},
         "cdsprites": {"level": 1, "train_size": 16, "val_size": 8, "test_size": 8},
         "polymnist": {"modalities": 2, "train_size": 16, "val_size": 8, "test_size": 8},
-        "candle": {"root": str(folders["candle"]), "image_size": 32, "target": "object"},
+        "candle": {"data_dir": str(folders["candle"]), "image_size": 32, "target": "object"},
         "anomalous": {"base": "digits", "base_params": digits, "anomaly": "noise"},
-        "cifar10": {"root": str(folders["cifar10"])},
+        "cifar10": {"data_dir": str(folders["cifar10"])},
         "leave-class-out": {"base": "digits", "base_params": digits, "excluded": 3},
     }
     if name not in cases:

@@ -25,7 +25,7 @@ from repscope.train.run import build_task, fit, load_task
 
 SMALL_DIGITS = {
     "name": "digits",
-    "params": {"source": "mnist-sample", "max_train": 120, "max_test": 40, "target": "label"},
+    "params": {"source": "mnist-sample", "train_size": 120, "test_size": 40, "target": "label"},
 }
 
 
@@ -68,8 +68,8 @@ def test_digits_dataset_describes_its_fields_and_serves_channels_first_images():
 
 
 def test_morpho_mnist_targets_are_fields_of_their_kind():
-    abnormal = load_dataset("morpho-mnist", set="local", target="abnormal", max_train=60, max_test=30)
-    thickness = load_dataset("morpho-mnist", set="global", target="thickness", max_train=60, max_test=30)
+    abnormal = load_dataset("morpho-mnist", set="local", target="abnormal", train_size=60, test_size=30)
+    thickness = load_dataset("morpho-mnist", set="global", target="thickness", train_size=60, test_size=30)
     assert abnormal.target_kind == "classification" and abnormal.num_classes == 2
     assert thickness.target_kind == "regression" and thickness.fields["thickness"].dtype == "float32"
     values = thickness.arrays("test", ["target"])["target"]
@@ -79,7 +79,7 @@ def test_morpho_mnist_targets_are_fields_of_their_kind():
 def test_dsprites_dataset_splits_are_disjoint_and_images_match_the_grid():
     from repscope.data.sprites import dsprites
 
-    dataset = dsprites_dataset(size=500, test_size=100, seed=3, target="shape")
+    dataset = dsprites_dataset(train_size=500, test_size=100, seed=3, target="shape")
     train, test = dataset.split("train"), dataset.split("test")
     assert not set(train.indices) & set(test.indices)
     batch = dataset.batch("test", np.arange(5), ["image", "factors", "index", "target"])
@@ -147,7 +147,7 @@ def test_generator_split_serves_a_chosen_subset():
 
 
 def test_tasks_take_the_image_shape_and_target_from_the_data():
-    sprites = dsprites_dataset(size=64, test_size=16, target="scale")
+    sprites = dsprites_dataset(train_size=64, test_size=16, target="scale")
     vae = build_task(
         TrainConfig(model=Named(name="beta-vae", params={"latent_dim": 3}), data=Named(name="dsprites")),
         sprites.with_target(None),
@@ -249,7 +249,7 @@ def test_beta_vae_on_dsprites_trains_through_repscope_train_with_the_shipped_con
             "--max-epochs",
             "1",
             "--set",
-            "data.params.size=256",
+            "data.params.train_size=256",
             "--set",
             "data.params.test_size=32",
             "--set",

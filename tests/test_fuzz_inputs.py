@@ -234,7 +234,7 @@ def _blocked(tmp_path):
 @pytest.mark.parametrize(
     "command",
     [
-        ["morpho", "build", "--sets", "plain", "--max-train", "10", "--max-test", "5", "--out", "{out}"],
+        ["morpho", "build", "--sets", "plain", "--train-size", "10", "--test-size", "5", "--out", "{out}"],
         ["morpho", "measure", "{digits}", "-o", "{out}/m.csv"],
         ["sprites", "generate", "--level", "1", "--n", "6", "--out", "{out}"],
         ["sprites", "generate", "--dataset", "dsprites", "--out", "{out}/d.npz"],  # the whole grid: must fail first

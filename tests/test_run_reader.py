@@ -18,7 +18,7 @@ from repscope.train import TrainedRun, open_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.run import fit, load_task
 
-TINY_DATA = {"source": "mnist-sample", "max_train": 120, "max_test": 40, "target": "label"}
+TINY_DATA = {"source": "mnist-sample", "train_size": 120, "test_size": 40, "target": "label"}
 ORIGIN = {"command": "a study", "config": {"models": ["mlp"], "rounds": 2}}
 
 
@@ -65,7 +65,7 @@ def test_the_dataset_and_its_arguments_come_from_the_runs_data_section(trained):
     again = run.dataset().arrays("test", ["image", "target"])
     original = outcome.data.arrays("test", ["image", "target"])
     assert all(np.array_equal(again[key], original[key]) for key in ("image", "target"))
-    assert len(run.dataset(max_test=10).split("test")) == 10
+    assert len(run.dataset(test_size=10).split("test")) == 10
     assert run.data_params == TINY_DATA  # an override does not change the run
     # the loader's defaults fill what the config left unset; what it set wins
     from repscope.data.registry import dataset_loader
@@ -138,7 +138,7 @@ def test_a_config_written_before_later_keys_existed_still_opens(tmp_path):
     old = write_run(
         tmp_path / "old",
         model={"name": "lenet5", "params": {"lr": 0.002}},
-        data={"name": "digits", "params": {"max_train": 300}},
+        data={"name": "digits", "params": {"train_size": 300}},
         trainer={"accelerator": "cpu", "devices": 1, "num_nodes": 1, "precision": "32-true", "max_epochs": 20},
         batch_size=64,
         val_fraction=0.1,
@@ -148,7 +148,7 @@ def test_a_config_written_before_later_keys_existed_still_opens(tmp_path):
     run = open_run(old)
     assert run.version is None and run.origin is None
     assert run.config.shuffle is True and run.config.num_workers == 0 and run.config.trainer.logger == "csv"
-    assert run.config.trainer.max_epochs == 20 and run.data_params == {"max_train": 300}
+    assert run.config.trainer.max_epochs == 20 and run.data_params == {"train_size": 300}
 
 
 def test_a_multimodal_run_of_before_keeps_its_config_file_as_the_origin(tmp_path):

@@ -140,7 +140,7 @@ def test_write_config_round_trip_with_version_and_order(tmp_path):
         "lr": np.float32(0.1),
         "sizes": (np.int32(3), 4),
         "weights": np.array([0.5, 0.25]),
-        "data": {"source": Path("/data/mnist"), "flag": np.bool_(True), "max_train": 600},
+        "data": {"source": Path("/data/mnist"), "flag": np.bool_(True), "train_size": 600},
         "note": None,
     }
     path = run.write_config(config)
@@ -151,13 +151,13 @@ def test_write_config_round_trip_with_version_and_order(tmp_path):
         "lr": 0.1,
         "sizes": [3, 4],
         "weights": [0.5, 0.25],
-        "data": {"source": "/data/mnist", "flag": True, "max_train": 600},
+        "data": {"source": "/data/mnist", "flag": True, "train_size": 600},
         "note": None,
         "repscope_version": repscope.__version__,
     }
     assert loaded == expected
     assert list(loaded) == list(config) + ["repscope_version"]
-    assert list(loaded["data"]) == ["source", "flag", "max_train"]
+    assert list(loaded["data"]) == ["source", "flag", "train_size"]
     assert "!!" not in path.read_text()  # no python-specific YAML tags
 
 

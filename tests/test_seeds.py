@@ -15,7 +15,7 @@ TINY_TRAIN = {
     "model": {"name": "lenet5", "params": {"lr": 1e-9}},
     "data": {
         "name": "digits",
-        "params": {"source": "mnist-sample", "max_train": 100, "max_test": 50, "target": "label"},
+        "params": {"source": "mnist-sample", "train_size": 100, "test_size": 50, "target": "label"},
     },
     "trainer": {"max_epochs": 1},
     "batch_size": 50,

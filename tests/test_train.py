@@ -18,7 +18,7 @@ from repscope.train.run import fit, load_task, read_checkpoint
 
 SMALL_DATA = {
     "name": "digits",
-    "params": {"source": "mnist-sample", "max_train": 300, "max_test": 100, "target": "label"},
+    "params": {"source": "mnist-sample", "train_size": 300, "test_size": 100, "target": "label"},
 }
 
 
@@ -55,8 +55,8 @@ def test_override_into_a_defaulted_section_keeps_its_other_defaults():
     assert config.data.params == {"source": "fashion-mnist", "target": "label"}
     assert config.count == 7
     # a section the data sets itself is not filled from the default
-    data = apply_overrides({"data": {"name": "cifar10"}}, ["data.params.root=/x"], RepoConfig)
-    assert data == {"data": {"name": "cifar10", "params": {"root": "/x"}}}
+    data = apply_overrides({"data": {"name": "cifar10"}}, ["data.params.data_dir=/x"], RepoConfig)
+    assert data == {"data": {"name": "cifar10", "params": {"data_dir": "/x"}}}
 
 
 @pytest.mark.parametrize(
@@ -179,7 +179,7 @@ def test_corrupt_and_mismatched_checkpoints_are_clear_errors(lenet_run, tmp_path
 
 def test_supervised_model_needs_a_target(tmp_path):
     path = write_config(
-        tmp_path / "c.yaml", data={"name": "digits", "params": {"max_train": 50, "max_test": 20, "target": "none"}}
+        tmp_path / "c.yaml", data={"name": "digits", "params": {"train_size": 50, "test_size": 20, "target": "none"}}
     )
     with pytest.raises(InvalidArgumentError, match="data.params.target"):
         fit(load_config(path, TrainConfig), out=tmp_path / "run")

@@ -53,32 +53,38 @@ for name, model, data in [
     (
         "lenet5",
         {"name": "lenet5", "params": {"lr": 0.002}},
-        {"name": "digits", "params": {"source": "mnist-sample", "max_train": 300, "max_test": 100, "target": "label"}},
+        {
+            "name": "digits",
+            "params": {"source": "mnist-sample", "train_size": 300, "test_size": 100, "target": "label"},
+        },
     ),
     (
         "lenet5-abnormal",
         {"name": "lenet5", "params": {"lr": 0.002}},
-        {"name": "morpho-mnist", "params": {"set": "local", "target": "abnormal", "max_train": 200, "max_test": 60}},
+        {"name": "morpho-mnist", "params": {"set": "local", "target": "abnormal", "train_size": 200, "test_size": 60}},
     ),
     (
         "mlp-thickness",
         {"name": "mlp", "params": {}},
-        {"name": "morpho-mnist", "params": {"set": "global", "target": "thickness", "max_train": 200, "max_test": 60}},
+        {
+            "name": "morpho-mnist",
+            "params": {"set": "global", "target": "thickness", "train_size": 200, "test_size": 60},
+        },
     ),
     (
         "beta-vae",
         {"name": "beta-vae", "params": {"latent_dim": 4, "beta": 2.0}},
-        {"name": "digits", "params": {"source": "mnist-sample", "max_train": 200, "max_test": 60, "target": "none"}},
+        {"name": "digits", "params": {"source": "mnist-sample", "train_size": 200, "test_size": 60, "target": "none"}},
     ),
     (
         "gan",
         {"name": "gan", "params": {"latent_dim": 4}},
-        {"name": "digits", "params": {"source": "mnist-sample", "max_train": 128, "max_test": 60, "target": "none"}},
+        {"name": "digits", "params": {"source": "mnist-sample", "train_size": 128, "test_size": 60, "target": "none"}},
     ),
     (
         "infogan",
         {"name": "infogan", "params": {}},
-        {"name": "digits", "params": {"source": "mnist-sample", "max_train": 128, "max_test": 60, "target": "none"}},
+        {"name": "digits", "params": {"source": "mnist-sample", "train_size": 128, "test_size": 60, "target": "none"}},
     ),
 ]:
     cfg = tmp / f"{name}.yaml"
@@ -122,9 +128,9 @@ run(
         "--out",
         str(tmp / "sup"),
         "--set",
-        "data.max_train=300",
+        "data.train_size=300",
         "--set",
-        "data.max_test=100",
+        "data.test_size=100",
         "--set",
         "training.trainer.max_epochs=1",
         "--set",
@@ -139,7 +145,7 @@ out["measure"] = {c: round(float(table[c].sum()), 9) for c in table.columns if t
 build = tmp / "build"
 run(
     ["morpho", "build", "--source", "mnist-sample", "--out", str(build), "--seed", "3"]
-    + ["--max-train", "300", "--max-test", "100", "--jobs", "2"]
+    + ["--train-size", "300", "--test-size", "100", "--jobs", "2"]
 )
 out["build"] = {
     str(p.relative_to(build)): digest(p) for p in sorted(build.rglob("*")) if p.is_file() and p.name != "dataset.json"
@@ -174,7 +180,7 @@ run(
 )
 run(["sprites", "classify", str(tmp / "l5"), "--out", str(tmp / "cls")])
 out["classify"] = digest(tmp / "cls" / "predictions.csv")
-shrink = ["--set", "data.max_train=256", "--set", "data.max_test=100", "--set", "training.trainer.max_epochs=1"]
+shrink = ["--set", "data.train_size=256", "--set", "data.test_size=100", "--set", "training.trainer.max_epochs=1"]
 run(
     ["morpho", "diversity", "--quick", "--out", str(tmp / "div"), *shrink, "--set", "samples=300"]
     + ["--set", "permutations=50"]

@@ -152,13 +152,20 @@ def parse_assignments(items: Iterable[str], option: str) -> dict[str, Any]:
     return params
 
 
+# keys renamed so that one concept has one name in every dataset and config: an old config gets
+# the new name in its error instead of a bare "unknown key"
+RENAMED_KEYS = {"max_train": "train_size", "max_test": "test_size", "root": "data_dir"}
+
+
 def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:
     """One line naming every bad key (dotted, after ``prefix``) and what is wrong with it."""
     problems = []
     for error in exc.errors():
         key = ".".join([prefix] * bool(prefix) + [str(part) for part in error["loc"]]) or "(top level)"
         if error["type"] == "extra_forbidden":
-            problems.append(f"unknown key {key}")
+            last = str(error["loc"][-1]) if error["loc"] else ""
+            renamed = f" (renamed {RENAMED_KEYS[last]})" if last in RENAMED_KEYS else ""
+            problems.append(f"unknown key {key}{renamed}")
         elif error["type"] == "missing":
             problems.append(f"missing key {key}")
         else:

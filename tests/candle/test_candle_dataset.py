@@ -181,13 +181,13 @@ def test_registered_dataset_trains_a_box_weighted_model(folder, tmp_path):
     from repscope.train.config import Named, TrainConfig, TrainerSection
     from repscope.train.run import fit
 
-    confounded = load_dataset("candle", root=str(folder), subset="confounded")
+    confounded = load_dataset("candle", data_dir=str(folder), subset="confounded")
     counts = {name: len(split) for name, split in confounded.splits.items()}
     assert sum(counts.values()) == len(OBJECTS) * 2 * 3 * 2 and counts["test"] == 12  # 2 colours per object
     assert confounded.image_shape == (3, 64, 64)
     config = TrainConfig(
         model=Named(name="beta-vae-semi", params={"latent_dim": 6, "box_weight": 5.0}),
-        data=Named(name="candle", params={"root": str(folder)}),
+        data=Named(name="candle", params={"data_dir": str(folder)}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=32,
     )

@@ -57,7 +57,7 @@ def test_the_study_renders_once_trains_and_writes_the_candle_half_of_table_2(tmp
     metrics = json.loads((tmp_path / "study" / "metrics.json").read_text())
     assert set(metrics["classifier_accuracy"]) == {"object", "color", "size", "rotation", "scene", "light"}
     stored = yaml.safe_load((tmp_path / "study" / "config.yaml").read_text())
-    assert stored["data"]["params"]["root"] == str(folder)  # the run records where its images came from
+    assert stored["data"]["params"]["data_dir"] == str(folder)  # the run records where its images came from
 
 
 def test_quick_renders_a_small_low_resolution_grid():
@@ -66,5 +66,5 @@ def test_quick_renders_a_small_low_resolution_grid():
     assert shrunk.render.resolution == "160x120" and shrunk.render.samples == 4
     assert shrunk.training.trainer.max_epochs == 1
     # a folder given by the user is used as it is
-    given = quick(CandleStudyConfig(render={"root": "/data/candle"}))
-    assert given.render.root == "/data/candle" and given.render.grid == []
+    given = quick(CandleStudyConfig(render={"data_dir": "/data/candle"}))
+    assert given.render.data_dir == "/data/candle" and given.render.grid == []

@@ -104,7 +104,7 @@ def test_a_trained_vae_run_is_scored_on_its_own_test_images(tmp_path):
 
     config = TrainConfig(
         model=Named(name="beta-vae", params={"latent_dim": 4}),
-        data=Named(name="dsprites", params={"size": 256, "test_size": 120}),
+        data=Named(name="dsprites", params={"train_size": 256, "test_size": 120}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=64,
     )
@@ -128,7 +128,7 @@ def test_an_infogan_run_is_scored_on_the_codes_its_recognition_network_infers(tm
 
     config = TrainConfig(
         model=Named(name="infogan"),
-        data=Named(name="digits", params={"max_train": 64, "max_test": 40, "target": "none"}),
+        data=Named(name="digits", params={"train_size": 64, "test_size": 40, "target": "none"}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=32,
     )
@@ -164,7 +164,7 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
     fit(
         TrainConfig(
             model=Named(name="beta-vae", params={"latent_dim": 4}),
-            data=Named(name="dsprites", params={"size": 128, "test_size": 64}),
+            data=Named(name="dsprites", params={"train_size": 128, "test_size": 64}),
             trainer=TrainerSection(max_epochs=1),
             batch_size=64,
         ),
@@ -172,7 +172,16 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
     )
     runner = CliRunner()
     names = ["shape", "scale", "orientation", "posX", "posY"]
-    arguments = ["disentangle", "classifiers", "--out", str(tmp_path / "clf"), "--size", "128", "--test-size", "64"]
+    arguments = [
+        "disentangle",
+        "classifiers",
+        "--out",
+        str(tmp_path / "clf"),
+        "--train-size",
+        "128",
+        "--test-size",
+        "64",
+    ]
     result = runner.invoke(app, [*arguments, "--epochs", "1"])
     assert result.exit_code == 0, result.output
     assert all((tmp_path / "clf" / name / "metrics.json").is_file() for name in names)

@@ -12,7 +12,7 @@ from repscope.studies.disentangle.study import DisentangleStudyConfig, quick, ru
 
 def test_the_study_trains_scores_and_writes_table_2(tmp_path):
     config = DisentangleStudyConfig(
-        data={"name": "dsprites", "params": {"size": 256, "test_size": 64}},
+        data={"name": "dsprites", "params": {"train_size": 256, "test_size": 64}},
         models=[MemberModel(label="my beta-VAE", name="beta-vae", params={"latent_dim": 4})],
         evaluation_n=40,
         classifier_epochs=1,
@@ -32,7 +32,7 @@ def test_the_study_trains_scores_and_writes_table_2(tmp_path):
     assert (tmp_path / "study" / "figures" / "traversal_my-beta-vae.png").exists()  # a label with a space
     # --quick never grows the sizes
     shrunk = quick(DisentangleStudyConfig())
-    assert shrunk.data.params["size"] == 2000 and shrunk.training.trainer.max_epochs == 1
+    assert shrunk.data.params["train_size"] == 2000 and shrunk.training.trainer.max_epochs == 1
 
 
 def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):
@@ -42,7 +42,7 @@ def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):
 
     def config(models, data=None):
         return DisentangleStudyConfig(
-            data=data or {"name": "dsprites", "params": {"size": 64, "test_size": 32}},
+            data=data or {"name": "dsprites", "params": {"train_size": 64, "test_size": 32}},
             models=[MemberModel(**model) for model in models],
         )
 
@@ -63,8 +63,13 @@ def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):
 
 
 def test_quick_shrinks_a_dataset_without_size_parameters_by_batches():
-    config = DisentangleStudyConfig(data={"name": "cdsprites", "params": {"level": 1}, "factors": ["shape"]})
+    # every dataset with a choosable size calls it train_size / test_size, so quick shrinks it there
+    sprites = quick(DisentangleStudyConfig(data={"name": "cdsprites", "params": {"level": 1}, "factors": ["shape"]}))
+    assert sprites.data.params == {"level": 1, "train_size": 2000, "test_size": 500}
+    assert sprites.training.trainer.limit_train_batches is None
+    # a folder of CANDLE images has no size parameters: quick limits the batches per epoch instead
+    config = DisentangleStudyConfig(data={"name": "candle", "params": {"data_dir": "/x"}, "factors": ["object"]})
     shrunk = quick(config)
-    assert shrunk.data.params == {"level": 1}  # cdsprites takes no size / test_size
+    assert shrunk.data.params == {"data_dir": "/x"}
     assert shrunk.training.trainer.limit_train_batches == 2000 // config.training.batch_size
     assert shrunk.training.trainer.max_epochs == 1 and shrunk.evaluation_n == 300

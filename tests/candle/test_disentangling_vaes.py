@@ -252,7 +252,7 @@ def test_each_model_trains_through_the_framework_on_dsprites_and_is_scored(tmp_p
 
     config = TrainConfig(
         model=Named(name=name, params={"latent_dim": 4}),
-        data=Named(name="dsprites", params={"size": 128, "test_size": 64}),
+        data=Named(name="dsprites", params={"train_size": 128, "test_size": 64}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=32,
     )

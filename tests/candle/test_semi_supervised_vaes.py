@@ -197,7 +197,7 @@ def test_dsprites_defaults_and_batch_fields():
     task = SemiSupervisedDIPVAETask(latent_dim=6, image_shape=(1, 64, 64), dip_type="ii")
     assert task.hparams.supervised_factors == [1, 2, 3, 4, 5]  # colour is constant
     assert task.hparams.labelled_fraction == 0.1 and task.hparams.supervision_weight == 4.0
-    data = dsprites_dataset(size=64, test_size=8)
+    data = dsprites_dataset(train_size=64, test_size=8)
     batch = SplitView(data, "train", task.batch_fields).__getitems__(list(range(32)))
     losses = task.losses(batch["image"], batch["factors"], batch["index"])
     assert float(losses["labelled"]) == labelled_mask(batch["index"]).sum()
@@ -260,7 +260,7 @@ def test_a_semi_supervised_variant_trains_through_the_framework_on_dsprites(tmp_
 
     config = TrainConfig(
         model=Named(name="beta-tcvae-semi", params={"latent_dim": 6}),
-        data=Named(name="dsprites", params={"size": 128, "test_size": 64}),
+        data=Named(name="dsprites", params={"train_size": 128, "test_size": 64}),
         trainer=TrainerSection(max_epochs=1),
         batch_size=32,
     )

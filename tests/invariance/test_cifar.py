@@ -51,11 +51,11 @@ def test_records_read_back_exactly_with_the_red_plane_first(cifar_folder, tmp_pa
 
 def test_the_registered_dataset_finds_the_folder_and_samples(cifar_folder, tmp_path):
     parent, train, _ = cifar_folder
-    dataset = load_dataset("cifar10", root=str(parent))  # the parent of cifar-10-batches-bin works too
+    dataset = load_dataset("cifar10", data_dir=str(parent))  # the parent of cifar-10-batches-bin works too
     assert len(dataset.split("train")) == 20 and len(dataset.split("test")) == 6
     batch = dataset.batch("train", np.arange(20), ["image", "target"])
     assert np.array_equal(batch["image"], train) and batch["target"].tolist() == list(range(10)) * 2
-    small = cifar10_dataset(str(parent), max_train=5, seed=1)
+    small = cifar10_dataset(str(parent), train_size=5, seed=1)
     assert len(small.split("train")) == 5
     with pytest.raises(InvalidArgumentError, match="test_batch.bin"):
         cifar10_dataset(str(tmp_path / "nowhere"))
@@ -72,7 +72,7 @@ def test_vgg13_bn_on_cifar_through_the_invariance_test(cifar_folder, tmp_path, c
     torch.save(model.state_dict(), tmp_path / "vgg.pt")
     out = tmp_path / "test"
     args = ["invariance", "test", "--model", str(tmp_path / "vgg.pt"), "--arch", "vgg13-bn", "--data", "cifar10"]
-    args += ["--data-param", f"root={parent}", "--transform", "brightness", "--steps", "3", "--out", str(out)]
+    args += ["--data-param", f"data_dir={parent}", "--transform", "brightness", "--steps", "3", "--out", str(out)]
     try:
         main(args)
     except SystemExit as exit_:

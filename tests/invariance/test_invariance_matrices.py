@@ -175,7 +175,7 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, run
     torch.save(CNN5().state_dict(), weights)
     out = tmp_path / "test"
     args = ["invariance", "test", "--model", str(weights), "--arch", "cnn5", "--data", "digits"]
-    args += ["--data-param", "max_test=60", "--n", "40", "--range", "4", "--steps", "5", "--out", str(out)]
+    args += ["--data-param", "test_size=60", "--n", "40", "--range", "4", "--steps", "5", "--out", str(out)]
     code, stdout, stderr = run_cli(args)
     assert code == 0, stderr
     metrics = json.loads((out / "metrics.json").read_text())
@@ -231,7 +231,7 @@ def test_rotation_augmentation_raises_robust_accuracy_under_rotation(tmp_path):
     from repscope.train.config import Named, TrainConfig, TrainerSection
     from repscope.train.run import fit
 
-    data = Named(name="digits", params={"max_train": 1500, "max_test": 300, "target": "label"})
+    data = Named(name="digits", params={"train_size": 1500, "test_size": 300, "target": "label"})
     robust = {}
     for augment, params in (("none", {}), ("rotation", {"augment": "rotation", "augment_ranges": [[-40, 40]]})):
         config = TrainConfig(

@@ -13,7 +13,7 @@ from repscope.data.registry import load_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.studies.invariance.repo import RepoConfig, augment_ranges, build_repository, repository_points
 
-BASE = {"base": "digits", "base_params": {"max_train": 200, "max_test": 50}, "fraction": 0.25, "seed": 1}
+BASE = {"base": "digits", "base_params": {"train_size": 200, "test_size": 50}, "fraction": 0.25, "seed": 1}
 
 
 def train_split(anomaly: str) -> dict[str, np.ndarray]:
@@ -59,7 +59,7 @@ def test_repository_points_and_coverages():
 
 def test_a_small_repository_is_built_tested_and_resumed(tmp_path):
     config = RepoConfig(
-        data={"name": "digits", "params": {"target": "label", "max_train": 300, "max_test": 60}},
+        data={"name": "digits", "params": {"target": "label", "train_size": 300, "test_size": 60}},
         count=3,
         epochs=[1],
         test_n=40,
@@ -92,7 +92,7 @@ def test_a_repository_built_on_ray_matches_the_local_one(tmp_path, monkeypatch):
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))  # Ray's local instance must not write there
     config = RepoConfig(
-        data={"name": "digits", "params": {"target": "label", "max_train": 200, "max_test": 40}},
+        data={"name": "digits", "params": {"target": "label", "train_size": 200, "test_size": 40}},
         count=1,
         epochs=[1],
         test_n=20,

@@ -120,7 +120,7 @@ def test_box_weighted_model_trains_through_the_framework_on_dsprites(tmp_path):
     for weight in (1.0, 20.0):
         config = TrainConfig(
             model=Named(name="beta-vae-semi", params={"latent_dim": 6, "box_weight": weight}),
-            data=Named(name="dsprites", params={"size": 96, "test_size": 32}),
+            data=Named(name="dsprites", params={"train_size": 96, "test_size": 32}),
             trainer=TrainerSection(max_epochs=1),
             batch_size=32,
             seed=0,

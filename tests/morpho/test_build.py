@@ -21,7 +21,7 @@ from repscope.data.morpho.build import (
 from repscope.data.sources import load_source
 from repscope.errors import InvalidArgumentError, OutputExistsError
 
-SMALL = dict(max_train=60, max_test=30, chunk_size=25)
+SMALL = dict(train_size=60, test_size=30, chunk_size=25)
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_plain_and_perturbed_digits_share_the_render_path(monkeypatch, tmp_path)
         return perturb_module.PerturbationResult(morph.binary_image.astype(np.float64), {"identity": True})
 
     monkeypatch.setattr(perturb_module.Thickening, "__call__", identity)
-    build_dataset(tmp_path / "b", BuildConfig(seed=1, sets=("plain", "thic"), max_train=20, max_test=10))
+    build_dataset(tmp_path / "b", BuildConfig(seed=1, sets=("plain", "thic"), train_size=20, test_size=10))
     for split in ("train", "t10k"):
         plain = read(tmp_path / "b", "plain", split, "images-idx3-ubyte.gz")
         assert np.array_equal(plain, read(tmp_path / "b", "thic", split, "images-idx3-ubyte.gz"))
@@ -96,7 +96,7 @@ def test_plain_and_perturbed_digits_share_the_render_path(monkeypatch, tmp_path)
 
 def test_source_bytes_option_keeps_the_plain_digits_as_they_were(tmp_path):
     manifest = build_dataset(
-        tmp_path / "s", BuildConfig(seed=3, sets=("plain",), plain_render="source-bytes", max_train=20, max_test=10)
+        tmp_path / "s", BuildConfig(seed=3, sets=("plain",), plain_render="source-bytes", train_size=20, test_size=10)
     )
     source, chosen = _chosen_source_digits("train", 20)
     assert np.array_equal(read(tmp_path / "s", "plain", "train", "images-idx3-ubyte.gz"), source.images[chosen])
@@ -105,7 +105,7 @@ def test_source_bytes_option_keeps_the_plain_digits_as_they_were(tmp_path):
 
 
 def test_copies_draw_each_digit_k_times_with_its_own_perturbation(tmp_path):
-    small = dict(seed=2, sets=("plain", "swel", "local"), max_train=20, max_test=10, chunk_size=15)
+    small = dict(seed=2, sets=("plain", "swel", "local"), train_size=20, test_size=10, chunk_size=15)
     build_dataset(tmp_path / "one", BuildConfig(**small), jobs=1)
     three = build_dataset(tmp_path / "three", BuildConfig(copies=3, **small), jobs=2)
     assert three["counts"]["swel"] == {"train": 60, "t10k": 10}
@@ -143,7 +143,7 @@ def test_bad_copies_is_an_error_naming_the_option(tmp_path, field):
 
 def test_build_measures_in_the_published_mode_when_asked(tmp_path):
     manifest = build_dataset(
-        tmp_path / "p", BuildConfig(seed=3, sets=("thin",), compat="published", max_train=20, max_test=10)
+        tmp_path / "p", BuildConfig(seed=3, sets=("thin",), compat="published", train_size=20, test_size=10)
     )
     images = read(tmp_path / "p", "thin", "t10k", "images-idx3-ubyte.gz")
     table = read(tmp_path / "p", "thin", "t10k", "morpho.csv")
@@ -266,7 +266,7 @@ def test_bad_configuration_names_the_key(tmp_path):
 
 def test_verify_detects_a_changed_file(tmp_path):
     out = tmp_path / "v"
-    build_dataset(out, BuildConfig(sets=("plain",), max_train=20, max_test=10))
+    build_dataset(out, BuildConfig(sets=("plain",), train_size=20, test_size=10))
     target = out / "plain" / "t10k-morpho.csv"
     target.write_text(target.read_text().replace("1", "2", 1))
     assert verify_dataset(out) == ["plain/t10k-morpho.csv"]
@@ -288,9 +288,9 @@ def test_cli_build_then_measure_the_built_set(tmp_path):
             str(out),
             "--sets",
             "plain,thic",
-            "--max-train",
+            "--train-size",
             "20",
-            "--max-test",
+            "--test-size",
             "10",
             "--seed",
             "1",
@@ -314,7 +314,7 @@ def test_cli_errors_are_one_line_and_exit_non_zero(tmp_path, capsys):
     taken.mkdir()
     (taken / "x").write_text("keep")
     with pytest.raises(SystemExit) as exit_info:
-        main(["morpho", "build", "--out", str(taken), "--max-train", "5", "--max-test", "5"])
+        main(["morpho", "build", "--out", str(taken), "--train-size", "5", "--test-size", "5"])
     assert exit_info.value.code == 1
     err = capsys.readouterr().err.strip()
     assert err.startswith("repscope: error:") and "\n" not in err and str(taken) in err
@@ -339,9 +339,9 @@ def test_bad_source_leaves_nothing_that_blocks_the_corrected_command(tmp_path, c
                 str(out),
                 "--sets",
                 "plain",
-                "--max-train",
+                "--train-size",
                 "10",
-                "--max-test",
+                "--test-size",
                 "5",
             ]
         )
@@ -353,7 +353,7 @@ def test_bad_source_leaves_nothing_that_blocks_the_corrected_command(tmp_path, c
     with pytest.raises(Exception, match="no-such-source"):
         build_dataset(out, BuildConfig(source="no-such-source", sets=("plain",)))
     assert list(out.iterdir()) == []
-    manifest = build_dataset(out, BuildConfig(sets=("plain",), max_train=10, max_test=5))
+    manifest = build_dataset(out, BuildConfig(sets=("plain",), train_size=10, test_size=5))
     assert manifest["counts"]["plain"] == {"train": 10, "t10k": 5}
 
 
@@ -366,7 +366,7 @@ def test_failure_before_the_first_chunk_removes_the_build_state(tmp_path, monkey
     monkeypatch.setattr(build_module, "process_chunk", broken)
     out = tmp_path / "out"
     with pytest.raises(InvalidArgumentError, match="on purpose"):
-        build_dataset(out, BuildConfig(sets=("plain",), max_train=10, max_test=5))
+        build_dataset(out, BuildConfig(sets=("plain",), train_size=10, test_size=5))
     assert not out.exists()
 
 
@@ -401,7 +401,7 @@ def test_unwritable_output_is_one_error_naming_the_path(tmp_path):
     blocker.write_text("not a directory")
     out = blocker / "set"
     with pytest.raises(RepscopeError, match=str(blocker)):
-        build_dataset(out, BuildConfig(sets=("plain",), max_train=10, max_test=5))
+        build_dataset(out, BuildConfig(sets=("plain",), train_size=10, test_size=5))
     assert blocker.read_text() == "not a directory"
 
 
@@ -425,9 +425,9 @@ def test_read_only_output_directory(tmp_path, capsys):
                     str(parent / "set"),
                     "--sets",
                     "plain",
-                    "--max-train",
+                    "--train-size",
                     "10",
-                    "--max-test",
+                    "--test-size",
                     "5",
                 ]
             )
@@ -494,7 +494,7 @@ def test_cli_copies_render_and_compat_options_reach_the_build(tmp_path, capsys):
     from repscope.cli import app, main
 
     out = tmp_path / "cli-copies"
-    args = ["morpho", "build", "--out", str(out), "--sets", "plain,frac", "--max-train", "10", "--max-test", "5"]
+    args = ["morpho", "build", "--out", str(out), "--sets", "plain,frac", "--train-size", "10", "--test-size", "5"]
     extra = ["--copies", "2", "--test-copies", "3", "--plain-render", "source-bytes", "--compat", "published"]
     result = CliRunner().invoke(app, args + extra)
     assert result.exit_code == 0, result.output
@@ -505,7 +505,18 @@ def test_cli_copies_render_and_compat_options_reach_the_build(tmp_path, capsys):
     assert read(out, "frac", "t10k", "ids.csv")["copy"].tolist() == [0] * 5 + [1] * 5 + [2] * 5
     with pytest.raises(SystemExit) as exit_info:
         main(
-            ["morpho", "build", "--out", str(tmp_path / "bad"), "--copies", "0", "--max-train", "5", "--max-test", "5"]
+            [
+                "morpho",
+                "build",
+                "--out",
+                str(tmp_path / "bad"),
+                "--copies",
+                "0",
+                "--train-size",
+                "5",
+                "--test-size",
+                "5",
+            ]
         )
     assert exit_info.value.code == 1
     err = capsys.readouterr().err.strip()

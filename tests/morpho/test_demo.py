@@ -17,7 +17,7 @@ from repscope.studies.morpho.demo import DemoConfig, _one_per_class, run_demo
 def demo_run(tmp_path_factory):
     out = tmp_path_factory.mktemp("demo") / "run"
     config = DemoConfig(
-        max_train=60, max_test=40, seed=1, diversity_epochs=1, diversity_samples=150, diversity_train=200
+        train_size=60, test_size=40, seed=1, diversity_epochs=1, diversity_samples=150, diversity_train=200
     )
     report = run_demo(config, out=out)
     return out, report
@@ -31,7 +31,7 @@ def test_demo_writes_a_complete_run_directory(demo_run):
     assert html.count("data:image/png;base64,") >= 3
     assert 'src="http' not in html and 'href="http' not in html
     config = yaml.safe_load((out / "config.yaml").read_text())
-    assert config["seed"] == 1 and config["build"]["max_train"] == 60
+    assert config["seed"] == 1 and config["build"]["train_size"] == 60
     assert (out / "dataset" / "dataset.json").exists()
     assert (out / "tables" / "perturbation_effects.csv").exists()
     # the CdSprites+ panel: one row per level

@@ -17,7 +17,7 @@ from repscope.data.registry import load_dataset
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.studies.morpho.supervised import SupervisedConfig, quick
 
-TINY = dict(source="mnist-sample", seed=0, max_train=20, max_test=10)
+TINY = dict(source="mnist-sample", seed=0, train_size=20, test_size=10)
 
 
 def test_cache_folder_names_every_setting_that_changes_the_bytes():

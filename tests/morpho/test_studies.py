@@ -15,7 +15,7 @@ from repscope.studies.morpho.disentangle import DisentangleConfig, run_disentang
 from repscope.studies.morpho.diversity import DiversityConfig, run_diversity
 from repscope.studies.morpho.supervised import SupervisedConfig, run_supervised
 
-TINY_DATA = {"source": "mnist-sample", "seed": 0, "max_train": 300, "max_test": 120}
+TINY_DATA = {"source": "mnist-sample", "seed": 0, "train_size": 300, "test_size": 120}
 TINY_TRAINING = {"trainer": {"max_epochs": 1}, "batch_size": 32}
 
 
@@ -126,9 +126,9 @@ def test_study_cli_quick_with_overrides_and_errors(tmp_path, capsys):
             "--set",
             "tasks=[recognition]",
             "--set",
-            "data.max_train=200",
+            "data.train_size=200",
             "--set",
-            "data.max_test=100",
+            "data.test_size=100",
         ],
     )
     assert result.exit_code == 0, result.output
@@ -152,16 +152,16 @@ SPLIT_OVERRIDES = [
     "--set",
     "data.seed=0",
     "--set",
-    "data.max_train=300",
+    "data.train_size=300",
     "--set",
-    "data.max_test=120",
+    "data.test_size=120",
 ]
 
 
 def tiny_set(name: str, target: str):
     from repscope.data.morpho.training_sets import load_morpho_mnist
 
-    return load_morpho_mnist(set=name, target=target, source="mnist-sample", seed=0, max_train=300, max_test=120)
+    return load_morpho_mnist(set=name, target=target, source="mnist-sample", seed=0, train_size=300, test_size=120)
 
 
 def knn_score(train, test, regression: bool = False) -> float:
@@ -238,7 +238,7 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
     from repscope.data.morpho.training_sets import load_digits
 
     # the models learn the source digits (not the re-rendered Morpho-MNIST plain set): their test split
-    test_digits = load_digits(source="mnist-sample", seed=0, max_train=300, max_test=120).test_images
+    test_digits = load_digits(source="mnist-sample", seed=0, train_size=300, test_size=120).test_images
     assert metrics["test_digits"] == len(test_digits) == 120  # 270 or 300 would be training digits
     columns = metrics["morphometrics"]
     reference = measure(test_digits)

@@ -211,11 +211,11 @@ def test_metrics_cli(tmp_path, run_cli):
 def test_leave_class_out_dataset_removes_and_remaps_one_class():
     from repscope.data.registry import load_dataset
 
-    base = load_dataset("digits", source="mnist-sample", max_train=600, max_test=200)
+    base = load_dataset("digits", source="mnist-sample", train_size=600, test_size=200)
     out = load_dataset(
         "leave-class-out",
         base="digits",
-        base_params={"source": "mnist-sample", "max_train": 600, "max_test": 200},
+        base_params={"source": "mnist-sample", "train_size": 600, "test_size": 200},
         excluded=3,
     )
     assert out.num_classes == 9
@@ -234,12 +234,12 @@ def test_leave_class_out_dataset_removes_and_remaps_one_class():
     full = load_dataset(
         "leave-class-out",
         base="digits",
-        base_params={"source": "mnist-sample", "max_train": 600, "max_test": 200},
+        base_params={"source": "mnist-sample", "train_size": 600, "test_size": 200},
         excluded=None,
     )
     assert full.num_classes == 10 and len(full.split("train")) == 600
     with pytest.raises(InvalidArgumentError, match="excluded: expected a class in 0..9"):
-        load_dataset("leave-class-out", base="digits", base_params={"max_train": 100, "max_test": 50}, excluded=10)
+        load_dataset("leave-class-out", base="digits", base_params={"train_size": 100, "test_size": 50}, excluded=10)
 
 
 def test_paper_findings_grade_each_finding_from_the_tables():
@@ -288,10 +288,10 @@ def test_paper_findings_grade_each_finding_from_the_tables():
 def test_fashion_mnist_classes_keep_their_names_without_the_excluded_one(fashion_mnist):
     from repscope.data.registry import load_dataset
 
-    params = {"source": "fashion-mnist", "data_dir": str(fashion_mnist.directory), "max_train": 100, "max_test": 50}
+    params = {"source": "fashion-mnist", "data_dir": str(fashion_mnist.directory), "train_size": 100, "test_size": 50}
     names = load_dataset("digits", **params).field("label").names
     assert names[0] == "T-shirt/top" and names[9] == "Ankle boot" and len(names) == 10
     out = load_dataset("leave-class-out", base="digits", base_params=params, excluded=3)
     assert out.field(out.target).names == names[:3] + names[4:]  # "Dress" left out, the order kept
     assert out.extras["base_names"] == list(names)
-    assert load_dataset("digits", source="mnist-sample", max_train=100).field("label").names == ()
+    assert load_dataset("digits", source="mnist-sample", train_size=100).field("label").names == ()

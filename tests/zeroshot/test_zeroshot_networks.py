@@ -172,7 +172,7 @@ def test_a_config_with_an_unknown_network_param_fails_before_writing(tmp_path):
     config = TrainConfig.model_validate(
         {
             "model": {"name": "resnet", "params": {"network_params": {"deepth": 8}}},
-            "data": {"name": "digits", "params": {"source": "mnist-sample", "max_train": 50, "target": "label"}},
+            "data": {"name": "digits", "params": {"source": "mnist-sample", "train_size": 50, "target": "label"}},
             "trainer": {"max_epochs": 1, "logger": "none"},
         }
     )
@@ -309,13 +309,13 @@ def test_older_checkpoints_without_network_params_load(tmp_path):
 # short trainings on real digits
 
 
-def train_config(name: str, params: dict, max_train: int, epochs: int) -> TrainConfig:
+def train_config(name: str, params: dict, train_size: int, epochs: int) -> TrainConfig:
     return TrainConfig.model_validate(
         {
             "model": {"name": name, "params": params},
             "data": {
                 "name": "digits",
-                "params": {"source": "mnist-sample", "max_train": max_train, "max_test": 300, "target": "label"},
+                "params": {"source": "mnist-sample", "train_size": train_size, "test_size": 300, "target": "label"},
             },
             "trainer": {"max_epochs": epochs, "logger": "none"},
             "batch_size": 32,
@@ -326,7 +326,7 @@ def train_config(name: str, params: dict, max_train: int, epochs: int) -> TrainC
 
 @pytest.fixture(scope="module")
 def capsnet_run(tmp_path_factory):
-    config = train_config("capsnet", {"network_params": SMALL_CAPSNET}, max_train=800, epochs=1)
+    config = train_config("capsnet", {"network_params": SMALL_CAPSNET}, train_size=800, epochs=1)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return fit(config, out=tmp_path_factory.mktemp("capsnet") / "run", report=False)

@@ -17,7 +17,7 @@ from repscope.studies.zeroshot.study import ZeroShotConfig, chosen_architectures
 
 # three cheap registered classifiers: enough for a rank correlation
 TINY = {
-    "data": {"name": "digits", "params": {"source": "mnist-sample", "max_train": 400, "max_test": 150}},
+    "data": {"name": "digits", "params": {"source": "mnist-sample", "train_size": 400, "test_size": 150}},
     "architectures": [
         {"label": "LeNet", "name": "lenet5"},
         {"label": "MLP", "name": "mlp"},
@@ -151,7 +151,7 @@ def test_default_architectures_and_quick():
     assert config.data.params["source"] == "fashion-mnist"
     assert config.attack.thresholds == [1, 3, 5, 10] and config.attack.n == 100
     small = quick(config)
-    assert small.training.trainer.max_epochs == 1 and small.data.params["max_train"] == 1500
+    assert small.training.trainer.max_epochs == 1 and small.data.params["train_size"] == 1500
     assert small.attack.n <= 4 and small.attack.budget <= 10
     assert [a.label for a in chosen_architectures(config.model_copy(update={"arch": "capsnet"}))] == ["CapsNet"]
 
@@ -171,7 +171,7 @@ def test_attack_command_on_a_trained_classifier(tmp_path, run_cli):
 
     config = TrainConfig(
         model={"name": "lenet5"},
-        data={"name": "digits", "params": {"max_train": 300, "max_test": 60}},
+        data={"name": "digits", "params": {"train_size": 300, "test_size": 60}},
         trainer={"max_epochs": 2, "logger": "none"},
         batch_size=32,
     )
@@ -188,7 +188,7 @@ def test_attack_command_on_a_trained_classifier(tmp_path, run_cli):
     task = load_task(tmp_path / "lenet")
     from repscope.data.registry import load_dataset
 
-    test = load_dataset("digits", max_train=300, max_test=60).arrays("test", ["image", "target"])
+    test = load_dataset("digits", train_size=300, test_size=60).arrays("test", ["image", "target"])
     attacked = per_image["image"].unique()
     assert len(attacked) == 3 and (task.predict(test["image"][attacked]) == test["target"][attacked]).all()
     metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
@@ -213,7 +213,7 @@ def test_one_architecture_on_cifar10_colour_images(tmp_path, run_cli):
         yaml.safe_dump(
             {
                 **TINY,
-                "data": {"name": "cifar10", "params": {"root": str(tmp_path)}},
+                "data": {"name": "cifar10", "params": {"data_dir": str(tmp_path)}},
                 "architectures": [
                     {"label": "AllConv", "name": "allconv", "params": {"network_params": {"width": 0.1}}}
                 ],

@@ -98,7 +98,9 @@ def render_command(
 
 @app.command("pairs")
 def pairs_command(
-    root: Path = typer.Argument(..., help="a CANDLE folder: ours or the published files (<name>.png + <name>.json)"),
+    data_dir: Path = typer.Argument(
+        ..., help="a CANDLE folder: ours or the published files (<name>.png + <name>.json)"
+    ),
     differ: List[str] = typer.Option(
         ..., "--differ", help="factor that differs within a pair (repeat): object, color, size, rotation, scene, light"
     ),
@@ -114,7 +116,7 @@ def pairs_command(
     from repscope.outputs import prepare_output
 
     prepare_output(out, overwrite=overwrite, kind="file")
-    table = pair_table(root, list(differ), n, seed, subset)
+    table = pair_table(data_dir, list(differ), n, seed, subset)
     write_text_atomic(out, table.to_csv(index=False))
     typer.echo(f"{len(table)} pairs differing in {', '.join(differ)}; written: {out}")
 

@@ -32,8 +32,8 @@ def demo(
 
     config = DemoConfig(
         seed=seed,
-        max_train=train,
-        max_test=test,
+        train_size=train,
+        test_size=test,
         jobs=resolve_jobs(jobs),
         diversity=diversity,
         diversity_epochs=diversity_epochs,

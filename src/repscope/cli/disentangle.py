@@ -68,7 +68,7 @@ def classifiers_command(
     factor: List[str] = typer.Option(
         [], "--factor", help="factors to classify (repeat; default dSprites' shape, scale, orientation, posX, posY)"
     ),
-    size: Optional[int] = typer.Option(None, "--size", help="training images (default: the dataset's)"),
+    train_size: Optional[int] = typer.Option(None, "--train-size", help="training images (default: the dataset's)"),
     test_size: Optional[int] = typer.Option(None, "--test-size", help="test images"),
     epochs: int = typer.Option(3, "--epochs", help="epochs per classifier"),
     seed: int = typer.Option(0, help="seed of the training"),
@@ -79,7 +79,7 @@ def classifiers_command(
     from repscope.studies.disentangle.cg import train_factor_classifiers
 
     names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
-    params = {key: value for key, value in (("size", size), ("test_size", test_size)) if value is not None}
+    params = {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         accuracies = train_factor_classifiers(data, names, target, data_params=params, epochs=epochs, seed=seed)

@@ -53,24 +53,26 @@ def read_cifar_batch(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
     return records[:, 1:].reshape(-1, 3, 32, 32), labels
 
 
-def _folder(root: str | Path) -> Path:
-    root = Path(root).expanduser()
-    for candidate in (root, root / "cifar-10-batches-bin"):
+def _folder(data_dir: str | Path) -> Path:
+    data_dir = Path(data_dir).expanduser()
+    for candidate in (data_dir, data_dir / "cifar-10-batches-bin"):
         if (candidate / TEST_FILE).exists():
             return candidate
     raise InvalidArgumentError(
-        f"root: {root} holds no {TEST_FILE} (the binary CIFAR-10: cifar-10-binary.tar.gz, unpacked)"
+        f"data_dir: {data_dir} holds no {TEST_FILE} (the binary CIFAR-10: cifar-10-binary.tar.gz, unpacked)"
     )
 
 
-def cifar10_dataset(root: str, max_train: int | None = None, max_test: int | None = None, seed: int = 0) -> Dataset:
-    """CIFAR-10 (binary version) from ``root``, as a registered dataset with the class as target.
+def cifar10_dataset(
+    data_dir: str, train_size: int | None = None, test_size: int | None = None, seed: int = 0
+) -> Dataset:
+    """CIFAR-10 (binary version) from ``data_dir``, as a registered dataset with the class as target.
 
     Parameters
     ----------
-    root : str
+    data_dir : str
         The unpacked ``cifar-10-batches-bin`` folder (or its parent).
-    max_train, max_test : int, optional
+    train_size, test_size : int, optional
         A seeded sample of this many training / test images.
     seed : int
         Seed of the samples.
@@ -87,10 +89,10 @@ def cifar10_dataset(root: str, max_train: int | None = None, max_test: int | Non
     DataFormatError
         A corrupt batch file.
     """
-    folder = _folder(root)
+    folder = _folder(data_dir)
     train_files = [folder / name for name in TRAIN_FILES if (folder / name).exists()]
     if not train_files:
-        raise InvalidArgumentError(f"root: {folder} holds no data_batch_*.bin")
+        raise InvalidArgumentError(f"data_dir: {folder} holds no data_batch_*.bin")
     parts = [read_cifar_batch(path) for path in train_files]
     train_images = np.concatenate([images for images, _ in parts])
     train_labels = np.concatenate([labels for _, labels in parts])
@@ -110,8 +112,8 @@ def cifar10_dataset(root: str, max_train: int | None = None, max_test: int | Non
         "label": FieldSpec("categorical", (), "int64", len(CLASSES), CLASSES, "CIFAR-10 class"),
     }
     splits = {
-        "train": limit(train_images, train_labels, max_train, "max_train"),
-        "test": limit(test_images, test_labels, max_test, "max_test"),
+        "train": limit(train_images, train_labels, train_size, "train_size"),
+        "test": limit(test_images, test_labels, test_size, "test_size"),
     }
     return Dataset("cifar10", splits, fields, "label", f"CIFAR-10 (binary) from {folder}")
 

@@ -21,8 +21,8 @@ class DataSection(Section):
     data_dir: str | None = None
     seed: int = 0
     test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
-    max_train: int | None = Field(None, ge=1)
-    max_test: int | None = Field(None, ge=1)
+    train_size: int | None = Field(None, ge=1)
+    test_size: int | None = Field(None, ge=1)
 
     def params(self) -> dict[str, Any]:
         return self.model_dump()

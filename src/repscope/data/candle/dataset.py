@@ -141,12 +141,12 @@ def _size_classes(sizes: list[Any], paths: list[Path]) -> list[int]:
     return out
 
 
-def folder_records(root: str | Path) -> dict[str, Any]:
+def folder_records(data_dir: str | Path) -> dict[str, Any]:
     """The JSON records of a CANDLE folder as factor classes, without reading the images.
 
     Parameters
     ----------
-    root : str or Path
+    data_dir : str or Path
         Folder searched recursively for ``*.json`` files; hidden files and folders and our renders'
         ``render.json`` are left out.
 
@@ -160,22 +160,22 @@ def folder_records(root: str | Path) -> dict[str, Any]:
     Raises
     ------
     InvalidArgumentError
-        When ``root`` is not a folder or holds no JSON file.
+        When ``data_dir`` is not a folder or holds no JSON file.
     DataFormatError
         Naming the file: a bad key or value.
     """
-    root = Path(root).expanduser()
-    if not root.is_dir():
-        raise InvalidArgumentError(f"root: {root} is not a folder")
+    data_dir = Path(data_dir).expanduser()
+    if not data_dir.is_dir():
+        raise InvalidArgumentError(f"data_dir: {data_dir} is not a folder")
     # our renders keep their manifest (render.json) and bookkeeping (hidden folders) beside the images
     files = sorted(
         path
-        for path in root.rglob("*.json")
-        if not any(part.startswith(".") for part in path.relative_to(root).parts)
-        and path.relative_to(root) != Path("render.json")
+        for path in data_dir.rglob("*.json")
+        if not any(part.startswith(".") for part in path.relative_to(data_dir).parts)
+        and path.relative_to(data_dir) != Path("render.json")
     )
     if not files:
-        raise InvalidArgumentError(f"root: {root} holds no CANDLE .json files")
+        raise InvalidArgumentError(f"data_dir: {data_dir} holds no CANDLE .json files")
     records = [read_record(path) for path in files]
     scenes = list(SCENES) + sorted({r["scene"] for r in records} - set(SCENES))
     sizes = _size_classes([r["size"] for r in records], files)
@@ -204,12 +204,12 @@ def _image_of(path: Path) -> Path:
     raise DataFormatError(f"{path}: no image beside it ({path.with_suffix('.png').name})")
 
 
-def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]:
+def read_folder(data_dir: str | Path, image_size: int = 64) -> dict[str, np.ndarray]:
     """Every image of a CANDLE folder, resized, with its factors and scaled bounding box.
 
     Parameters
     ----------
-    root : str or Path
+    data_dir : str or Path
         Folder searched recursively for ``*.json`` files, each beside an image of the same name
         (``.png``, ``.jpg`` or ``.jpeg``); hidden files and folders and our renders' ``render.json``
         are left out.
@@ -225,11 +225,11 @@ def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]
     Raises
     ------
     InvalidArgumentError
-        When ``root`` is not a folder or holds no JSON file.
+        When ``data_dir`` is not a folder or holds no JSON file.
     DataFormatError
         Naming the file: a JSON without its image, an unreadable image, a bad key or value.
     """
-    records = folder_records(root)
+    records = folder_records(data_dir)
     files = records["files"]
     images = np.empty((len(files), 3, image_size, image_size), np.uint8)
     boxes = np.empty((len(files), 4), np.float32)
@@ -248,7 +248,7 @@ def read_folder(root: str | Path, image_size: int = 64) -> dict[str, np.ndarray]
 
 
 def pair_table(
-    root: str | Path,
+    data_dir: str | Path,
     differ: list[str],
     n: int,
     seed: int = 0,
@@ -258,7 +258,7 @@ def pair_table(
 
     Parameters
     ----------
-    root : str or Path
+    data_dir : str or Path
         A CANDLE folder (:func:`folder_records`).
     differ : list of str
         Factor names (:data:`FACTOR_NAMES`) that differ within a pair; every other factor is equal.
@@ -272,7 +272,7 @@ def pair_table(
     Returns
     -------
     pandas.DataFrame
-        One row per pair: ``first``, ``second`` (image files relative to ``root``) and, for each
+        One row per pair: ``first``, ``second`` (image files relative to ``data_dir``) and, for each
         factor, ``<factor>_first`` and ``<factor>_second`` (names).
 
     Raises
@@ -285,7 +285,7 @@ def pair_table(
         raise InvalidArgumentError(f"--differ: expected some of {', '.join(FACTOR_NAMES)}, got {differ!r}")
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise InvalidArgumentError(f"--n: expected a positive integer, got {n!r}")
-    records = folder_records(root)
+    records = folder_records(data_dir)
     rows = np.arange(len(records["files"]))
     if subset == "confounded":
         rows = rows[confounded_mask(records["factors"])]
@@ -294,14 +294,14 @@ def pair_table(
         chosen = paired_rows(factors, [FACTOR_NAMES.index(name) for name in differ], int(n), seed)
     except InvalidArgumentError:
         raise InvalidArgumentError(
-            f"--differ {', '.join(differ)}: no two images of {root} differ in exactly these factors"
+            f"--differ {', '.join(differ)}: no two images of {data_dir} differ in exactly these factors"
         ) from None
     pairs = rows[chosen]
-    root = Path(root).expanduser()
+    data_dir = Path(data_dir).expanduser()
     words = (OBJECTS, COLORS, SIZES, tuple(map(str, ROTATIONS)), tuple(records["scenes"]), LIGHTS)
     table: dict[str, Any] = {}
     for side, column in (("first", 0), ("second", 1)):
-        table[side] = [str(_image_of(records["files"][i]).relative_to(root)) for i in pairs[:, column]]
+        table[side] = [str(_image_of(records["files"][i]).relative_to(data_dir)) for i in pairs[:, column]]
     for k, name in enumerate(FACTOR_NAMES):
         for side, column in (("first", 0), ("second", 1)):
             table[f"{name}_{side}"] = [words[k][c] for c in records["factors"][pairs[:, column], k]]
@@ -383,7 +383,7 @@ def paired_rows(factors: Any, differ: list[int], n: int, seed: int = 0) -> np.nd
 
 
 def candle_dataset(
-    root: str,
+    data_dir: str,
     subset: Literal["all", "confounded"] = "all",
     image_size: int = 64,
     test_fraction: float = 0.2,
@@ -394,7 +394,7 @@ def candle_dataset(
 
     Parameters
     ----------
-    root : str
+    data_dir : str
         Folder of ``.png`` + ``.json`` pairs (:func:`read_folder`).
     subset : {"all", "confounded"}
         Every image, or the paper's observed-confounding subset (:func:`confounded_mask`).
@@ -427,14 +427,14 @@ def candle_dataset(
         raise InvalidArgumentError(f"image_size: expected an integer of at least 8, got {image_size!r}")
     if not 0.0 < float(test_fraction) < 1.0:
         raise InvalidArgumentError(f"test_fraction: expected a number in (0, 1), got {test_fraction!r}")
-    data = read_folder(root, int(image_size))
+    data = read_folder(data_dir, int(image_size))
     index = np.arange(len(data["factors"]))
     if subset == "confounded":
         index = index[confounded_mask(data["factors"])]
         if index.size == 0:
-            raise InvalidArgumentError(f"subset: no image of {root} is in the confounded subset")
+            raise InvalidArgumentError(f"subset: no image of {data_dir} is in the confounded subset")
     if index.size < 2:
-        raise InvalidArgumentError(f"root: {root} gives {index.size} image(s); a train / test split needs 2")
+        raise InvalidArgumentError(f"data_dir: {data_dir} gives {index.size} image(s); a train / test split needs 2")
     order = np.random.default_rng([seed, 31]).permutation(index)
     n_test = min(max(1, round(test_fraction * index.size)), index.size - 1)
     scenes = tuple(str(s) for s in data["scenes"])
@@ -461,7 +461,7 @@ def candle_dataset(
         {"train": split(order[n_test:]), "test": split(order[:n_test])},
         fields,
         target,
-        f"CANDLE ({subset}): {index.size - n_test} training and {n_test} test images from {root}",
+        f"CANDLE ({subset}): {index.size - n_test} training and {n_test} test images from {data_dir}",
     )
 
 

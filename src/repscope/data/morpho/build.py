@@ -44,7 +44,7 @@ A source with a single split is split by this rule: within each class (all digit
 the digits are ordered by ``default_rng(seed).permutation``, the first ``round(n_class *
 test_fraction)`` go to ``t10k`` and the rest to ``train``; each split keeps the source order.
 
-``max_train`` / ``max_test`` keep a seeded sample of that many digits of the split, spread over
+``train_size`` / ``test_size`` keep a seeded sample of that many digits of the split, spread over
 its classes in proportion (sources such as ``mnist-sample`` are sorted by class, so the first N
 digits would be all zeros), in source order: see ``limit_indices``.
 """
@@ -82,7 +82,9 @@ from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeErr
 from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 from repscope.pools import ordered_map, pool_context
 
-FORMAT_VERSION = 2  # 2: plain digits rendered, ids.csv, copies, compat
+FORMAT_VERSION = (
+    3  # 2: plain digits rendered, ids.csv, copies, compat; 3: train_size/test_size (were max_train/max_test)
+)
 PLAIN_RENDERS: tuple[str, ...] = ("rendered", "source-bytes")
 RENDER_RULES = {
     "rendered": "every digit, plain or perturbed, written as to_uint8(downscale(hires)); plain: "
@@ -141,8 +143,8 @@ class BuildConfig(Section):
     seed: int = 0
     sets: tuple[str, ...] = tuple(SETS)
     test_fraction: float = 0.2
-    max_train: int | None = None
-    max_test: int | None = None
+    train_size: int | None = None
+    test_size: int | None = None
     chunk_size: int = 500
     copies: int = 1
     test_copies: int = 1
@@ -183,7 +185,7 @@ class BuildConfig(Section):
             )
         if not 0.0 < self.test_fraction < 1.0:
             raise InvalidArgumentError(f"test_fraction: must lie in (0, 1), got {self.test_fraction}")
-        for name, value in (("max_train", self.max_train), ("max_test", self.max_test)):
+        for name, value in (("train_size", self.train_size), ("test_size", self.test_size)):
             if value is not None and value < 1:
                 raise InvalidArgumentError(f"{name}: must be >= 1, got {value}")
         if self.chunk_size < 1:
@@ -269,7 +271,7 @@ class BuildConfig(Section):
         -------
         dict of str to object
             One key per field: ``source``, ``data_dir``, ``seed``, ``sets`` (list of canonical set names),
-            ``test_fraction``, ``max_train``, ``max_test``, ``chunk_size``, ``copies``, ``test_copies``,
+            ``test_fraction``, ``train_size``, ``test_size``, ``chunk_size``, ``copies``, ``test_copies``,
             ``plain_render``, ``compat``, ``perturbations`` and ``pipeline``.
         """
         return self.model_dump(mode="json")
@@ -354,7 +356,7 @@ def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, 
     Parameters
     ----------
     config : BuildConfig
-        Uses ``source``, ``data_dir``, ``seed``, ``test_fraction``, ``max_train`` and ``max_test``.
+        Uses ``source``, ``data_dir``, ``seed``, ``test_fraction``, ``train_size`` and ``test_size``.
 
     Returns
     -------
@@ -391,7 +393,7 @@ def load_build_source(config: BuildConfig) -> tuple[dict[str, tuple[np.ndarray, 
         labels = part.labels if part.labels is not None else np.zeros(len(part.images), np.uint8)
         for name in SPLITS:
             out[name] = (part.images[indices[name]], labels[indices[name]], part.origin)
-    for name, limit in (("train", config.max_train), ("t10k", config.max_test)):
+    for name, limit in (("train", config.train_size), ("t10k", config.test_size)):
         if limit is not None:
             images, labels, origin = out[name]
             keep = limit_indices(labels, limit, config.seed, name)

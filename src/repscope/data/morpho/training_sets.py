@@ -109,8 +109,8 @@ def load_digits(
     data_dir: str | None = None,
     seed: int = 0,
     test_fraction: float = 0.2,
-    max_train: int | None = None,
-    max_test: int | None = None,
+    train_size: int | None = None,
+    test_size: int | None = None,
     target: Literal["label", "none"] = "label",
 ) -> TrainingSet:
     """Plain digits of a source (``repscope.data.sources``), split as the Morpho-MNIST builder
@@ -125,12 +125,12 @@ def load_digits(
     data_dir : str, optional
         Folder to look for a named source in.
     seed : int, default=0
-        Seed of the split of a one-split source and of the ``max_train`` / ``max_test`` samples.
+        Seed of the split of a one-split source and of the ``train_size`` / ``test_size`` samples.
     test_fraction : float, default=0.2
         Share of each class that goes to the test split of a one-split source, in (0, 1).
-    max_train : int, optional
+    train_size : int, optional
         Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
-    max_test : int, optional
+    test_size : int, optional
         The same for the test digits.
     target : {"label", "none"}, default="label"
         ``label``: the digit class; ``none``: no target (all-zero targets, for generative models).
@@ -157,8 +157,8 @@ def load_digits(
         data_dir=data_dir,
         seed=seed,
         test_fraction=test_fraction,
-        max_train=max_train,
-        max_test=max_test,
+        train_size=train_size,
+        test_size=test_size,
         sets=("plain",),
     )
     config.check()
@@ -186,8 +186,8 @@ def morpho_cache_dir(
     data_dir: str | None,
     seed: int,
     test_fraction: float,
-    max_train: int | None,
-    max_test: int | None,
+    train_size: int | None,
+    test_size: int | None,
     copies: int = 1,
     test_copies: int = 1,
     plain_render: str = "rendered",
@@ -204,7 +204,7 @@ def morpho_cache_dir(
         Build seed.
     test_fraction : float
         Test share of a one-split source.
-    max_train, max_test : int or None
+    train_size, test_size : int or None
         Limits on the train and test digits.
     copies, test_copies : int, default=1
         Copies of each train / test digit.
@@ -223,7 +223,7 @@ def morpho_cache_dir(
     # every parameter that changes the bytes is in the key, so a build of other settings (or of an
     # earlier format) is never found under this name
     key = json.dumps(
-        [source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies, plain_render]
+        [source, data_dir, seed, test_fraction, train_size, test_size, copies, test_copies, plain_render]
         + [BUILD_FORMAT_VERSION]
     )
     digest = hashlib.sha256(key.encode()).hexdigest()[:12]
@@ -258,8 +258,8 @@ def ensure_morpho_dataset(
     data_dir: str | None = None,
     seed: int = 0,
     test_fraction: float = 0.2,
-    max_train: int | None = None,
-    max_test: int | None = None,
+    train_size: int | None = None,
+    test_size: int | None = None,
     jobs: int = 1,
     copies: int = 1,
     test_copies: int = 1,
@@ -278,12 +278,12 @@ def ensure_morpho_dataset(
     data_dir : str, optional
         Folder to look for a named source in.
     seed : int, default=0
-        Seed of the split of a one-split source and of the ``max_train`` / ``max_test`` samples.
+        Seed of the split of a one-split source and of the ``train_size`` / ``test_size`` samples.
     test_fraction : float, default=0.2
         Share of each class that goes to the test split of a one-split source, in (0, 1).
-    max_train : int, optional
+    train_size : int, optional
         Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
-    max_test : int, optional
+    test_size : int, optional
         The same for the test digits.
     jobs : int, default=1
         Worker processes for the build (>= 1); the bytes written do not depend on it.
@@ -317,14 +317,14 @@ def ensure_morpho_dataset(
         data_dir=data_dir,
         seed=seed,
         test_fraction=test_fraction,
-        max_train=max_train,
-        max_test=max_test,
+        train_size=train_size,
+        test_size=test_size,
         copies=copies,
         test_copies=test_copies,
         plain_render=plain_render,
     )
     out = morpho_cache_dir(
-        source, data_dir, seed, test_fraction, max_train, max_test, copies, test_copies, plain_render
+        source, data_dir, seed, test_fraction, train_size, test_size, copies, test_copies, plain_render
     )
     if (out / "dataset.json").exists():
         _check_cached_build(out, config)
@@ -346,8 +346,8 @@ def load_morpho_mnist(
     data_dir: str | None = None,
     seed: int = 0,
     test_fraction: float = 0.2,
-    max_train: int | None = None,
-    max_test: int | None = None,
+    train_size: int | None = None,
+    test_size: int | None = None,
     copies: int = 1,
     test_copies: int = 1,
     plain_render: Literal["rendered", "source-bytes"] = "rendered",
@@ -369,12 +369,12 @@ def load_morpho_mnist(
     data_dir : str, optional
         Folder to look for a named source in.
     seed : int, default=0
-        Seed of the split of a one-split source and of the ``max_train`` / ``max_test`` samples.
+        Seed of the split of a one-split source and of the ``train_size`` / ``test_size`` samples.
     test_fraction : float, default=0.2
         Share of each class that goes to the test split of a one-split source, in (0, 1).
-    max_train : int, optional
+    train_size : int, optional
         Keep a seeded class-stratified sample of this many train digits (>= 1); default all.
-    max_test : int, optional
+    test_size : int, optional
         The same for the test digits.
     copies : int, default=1
         Draw each training digit this many times, each copy perturbed anew (``repscope morpho build
@@ -416,8 +416,8 @@ def load_morpho_mnist(
             data_dir,
             seed,
             test_fraction,
-            max_train,
-            max_test,
+            train_size,
+            test_size,
             copies=copies,
             test_copies=test_copies,
             plain_render=plain_render,

@@ -1,6 +1,6 @@
 """dSprites and CdSprites+ as registered datasets (:mod:`repscope.data.registry`).
 
-Configs say ``data: {name: dsprites, params: {size: 50000}}`` or
+Configs say ``data: {name: dsprites, params: {train_size: 50000}}`` or
 ``data: {name: cdsprites, params: {level: 5, target: shape}}``. Both are drawn on demand from their
 generators (sample ``i`` is the same bytes in any batch and any DataLoader worker), or generated once
 into memory with ``in_memory: true`` when a model trains for several epochs on a small set.
@@ -31,7 +31,7 @@ def _positive(value: int | None, name: str) -> int | None:
 
 
 def dsprites_dataset(
-    size: int | None = None,
+    train_size: int | None = None,
     test_size: int = 10_000,
     seed: int = 0,
     target: Literal["shape", "scale", "orientation", "posX", "posY"] | None = None,
@@ -40,7 +40,7 @@ def dsprites_dataset(
 
     Parameters
     ----------
-    size : int, optional
+    train_size : int, optional
         Training images: a seeded random subset of the grid (default: every image not in ``test``,
         737,280 - ``test_size``).
     test_size : int
@@ -59,11 +59,11 @@ def dsprites_dataset(
         sprite's bounding box in pixels, :mod:`repscope.data.boxes`).
     """
     test_size = _positive(test_size, "test_size")
-    size = _positive(size, "size")
-    train_size = dsprites.TOTAL - test_size if size is None else size
+    train_size = _positive(train_size, "train_size")
+    train_size = dsprites.TOTAL - test_size if train_size is None else train_size
     if train_size + test_size > dsprites.TOTAL:
         raise InvalidArgumentError(
-            f"size: {train_size} training + {test_size} test images exceed the {dsprites.TOTAL} of the grid"
+            f"train_size: {train_size} training + {test_size} test images exceed the {dsprites.TOTAL} of the grid"
         )
     order = np.random.default_rng([seed, 23]).permutation(dsprites.TOTAL)
     generator = dsprites.DSprites()

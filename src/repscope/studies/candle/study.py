@@ -1,7 +1,7 @@
 """The disentanglement study on CANDLE (the paper's Table 2, CANDLE half): IRS, UC and CG at rho 1 and 2.
 
 The study of :mod:`repscope.studies.disentangle.study` on the paper's observed-confounding subset of
-CANDLE (each object in two colours). The images come from ``render.root`` (our renders or the
+CANDLE (each object in two colours). The images come from ``render.data_dir`` (our renders or the
 published folders) or, when it is not set, are rendered with the ``render`` settings into
 ``$REPSCOPE_HOME/candle/<settings digest>/``, where a later run finds them (an interrupted render is
 continued). Models train with the bounding-box reconstruction weight of the paper's section 3
@@ -38,7 +38,7 @@ BOX_WEIGHT = 10.0
 class CandleRenderSection(Section):
     """Where the images come from: a folder, or a render of (part of) the grid."""
 
-    root: str | None = None
+    data_dir: str | None = None
     grid: list[str] = Field(default_factory=list)
     limit: int | None = Field(None, ge=1)
     subset: Literal["all", "confounded"] = "confounded"
@@ -82,7 +82,7 @@ def quick(config: CandleStudyConfig) -> CandleStudyConfig:
     """Minutes on 2 CPU cores: 240 images (both colours of each object, 2 sizes, 2 rotations, 3 scenes,
     2 lights) rendered at 160x120 with 4 samples, one epoch, the classifiers for 2 epochs."""
     out = disentangle_quick(config)
-    if out.render.root is None:
+    if out.render.data_dir is None:
         out.render = out.render.model_copy(
             update={"grid": list(QUICK_GRID), "resolution": "160x120", "samples": 4, "subset": "confounded"}
         )
@@ -93,10 +93,10 @@ def quick(config: CandleStudyConfig) -> CandleStudyConfig:
 
 
 def render_folder(section: CandleRenderSection, home: Path | None = None) -> Path:
-    """The folder of the study's images: ``section.root``, or our render of the section's grid
+    """The folder of the study's images: ``section.data_dir``, or our render of the section's grid
     (made, or continued, under ``$REPSCOPE_HOME/candle/``)."""
-    if section.root is not None:
-        return Path(section.root).expanduser()
+    if section.data_dir is not None:
+        return Path(section.data_dir).expanduser()
     import_bpy()  # a missing extra is one line before anything is written
     settings = RenderSettings(
         resolution=parse_resolution(section.resolution),
@@ -122,7 +122,7 @@ def run_candle_study(
     """Render (or find) the images, then run the disentanglement study on them; returns the report."""
     folder = render_folder(config.render)
     ready = config.model_copy(deep=True)
-    ready.data.params = {**ready.data.params, "root": str(folder)}
+    ready.data.params = {**ready.data.params, "data_dir": str(folder)}
     return run_disentangle_study(ready, out=out, root=root, source=source, quick=quick)
 
 

@@ -78,7 +78,7 @@ class StudyDataSection(Section):
     """The registered dataset (with a ``factors`` field and one categorical field per factor)."""
 
     name: str = "dsprites"
-    params: dict[str, Any] = Field(default_factory=lambda: {"size": 50_000, "test_size": 5_000})
+    params: dict[str, Any] = Field(default_factory=lambda: {"train_size": 50_000, "test_size": 5_000})
     factors: list[str] = Field(default_factory=lambda: list(DSPRITES_FACTORS))
 
 
@@ -102,13 +102,14 @@ QUICK_TRAIN, QUICK_TEST = 2000, 500
 def quick(config: DisentangleStudyConfig) -> DisentangleStudyConfig:
     """Minutes on 2 CPU cores: 2,000 training and 500 test images, one epoch, 300 scored codes.
 
-    The sizes are set through the dataset's ``size`` and ``test_size`` parameters (dSprites'); a dataset
-    without them trains on ``2000 / batch_size`` batches per epoch instead.
+    The sizes are set through the dataset's ``train_size`` and ``test_size`` parameters (the name every
+    registered dataset with a choosable size uses); a dataset without them (CANDLE, a folder) trains on
+    ``2000 / batch_size`` batches per epoch instead.
     """
     out = config.model_copy(deep=True)
     accepted = inspect.signature(dataset_loader(out.data.name)).parameters
-    if "size" in accepted and "test_size" in accepted:
-        out.data.params = {**out.data.params, "size": QUICK_TRAIN, "test_size": QUICK_TEST}
+    if "train_size" in accepted and "test_size" in accepted:
+        out.data.params = {**out.data.params, "train_size": QUICK_TRAIN, "test_size": QUICK_TEST}
     else:
         out.training.trainer.limit_train_batches = max(1, QUICK_TRAIN // out.training.batch_size)
     out.training.trainer.max_epochs = 1

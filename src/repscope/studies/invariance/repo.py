@@ -70,7 +70,7 @@ def quick(config: RepoConfig) -> RepoConfig:
     """Minutes on 2 CPU cores: 6 models of 1 epoch on 1,000 digits, tested on 200."""
     out = config.model_copy(deep=True)
     out.count, out.epochs, out.test_n = min(out.count, 6), [1], min(out.test_n, 200)
-    out.data = Named(name=out.data.name, params={**out.data.params, "max_train": 1000, "max_test": 300})
+    out.data = Named(name=out.data.name, params={**out.data.params, "train_size": 1000, "test_size": 300})
     return out
 
 

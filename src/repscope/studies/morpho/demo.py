@@ -41,8 +41,8 @@ MORPHOMETRIC_LABELS = {
 class DemoConfig(Section):
     source: str = "mnist-sample"
     seed: int = 0
-    max_train: int = Field(600, ge=1)
-    max_test: int = Field(200, ge=1)
+    train_size: int = Field(600, ge=1)
+    test_size: int = Field(200, ge=1)
     jobs: int = Field(1, ge=1)
     examples: int = Field(10, ge=1)
     # the small diversity study: a low- and a higher-dimensional generator vs the test digits
@@ -95,7 +95,7 @@ def diversity_config(config: DemoConfig) -> Any:
     paper's GANs: a few CPU epochs train them reliably; ``repscope morpho diversity`` runs the GANs.)"""
     return DiversityConfig.model_validate(
         {
-            "data": {"source": config.source, "seed": config.seed, "max_train": config.diversity_train},
+            "data": {"source": config.source, "seed": config.seed, "train_size": config.diversity_train},
             "models": [
                 {"label": "VAE 2-d", "name": "beta-vae", "params": {"latent_dim": 2, "beta": 1.0}},
                 {"label": "VAE 16-d", "name": "beta-vae", "params": {"latent_dim": 16, "beta": 1.0}},
@@ -143,7 +143,7 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
     """Run the demo and return the path of its ``report.html``."""
     run = RunDirectory.create("demo", out=out, root=root)
     build_config = BuildConfig(
-        source=config.source, seed=config.seed, max_train=config.max_train, max_test=config.max_test
+        source=config.source, seed=config.seed, train_size=config.train_size, test_size=config.test_size
     )
     run.write_config({"study": "morpho-demo", **config.model_dump(mode="json"), "build": build_config.to_dict()})
 

@@ -118,9 +118,9 @@ def quick(config: ZeroShotConfig) -> ZeroShotConfig:
     attacked at thresholds 1 and 10 with 10 CMA-ES generations."""
     out = config.model_copy(deep=True)
     if out.data.name == "digits":
-        out.data.params = {**out.data.params, "max_train": 1500, "max_test": 500}
+        out.data.params = {**out.data.params, "train_size": 1500, "test_size": 500}
     elif out.data.name == "cifar10":
-        out.data.params = {**out.data.params, "max_train": 1500, "max_test": 500}
+        out.data.params = {**out.data.params, "train_size": 1500, "test_size": 500}
     else:
         out.training.trainer.limit_train_batches = max(1, 1500 // out.training.batch_size)
     out.training.trainer.max_epochs = 1

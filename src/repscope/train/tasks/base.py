@@ -422,13 +422,14 @@ def _constructor(cls: type) -> Any:
         )
     signature = inspect.Signature(parameters)
 
-    def __init__(self: ImageTask, *args: Any, **kwargs: Any) -> None:
+    def __init__(self: ConfiguredModule, *args: Any, **kwargs: Any) -> None:
+        kwargs = type(self).accepted_arguments(kwargs)
         try:
             arguments = signature.bind(self, *args, **kwargs).arguments
         except TypeError as exc:  # name the class, as Python's own message for a bad argument does
             raise TypeError(f"{type(self).__name__}.__init__() {exc}") from None
         arguments.pop("self")
-        ImageTask.__init__(self, **arguments)
+        ConfiguredModule.__init__(self, **arguments)
 
     __init__.__signature__ = signature  # type: ignore[attr-defined]
     __init__.__annotations__ = {field.name: hints[field.name] for field in dataclasses.fields(cls.Config)}
@@ -439,16 +440,15 @@ def _constructor(cls: type) -> Any:
     return __init__
 
 
-class ImageTask(pl.LightningModule):
-    """Shared plumbing: hyper-parameters from :attr:`Config`, the fields a batch must hold, logging
-    defaults, decoding latents in chunks.
+class ConfiguredModule(pl.LightningModule):
+    """A LightningModule whose hyper-parameters are its nested ``Config`` dataclass (module docstring).
 
-    A subclass declares its hyper-parameters in a nested ``Config`` dataclass extending its parent's,
-    checks them in :meth:`check_config` and creates its networks in :meth:`build` (module docstring);
-    its constructor, and saving every field into the checkpoint, follow from the ``Config``.
+    The one mechanism of every task family (:class:`ImageTask`, the multimodal VAEs): a subclass
+    declares its fields in a ``Config`` extending its parent's, checks them in :meth:`check_config` and
+    creates its networks in :meth:`build`; its constructor, and saving every field into the
+    checkpoint, follow from the ``Config``. Two hooks let a family adapt what is taken and what is
+    recorded: :meth:`accepted_arguments` and :meth:`recorded_hyperparameters`.
     """
-
-    batch_fields: tuple[str, ...] = ("image",)
 
     @dataclasses.dataclass(kw_only=True)
     class Config:
@@ -464,8 +464,53 @@ class ImageTask(pl.LightningModule):
         super().__init__()
         config = self.Config(**hyperparameters)
         self.check_config(config)
-        self.save_hyperparameters({field.name: getattr(config, field.name) for field in dataclasses.fields(config)})
+        self.save_hyperparameters(self.recorded_hyperparameters(config))
         self.build()
+
+    @classmethod
+    def config_fields(cls) -> tuple[str, ...]:
+        """The names of the class's hyper-parameters (its ``Config`` fields, the parents' first).
+
+        Returns
+        -------
+        tuple of str
+            What the constructor takes.
+        """
+        return tuple(field.name for field in dataclasses.fields(cls.Config))
+
+    @classmethod
+    def accepted_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The constructor's keyword arguments before they are bound to the ``Config`` (a hook).
+
+        A family that records more than its fields (see :meth:`recorded_hyperparameters`) removes it
+        here, so that ``cls(**hyper_parameters)`` rebuilds the task; the default takes them as they are.
+
+        Parameters
+        ----------
+        arguments : dict
+            The keyword arguments as given.
+
+        Returns
+        -------
+        dict
+            The arguments bound to the ``Config`` (an unknown one is a ``TypeError`` naming it).
+        """
+        return arguments
+
+    def recorded_hyperparameters(self, config: Any) -> dict[str, Any]:
+        """What ``save_hyperparameters`` records (a hook): every field of the checked ``config``.
+
+        Parameters
+        ----------
+        config : Config
+            The checked hyper-parameters.
+
+        Returns
+        -------
+        dict
+            Field name -> value, in field order.
+        """
+        return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 
     def check_config(self, config: Any) -> None:
         """Check the values of the fields a class declares and put them in their stored form, in place.
@@ -490,6 +535,18 @@ class ImageTask(pl.LightningModule):
         A subclass that adds networks calls ``super().build()`` first, so the networks are created,
         and draw their initial weights from the global torch generator, in the same order every time.
         """
+
+
+class ImageTask(ConfiguredModule):
+    """Shared plumbing: hyper-parameters from :attr:`Config` (:class:`ConfiguredModule`), the fields a
+    batch must hold, logging defaults, decoding latents in chunks.
+
+    A subclass declares its hyper-parameters in a nested ``Config`` dataclass extending its parent's,
+    checks them in :meth:`check_config` and creates its networks in :meth:`build` (module docstring);
+    its constructor, and saving every field into the checkpoint, follow from the ``Config``.
+    """
+
+    batch_fields: tuple[str, ...] = ("image",)
 
     @property
     def image_shape(self) -> tuple[int, ...]:

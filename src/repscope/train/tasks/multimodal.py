@@ -37,13 +37,10 @@ them, with ``model`` naming the class's own registry name, and leaves them out.
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import math
-import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-import lightning.pytorch as pl
 import numpy as np
 import torch
 from torch import nn
@@ -61,6 +58,7 @@ from repscope.models.multimodal.networks import build_modality_networks
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.private import PrivateSharedVAE
 from repscope.train.registry import MODELS, task_class
+from repscope.train.tasks.base import ConfiguredModule
 
 OPTIMIZERS = ("adam", "adamw")
 # the arguments of the one constructor all models shared before each had its class: a checkpoint of that
@@ -81,7 +79,7 @@ END_MARK = 2  # pad characters that end a caption: a caption has single spaces b
 MODALITY_KEYS = ("field", "network", "params", "likelihood", "scale", "weight", "mask", "pad_class")
 
 
-class MultimodalVAETask(pl.LightningModule):
+class MultimodalVAETask(ConfiguredModule):
     """What the multimodal VAEs share (module docstring); a registered model is a subclass.
 
     A subclass declares its own hyper-parameters in a nested ``Config`` that extends its parent's, and
@@ -117,7 +115,7 @@ class MultimodalVAETask(pl.LightningModule):
     """
 
     @dataclasses.dataclass(kw_only=True)
-    class Config:
+    class Config(ConfiguredModule.Config):
         modalities: dict[str, dict[str, Any]] | None = None
         latent_dim: int = 16
         objective: str = "elbo"
@@ -137,46 +135,29 @@ class MultimodalVAETask(pl.LightningModule):
     paper_table_rank: ClassVar[int | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
         if "__init__" in vars(cls):
             raise TypeError(f"{cls.__name__}: declare its hyper-parameters in a nested Config, not in __init__")
-        cls.__init__ = _constructor(cls)
+        super().__init_subclass__(**kwargs)
 
     @classmethod
-    def config_fields(cls) -> tuple[str, ...]:
-        """The names of the class's hyper-parameters (its ``Config`` fields, the parents' first).
-
-        Returns
-        -------
-        tuple of str
-            What the constructor takes (besides ``model``, the registry name a checkpoint records).
-        """
-        return tuple(field.name for field in dataclasses.fields(cls.Config))
-
-    def __init__(self, **params: Any) -> None:
-        super().__init__()
-        config = self._config_of(params)
-        self.check_config(config)
-        name = registered_name(type(self))
-        self.save_hyperparameters({**({"model": name} if name else {}), **dataclasses.asdict(config)})
-        self.build()
-
-    @classmethod
-    def _config_of(cls, params: dict[str, Any]) -> Config:
-        params = dict(params)
-        own = cls.config_fields()
-        if "model" in params:
-            recorded, name = params.pop("model"), registered_name(cls)
+    def accepted_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The hyper-parameters less ``model``, the registry name a checkpoint records (checked to be
+        this class's), and, with it, other models' settings that a run's config may carry."""
+        arguments = dict(arguments)
+        if "model" in arguments:
+            recorded, name = arguments.pop("model"), registered_name(cls)
             if recorded != name:
                 raise InvalidArgumentError(
                     f"model: the hyper-parameters are of model {recorded!r}, this is {name or cls.__name__!r}"
                 )
-            for key in set(SHARED_CONSTRUCTOR_SETTINGS) - set(own):
-                params.pop(key, None)  # another model's setting, never read by this one
-        unknown = sorted(set(params) - set(own))
-        if unknown:
-            raise TypeError(f"{cls.__name__}: unknown argument {unknown[0]!r}; arguments: {', '.join(own)}")
-        return cls.Config(**params)
+            for key in set(SHARED_CONSTRUCTOR_SETTINGS) - set(cls.config_fields()):
+                arguments.pop(key, None)  # another model's setting, never read by this one
+        return arguments
+
+    def recorded_hyperparameters(self, config: Config) -> dict[str, Any]:
+        """Every field, after ``model``: the registry name, so a checkpoint says which model it holds."""
+        name = registered_name(type(self))
+        return {**({"model": name} if name else {}), **super().recorded_hyperparameters(config)}
 
     def check_config(self, config: Config) -> None:
         """Check the values of ``config`` and put them in their stored form (in place).
@@ -549,29 +530,6 @@ class MultimodalVAETask(pl.LightningModule):
         out = {name: value.float().cpu().numpy() for name, value in self.net.decode(z.to(self.device)).items()}
         self.train(was_training)
         return out
-
-
-def _constructor(cls: type[MultimodalVAETask]) -> Callable[..., None]:
-    """``cls``'s constructor: :meth:`MultimodalVAETask.__init__` with the fields of ``cls.Config`` as its
-    signature and annotations, so configs are checked against them (:func:`repscope.config.validate_params`)."""
-    hints = typing.get_type_hints(cls.Config)
-    fields = dataclasses.fields(cls.Config)
-
-    def __init__(self: MultimodalVAETask, **params: Any) -> None:
-        MultimodalVAETask.__init__(self, **params)
-
-    parameters = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-    parameters += [
-        inspect.Parameter(
-            field.name, inspect.Parameter.KEYWORD_ONLY, default=field.default, annotation=hints[field.name]
-        )
-        for field in fields
-    ]
-    __init__.__signature__ = inspect.Signature(parameters, return_annotation=None)
-    __init__.__annotations__ = {**{field.name: hints[field.name] for field in fields}, "return": None}
-    __init__.__qualname__ = f"{cls.__qualname__}.__init__"
-    __init__.__doc__ = f"A {cls.display_name}; parameters in the class docstring."
-    return __init__
 
 
 class MVAETask(MultimodalVAETask):
