@@ -346,6 +346,36 @@ def test_every_dataset_serves_batches_as_its_fields_describe(name, dataset_folde
             assert np.array_equal(target, batch[dataset.target])
 
 
+# one name per concept: the size of a split, the folder the data come from
+SIZE_PARAMETERS = ("train_size", "test_size")
+FOLDER_PARAMETER = "data_dir"
+OTHER_NAMES = ("size", "max_train", "max_test", "n_train", "n_test", "root", "folder", "path", "directory")
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_every_dataset_names_its_sizes_and_folder_alike(name):
+    from repscope.data.registry import dataset_loader
+
+    parameters = set(inspect.signature(dataset_loader(name)).parameters)
+    assert not parameters & set(OTHER_NAMES), f"{name}: use {SIZE_PARAMETERS} / {FOLDER_PARAMETER!r}"
+    # a dataset that lets the training size be chosen lets the test size be chosen too
+    assert ("train_size" in parameters) == ("test_size" in parameters), name
+
+
+def test_a_config_with_an_old_parameter_name_is_told_the_new_one(tmp_path):
+    from repscope.config import load_config
+    from repscope.errors import InvalidArgumentError
+    from repscope.train.run import fit
+
+    path = tmp_path / "old.yaml"
+    path.write_text("model: {name: lenet5}\ndata: {name: digits, params: {max_train: 40, root: /x}}\n")
+    with pytest.raises(InvalidArgumentError) as error:
+        fit(load_config(path, TrainConfig), out=tmp_path / "run")
+    assert "data.params.max_train (renamed train_size)" in str(error.value)
+    assert "data.params.root (renamed data_dir)" in str(error.value)
+    assert not (tmp_path / "run").exists()
+
+
 # ---------------------------------------------------------------------------------------------
 # studies
 
