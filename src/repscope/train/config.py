@@ -5,7 +5,7 @@
     model: {name: lenet5, params: {lr: 0.001}}        # repscope.train.registry
     data:  {name: morpho-mnist, params: {set: local, target: abnormal}}   # repscope.data.registry
     trainer: {accelerator: cpu, devices: 1, num_nodes: 1, precision: 32-true, max_epochs: 20,
-              deterministic: false, logger: csv}
+              deterministic: false, logger: csv, data_placement: auto, compile: off}
     batch_size: 64
     val_fraction: 0.1
     seed: 0
@@ -19,7 +19,7 @@ from __future__ import annotations
 import inspect
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from repscope.config import Section, validate_params
 from repscope.data.registry import dataset_loader
@@ -33,11 +33,19 @@ class Named(Section):
 
 
 class TrainerSection(Section):
-    """Where and how the training runs: passed to ``lightning.pytorch.Trainer`` as they are.
+    """Where and how the training runs: passed to ``lightning.pytorch.Trainer`` as they are, but for
+    the last two.
 
     ``logger``: ``csv`` (Lightning's CSV logger, the run's ``logs/``), ``tensorboard`` (needs the
     ``tensorboard`` package) or ``none``. ``deterministic``: use deterministic algorithms only
-    (slower on GPUs; identical results on the same hardware).
+    (slower on GPUs; identical results on the same hardware). ``precision``: ``bf16-mixed`` trains in
+    bfloat16 autocast on GPUs that have it (and on CPUs).
+
+    ``data_placement``: how batches reach the model (:mod:`repscope.train.datamodule`): ``device``
+    holds the data on the accelerator and draws each batch there by index, ``loader`` uses a
+    DataLoader, ``auto`` takes the device where it fits; the batches, and so the numbers, are the same.
+    ``compile``: ``off``, or a ``torch.compile`` mode for the task's networks (``default``;
+    ``reduce-overhead``: CUDA graphs, for the fixed shapes of a training step; ``max-autotune``).
     """
 
     accelerator: str = "cpu"
@@ -50,6 +58,14 @@ class TrainerSection(Section):
     gradient_clip_val: float | None = None
     deterministic: bool = False
     logger: Literal["csv", "tensorboard", "none"] = "csv"
+    data_placement: Literal["auto", "loader", "device"] = "auto"
+    compile: Literal["off", "default", "reduce-overhead", "max-autotune"] = "off"
+
+    @field_validator("compile", mode="before")
+    @classmethod
+    def _compile_switch(cls, value: Any) -> Any:
+        # ``compile: true`` in YAML (or --set trainer.compile=true) means the default mode
+        return {True: "default", False: "off"}.get(value, value) if isinstance(value, bool) else value
 
 
 class TrainConfig(Section):

@@ -8,22 +8,44 @@ arrays are sliced once per batch.
 Validation uses the dataset's ``val`` split when it has one, else a seeded hold-out of
 ``val_fraction`` of ``train``. Shuffling is seeded: the same seed gives the same batches in the same
 order, with any number of workers.
+
+Two ways to serve them (``placement``):
+
+* ``loader``: a ``torch.utils.data.DataLoader`` fetches each batch from the dataset (in memory or
+  drawn on demand by its generator) and the Trainer copies it to the accelerator;
+* ``device``: every row of a split is converted once and held on the accelerator as tensors (uint8
+  where the data are uint8), and each batch is gathered there by index (:class:`DeviceBatches`): no
+  per-step host work but a slice and a gather. The row order of every epoch comes from the very
+  DataLoader sampler the ``loader`` path uses (same generator, same seed), so both paths give the same
+  batches and, on the same device, the same numbers.
+
+``auto`` (the default) takes ``device`` where it pays and fits: one process, no worker processes,
+and the rows fit a share of the accelerator's free memory (:data:`DEVICE_MEMORY_SHARE`); on the CPU
+only for splits already held in memory (a split drawn on demand would be generated in full first).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+import contextlib
+import os
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
 from torch.utils.data import DataLoader
 
-from repscope.data.datasets import Dataset
+from repscope.data.datasets import ArraySplit, Dataset
 from repscope.errors import InvalidArgumentError
 
 EVAL_BATCH = 512
+PLACEMENTS = ("auto", "loader", "device")
+Placement = Literal["auto", "loader", "device"]
+# the share of the free accelerator memory (host memory on the CPU) the held rows may take under
+# ``auto``: the rest is the model's, its activations' and the optimiser's
+DEVICE_MEMORY_SHARE = 0.4
+FILL_CHUNK = 4096  # rows converted and copied to the device at a time when a split is placed there
 
 
 def field_to_tensor(values: np.ndarray, kind: str) -> torch.Tensor:
@@ -72,6 +94,154 @@ class SplitView(torch.utils.data.Dataset):
 
     def __getitem__(self, index: int) -> dict[str, torch.Tensor]:
         return {name: value[0] for name, value in self.__getitems__([int(index)]).items()}
+
+    @property
+    def in_memory(self) -> bool:
+        """Whether the split's rows are held in memory already (not drawn on demand by a generator)."""
+        return isinstance(self.dataset.split(self.split), ArraySplit)
+
+    def nbytes_held(self) -> int:
+        """Bytes the view's rows take once converted and held as tensors (:class:`DeviceStore`)."""
+        total = 0
+        for name in self.fields:
+            spec = self.dataset.field(name)
+            if spec.kind == "image" and np.dtype(spec.dtype) == np.uint8:
+                itemsize = 1  # held as uint8, converted per batch
+            elif spec.kind == "mask" or np.dtype(spec.dtype) == np.bool_:
+                itemsize = 1
+            elif np.issubdtype(np.dtype(spec.dtype), np.floating):
+                itemsize = 4
+            else:
+                itemsize = 8
+            total += len(self) * int(np.prod(spec.shape, dtype=np.int64)) * itemsize
+        return total
+
+
+class _Rows(torch.utils.data.Dataset):
+    """The row numbers ``0..n-1`` themselves: what a DataLoader over it yields is its sampler's order."""
+
+    def __init__(self, n: int) -> None:
+        self.n = int(n)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitems__(self, indices: list[int]) -> torch.Tensor:
+        return torch.as_tensor(indices, dtype=torch.int64)
+
+
+class DeviceStore:
+    """Every row of a :class:`SplitView`, converted once and held on ``device``.
+
+    Images stored as uint8 stay uint8 (a quarter of the memory) and become float32 in [0, 1] per
+    batch, by the same ``x.float() / 255`` as :func:`field_to_tensor`; every other field is held in
+    the dtype :func:`field_to_tensor` gives it. A batch is ``index_select`` of every field on the
+    device: the same values the ``loader`` path gives for the same rows.
+
+    Parameters
+    ----------
+    view : SplitView
+        The rows and fields to hold.
+    device : torch.device or str
+        Where to hold them.
+    progress : callable, optional
+        ``progress(description, total)``, a context manager giving ``update(done)``, as
+        :func:`repscope.progress.progress_bar` (placing a split drawn on demand generates it).
+    """
+
+    def __init__(self, view: SplitView, device: torch.device | str, progress: Any = None) -> None:
+        self.device = torch.device(device)
+        self.fields, self.length = view.fields, len(view)
+        self.as_uint8_images = {
+            name for name in view.fields if view.kinds[name] == "image" and view.dataset.field(name).dtype == "uint8"
+        }
+        self.tensors: dict[str, torch.Tensor] = {}
+        description = f"placing {view.dataset.name} {view.split} ({self.length} rows) on {self.device}"
+        with progress(description, self.length) if progress is not None else contextlib.nullcontext() as update:
+            self._fill(view, update)
+
+    def _fill(self, view: SplitView, update: Any) -> None:
+        for start in range(0, self.length, FILL_CHUNK):
+            positions = list(range(start, min(start + FILL_CHUNK, self.length)))
+            batch = view.dataset.batch(view.split, view.rows[positions], view.fields)
+            for name in view.fields:
+                if name in self.as_uint8_images:
+                    chunk = torch.from_numpy(np.ascontiguousarray(batch[name]))
+                else:
+                    chunk = field_to_tensor(batch[name], view.kinds[name])
+                if name not in self.tensors:
+                    self.tensors[name] = torch.empty(
+                        (self.length, *chunk.shape[1:]), dtype=chunk.dtype, device=self.device
+                    )
+                self.tensors[name][start : start + len(positions)].copy_(chunk)
+            if update is not None:
+                update(start + len(positions))
+
+    def __len__(self) -> int:
+        return self.length
+
+    def gather(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The batch of ``rows`` (int64, on :attr:`device`): a dict of field name to tensor."""
+        out = {}
+        for name in self.fields:
+            values = self.tensors[name].index_select(0, rows)
+            out[name] = values.float() / 255.0 if name in self.as_uint8_images else values
+        return out
+
+
+class DeviceBatches:
+    """Batches of a :class:`DeviceStore` in the order of a DataLoader sampler: a Trainer's dataloader.
+
+    Each epoch (each ``iter``) draws the rows' order from a DataLoader over the row numbers that is
+    configured as :func:`loader` configures the ``loader`` path's (batch size, shuffling, its seeded
+    ``torch.Generator``, ``drop_last``), so the batches are those of the ``loader`` path; each step
+    copies its row numbers to the device (a few hundred bytes, no synchronisation) and gathers the
+    rows there.
+
+    Parameters
+    ----------
+    store : DeviceStore
+        The rows, on the device.
+    batch_size, shuffle, seed, drop_last
+        As for :func:`loader`.
+    """
+
+    def __init__(
+        self, store: DeviceStore, batch_size: int, shuffle: bool = False, seed: int = 0, drop_last: bool = False
+    ) -> None:
+        self.store = store
+        self.order = DataLoader(
+            _Rows(len(store)),
+            batch_size=batch_size,
+            shuffle=shuffle,
+            drop_last=drop_last,
+            generator=torch.Generator().manual_seed(seed) if shuffle else None,
+            collate_fn=_already_batched,
+        )
+
+    def __len__(self) -> int:
+        return len(self.order)
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        # one batch of row numbers at a time, as the loader path draws them: a Trainer stops asking
+        # after len(self) batches, and whether the sampler's generator is then drawn once more (the
+        # next epoch's order) depends on it, so the order is drawn in step with the training
+        for rows in self.order:
+            yield self.store.gather(rows.to(self.store.device, non_blocking=True))
+
+
+def free_memory(device: torch.device) -> int | None:
+    """Free bytes on ``device``: the accelerator's (CUDA), the host's available memory (CPU); None
+    where it cannot be told."""
+    if device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(device)
+        return int(free)
+    if device.type == "cpu":
+        try:
+            return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+        except (ValueError, OSError, AttributeError):
+            return None
+    return None
 
 
 def _already_batched(batch: Any) -> Any:
@@ -138,6 +308,12 @@ class DatasetModule(pl.LightningDataModule):
         DataLoader worker processes.
     shuffle : bool
         Shuffle the training examples each epoch (seeded); False keeps their order.
+    placement : {"auto", "loader", "device"}
+        How batches are served (module docstring): through a DataLoader, from rows held on the
+        Trainer's device, or ``auto``, the device where it pays and fits.
+    progress : callable, optional
+        A progress context (:func:`repscope.progress.progress_bar`) shown while a split is placed on
+        the device.
     """
 
     def __init__(
@@ -149,9 +325,15 @@ class DatasetModule(pl.LightningDataModule):
         seed: int = 0,
         num_workers: int = 0,
         shuffle: bool = True,
+        placement: Placement = "auto",
+        progress: Any = None,
     ) -> None:
         super().__init__()
-        self.shuffle = bool(shuffle)
+        if placement not in PLACEMENTS:
+            raise InvalidArgumentError(f"trainer.data_placement: one of {', '.join(PLACEMENTS)}, got {placement!r}")
+        self.shuffle, self.placement, self.progress = bool(shuffle), placement, progress
+        self._stores: dict[int, DeviceStore] = {}
+        self.placed: bool | None = None  # decided when the first loader is asked for
         if "target" in fields and dataset.target is None:
             raise InvalidArgumentError(f"data: dataset {dataset.name} has no target; set data.params.target")
         missing = [name for name in fields if name != "target" and name not in dataset.fields]
@@ -173,21 +355,83 @@ class DatasetModule(pl.LightningDataModule):
             self.val_set = SplitView(dataset, "train", self.fields, np.sort(order[:n_val])) if n_val else None
         self.test_set = SplitView(dataset, "test", self.fields) if "test" in dataset.splits else None
 
-    def train_dataloader(self) -> DataLoader:
-        return loader(
-            self.train_set,
-            self.batch_size,
-            shuffle=self.shuffle,
-            seed=self.seed,
-            num_workers=self.num_workers,
-            drop_last=len(self.train_set) > self.batch_size,
-        )
+    def device(self) -> torch.device:
+        """Where the Trainer this module is attached to runs (the CPU when none is)."""
+        trainer = getattr(self, "trainer", None)
+        return trainer.strategy.root_device if trainer is not None else torch.device("cpu")
 
-    def val_dataloader(self) -> DataLoader | list:
-        return [] if self.val_set is None else loader(self.val_set, EVAL_BATCH, num_workers=self.num_workers)
+    def uses_device(self) -> bool:
+        """Whether the batches come from rows held on the device (``placement``, resolved once).
+
+        Raises
+        ------
+        InvalidArgumentError
+            ``placement="device"`` with several processes or worker processes, or rows that do not fit
+            the device's free memory.
+        """
+        if self.placed is None:
+            self.placed = self._resolve_placement()
+        return self.placed
+
+    def _resolve_placement(self) -> bool:
+        if self.placement == "loader":
+            return False
+        trainer = getattr(self, "trainer", None)
+        processes = trainer.world_size if trainer is not None else 1
+        views = [v for v in (self.train_set, self.val_set) if v is not None]
+        needed = sum(v.nbytes_held() for v in views)
+        device = self.device()
+        free = free_memory(device)
+        if self.placement == "device":
+            if processes > 1 or self.num_workers > 0:
+                raise InvalidArgumentError(
+                    "trainer.data_placement: device serves one process without DataLoader workers "
+                    f"(got {processes} processes, num_workers={self.num_workers}); use loader"
+                )
+            if free is not None and needed > free:
+                raise InvalidArgumentError(
+                    f"trainer.data_placement: device: the {self.dataset.name} rows need {needed / 2**30:.2f} GiB, "
+                    f"{device} has {free / 2**30:.2f} GiB free; use loader"
+                )
+            return True
+        if processes > 1 or self.num_workers > 0 or free is None:
+            return False
+        if device.type == "cpu" and not all(v.in_memory for v in views):
+            return False  # on the CPU a generated split would be drawn in full before the first step
+        return needed <= DEVICE_MEMORY_SHARE * free
+
+    def _store(self, view: SplitView) -> DeviceStore:
+        key = id(view)
+        if key not in self._stores:
+            self._stores[key] = DeviceStore(view, self.device(), self.progress)
+        return self._stores[key]
+
+    def _serve(self, view: SplitView, batch_size: int, shuffle: bool, drop_last: bool) -> DataLoader | DeviceBatches:
+        seed = self.seed if shuffle else 0
+        if self.uses_device():
+            return DeviceBatches(self._store(view), batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
+        return loader(view, batch_size, shuffle=shuffle, seed=seed, num_workers=self.num_workers, drop_last=drop_last)
+
+    def train_dataloader(self) -> DataLoader | DeviceBatches:
+        return self._serve(self.train_set, self.batch_size, self.shuffle, len(self.train_set) > self.batch_size)
+
+    def val_dataloader(self) -> DataLoader | DeviceBatches | list:
+        return [] if self.val_set is None else self._serve(self.val_set, EVAL_BATCH, False, False)
 
     def test_dataloader(self) -> DataLoader | list:
+        # the test split is read once, after training: through a DataLoader, never held on the device
         return [] if self.test_set is None else loader(self.test_set, EVAL_BATCH, num_workers=self.num_workers)
 
 
-__all__ = ["DatasetModule", "SplitView", "field_to_tensor", "loader", "EVAL_BATCH"]
+__all__ = [
+    "DEVICE_MEMORY_SHARE",
+    "EVAL_BATCH",
+    "PLACEMENTS",
+    "DatasetModule",
+    "DeviceBatches",
+    "DeviceStore",
+    "SplitView",
+    "field_to_tensor",
+    "free_memory",
+    "loader",
+]

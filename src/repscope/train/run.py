@@ -33,7 +33,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from repscope import __version__
 from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.progress import TrainingProgress
+from repscope.progress import TrainingProgress, progress_bar
 from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.runs import RunDirectory
@@ -365,10 +365,37 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, floa
 
 
 def _comparable(config: TrainConfig) -> dict[str, Any]:
-    # a resumed run may train for more epochs; everything else must be what it was trained with
+    # a resumed run may train for more epochs, and serve its batches or compile its networks another
+    # way (the same numbers); everything else must be what it was trained with
     out = config.model_dump(mode="json")
-    out["trainer"].pop("max_epochs")
+    for key in ("max_epochs", "data_placement", "compile"):
+        out["trainer"].pop(key)
     return out
+
+
+def compile_networks(task: Any, mode: str) -> Any:
+    """``torch.compile`` every network of ``task`` in place (``nn.Module.compile``), so the training
+    step, which calls the networks rather than ``task.forward``, runs compiled code, and the state
+    dict, and so the checkpoint, keeps its keys.
+
+    Parameters
+    ----------
+    task : lightning.pytorch.LightningModule
+        The task; each of its direct child modules is compiled.
+    mode : {"off", "default", "reduce-overhead", "max-autotune"}
+        ``off`` leaves the task as it is; the others are ``torch.compile`` modes (``reduce-overhead``
+        records CUDA graphs for the static shapes of a training step).
+
+    Returns
+    -------
+    lightning.pytorch.LightningModule
+        ``task`` itself.
+    """
+    if mode == "off":
+        return task
+    for child in task.children():
+        child.compile(mode=mode)
+    return task
 
 
 def fit(
@@ -450,6 +477,7 @@ def fit(
     task = build_task(config, dataset)
     if resume:
         check_resumable(last, task)  # fail early, with a clear message, on a corrupt or mismatched file
+    compile_networks(task, config.trainer.compile)
     module = DatasetModule(
         dataset,
         task.batch_fields,
@@ -458,6 +486,8 @@ def fit(
         config.seed,
         config.num_workers,
         shuffle=config.shuffle,
+        placement=config.trainer.data_placement,
+        progress=progress_bar,
     )
     run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
     run.write_config(as_dict)
@@ -489,6 +519,7 @@ def fit(
         "n_test": int(len(module.test_set) if module.test_set is not None else 0),
         "epochs": epochs_run,
         "fit_seconds": round(seconds, 2),
+        "data_placement": "device" if module.placed else "loader",
         "final": final,
         **evaluate_task(task, dataset, module),
     }

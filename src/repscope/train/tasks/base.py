@@ -376,6 +376,28 @@ class Classifier(Protocol):
         ...
 
 
+def optimiser_options(module: torch.nn.Module) -> dict[str, Any]:
+    """Keyword arguments that make a ``torch.optim`` optimiser fast where ``module``'s parameters are.
+
+    On a CUDA device: ``fused=True``, one kernel updating every parameter per step instead of several
+    per tensor. Elsewhere nothing: the CPU keeps torch's default (``foreach`` where it applies), so
+    CPU numbers do not change. Call it in ``configure_optimizers``, which Lightning runs once the
+    module is on its device.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The module whose parameters the optimiser updates.
+
+    Returns
+    -------
+    dict of str to object
+        ``{"fused": True}`` on CUDA, else ``{}``.
+    """
+    parameter = next(module.parameters(), None)
+    return {"fused": True} if parameter is not None and parameter.device.type == "cuda" else {}
+
+
 def _merged_config(cls: type) -> type:
     """``cls``'s hyper-parameter dataclass: its own ``Config`` extended by every base's it does not inherit.
 

@@ -27,6 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.train.tasks.base import optimiser_options
 from repscope.train.tasks.vae import VAETask
 
 LOG_2PI = math.log(2.0 * math.pi)
@@ -435,9 +436,12 @@ class FactorVAETask(VAETask):
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         vae_parameters = [*self.encoder.parameters(), *self.decoder.parameters()]
         return [
-            torch.optim.Adam(vae_parameters, lr=self.hparams.lr),
+            torch.optim.Adam(vae_parameters, lr=self.hparams.lr, **optimiser_options(self)),
             torch.optim.Adam(
-                self.discriminator.parameters(), lr=self.hparams.lr_discriminator, betas=DISCRIMINATOR_BETAS
+                self.discriminator.parameters(),
+                lr=self.hparams.lr_discriminator,
+                betas=DISCRIMINATOR_BETAS,
+                **optimiser_options(self),
             ),
         ]
 

@@ -21,7 +21,16 @@ import torch.nn.functional as F
 from repscope.errors import InvalidArgumentError
 from repscope.models.codes import NOISE_KEY, CodeSpec
 from repscope.models.mnist_gan import Discriminator, Generator, RecognitionHead
-from repscope.train.tasks.base import EVAL_BATCH, ImageTask, check_images, count, evaluating, image_batches, seeded
+from repscope.train.tasks.base import (
+    EVAL_BATCH,
+    ImageTask,
+    check_images,
+    count,
+    evaluating,
+    image_batches,
+    optimiser_options,
+    seeded,
+)
 
 ADAM_BETAS_GAN = (0.5, 0.999)  # Radford et al. (DCGAN), as in Chen et al.'s InfoGAN
 
@@ -102,8 +111,18 @@ class GANTask(ImageTask):
 
     def configure_optimizers(self) -> list[torch.optim.Optimizer]:
         return [
-            torch.optim.Adam(self.generator.parameters(), lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN),
-            torch.optim.Adam(self.discriminator.parameters(), lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN),
+            torch.optim.Adam(
+                self.generator.parameters(),
+                lr=self.hparams.lr_generator,
+                betas=ADAM_BETAS_GAN,
+                **optimiser_options(self),
+            ),
+            torch.optim.Adam(
+                self.discriminator.parameters(),
+                lr=self.hparams.lr_discriminator,
+                betas=ADAM_BETAS_GAN,
+                **optimiser_options(self),
+            ),
         ]
 
     def training_step(self, batch: Any, batch_idx: int) -> None:
@@ -235,8 +254,10 @@ class InfoGANTask(ImageTask):
             self.recognition.parameters()
         )
         return [
-            torch.optim.Adam(generator, lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN),
-            torch.optim.Adam(discriminator, lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN),
+            torch.optim.Adam(generator, lr=self.hparams.lr_generator, betas=ADAM_BETAS_GAN, **optimiser_options(self)),
+            torch.optim.Adam(
+                discriminator, lr=self.hparams.lr_discriminator, betas=ADAM_BETAS_GAN, **optimiser_options(self)
+            ),
         ]
 
     def _fake_terms(self, fake: torch.Tensor, sampled: Mapping[str, torch.Tensor]) -> tuple[torch.Tensor, dict]:

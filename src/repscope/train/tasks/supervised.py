@@ -22,6 +22,7 @@ from repscope.train.tasks.base import (
     checked_shape,
     evaluating,
     image_batches,
+    optimiser_options,
 )
 
 SCHEDULES = ("none", "cosine")
@@ -163,9 +164,9 @@ class SupervisedTask(ImageTask):
 
     def configure_optimizers(self) -> Any:
         if self.hparams.get("optimizer", "adam") == "sgd":
-            optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9)
+            optimizer = torch.optim.SGD(self.parameters(), lr=self.hparams.lr, momentum=0.9, **optimiser_options(self))
         else:
-            optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+            optimizer = torch.optim.Adam(self.parameters(), lr=self.hparams.lr, **optimiser_options(self))
         if self.hparams.get("schedule", "none") != "cosine":
             return optimizer
         steps = max(1, int(self.trainer.estimated_stepping_batches))

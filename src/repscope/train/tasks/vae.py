@@ -22,6 +22,7 @@ from repscope.train.tasks.base import (
     count,
     evaluating,
     image_batches,
+    optimiser_options,
     seeded,
 )
 
@@ -223,7 +224,7 @@ class VAETask(ImageTask):
             self._log(f"val_{key}", value, len(batch["image"]))
 
     def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr)
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.lr, **optimiser_options(self))
 
     def encode(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
         """Posterior means ``(N, latent_dim)`` float32 of ``images`` (uint8 or float in [0, 1]).
