@@ -1,0 +1,35 @@
+"""The GPU throughput benchmark runs end to end on the CPU (``--tiny``): every code path it times."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_throughput.py"
+
+
+def test_the_gpu_benchmark_runs_tiny_on_the_cpu_and_prints_a_row_per_case():
+    models = ["lenet5", "beta-vae", "mvae"]  # in memory, drawn on demand, several fields
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tiny", "--models", ",".join(models)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    rows = [line.split() for line in result.stdout.splitlines() if line and not line.startswith(("#", "case"))]
+    assert len(rows) == len(models), result.stdout
+    for row in rows:
+        device, loader, speed_up = float(row[-4]), float(row[-3]), float(row[-2].rstrip("x"))
+        assert device > 0 and loader > 0
+        # the speed-up is device / loader (the rates are printed rounded to integers)
+        assert (device - 0.5) / (loader + 0.5) - 0.005 <= speed_up <= (device + 0.5) / max(loader - 0.5, 0.1) + 0.005
+        assert row[-1] == "-"  # no GPU utilisation on a CPU
+
+
+def test_an_unknown_model_is_one_line():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tiny", "--models", "nope"], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode != 0 and "--models: no case for nope" in result.stderr
