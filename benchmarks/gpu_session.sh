@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# The device check of issue 27 as one call on the GPU machine (its python3 has torch, Lightning,
+# numpy, scikit-learn...; our other dependencies travel as wheels in .whl, see ../shared/gpu/README.md):
+#
+#   here:    the wheel download of ../shared/gpu/README.md into .whl (git-ignored)
+#   device:  run(command="bash benchmarks/gpu_session.sh", carry=[".whl"], timeout_s=540)
+#
+# Writes $OUT/gpu_throughput.txt (the benchmark's table) and $OUT/placement_check.txt (20 steps of
+# each family on the GPU with the data on the device and through the DataLoader: the losses agree to
+# rounding, as on the CPU they agree bit for bit).
+set -euo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl
+export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 REPSCOPE_HOME=/tmp/rhome REPSCOPE_PROGRESS=lines
+nvidia-smi --query-gpu=name,memory.total --format=csv | tee "$OUT/gpu.txt"
+timeout 420 python3 benchmarks/gpu_throughput.py --steps 150 --warmup 20 2>&1 | tee "$OUT/gpu_throughput.txt"
+timeout 60 python3 benchmarks/gpu_throughput.py --models mvae,beta-vae --precision bf16-mixed --steps 100 \
+  2>&1 | tee -a "$OUT/gpu_throughput.txt" || true
