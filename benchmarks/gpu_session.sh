@@ -5,9 +5,8 @@
 #   here:    the wheel download of ../shared/gpu/README.md into .whl (git-ignored)
 #   device:  run(command="bash benchmarks/gpu_session.sh", carry=[".whl"], timeout_s=540)
 #
-# Writes $OUT/gpu_throughput.txt (the benchmark's table) and $OUT/placement_check.txt (20 steps of
-# each family on the GPU with the data on the device and through the DataLoader: the losses agree to
-# rounding, as on the CPU they agree bit for bit).
+# Writes $OUT/gpu.txt (the card) and $OUT/gpu_throughput.txt (the benchmark's table at 32-bit, then
+# two families in bf16-mixed).
 set -euo pipefail
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
