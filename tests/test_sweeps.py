@@ -250,6 +250,12 @@ def test_bad_arguments_are_named(tmp_path, log):
         run_sweep(points, TARGET, tmp_path / "a", backend="slurm")
     with pytest.raises(InvalidArgumentError, match="^points:"):
         run_sweep(points + points, TARGET, tmp_path / "a")
+    with pytest.raises(InvalidArgumentError, match="^--gpus-per-run: only with --backend ray"):
+        run_sweep(points, TARGET, tmp_path / "a", gpus_per_run=0.25)
+    for share in (0, -1, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match="^--gpus-per-run: expected a share"):
+            run_sweep(points, TARGET, tmp_path / "a", backend="ray", gpus_per_run=share)
+    assert not (tmp_path / "a").exists()  # refused before anything is written
     run_sweep(points, TARGET, tmp_path / "b", common={"log": str(log)}, progress=False)
     with pytest.raises(InvalidArgumentError, match="^--out: .* holds a sweep of"):
         run_sweep(points, f"{__name__}:return_list", tmp_path / "b")

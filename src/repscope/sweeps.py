@@ -606,6 +606,7 @@ def _run_ray(
     finish: Callable,
     address: str | None,
     cpus_per_run: float,
+    gpus_per_run: float | None,
     runtime_env: dict | None,
 ) -> None:
     try:
@@ -668,7 +669,9 @@ def _run_ray(
                 env=_worker_environment(threads),
             )
             tuner = tune.Tuner(
-                tune.with_resources(trainable, {"cpu": cpus_per_run}),
+                tune.with_resources(
+                    trainable, {"cpu": cpus_per_run, **({"gpu": gpus_per_run} if gpus_per_run else {})}
+                ),
                 param_space={"point": tune.grid_search(list(range(len(pending))))},
                 # one process runs point after point, as the local pool's workers do (starting
                 # a Ray actor per point doubled the time of short runs)
@@ -701,6 +704,7 @@ def run_sweep(
     backend: Literal["local", "ray"] = "local",
     address: str | None = None,
     cpus_per_run: float | None = None,
+    gpus_per_run: float | None = None,
     runtime_env: dict[str, Any] | None = None,
     description: str = "sweep",
     progress: bool | None = None,
@@ -733,6 +737,10 @@ def run_sweep(
         instance with ``workers * cpus_per_run`` CPUs (every core when ``workers`` is None).
     cpus_per_run : float, optional
         Ray only: CPUs each trial reserves (default 1); its torch threads follow.
+    gpus_per_run : float, optional
+        Ray only: the share of a GPU each trial reserves (``0.25``: four trials on one GPU; default
+        none, and Ray then hides the GPUs from the trials). The local backend's workers all see every
+        GPU: ``--workers 4`` puts four runs on one GPU.
     runtime_env : dict, optional
         Ray only: the ``runtime_env`` of ``ray.init`` (e.g. ``{"env_vars": {"PYTHONPATH": ...}}``
         for a target outside installed packages).
@@ -778,6 +786,16 @@ def run_sweep(
         raise InvalidArgumentError("--cpus-per-run: only with --backend ray")
     if cpus_per_run is not None and not (isinstance(cpus_per_run, numbers.Real) and cpus_per_run > 0):
         raise InvalidArgumentError(f"--cpus-per-run: expected a positive number, got {cpus_per_run!r}")
+    if backend == "local" and gpus_per_run is not None:
+        raise InvalidArgumentError("--gpus-per-run: only with --backend ray (local workers all see every GPU)")
+    if gpus_per_run is not None and not (
+        isinstance(gpus_per_run, numbers.Real)
+        and not isinstance(gpus_per_run, bool)
+        and (0 < gpus_per_run <= 1 or float(gpus_per_run).is_integer() and gpus_per_run > 0)
+    ):
+        raise InvalidArgumentError(
+            f"--gpus-per-run: expected a share of one GPU in (0, 1] or a whole number of GPUs, got {gpus_per_run!r}"
+        )
     resolved = None if workers is None else resolve_jobs(workers, "--workers")
     common = dict(common or {})
 
@@ -787,6 +805,7 @@ def run_sweep(
         "workers": workers,
         "address": address,
         "cpus_per_run": cpus_per_run,
+        "gpus_per_run": gpus_per_run,
         "common": _jsonable(common),
     }
     record = _Record(out, target, points, settings)
@@ -814,7 +833,18 @@ def run_sweep(
             if backend == "local":
                 _run_local(pending, target, out, common, resolved or 1, finish)
             elif pending:
-                _run_ray(pending, target, out, common, resolved, finish, address, cpus_per_run or 1, runtime_env)
+                _run_ray(
+                    pending,
+                    target,
+                    out,
+                    common,
+                    resolved,
+                    finish,
+                    address,
+                    cpus_per_run or 1,
+                    gpus_per_run,
+                    runtime_env,
+                )
         except KeyboardInterrupt:
             record.interrupted = True
             raise
