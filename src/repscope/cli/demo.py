@@ -7,7 +7,10 @@ from typing import Optional
 
 import typer
 
+from repscope.cli.studies import trainer_section, with_trainer_flags
 
+
+@with_trainer_flags
 def demo(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/demo-<time>)"),
     train: int = typer.Option(600, help="training digits to build from"),
@@ -22,6 +25,7 @@ def demo(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace OUT if it holds files (once the new run is complete)"
     ),
+    trainer_flags: Optional[dict] = None,
 ) -> None:
     """Build a small Morpho-MNIST set from the embedded real digits, measure it, write a report."""
     import contextlib
@@ -38,6 +42,7 @@ def demo(
         diversity=diversity,
         diversity_epochs=diversity_epochs,
         diversity_samples=diversity_samples,
+        trainer=trainer_section(trainer_flags),
     )
     with contextlib.ExitStack() as stack:
         target = None if out is None else stack.enter_context(output_target(out, overwrite=overwrite, kind="directory"))

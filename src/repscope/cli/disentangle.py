@@ -7,7 +7,7 @@ from typing import List, Optional
 
 import typer
 
-from repscope.cli.studies import add_study_commands
+from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 from repscope.metrics.registry import ARRAY_INPUTS, metric_names
 
 app = typer.Typer(no_args_is_help=True)
@@ -62,6 +62,7 @@ def score_command(
 
 
 @app.command("classifiers")
+@with_trainer_flags
 def classifiers_command(
     out: Path = typer.Option(..., "--out", "-o", help="folder of the classifiers (one training run per factor)"),
     data: str = typer.Option("dsprites", "--data", help="registered dataset with one categorical field per factor"),
@@ -73,6 +74,7 @@ def classifiers_command(
     epochs: int = typer.Option(3, "--epochs", help="epochs per classifier"),
     seed: int = typer.Option(0, help="seed of the training"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
+    trainer_flags: Optional[dict] = None,
 ) -> None:
     """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy."""
     from repscope.outputs import output_target, prepare_output
@@ -80,9 +82,12 @@ def classifiers_command(
 
     names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
     params = {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
+    trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
-        accuracies = train_factor_classifiers(data, names, target, data_params=params, epochs=epochs, seed=seed)
+        accuracies = train_factor_classifiers(
+            data, names, target, data_params=params, epochs=epochs, seed=seed, trainer=trainer
+        )
     for name, accuracy in accuracies.items():
         typer.echo(f"{name}: test accuracy {accuracy:.3f}")
     typer.echo(f"written: {out}")

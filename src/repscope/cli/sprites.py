@@ -7,7 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
-from repscope.cli.studies import add_study_commands
+from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -158,6 +158,7 @@ def import_h5_command(
 
 
 @app.command("train-classifiers")
+@with_trainer_flags
 def train_classifiers_command(
     level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
     train_size: Optional[int] = typer.Option(None, help="training images (default: the tuned default)"),
@@ -167,18 +168,20 @@ def train_classifiers_command(
     held_out_family: str = typer.Option(
         "fabric", help="texture family kept out of training and measured alone (" + FAMILIES_HELP + ")"
     ),
+    trainer_flags: Optional[dict] = None,
 ) -> None:
     """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
     from repscope.data.sprites.attributes import check_level
-    from repscope.studies.sprites.classifiers import classifiers_dir, train_classifiers
+    from repscope.studies.sprites.classifiers import classifiers_dir, default_trainer, train_classifiers
 
     level = check_level(level, "--level")
+    trainer = trainer_section(trainer_flags, default_trainer())
     options = {
         key: value
         for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs))
         if value is not None
     }
-    result = train_classifiers(level, seed=seed, held_out_family=held_out_family, **options)
+    result = train_classifiers(level, seed=seed, held_out_family=held_out_family, trainer=trainer, **options)
     family = result["held_out_family"]
     for name, entry in result["attributes"].items():
         flag = "" if entry["meets_target"] else f"  (below the {result['target_accuracy']} target)"
@@ -194,6 +197,7 @@ def train_classifiers_command(
 
 
 @app.command("classify")
+@with_trainer_flags
 def classify_command(
     dataset_dir: Path = typer.Argument(..., help="a CdSprites+ dataset directory"),
     level: Optional[int] = typer.Option(None, metavar=LEVEL_METAVAR, help="CdSprites+ level (default: the dataset's)"),
@@ -203,13 +207,18 @@ def classify_command(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace predictions.csv and classification.json if they exist"
     ),
+    trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Predict every attribute with the level's classifiers; report per-attribute accuracy."""
+    """Predict every attribute with the level's classifiers (trained on first use); report per-attribute accuracy."""
     from repscope.progress import progress_bar
+    from repscope.studies.sprites.classifiers import default_trainer
     from repscope.studies.sprites.commands import classify_dataset
 
+    trainer = trainer_section(trainer_flags, default_trainer())
     with progress_bar(f"classifying {dataset_dir.name}") as update:
-        result = classify_dataset(dataset_dir, level=level, out=out, progress=update, overwrite=overwrite)
+        result = classify_dataset(
+            dataset_dir, level=level, out=out, progress=update, overwrite=overwrite, trainer=trainer
+        )
     folder = out or dataset_dir
     if result.get("warning"):
         typer.echo(f"warning: {result['warning']}", err=True)

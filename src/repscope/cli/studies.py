@@ -8,8 +8,9 @@ arguments and print: the entry loads the config, its module's run function does 
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, List, Literal, Optional
 
@@ -77,6 +78,43 @@ def trainer_parameters(with_max_epochs: bool = False) -> list[inspect.Parameter]
     if with_max_epochs:
         params.append(_option("max_epochs", Optional[int], None, "--max-epochs", help="epochs to train", **panel))
     return params
+
+
+def with_trainer_flags(command: Callable[..., Any]) -> Callable[..., Any]:
+    """A plain typer command (not config-driven) that trains, with the Lightning flags of
+    :func:`trainer_parameters` (the Trainer panel of its ``--help``) added to its own options.
+
+    ``command`` takes the keyword ``trainer_flags`` (left out of its options): the flags as given,
+    parameter name -> value (None: not given), which :func:`trainer_section` turns into the trainer of its
+    trainings.
+    """
+    signature = inspect.signature(command)
+    own = [parameter for name, parameter in signature.parameters.items() if name != "trainer_flags"]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: Any) -> Any:
+        flags = {key: kwargs.pop(key) for key in TRAINER_FLAGS if key in kwargs}
+        return command(**kwargs, trainer_flags=flags)
+
+    wrapper.__signature__ = signature.replace(parameters=[*own, *trainer_parameters()])  # type: ignore[attr-defined]
+    return wrapper
+
+
+def trainer_section(flags: Mapping[str, Any] | None, base: Any = None) -> Any:
+    """The trainer of a plain command's trainings: ``base`` (a ``TrainerSection``; default its defaults)
+    with the Lightning flags given (:func:`with_trainer_flags`), read as ``--set`` reads them.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the flag whose value the trainer section refuses.
+    """
+    from repscope.config import apply_overrides, validate_config
+    from repscope.train.config import TrainerSection
+
+    base = base if base is not None else TrainerSection()
+    data = apply_overrides({"trainer": base.model_dump(mode="json")}, trainer_overrides("trainer", dict(flags or {})))
+    return validate_config(data["trainer"], TrainerSection, "the Trainer flags")
 
 
 def _argument_parameter(argument: CommandArgument, any_positional: bool) -> inspect.Parameter:
@@ -256,4 +294,6 @@ __all__ = [
     "show_report",
     "trainer_overrides",
     "trainer_parameters",
+    "trainer_section",
+    "with_trainer_flags",
 ]

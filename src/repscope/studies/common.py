@@ -1,5 +1,6 @@
-"""What the Morpho-MNIST studies share: the data section, training a member model into the study's
-run directory (or loading one trained before), and the ``--quick`` shrinking."""
+"""What the studies share: the data section, training a member model into the study's run directory
+(or loading one trained before), the trainer of every other training a study runs, and the ``--quick``
+shrinking."""
 
 from __future__ import annotations
 
@@ -55,6 +56,33 @@ class TrainingSection(Section):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     batch_size: int = Field(64, ge=1)
     val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
+
+
+# how a study's member models are optimised, which a training of its own (factor or attribute
+# classifiers, judges) does not take over: it trains as it always has, on the study's machines
+OWN_TRAINER_FIELDS = {"limit_train_batches": None, "gradient_clip_val": None}
+
+
+def auxiliary_trainer(trainer: TrainerSection | None, **own: Any) -> TrainerSection:
+    """The trainer of a training a study runs besides its member models (factor classifiers, attribute
+    classifiers): the study's ``trainer`` (where and how it runs: accelerator, devices, nodes, strategy,
+    precision, determinism, logger, and any field the section gains) with what the training sets itself.
+
+    Parameters
+    ----------
+    trainer : TrainerSection or None
+        The study's trainer (its ``--accelerator``, ``--devices``, ... flags); None: the defaults.
+    **own
+        Fields the training sets itself (``max_epochs``, ``logger``). ``limit_train_batches`` and
+        ``gradient_clip_val``, the member models' optimisation, are reset unless given here.
+
+    Returns
+    -------
+    TrainerSection
+        A copy; ``trainer`` is left as it was.
+    """
+    base = trainer if trainer is not None else TrainerSection()
+    return base.model_copy(update={**OWN_TRAINER_FIELDS, **own}, deep=True)
 
 
 def member_config(member: MemberModel, data: Named, training: TrainingSection, seed: int) -> TrainConfig:

@@ -246,7 +246,8 @@ STUDIES: tuple[CommandEntry, ...] = (
         "FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: "
         "(N, 64, 64, 3) RGB, uint8 or float in [0, 1]. Captions: one per line.",
         quick=None,
-        trains=False,
+        # the Lightning flags reach the attribute classifiers' training when they are not cached yet
+        trainer_key="trainer",
         arguments=(
             CommandArgument(
                 "folder",

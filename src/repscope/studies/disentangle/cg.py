@@ -4,7 +4,8 @@ CG (:func:`repscope.metrics.disentanglement.counterfactual.counterfactual_genera
 images a model decodes after an intervention on its latents with a classifier of every factor. The
 classifiers are the framework's supervised models (``attribute-cnn``), one per factor, trained on the
 same dataset by :func:`repscope.train.run.fit` into ``DIR/<factor>/`` (a run directory each, with its
-test accuracy; the CANDLE paper's classifier reached 98.9%). ``Q_i``, the latents attributed to factor
+test accuracy; the CANDLE paper's classifier reached 98.9%), on the trainer of the study or command that
+asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to factor
 ``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
 """
 
@@ -20,6 +21,7 @@ from repscope.errors import InvalidArgumentError
 from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
 from repscope.metrics.disentanglement.irs import unique_capture
 from repscope.runs import CONFIG_FILE, METRICS_FILE, read_metrics
+from repscope.studies.common import auxiliary_trainer
 from repscope.studies.disentangle.score import codes_of_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.reader import open_run
@@ -37,6 +39,7 @@ def train_factor_classifiers(
     epochs: int = 3,
     batch_size: int = 128,
     seed: int = 0,
+    trainer: TrainerSection | None = None,
 ) -> dict[str, float]:
     """One classifier per factor of a dataset, each a training run in ``out/<factor>/``.
 
@@ -52,6 +55,9 @@ def train_factor_classifiers(
         Further parameters of the dataset (``size``, ``test_size``, ...).
     epochs, batch_size, seed
         Training settings of every classifier.
+    trainer : TrainerSection, optional
+        Where and how they train (accelerator, devices, precision, ..., logger): a study's trainer, or
+        the command's flags; their ``max_epochs`` is ``epochs``. Default: the defaults (CPU).
 
     Returns
     -------
@@ -64,7 +70,7 @@ def train_factor_classifiers(
         config = TrainConfig(
             model=Named(name=CLASSIFIER_MODEL),
             data=Named(name=data, params={**(data_params or {}), "target": factor}),
-            trainer=TrainerSection(max_epochs=int(epochs)),
+            trainer=auxiliary_trainer(trainer, max_epochs=int(epochs)),
             batch_size=int(batch_size),
             seed=int(seed),
         )

@@ -1,11 +1,11 @@
 """The disentanglement study on dSprites or CANDLE (CANDLE paper, Sec. 5, Table 2): IRS, UC and CG at rho 1 and 2.
 
 Every model of the config trains on the dataset (a run directory each, under ``models/``); the factor
-classifiers that CG judges counterfactual images with train on the same data (``classifiers/``, their
-test accuracies in the report; the paper's reached 98.9%). Each model's test codes (posterior means of
-a seeded draw of ``evaluation_n`` test images) are scored on IRS, UC and CG at every rho, and on MIG,
-DCI disentanglement and SAP; the table has the paper's layout, and each model's latent traversals
-(one row per latent) are in the report.
+classifiers that CG judges counterfactual images with train on the same data and on the same trainer
+(``classifiers/``, their test accuracies in the report; the paper's reached 98.9%). Each model's test
+codes (posterior means of a seeded draw of ``evaluation_n`` test images) are scored on IRS, UC and CG at
+every rho, and on MIG, DCI disentanglement and SAP; the table has the paper's layout, and each model's
+latent traversals (one row per latent) are in the report.
 """
 
 from __future__ import annotations
@@ -169,6 +169,7 @@ def run_disentangle_study(
         data_params=config.data.params,
         epochs=config.classifier_epochs,
         seed=config.seed,
+        trainer=config.training.trainer,
     )
     rows, figures = [], []
     for k, member in enumerate(config.models):

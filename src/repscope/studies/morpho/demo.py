@@ -27,6 +27,7 @@ from repscope.report.figures import distributions_by_class, image_grid
 from repscope.runs import RunDirectory
 from repscope.studies.morpho.diversity import DiversityConfig, add_diversity
 from repscope.studies.sprites.commands import cdsprites_panel
+from repscope.train.config import TrainerSection
 
 MORPHOMETRIC_LABELS = {
     "area": "area (px²)",
@@ -50,6 +51,8 @@ class DemoConfig(Section):
     diversity_epochs: int = Field(5, ge=1)
     diversity_samples: int = Field(2000, ge=1)
     diversity_train: int | None = Field(None, ge=1)  # generators' training digits (None: the whole train split)
+    # where the generators train (accelerator, devices, precision, ...); their epochs are diversity_epochs
+    trainer: TrainerSection = Field(default_factory=TrainerSection)
 
 
 def _read_set(root: Path, set_name: str, split: str) -> dict[str, Any]:
@@ -91,8 +94,9 @@ def _components_added(plain: np.ndarray, perturbed: np.ndarray) -> float:
 
 def diversity_config(config: DemoConfig) -> Any:
     """The demo's diversity study: VAEs with a 2-d and a 16-d latent, trained briefly on the plain
-    training digits, compared with the test digits by MMD on morphometrics. (VAEs rather than the
-    paper's GANs: a few CPU epochs train them reliably; ``repscope morpho diversity`` runs the GANs.)"""
+    training digits (on the demo's ``trainer``), compared with the test digits by MMD on morphometrics.
+    (VAEs rather than the paper's GANs: a few CPU epochs train them reliably; ``repscope morpho
+    diversity`` runs the GANs.)"""
     return DiversityConfig.model_validate(
         {
             "data": {"source": config.source, "seed": config.seed, "train_size": config.diversity_train},
@@ -100,7 +104,10 @@ def diversity_config(config: DemoConfig) -> Any:
                 {"label": "VAE 2-d", "name": "beta-vae", "params": {"latent_dim": 2, "beta": 1.0}},
                 {"label": "VAE 16-d", "name": "beta-vae", "params": {"latent_dim": 16, "beta": 1.0}},
             ],
-            "training": {"trainer": {"max_epochs": config.diversity_epochs}, "batch_size": 64},
+            "training": {
+                "trainer": config.trainer.model_copy(update={"max_epochs": config.diversity_epochs}),
+                "batch_size": 64,
+            },
             "samples": config.diversity_samples,
             "quadratic_max_samples": 1000,
             "permutations": 200,

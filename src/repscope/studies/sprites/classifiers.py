@@ -10,7 +10,8 @@ background). This module trains those classifiers, caches them and applies them:
   ``cdsprites(level, train_size, val_size, seed, in_memory=True)`` (generated once, shared by the
   attributes) drawn with every procedural texture family but one (``held_out_family``, default
   ``fabric``) and with brightness / contrast jitter on the training images, each through ``fit`` with
-  the attribute as the target; it measures each on the dataset's freshly generated ``val`` samples
+  the attribute as the target, on the caller's trainer (``--accelerator``, ``--devices``, ...; by
+  default :func:`default_trainer`); it measures each on the dataset's freshly generated ``val`` samples
   (the training families) and on as many samples of the held-out family, which estimate how the
   classifier judges textures it never saw (the published dataset's DTD photographs, a model's output);
 * :func:`load_classifiers` reads the cache, training it once with the defaults when it is missing,
@@ -63,6 +64,7 @@ from repscope.data.sprites.textures import TEXTURE_FAMILIES
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import atomic_write, write_json_atomic
 from repscope.progress import quiet_progress
+from repscope.studies.common import auxiliary_trainer
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.run import fit, read_checkpoint
 from repscope.train.tasks.base import EVAL_BATCH, evaluating, image_batches
@@ -88,6 +90,12 @@ DEFAULT_JITTER = 0.2  # brightness / contrast augmentation of the training image
 # judged images whose mean confidence falls this far below the held-out family's look unlike
 # anything the classifiers were measured on
 CONFIDENCE_DROP = 0.10
+
+
+def default_trainer() -> TrainerSection:
+    """Where the classifiers train when the caller names no trainer: Lightning's choice of accelerator
+    (``auto``: a GPU when there is one), the other fields TrainerSection's defaults."""
+    return TrainerSection(accelerator="auto")
 
 
 def classifiers_dir(level: int) -> Path:
@@ -333,6 +341,7 @@ def attribute_config(
     seed: int,
     held_out_family: str | None = HELD_OUT_FAMILY,
     jitter: float = DEFAULT_JITTER,
+    trainer: TrainerSection | None = None,
 ) -> Any:
     """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``.
 
@@ -357,11 +366,14 @@ def attribute_config(
         samples); None draws every family everywhere.
     jitter : float, default=0.2
         Brightness / contrast augmentation of the training images.
+    trainer : TrainerSection, optional
+        Where and how it trains (accelerator, devices, precision, ...); default :func:`default_trainer`.
+        Its ``max_epochs`` is ``epochs`` and it keeps no log (the training run is temporary).
 
     Returns
     -------
     TrainConfig
-        ``accelerator="auto"``, no logger, data held in memory. Values are not checked here beyond
+        ``trainer``'s settings, no logger, data held in memory. Values are not checked here beyond
         the config's own field constraints (the caller checks them).
     """
     families = [name for name in TEXTURE_FAMILIES if name != held_out_family]
@@ -380,7 +392,9 @@ def attribute_config(
     return TrainConfig(
         model=Named(name=MODEL, params={"lr": lr}),
         data=Named(name="cdsprites", params=data),
-        trainer=TrainerSection(accelerator="auto", max_epochs=epochs, logger="none"),
+        trainer=auxiliary_trainer(
+            trainer if trainer is not None else default_trainer(), max_epochs=int(epochs), logger="none"
+        ),
         batch_size=batch_size,
         seed=seed,
     )
@@ -424,6 +438,7 @@ def train_classifiers(
     progress: bool = True,
     held_out_family: str | None = HELD_OUT_FAMILY,
     jitter: float = DEFAULT_JITTER,
+    trainer: TrainerSection | None = None,
 ) -> dict[str, Any]:
     """Train one classifier per attribute of ``level`` and write them to ``out`` (default
     :func:`classifiers_dir`), replacing what was there once every file is written.
@@ -458,6 +473,9 @@ def train_classifiers(
         samples); None trains on every family (the held-out accuracy is then on fresh samples of all).
     jitter : float, default=0.2
         Brightness / contrast augmentation of the training images, in [0, 1).
+    trainer : TrainerSection, optional
+        Where and how every classifier trains (accelerator, devices, precision, ...: a study's trainer or
+        a command's flags); default :func:`default_trainer`. Epochs and the logger are the classifiers'.
 
     Returns
     -------
@@ -495,7 +513,7 @@ def train_classifiers(
     directory = Path(out).expanduser() if out is not None else classifiers_dir(level)
     settings = Settings(train_size, val_size, epochs, batch_size, float(lr), int(seed), held_out_family, float(jitter))
     with exclusive_lock(directory):
-        return _train_locked(level, directory, settings, progress)
+        return _train_locked(level, directory, settings, progress, trainer)
 
 
 @dataclass(frozen=True)
@@ -516,7 +534,9 @@ class Settings:
         return [name for name in TEXTURE_FAMILIES if name != self.held_out_family]
 
 
-def _train_locked(level: int, directory: Path, settings: Settings, progress: bool) -> dict[str, Any]:
+def _train_locked(
+    level: int, directory: Path, settings: Settings, progress: bool, trainer: TrainerSection | None = None
+) -> dict[str, Any]:
     remove_leftovers(directory)
     attributes = level_attributes(level)
     built = temporary_sibling(directory)
@@ -528,7 +548,7 @@ def _train_locked(level: int, directory: Path, settings: Settings, progress: boo
             def config_of(attribute: str) -> Any:
                 return attribute_config(
                     level, attribute, s.train_size, s.val_size, s.epochs, s.batch_size, s.lr, s.seed,
-                    s.held_out_family, s.jitter,
+                    s.held_out_family, s.jitter, trainer,
                 )  # fmt: skip
 
             data_params = {k: v for k, v in config_of(attributes[0]).data.params.items() if k != "target"}
@@ -692,7 +712,12 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
 
 
 def load_classifiers(
-    level: int, train_if_missing: bool = True, *, directory: str | os.PathLike | None = None, progress: bool = True
+    level: int,
+    train_if_missing: bool = True,
+    *,
+    directory: str | os.PathLike | None = None,
+    progress: bool = True,
+    trainer: TrainerSection | None = None,
 ) -> AttributeClassifiers:
     """The cached classifiers of ``level`` (from ``directory``, default :func:`classifiers_dir`).
 
@@ -712,6 +737,9 @@ def load_classifiers(
         The cache folder (``~`` expanded); default :func:`classifiers_dir` of ``level``.
     progress : bool, default=True
         Report the training progress, if training happens.
+    trainer : TrainerSection, optional
+        Where they train, if training happens (as :func:`train_classifiers`); default
+        :func:`default_trainer`.
 
     Returns
     -------
@@ -752,7 +780,7 @@ def load_classifiers(
             )
             # the defaults as they are now (read at call time, not when Settings was defined)
             defaults = Settings(DEFAULT_TRAIN_SIZE, DEFAULT_VAL_SIZE, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE, DEFAULT_LR)
-            _train_locked(level, folder, defaults, progress)
+            _train_locked(level, folder, defaults, progress, trainer)
     return _loaded(folder, level)
 
 
@@ -778,5 +806,6 @@ __all__ = [
     "evaluate_classifiers",
     "check_sprite_images",
     "attribute_config",
+    "default_trainer",
     "TARGET_ACCURACY",
 ]

@@ -2,7 +2,8 @@
 behind ``repscope sprites evaluate FOLDER --level L``.
 
 The model's outputs are laid out as :data:`OUTPUT_LAYOUT`; images are judged by the level's attribute
-classifiers (:mod:`repscope.studies.sprites.classifiers`, trained once on first use), captions are
+classifiers (:mod:`repscope.studies.sprites.classifiers`, trained once on first use, on the config's
+``trainer``: ``--accelerator``, ``--devices``, ...), captions are
 parsed, and :mod:`repscope.metrics.coherency` scores text->image, image->text and joint coherency
 (Strict / Features / Letters). The run directory holds ``metrics.json`` (every score),
 ``tables/coherency.csv`` (one row per direction) and ``report.html``.
@@ -24,15 +25,19 @@ from repscope.errors import DataFormatError, SourceNotFoundError
 from repscope.metrics import coherency
 from repscope.report import Report
 from repscope.runs import RunDirectory
-from repscope.studies.sprites.classifiers import load_classifiers
+from repscope.studies.sprites.classifiers import default_trainer, load_classifiers
+from repscope.train.config import TrainerSection
 from repscope.validation import check_images, to_uint8
 
 
 class CoherencyConfig(Section):
-    """What to score: the folder of a model's outputs and the CdSprites+ level of its captions."""
+    """What to score: the folder of a model's outputs and the CdSprites+ level of its captions; where the
+    level's attribute classifiers train if they are not cached yet (``trainer``: accelerator, devices,
+    precision, ...; their epochs and log are the classifiers' own)."""
 
     folder: str
     level: int = Field(ge=1, le=5)
+    trainer: TrainerSection = Field(default_factory=default_trainer)
 
 
 def run_coherency(
@@ -40,7 +45,7 @@ def run_coherency(
 ) -> Path:
     """Score the outputs in ``config.folder`` and write a run directory; return its report's path."""
     folder = Path(config.folder)
-    results = evaluate_outputs(folder, config.level)  # before anything is written
+    results = evaluate_outputs(folder, config.level, trainer=config.trainer)  # before anything is written
     run = RunDirectory.create("sprites-evaluate", out=out, root=root)
     run.write_config({"study": "sprites evaluate", "folder": str(folder.resolve()), "level": config.level})
     run.write_metrics(results)
@@ -114,10 +119,11 @@ def _same_length(first: Path, n_first: int, second: Path, n_second: int) -> None
         raise DataFormatError(f"{first} holds {n_first} samples but {second} holds {n_second}")
 
 
-def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
+def evaluate_outputs(folder: str | Path, level: int, trainer: TrainerSection | None = None) -> dict[str, Any]:
     """Cross- and joint-coherency (Strict / Features / Letters) of a model's outputs laid out as
     :data:`OUTPUT_LAYOUT` (any of the three parts may be missing, not all). Images are judged by
-    the level's attribute classifiers."""
+    the level's attribute classifiers, trained on ``trainer`` if they are not cached yet (default
+    :func:`repscope.studies.sprites.classifiers.default_trainer`)."""
     level = check_level(level, "--level")
     folder = Path(folder)
     if not folder.is_dir():
@@ -135,7 +141,7 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
         truth = _truth_table(level, read_captions(base / "truth.txt"), base / "truth.txt")
         images = read_output_images(base / "images.npy")
         _same_length(base / "truth.txt", len(truth), base / "images.npy", len(images))
-        classifiers = classifiers or load_classifiers(level)
+        classifiers = classifiers or _judges(level, trainer)
         predicted, confidence = classifiers.predict_with_confidence(images)
         results["text_to_image"] = coherency.text_to_image(level, truth, predicted)
         _note_familiarity(results, "text_to_image", classifiers.familiarity(confidence))
@@ -152,7 +158,7 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
         images = read_output_images(base / "images.npy")
         captions = read_captions(base / "captions.txt")
         _same_length(base / "images.npy", len(images), base / "captions.txt", len(captions))
-        classifiers = classifiers or load_classifiers(level)
+        classifiers = classifiers or _judges(level, trainer)
         predicted, confidence = classifiers.predict_with_confidence(images)
         results["joint"] = coherency.joint(level, captions, predicted)
         _note_familiarity(results, "joint", classifiers.familiarity(confidence))
@@ -160,6 +166,11 @@ def evaluate_outputs(folder: str | Path, level: int) -> dict[str, Any]:
     if classifiers is not None:
         results["classifier_validation_accuracy"] = {k: float(v) for k, v in classifiers.accuracies.items()}
     return results
+
+
+def _judges(level: int, trainer: TrainerSection | None) -> Any:
+    # no trainer: the level alone, the classifiers' default (what a stand-in for load_classifiers takes)
+    return load_classifiers(level) if trainer is None else load_classifiers(level, trainer=trainer)
 
 
 def _note_familiarity(results: dict[str, Any], direction: str, familiarity: dict[str, Any]) -> None:

@@ -27,6 +27,7 @@ from repscope.outputs import prepare_output
 from repscope.report.figures import save_png_bytes
 from repscope.report.sprite_figures import captioned_grid
 from repscope.studies.sprites.classifiers import load_classifiers
+from repscope.train.config import TrainerSection
 
 GENERATE_BATCH = 4096
 Progress = Callable[[int], None]
@@ -188,9 +189,11 @@ def classify_dataset(
     batch_size: int = 1024,
     progress: Progress | None = None,
     overwrite: bool = False,
+    trainer: TrainerSection | None = None,
 ) -> dict[str, Any]:
     """Predict every attribute of every image of a CdSprites+ dataset directory with the level's
-    classifiers (trained and cached on first use) and compare with the stored attributes.
+    classifiers (trained and cached on first use, on ``trainer``: default
+    :func:`~repscope.studies.sprites.classifiers.default_trainer`) and compare with the stored attributes.
 
     Writes ``predictions.csv`` (``index`` then one predicted class per attribute) and
     ``classification.json`` (per-attribute accuracy, the classifiers' own validation accuracy, their
@@ -208,11 +211,11 @@ def classify_dataset(
     for name in CLASSIFICATION_FILES:
         prepare_output(folder / name, overwrite=overwrite)
     if not any((folder / name).exists() for name in CLASSIFICATION_FILES):
-        return _classify_into(dataset_dir, level, folder, batch_size, progress)
+        return _classify_into(dataset_dir, level, folder, batch_size, progress, trainer)
     folder.mkdir(parents=True, exist_ok=True)
     scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}.classify-", dir=folder.resolve().parent))
     try:
-        result = _classify_into(dataset_dir, level, scratch, batch_size, progress)
+        result = _classify_into(dataset_dir, level, scratch, batch_size, progress, trainer)
         for name in CLASSIFICATION_FILES:
             os.replace(scratch / name, folder / name)
     finally:
@@ -221,7 +224,12 @@ def classify_dataset(
 
 
 def _classify_into(
-    dataset_dir: str | Path, level: int | None, out: Path, batch_size: int, progress: Progress | None
+    dataset_dir: str | Path,
+    level: int | None,
+    out: Path,
+    batch_size: int,
+    progress: Progress | None,
+    trainer: TrainerSection | None = None,
 ) -> dict[str, Any]:
     data = read_dataset(dataset_dir)
     level = _dataset_level(data, level, str(dataset_dir))
@@ -229,7 +237,7 @@ def _classify_into(
     taken = [str(p) for p in targets if p.exists()]
     if taken:
         raise OutputExistsError(f"{', '.join(taken)}: exists; pass another --out")
-    classifiers = load_classifiers(level)
+    classifiers = load_classifiers(level, trainer=trainer)
     predicted = np.empty((len(data), level), dtype=np.int64)
     confidence = np.empty((len(data), level), dtype=np.float64)
     for start in range(0, len(data), batch_size):
