@@ -4,13 +4,16 @@ traversals) on arrays and stub tasks, and the whole evaluation of a tiny trained
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from repscope.data.sprites.captions import encode_captions
 from repscope.errors import InvalidArgumentError, OutputExistsError
+from repscope.models.multimodal.likelihoods import log_prior
 from repscope.studies.mmvae.analysis import (
     latent_traversals,
     linear_factorisation,
@@ -260,8 +263,16 @@ class ShapeZeroClassifiers:
 
 @pytest.fixture
 def evaluation_env(monkeypatch):
+    """Progress off and the stand-in classifiers; gives the trainers they were asked to train on."""
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
-    monkeypatch.setattr("repscope.studies.sprites.coherency.load_classifiers", lambda level: ShapeZeroClassifiers())
+    trainers = []
+
+    def load_classifiers(level, trainer=None):
+        trainers.append(trainer)
+        return ShapeZeroClassifiers()
+
+    monkeypatch.setattr("repscope.studies.sprites.coherency.load_classifiers", load_classifiers)
+    return trainers
 
 
 def test_evaluate_writes_every_part_and_its_numbers_agree_with_the_task(trained_run, evaluation_env):
@@ -350,3 +361,140 @@ def test_the_command_line_defaults_are_the_studys():
         study.DEFAULT_K,
         study.DEFAULT_N_ANALYSIS,
     )
+    assert cli.EVALUATE_ACCELERATOR_BATCH_SIZE == study.ACCELERATOR_BATCH_SIZE
+    assert cli.EVALUATE_CPU_BATCH_SIZES == study.CPU_BATCH_SIZES
+
+
+# --------------------------------------------------------------------------------------------
+# the evaluation on a device: the same numbers on the CPU as the per-batch host loops it replaced
+
+
+def previous_inputs(task, rows):
+    """The task's encoder inputs, likelihood targets and feature masks as the host loop built them (caption end
+    marks written by boolean-mask assignment)."""
+    inputs, masks, targets = {}, {}, {}
+    for name, value in rows.items():
+        spec = task.modalities[name]
+        inputs[name] = value
+        if spec.get("mask"):
+            characters = value.abs().sum(-1) > 0
+            rank = torch.cumsum(~characters, dim=-1)
+            scored = characters | ((rank >= 1) & (rank <= 2) & ~characters)
+            padded = value.clone()
+            marks = scored & ~characters
+            padded[marks] = 0.0
+            padded[..., int(spec["pad_class"])][marks] = 1.0
+            targets[name], masks[name] = padded, scored
+    return inputs, masks, targets
+
+
+def previous_log_likelihood(task, given, k, seed, batch_size=64):
+    """The importance-sampled estimate as it was computed before the evaluation moved to a device: per batch,
+    the mixture's components drawn by torch.multinomial on the host, the noise on the host, each batch's
+    estimate copied to the host (MMVAE / MoPoE / MVAE models)."""
+    net = task.net
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {name: torch.as_tensor(np.asarray(value)) for name, value in given.items()}
+    tensors = {name: t.float() / 255.0 if t.dtype == torch.uint8 else t.float() for name, t in tensors.items()}
+    n, estimates = len(next(iter(tensors.values()))), []
+    for start in range(0, n, batch_size):
+        inputs, masks, targets = previous_inputs(task, {m: t[start : start + batch_size] for m, t in tensors.items()})
+        scored = {name: targets.get(name, inputs[name]) for name in inputs}
+        c_mu, c_logvar, available = net.posterior(inputs)
+        component = torch.multinomial(available.T.to(torch.float64), k, replacement=True, generator=generator).T
+        batch = torch.arange(c_mu.shape[1])
+        mu, logvar = c_mu[component, batch], c_logvar[component, batch]
+        z = mu + torch.exp(0.5 * logvar) * torch.randn(mu.shape, generator=generator, dtype=mu.dtype)
+        log_q = net._log_mixture_density(z, c_mu, c_logvar, available, False)
+        everywhere = torch.ones(len(net.modalities), z.shape[1], dtype=torch.bool)
+        log_px = net._log_likelihoods(net.decode(z), scored, everywhere, masks, weighted=False)
+        weights = log_px + log_prior(net.prior, z) - log_q
+        estimates.append((torch.logsumexp(weights.double(), 0) - math.log(k)).numpy())
+    return np.concatenate(estimates)
+
+
+def previous_cross_generation(task, given, seed, batch_size=256):
+    """Decoded posterior means, one mixture component per example drawn by torch.multinomial, per batch."""
+    generator = torch.Generator().manual_seed(seed)
+    tensors = {name: torch.as_tensor(np.asarray(value)).float() for name, value in given.items()}
+    tensors = {name: t / 255.0 if name == "image" else t for name, t in tensors.items()}
+    chunks = {name: [] for name in task.modalities}
+    for start in range(0, len(next(iter(tensors.values()))), batch_size):
+        c_mu, _, available = task.net.posterior({m: t[start : start + batch_size] for m, t in tensors.items()})
+        component = torch.multinomial(available.T.to(torch.float64), 1, generator=generator).squeeze(1)
+        for name, out in task.net.decode(c_mu[component, torch.arange(c_mu.shape[1])]).items():
+            chunks[name].append(out.numpy())
+    return {name: np.concatenate(parts) for name, parts in chunks.items()}
+
+
+def test_on_the_cpu_the_evaluation_gives_the_numbers_of_the_host_loops_it_replaced(trained_run):
+    from repscope.studies.mmvae.evaluate import evaluation_test_set
+
+    _, outcome = trained_run
+    task = outcome.task
+    test = evaluation_test_set(1, 150, seed=4)  # 150 rows: three batches of 64, the last one short
+    given = {"image": test["image"], "text": test["text"]}
+    with torch.no_grad():
+        for part in (given, {"text": test["text"]}, {"image": test["image"]}):
+            assert np.array_equal(task.log_likelihood(part, k=5, seed=2), previous_log_likelihood(task, part, 5, 2))
+        for name in ("image", "text"):
+            new = task.generate({name: test[name]}, seed=3, batch_size=64)
+            old = previous_cross_generation(task, {name: test[name]}, 3, batch_size=64)
+            assert all(np.array_equal(new[m], old[m]) for m in task.modalities), name
+        z = torch.randn((40, 4), generator=torch.Generator().manual_seed(6))
+        joint = task.sample(40, seed=6)
+        assert all(np.array_equal(joint[m], out.numpy()) for m, out in task.net.decode(z).items())
+    # another batch size draws other random numbers: another estimate of the same quantity
+    one_pass = task.log_likelihood(given, k=5, seed=2, batch_size=150)
+    assert not np.array_equal(one_pass, task.log_likelihood(given, k=5, seed=2))
+    assert abs(one_pass.mean() - task.log_likelihood(given, k=5, seed=2).mean()) < 0.05 * abs(one_pass.mean())
+
+
+def test_evaluate_records_where_and_in_what_batches_it_ran(trained_run, evaluation_env, tmp_path):
+    from repscope.studies.mmvae.evaluate import evaluate_run, evaluation_device, evaluation_test_set
+
+    root, outcome = trained_run
+    metrics = evaluate_run(root / "run", n=24, seed=1, k=3, n_analysis=30, out=tmp_path / "default")
+    assert (metrics["accelerator"], metrics["device"]) == ("cpu", "cpu")
+    assert (metrics["batch_size"], metrics["batch_size_log_likelihood"]) == (256, 64)  # the task's defaults
+    batched = evaluate_run(root / "run", n=24, seed=1, k=3, n_analysis=30, out=tmp_path / "b", batch_size=7)
+    assert (batched["batch_size"], batched["batch_size_log_likelihood"]) == (7, 7)
+    test = evaluation_test_set(1, 30, seed=1)
+    text = outcome.task.log_likelihood({"text": test["text"]}, k=3, seed=1, batch_size=7)
+    assert batched["log_likelihood_text"] == pytest.approx(text.mean(), rel=1e-12)
+    # cross-generation decodes posterior means and joint samples come from one draw: no batch changes them
+    for key in ("text_to_image_strict", "joint_features"):
+        assert batched[key] == pytest.approx(metrics[key]), key
+    with pytest.raises(InvalidArgumentError, match="--batch-size"):
+        evaluate_run(root / "run", n=24, out=tmp_path / "c", batch_size=0)
+    with pytest.raises(InvalidArgumentError, match="--accelerator"):
+        evaluation_device("tpu")
+    assert str(evaluation_device("cpu")) == "cpu"
+    if not torch.cuda.is_available() and not torch.backends.mps.is_available():
+        assert str(evaluation_device("auto")) == "cpu"
+        with pytest.raises(InvalidArgumentError, match="--accelerator gpu: torch sees no such GPU"):
+            evaluate_run(root / "run", n=24, out=tmp_path / "d", accelerator="gpu")
+        assert not (tmp_path / "d").exists()
+
+
+def test_the_command_places_the_model_and_hands_the_trainer_flags_to_the_classifiers(
+    trained_run, evaluation_env, tmp_path
+):
+    from typer.testing import CliRunner
+
+    from repscope.cli import app
+
+    root, _ = trained_run
+    base = ["mmvae", "evaluate", str(root / "run"), "--n", "5", "--no-analysis"]
+    result = CliRunner().invoke(app, [*base, "--accelerator", "cpu", "--batch-size", "3", "-o", str(tmp_path / "a")])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "a" / "metrics.json").read_text())
+    assert (metrics["accelerator"], metrics["device"], metrics["batch_size"]) == ("cpu", "cpu", 3)
+    assert evaluation_env[-1].accelerator == "cpu" and "on cpu" in result.output
+    # no flag: the model on the CPU (the numbers of earlier evaluations), the classifiers on their default
+    result = CliRunner().invoke(app, [*base, "-o", str(tmp_path / "b")])
+    assert result.exit_code == 0, result.output
+    assert json.loads((tmp_path / "b" / "metrics.json").read_text())["device"] == "cpu"
+    assert evaluation_env[-1].accelerator == "auto"
+    help_text = CliRunner().invoke(app, ["mmvae", "evaluate", "--help"]).output
+    assert "--accelerator" in help_text and "--batch-size" in help_text

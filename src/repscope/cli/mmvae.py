@@ -7,15 +7,20 @@ from typing import Optional
 
 import typer
 
+from repscope.cli.studies import trainer_section, with_trainer_flags
+
 app = typer.Typer(no_args_is_help=True)
 
 # repscope.studies.mmvae.evaluate's defaults, written out: `repscope --help` does not import the study (torch)
 EVALUATE_DEFAULT_N = 1000
 EVALUATE_DEFAULT_K = 30
 EVALUATE_DEFAULT_N_ANALYSIS = 1000
+EVALUATE_ACCELERATOR_BATCH_SIZE = 1024
+EVALUATE_CPU_BATCH_SIZES = {"forward": 256, "log_likelihood": 64}
 
 
 @app.command("evaluate")
+@with_trainer_flags
 def evaluate_command(
     run_dir: Path = typer.Argument(..., help="run directory of repscope train with a multimodal VAE on cdsprites"),
     n: int = typer.Option(
@@ -27,7 +32,7 @@ def evaluate_command(
         "--k",
         help="importance samples per example of the log-likelihood estimates: the estimate tightens as K grows, "
         "its cost grows linearly (K=30 on 1000 samples: about 45 s of CPU time for the shipped config's networks, "
-        "most of the evaluation's time)",
+        "most of the evaluation's time on the CPU; see --accelerator)",
     ),
     analysis: bool = typer.Option(
         True,
@@ -46,11 +51,25 @@ def evaluate_command(
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace the evaluation folder if it exists (once the new one is complete)"
     ),
+    batch_size: Optional[int] = typer.Option(
+        None,
+        "--batch-size",
+        help="examples per pass of the model (each with K samples in the log-likelihoods); default "
+        f"{EVALUATE_CPU_BATCH_SIZES['log_likelihood']} for the log-likelihoods and "
+        f"{EVALUATE_CPU_BATCH_SIZES['forward']} elsewhere on the CPU, {EVALUATE_ACCELERATOR_BATCH_SIZE} on a GPU. "
+        "The random draws follow the batches: another batch size gives other (equally valid) estimates",
+    ),
+    trainer_flags: Optional[dict] = None,
 ) -> None:
     """Coherency (Strict / Features / Letters), test log-likelihoods, linear factorisation, t-SNE and latent
-    traversals of a trained multimodal VAE; one HTML report."""
-    from repscope.studies.mmvae.evaluate import evaluate_run
+    traversals of a trained multimodal VAE; one HTML report.
 
+    The model runs on --accelerator (default cpu: the numbers of earlier evaluations; gpu or auto for a GPU);
+    the level's attribute classifiers, when they are not cached yet, train on the Trainer flags."""
+    from repscope.studies.mmvae.evaluate import evaluate_run
+    from repscope.studies.sprites.classifiers import default_trainer
+
+    flags = dict(trainer_flags or {})
     folder = out if out is not None else run_dir / "evaluation"
     metrics = evaluate_run(
         run_dir,
@@ -62,6 +81,9 @@ def evaluate_command(
         sample=sample,
         out=folder,
         overwrite=overwrite,
+        accelerator=flags.get("accelerator") or "cpu",
+        batch_size=batch_size,
+        trainer=trainer_section(flags, default_trainer()),
     )
     for direction in ("text_to_image", "image_to_text", "joint"):
         if f"{direction}_strict" in metrics:
@@ -86,7 +108,7 @@ def evaluate_command(
             for name, value in probes.items()
         )
         typer.echo(f"linear probe on the joint latents: {shown}")
-    typer.echo(f"written: {folder / 'report.html'} ({metrics['seconds']:.0f} s)")
+    typer.echo(f"written: {folder / 'report.html'} ({metrics['seconds']:.0f} s on {metrics['device']})")
 
 
 @app.command("leaderboard")

@@ -97,11 +97,24 @@ class SplitView(torch.utils.data.Dataset):
 
     @property
     def in_memory(self) -> bool:
-        """Whether the split's rows are held in memory already (not drawn on demand by a generator)."""
+        """Whether the split's rows are held in memory already (not drawn on demand by a generator).
+
+        Returns
+        -------
+        bool
+            True for an :class:`~repscope.data.datasets.ArraySplit`.
+        """
         return isinstance(self.dataset.split(self.split), ArraySplit)
 
     def nbytes_held(self) -> int:
-        """Bytes the view's rows take once converted and held as tensors (:class:`DeviceStore`)."""
+        """Bytes the view's rows take once converted and held as tensors (:class:`DeviceStore`).
+
+        Returns
+        -------
+        int
+            ``len(self)`` times the bytes of one row of every field: uint8 images and masks 1 byte a
+            value, other floats 4 (float32), integers 8 (int64).
+        """
         total = 0
         for name in self.fields:
             spec = self.dataset.field(name)
@@ -181,7 +194,18 @@ class DeviceStore:
         return self.length
 
     def gather(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
-        """The batch of ``rows`` (int64, on :attr:`device`): a dict of field name to tensor."""
+        """The batch of ``rows``: every field's rows gathered on the device.
+
+        Parameters
+        ----------
+        rows : torch.Tensor
+            int64 row numbers, on :attr:`device`.
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            Field name to its rows, as :func:`field_to_tensor` gives them (images float32 in [0, 1]).
+        """
         out = {}
         for name in self.fields:
             values = self.tensors[name].index_select(0, rows)
@@ -231,8 +255,18 @@ class DeviceBatches:
 
 
 def free_memory(device: torch.device) -> int | None:
-    """Free bytes on ``device``: the accelerator's (CUDA), the host's available memory (CPU); None
-    where it cannot be told."""
+    """Free bytes on ``device``: the accelerator's (CUDA), the host's available memory (CPU).
+
+    Parameters
+    ----------
+    device : torch.device
+        The device.
+
+    Returns
+    -------
+    int or None
+        Free bytes; None where it cannot be told (another accelerator, no ``sysconf``).
+    """
     if device.type == "cuda":
         free, _ = torch.cuda.mem_get_info(device)
         return int(free)
@@ -356,12 +390,23 @@ class DatasetModule(pl.LightningDataModule):
         self.test_set = SplitView(dataset, "test", self.fields) if "test" in dataset.splits else None
 
     def device(self) -> torch.device:
-        """Where the Trainer this module is attached to runs (the CPU when none is)."""
+        """Where the Trainer this module is attached to runs.
+
+        Returns
+        -------
+        torch.device
+            The Trainer's root device; the CPU when no Trainer is attached.
+        """
         trainer = getattr(self, "trainer", None)
         return trainer.strategy.root_device if trainer is not None else torch.device("cpu")
 
     def uses_device(self) -> bool:
         """Whether the batches come from rows held on the device (``placement``, resolved once).
+
+        Returns
+        -------
+        bool
+            True: :class:`DeviceBatches`; False: a DataLoader.
 
         Raises
         ------

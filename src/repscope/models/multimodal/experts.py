@@ -8,6 +8,10 @@ that every model infers from any subset of modalities.
 * Mixture of experts (MMVAE, Shi et al. 2019): ``q(z | X) = 1/|X| sum_{m in X} q(z | x_m)``.
 * Mixture of products of experts (MoPoE, Sutter et al. 2021):
   ``q(z | X) = 1/|P(X)| sum_{S in P(X)} PoE(S)`` over the non-empty subsets ``S`` of the present ones.
+
+No function here reads a tensor's values on the host in a training step: a host read (``bool(t)``,
+``t.item()``) stops the CPU until an accelerator has finished every queued kernel. The checks of the
+presence masks that need one run where reading costs nothing (:func:`may_read`: tensors on the CPU).
 """
 
 from __future__ import annotations
@@ -17,6 +21,67 @@ import itertools
 import torch
 
 from repscope.errors import InvalidArgumentError
+
+
+def may_read(tensor: torch.Tensor) -> bool:
+    """Whether a data-dependent input check may read ``tensor`` on the host.
+
+    True on the CPU, where reading costs nothing; False on an accelerator, where it would stall every
+    training step until the device has caught up (there such a check is left out), and while tracing.
+    """
+    return tensor.device.type == "cpu" and not torch.jit.is_tracing()
+
+
+def random_normal(
+    shape: tuple[int, ...], generator: torch.Generator | None, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
+    """Standard normal noise of ``shape`` on ``device``, drawn on ``generator``'s device (a seeded CPU
+    generator gives the same numbers whatever the model's device); without a generator, drawn on ``device``
+    from its default generator (no host-to-device copy in a training step)."""
+    source = generator.device if generator is not None else device
+    return torch.randn(shape, generator=generator, dtype=dtype, device=source).to(device)
+
+
+def known_presence(
+    modalities: tuple[str, ...], inputs: dict, present: dict | None, batch: int
+) -> tuple[bool | None, ...]:
+    """What the modalities given say, without reading a mask, about each modality's presence.
+
+    Parameters
+    ----------
+    modalities : tuple of str
+        The model's modalities, in order.
+    inputs : dict
+        The modalities given (a modality left out is missing for every example).
+    present : dict, optional
+        The caller's presence masks by modality.
+    batch : int
+        Examples in the batch.
+
+    Returns
+    -------
+    tuple of (bool or None)
+        Per modality: True when every example has it (given, without a mask), False when none has (not
+        given, or an empty batch), None when its ``present`` mask decides.
+    """
+    if batch == 0:
+        return tuple(False for _ in modalities)
+    return tuple(
+        False if name not in inputs else (None if present is not None and name in present else True)
+        for name in modalities
+    )
+
+
+def all_known(states: list[bool | None]) -> bool | None:
+    """Whether every example has all of the modalities of :func:`known_presence` ``states``: True, False or
+    None (masks decide)."""
+    return False if False in states else (True if all(states) else None)
+
+
+def any_known(states: list[bool | None]) -> bool | None:
+    """Whether some example has one of the modalities of :func:`known_presence` ``states``: True, False or
+    None (masks decide)."""
+    return True if True in states else (False if all(state is False for state in states) else None)
 
 
 def _check(mu: torch.Tensor, logvar: torch.Tensor, present: torch.Tensor | None) -> torch.Tensor:
@@ -59,8 +124,10 @@ def product_of_experts(
     Raises
     ------
     InvalidArgumentError
-        On mismatched shapes, or when an example has no expert at all and ``prior_expert`` is False.
+        On mismatched shapes, or when an example has no expert at all and ``prior_expert`` is False (read
+        only from a ``present`` on the CPU, :func:`may_read`; on an accelerator such an example gets NaN).
     """
+    given = present
     present = _check(mu, logvar, present)
     weight = present.unsqueeze(-1).to(mu.dtype)
     precision = torch.exp(-logvar) * weight
@@ -68,8 +135,11 @@ def product_of_experts(
     weighted_mean = (precision * mu).sum(0)
     if prior_expert:
         total = total + 1.0
-    elif bool((~present.any(0)).any()):
-        raise InvalidArgumentError("present: an example has no modality and the prior expert is excluded")
+    else:
+        # without a mask every expert is present (nothing to read); a mask is read on the CPU only
+        no_experts = mu.shape[0] == 0 and mu.shape[1] > 0
+        if no_experts or (given is not None and may_read(present) and bool((~present.any(0)).any())):
+            raise InvalidArgumentError("present: an example has no modality and the prior expert is excluded")
     variance = 1.0 / total
     return weighted_mean * variance, torch.log(variance)
 
@@ -94,19 +164,26 @@ def reparameterise(
         Samples, with gradients to ``mu`` and ``logvar``.
     """
     shape = tuple(mu.shape) if samples is None else (int(samples), *mu.shape)
-    noise = torch.randn(shape, generator=generator, dtype=mu.dtype, device=mu.device)
+    noise = random_normal(shape, generator, mu.dtype, mu.device)
     return mu + torch.exp(0.5 * logvar) * noise
 
 
-def choose_present(present: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+def choose_present(present: torch.Tensor, generator: torch.Generator | None = None, check: bool = True) -> torch.Tensor:
     """For each example, one present expert drawn uniformly: the component of a mixture of experts.
+
+    The draw is ``torch.multinomial(weights, 1)``'s own algorithm (``argmax(weights / q)``, ``q ~ Exp(1)``,
+    the same numbers from the same generator) without its validity checks, which read the weights on the
+    host.
 
     Parameters
     ----------
     present : torch.Tensor
         bool ``(E, B)``; every example needs at least one present expert.
     generator : torch.Generator, optional
-        Source of randomness (seeded for determinism).
+        Source of randomness (seeded for determinism); the draw happens on its device.
+    check : bool, default=True
+        Check that every example has a present expert (only where :func:`may_read`); a caller that knows
+        it from the modalities given passes False.
 
     Returns
     -------
@@ -116,13 +193,15 @@ def choose_present(present: torch.Tensor, generator: torch.Generator | None = No
     Raises
     ------
     InvalidArgumentError
-        When an example has no present expert.
+        When an example has no present expert (checked on the CPU only; on an accelerator it gets expert 0).
     """
     present = present.to(torch.bool)
-    if bool((~present.any(0)).any()):
+    if check and may_read(present) and bool((~present.any(0)).any()):
         raise InvalidArgumentError("present: an example has no modality to draw from")
-    weights = present.T.to(torch.float64)  # (B, E), uniform over the present experts
-    return torch.multinomial(weights, 1, generator=generator).squeeze(1)
+    source = generator.device if generator is not None else present.device
+    weights = present.T.to(device=source, dtype=torch.float64)  # (B, E), uniform over the present experts
+    exponential = torch.empty_like(weights).exponential_(1, generator=generator)
+    return (weights / exponential).argmax(-1).to(present.device)
 
 
 def mixture_of_experts_sample(
@@ -202,10 +281,12 @@ def mixture_of_products(
     present = _check(mu, logvar, present)
     parts_mu, parts_logvar, available = [], [], []
     for subset in subsets(mu.shape[0]):
-        index = list(subset)
-        inside = present[index].all(0)
+        # rows picked by Python ints, not a list: a list index is a host tensor copied to the device
+        inside = torch.stack([present[i] for i in subset]).all(0)
         # compute the product over the subset as if all were present; unavailable rows are masked out
-        part_mu, part_logvar = product_of_experts(mu[index], logvar[index], None, prior_expert=False)
+        part_mu, part_logvar = product_of_experts(
+            torch.stack([mu[i] for i in subset]), torch.stack([logvar[i] for i in subset]), None, prior_expert=False
+        )
         parts_mu.append(part_mu)
         parts_logvar.append(part_logvar)
         available.append(inside)

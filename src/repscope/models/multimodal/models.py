@@ -24,6 +24,11 @@ one per component: what Sutter et al.'s MoPoE code and MultiVae do).
 
 Missing modalities (``present[m]`` False for an example) are left out of the posterior and of the
 reconstruction terms, so every model infers from, and trains on, any subset.
+
+A training step reads no tensor on the host (which would make the CPU wait for an accelerator): which
+terms exist is decided from the modalities given (:func:`~repscope.models.multimodal.experts.known_presence`);
+only where the caller's ``present`` masks leave it open is a mask read, on the CPU, and on an accelerator
+such a term is computed and weighted by whether an example has it instead.
 """
 
 from __future__ import annotations
@@ -92,14 +97,15 @@ class MultimodalVAE(nn.Module):
 
     def _present(self, inputs: dict[str, torch.Tensor], present: dict[str, torch.Tensor] | None) -> torch.Tensor:
         batch = next(t.shape[0] for name, t in inputs.items() if name in self.modalities)
+        device = next(iter(self.parameters())).device  # built there: no host-device copy
         rows = []
         for name in self.modalities:
             if name not in inputs:
-                rows.append(torch.zeros(batch, dtype=torch.bool))
+                rows.append(torch.zeros(batch, dtype=torch.bool, device=device))
             elif present is not None and name in present:
-                rows.append(present[name].to(torch.bool).cpu())
+                rows.append(present[name].to(device=device, dtype=torch.bool))
             else:
-                rows.append(torch.ones(batch, dtype=torch.bool))
+                rows.append(torch.ones(batch, dtype=torch.bool, device=device))
         return torch.stack(rows)
 
     def encode(
@@ -132,7 +138,7 @@ class MultimodalVAE(nn.Module):
                 mu = logvar = torch.zeros(batch, self.latent_dim, dtype=reference.dtype, device=reference.device)
             mus.append(mu)
             logvars.append(logvar)
-        return torch.stack(mus), torch.stack(logvars), mask.to(reference.device)
+        return torch.stack(mus), torch.stack(logvars), mask
 
     def posterior(
         self, inputs: dict[str, torch.Tensor], present: dict[str, torch.Tensor] | None = None
@@ -158,6 +164,11 @@ class MultimodalVAE(nn.Module):
         self, mu: torch.Tensor, logvar: torch.Tensor, mask: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """The mixture components of ``q(z | X)`` from the stacked experts ``(E, B, D)`` and ``mask`` ``(E, B)``."""
+        raise NotImplementedError
+
+    def _components_known(self, known: tuple[bool | None, ...]) -> tuple[bool | None, ...]:
+        """Per component of :meth:`_components`, whether every example has it (True), none (False) or its
+        mask decides (None), from the modalities' :func:`~repscope.models.multimodal.experts.known_presence`."""
         raise NotImplementedError
 
     def decode(self, z: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -248,11 +259,13 @@ class MultimodalVAE(nn.Module):
             raise InvalidArgumentError(f"k: must be >= 1, got {k}")
         feature_masks = feature_masks or {}
         mu, logvar, mask = self.encode(inputs, present)
+        known = experts.known_presence(self.modalities, inputs, present, mask.shape[1])
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
-        return self._negative_objective(mu, logvar, mask, scored, feature_masks, objective, k, beta, generator)
+        return self._negative_objective(mu, logvar, mask, scored, feature_masks, objective, k, beta, generator, known)
 
-    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
-        """Minus the model's objective, averaged over the batch, from the stacked experts (:meth:`encode`)."""
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, known):
+        """Minus the model's objective, averaged over the batch, from the stacked experts (:meth:`encode`);
+        ``known``: :func:`~repscope.models.multimodal.experts.known_presence` of the modalities."""
         raise NotImplementedError
 
     @staticmethod
@@ -266,12 +279,14 @@ class MultimodalVAE(nn.Module):
 
     @staticmethod
     def _sample_mixture(c_mu, c_logvar, available, k, generator):
-        """``K`` samples per example of the uniform mixture of the available components, and their log-density."""
-        weights = available.T.to(torch.float64).cpu()  # (B, C)
+        """``K`` samples per example of the uniform mixture of the available components, and their log-density;
+        drawn on the generator's device (the model's without one)."""
+        source = generator.device if generator is not None else c_mu.device
+        weights = available.T.to(device=source, dtype=torch.float64)  # (B, C)
         component = torch.multinomial(weights, k, replacement=True, generator=generator).T.to(c_mu.device)
         batch = torch.arange(c_mu.shape[1], device=c_mu.device)
         mu, logvar = c_mu[component, batch], c_logvar[component, batch]  # (K, B, D)
-        noise = torch.randn(mu.shape, generator=generator, dtype=mu.dtype).to(mu.device)
+        noise = experts.random_normal(tuple(mu.shape), generator, mu.dtype, mu.device)
         z = mu + torch.exp(0.5 * logvar) * noise
         return z, MultimodalVAE._log_mixture_density(z, c_mu, c_logvar, available, False)
 
@@ -383,6 +398,9 @@ class ProductOfExpertsVAE(MultimodalVAE):
         joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
         return joint_mu[None], joint_logvar[None], torch.ones_like(mask[:1])
 
+    def _components_known(self, known):
+        return (any(state is not False for state in known),)  # the product: every example has it
+
     def training_subsets(self) -> list[tuple[int, ...]]:
         """MVAE's sub-sampled subsets besides the joint one: each single modality (``singles``, Wu & Goodman
         2018), or every proper non-empty subset (``all``; the same for two modalities)."""
@@ -391,16 +409,20 @@ class ProductOfExpertsVAE(MultimodalVAE):
             return [(index,) for index in range(count)]
         return [subset for subset in experts.subsets(count) if len(subset) < count]
 
-    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, known):
         # the joint posterior plus each sub-sampled subset, each reconstructing what it was given
         terms = [self._component_objective(mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator)]
         for subset in self.training_subsets():
-            only = torch.zeros_like(mask)
-            only[list(subset)] = mask[list(subset)]
-            if bool(only.any(0).any()):
-                terms.append(
-                    self._component_objective(mu, logvar, only, inputs, feature_masks, objective, k, beta, generator)
-                )
+            only = torch.stack([mask[i] if i in subset else torch.zeros_like(mask[i]) for i in range(len(mask))])
+            # a subset no example has is left out: known from the modalities given, else read from the
+            # masks on the CPU; on an accelerator its term is kept and weighted by whether an example has it
+            has_rows = experts.any_known([known[i] for i in subset])
+            if has_rows is None and experts.may_read(only):
+                has_rows = bool(only.any(0).any())
+            if has_rows is False:
+                continue
+            term = self._component_objective(mu, logvar, only, inputs, feature_masks, objective, k, beta, generator)
+            terms.append(term if has_rows else term * only.any().to(term.dtype))
         return -torch.stack([t.mean() for t in terms]).sum()
 
     def _component_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
@@ -445,11 +467,21 @@ class MixtureVAE(MultimodalVAE):
         super().__init__(encoders, decoders, likelihoods, latent_dim, prior)
         self.estimator = estimator
 
-    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, known):
         # the components from the experts already encoded (encoding again would run every encoder twice)
         components_mu, components_logvar, available = self._components(mu, logvar, mask)
         return -self._mixture_objective(
-            components_mu, components_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator
+            components_mu,
+            components_logvar,
+            available,
+            mask,
+            inputs,
+            feature_masks,
+            objective,
+            k,
+            beta,
+            generator,
+            self._components_known(known),
         ).mean()
 
     def _log_posterior_density(self, z, chosen, c_mu, c_logvar, available, detach):
@@ -457,12 +489,16 @@ class MixtureVAE(MultimodalVAE):
         its gradient to the posterior's parameters."""
         raise NotImplementedError
 
-    def _mixture_objective(self, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator):
+    def _mixture_objective(
+        self, c_mu, c_logvar, available, mask, inputs, feature_masks, objective, k, beta, generator, components_known
+    ):
         """MMVAE / MoPoE, every modality reconstructed: stratified over the available components (the
         average of their bounds), or with ``estimator="sampled"`` one component drawn per example (an
-        unbiased estimate of that average with one decoding instead of one per component)."""
+        unbiased estimate of that average with one decoding instead of one per component).
+        ``components_known``: :meth:`_components_known`, which spares reading ``available``."""
         if self.estimator == "sampled":
-            component = experts.choose_present(available, generator)
+            # a component every example has: each example has one to draw, nothing to check
+            component = experts.choose_present(available, generator, check=True not in components_known)
             batch = torch.arange(c_mu.shape[1], device=c_mu.device)
             chosen = (c_mu[component, batch], c_logvar[component, batch])
             return self._component_bound(
@@ -471,7 +507,12 @@ class MixtureVAE(MultimodalVAE):
         total = torch.zeros(c_mu.shape[1], dtype=c_mu.dtype, device=c_mu.device)
         count = available.sum(0).to(c_mu.dtype)
         for c in range(c_mu.shape[0]):
-            if not bool(available[c].any()):
+            # a component no example has is left out: known from the modalities given, else read on the
+            # CPU; on an accelerator it is computed, and its bound weighted by ``available[c]`` (all zero)
+            has_rows = components_known[c]
+            if has_rows is None and experts.may_read(available):
+                has_rows = bool(available[c].any())
+            if has_rows is False:
                 continue
             value = self._component_bound(
                 (c_mu[c], c_logvar[c]),
@@ -511,6 +552,9 @@ class MixtureOfExpertsVAE(MixtureVAE):
     def _components(self, mu, logvar, mask):
         return mu, logvar, mask
 
+    def _components_known(self, known):
+        return known
+
     def _log_posterior_density(self, z, chosen, c_mu, c_logvar, available, detach):
         return self._log_mixture_density(z, c_mu, c_logvar, available, detach)
 
@@ -520,6 +564,9 @@ class MixtureOfProductsVAE(MixtureVAE):
 
     def _components(self, mu, logvar, mask):
         return experts.mixture_of_products(mu, logvar, mask)
+
+    def _components_known(self, known):
+        return tuple(experts.all_known([known[i] for i in subset]) for subset in experts.subsets(len(known)))
 
     def _log_posterior_density(self, z, chosen, c_mu, c_logvar, available, detach):
         # MoPoE's KL term is taken per subset (an upper bound of the mixture's; Sutter et al. 2021)

@@ -57,10 +57,10 @@ class ModalitySpecificMixtureVAE(PrivateSharedVAE):
         )
 
     def auxiliary_sample(self, name: str, shape: tuple[int, ...], generator: torch.Generator | None) -> torch.Tensor:
-        """Reparameterised samples ``w~ ~ r_name(w)`` of shape ``(*shape, private_dim)``."""
+        """Reparameterised samples ``w~ ~ r_name(w)`` of shape ``(*shape, private_dim)`` (drawn on the
+        generator's device, the model's without one)."""
         scale = torch.exp(self.auxiliary_log_scale[name])
-        noise = torch.randn((*shape, self.private_dim), generator=generator, dtype=scale.dtype)
-        return noise.to(scale.device) * scale
+        return experts.random_normal((*shape, self.private_dim), generator, scale.dtype, scale.device) * scale
 
     def loss(
         self,
@@ -94,10 +94,16 @@ class ModalitySpecificMixtureVAE(PrivateSharedVAE):
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
         shared, private, mask = self.encode(inputs)
         mask = self._present_mask(mask, present)
+        known = experts.known_presence(self.modalities, private, present, mask.shape[1])
         detach = objective == "dreg"
         total = torch.zeros(mask.shape[1], dtype=shared["mu"].dtype, device=shared["mu"].device)
         for index, name in enumerate(self.modalities):
-            if name not in private or not bool(mask[index].any()):
+            # a modality no example has is left out: known from the modalities given, else read from its
+            # mask on the CPU; on an accelerator its bound is computed and weighted by the mask (all zero)
+            has_rows = known[index]
+            if has_rows is None and experts.may_read(mask):
+                has_rows = bool(mask[index].any())
+            if has_rows is False:
                 continue
             mu = torch.cat([shared["mu"][index], private[name][0]], dim=-1)
             logvar = torch.cat([shared["logvar"][index], private[name][1]], dim=-1)

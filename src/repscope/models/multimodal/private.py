@@ -199,10 +199,11 @@ class PrivateSharedVAE(nn.Module):
         # a missing modality's private code is proposed from its prior: importance weight 1
         reference = next(iter(self.parameters()))
         shape = (k, batch, self.private_dim)
+        source = generator.device if generator is not None else reference.device  # drawn there, no host copy
         if self.prior == "normal":
-            w = torch.randn(shape, generator=generator, dtype=reference.dtype)
+            w = torch.randn(shape, generator=generator, dtype=reference.dtype, device=source)
         else:
-            uniform = torch.rand(shape, generator=generator, dtype=reference.dtype) - 0.5
+            uniform = torch.rand(shape, generator=generator, dtype=reference.dtype, device=source) - 0.5
             w = -torch.sign(uniform) * torch.log1p(-2.0 * uniform.abs())
         return w.to(reference.device), torch.zeros(shape[:2], dtype=reference.dtype, device=reference.device)
 

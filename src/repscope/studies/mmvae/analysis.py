@@ -341,41 +341,51 @@ def log_likelihoods(
     return out
 
 
-def posterior_latents(task: Any, given: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def posterior_latents(task: Any, given: Mapping[str, Any], batch_size: int | None = None) -> dict[str, np.ndarray]:
     """Posterior means of the shared latent: from every modality (``joint``) and from each alone.
 
     Parameters
     ----------
     task
-        An object with ``encode(given) -> (N, D)``.
+        An object with ``encode(given[, batch_size=]) -> (N, D)``.
     given : mapping of str to array-like
         Modality name -> rows.
+    batch_size : int, optional
+        Examples per pass (default: the task's own).
 
     Returns
     -------
     dict of str to numpy.ndarray
         ``joint`` (when more than one modality is given) then each modality: float ``(N, D)``.
     """
+    passes = {} if batch_size is None else {"batch_size": int(batch_size)}
     out = {}
     if len(given) > 1:
-        out[JOINT] = np.asarray(task.encode(dict(given)))
+        out[JOINT] = np.asarray(task.encode(dict(given), **passes))
     for name, rows in given.items():
-        out[name] = np.asarray(task.encode({name: rows}))
+        out[name] = np.asarray(task.encode({name: rows}, **passes))
     return out
 
 
 def latent_traversals(
-    task: Any, base: Any, values: Sequence[float] = TRAVERSAL_VALUES, dims: Sequence[int] | None = None
+    task: Any,
+    base: Any,
+    values: Sequence[float] = TRAVERSAL_VALUES,
+    dims: Sequence[int] | None = None,
+    batch_size: int | None = None,
 ) -> dict[str, Any]:
-    """Decode a traversal of every (or the given) latent dimension around ``base``.
+    """Decode a traversal of every (or the given) latent dimension around ``base``: every latent of the grid
+    in one call of ``task.decode``.
 
     Parameters
     ----------
     task
-        An object with ``decode(z (M, D)) -> {modality: outputs}``; an ``image`` output is
+        An object with ``decode(z (M, D)[, batch_size=]) -> {modality: outputs}``; an ``image`` output is
         ``(M, C, H, W)`` means in [0, 1], a ``text`` output ``(M, L, V)`` caption logits.
     base, values, dims
         As :func:`traversal_latents`.
+    batch_size : int, optional
+        Latents per pass (default: the task's own).
 
     Returns
     -------
@@ -386,7 +396,8 @@ def latent_traversals(
     """
     grid = traversal_latents(base, values, dims)
     rows, steps, size = grid.shape
-    decoded = task.decode(grid.reshape(rows * steps, size))
+    passes = {} if batch_size is None else {"batch_size": int(batch_size)}
+    decoded = task.decode(grid.reshape(rows * steps, size), **passes)
     result: dict[str, Any] = {
         "latents": grid,
         "values": [float(v) for v in np.asarray(values, dtype=np.float64)],

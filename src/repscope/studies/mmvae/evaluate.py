@@ -17,6 +17,14 @@ On a fresh test set of the run's level (its own seed, never seen in training):
 Everything goes to ``RUN/evaluation/`` (or ``out``): ``config.yaml`` (the evaluation's settings),
 ``metrics.json`` (the headline numbers by name), ``coherency.json``, ``outputs/``, ``tables/*.csv``,
 ``figures/*.png`` and ``report.html``.
+
+Where the model runs: ``accelerator`` (``cpu``, the default, ``gpu``, ``auto``; :func:`evaluation_device`)
+places the model on that device, and every model step (generation, log-likelihoods, posterior means,
+traversals) runs there in batches of ``batch_size`` examples (each with its ``k`` importance samples in
+the log-likelihoods), its results copied back once per step. The random draws depend on the batches:
+left unset, the batch sizes are the task methods' defaults on the CPU (:data:`CPU_BATCH_SIZES`: 64
+examples for the log-likelihoods, 256 elsewhere, the numbers of every earlier evaluation) and
+:data:`ACCELERATOR_BATCH_SIZE` on an accelerator; both are recorded.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import torch
 
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, level_attributes
 from repscope.data.sprites.captions import decode_captions
@@ -59,6 +68,54 @@ DEFAULT_N_ANALYSIS = 1000
 MIN_N_ANALYSIS = 20  # a linear probe and a t-SNE need some rows
 SHOWN = 8  # examples per direction in the report
 ANALYSIS_METHODS = ("encode", "decode", "log_likelihood")
+ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")  # Lightning's names of the devices torch can reach
+ACCELERATOR_BATCH_SIZE = 1024  # examples per pass on an accelerator (x k importance samples)
+# on the CPU: the task methods' defaults, so that the numbers are those of every earlier evaluation
+CPU_BATCH_SIZES = {"forward": 256, "log_likelihood": 64}
+
+
+def evaluation_device(accelerator: str) -> torch.device:
+    """The torch device an evaluation runs on.
+
+    Parameters
+    ----------
+    accelerator : {"cpu", "gpu", "cuda", "mps", "auto"}
+        ``gpu``: the current CUDA device, else Apple's MPS; ``cuda`` / ``mps``: that one; ``auto``: a GPU
+        when torch sees one, else the CPU.
+
+    Returns
+    -------
+    torch.device
+
+    Raises
+    ------
+    InvalidArgumentError
+        On another name, or a GPU that torch does not see.
+    """
+    if accelerator not in ACCELERATORS:
+        raise InvalidArgumentError(f"--accelerator: must be one of {', '.join(ACCELERATORS)}, got {accelerator!r}")
+    if accelerator == "cpu":
+        return torch.device("cpu")
+    if accelerator in ("gpu", "cuda", "auto") and torch.cuda.is_available():
+        return torch.device("cuda", torch.cuda.current_device())
+    if accelerator in ("gpu", "mps", "auto") and torch.backends.mps.is_available():
+        return torch.device("mps")
+    if accelerator != "auto":
+        raise InvalidArgumentError(
+            f"--accelerator {accelerator}: torch sees no such GPU (a CPU build of torch, or no device visible); "
+            "use --accelerator cpu or auto"
+        )
+    return torch.device("cpu")
+
+
+def _batch_sizes(batch_size: int | None, device: torch.device) -> dict[str, int]:
+    """Examples per pass of the forward steps (generation, posterior means, traversals) and of the
+    log-likelihoods: ``batch_size`` for both, else :data:`CPU_BATCH_SIZES` or :data:`ACCELERATOR_BATCH_SIZE`."""
+    if batch_size is not None:
+        return {"forward": int(batch_size), "log_likelihood": int(batch_size)}
+    if device.type == "cpu":
+        return dict(CPU_BATCH_SIZES)
+    return {"forward": ACCELERATOR_BATCH_SIZE, "log_likelihood": ACCELERATOR_BATCH_SIZE}
 
 
 def write_cdsprites_outputs(
@@ -69,6 +126,7 @@ def write_cdsprites_outputs(
     folder: Path,
     test: dict[str, np.ndarray] | None = None,
     sample: bool = False,
+    batch_size: int | None = None,
 ) -> Path:
     """Generate text -> image, image -> text and joint outputs on ``n`` fresh test samples into ``folder``.
 
@@ -89,6 +147,8 @@ def write_cdsprites_outputs(
         :func:`evaluation_test_set` draws them.
     sample : bool, default=False
         Cross-generate from a sample of the posterior instead of its mean (``task.generate(sample=True)``).
+    batch_size : int, optional
+        Examples per forward pass of ``task.generate`` (default: its own).
 
     Returns
     -------
@@ -101,8 +161,9 @@ def write_cdsprites_outputs(
     test = {name: test[name][:n] for name in ("image", "text", "mask")}
     truth = decode_captions(test["text"], test["mask"])
     lines = ("\n".join(truth) + "\n").encode()
-    from_text = task.generate({"text": test["text"]}, seed=seed, sample=sample)
-    from_image = task.generate({"image": test["image"]}, seed=seed, sample=sample)
+    passes = {} if batch_size is None else {"batch_size": int(batch_size)}
+    from_text = task.generate({"text": test["text"]}, seed=seed, sample=sample, **passes)
+    from_image = task.generate({"image": test["image"]}, seed=seed, sample=sample, **passes)
     joint = task.sample(n, seed=seed)
     outputs = {
         "text_to_image/truth.txt": lines,
@@ -159,6 +220,9 @@ def evaluate_run(
     sample: bool = False,
     out: str | Path | None = None,
     overwrite: bool = False,
+    accelerator: str = "cpu",
+    batch_size: int | None = None,
+    trainer: Any = None,
 ) -> dict[str, Any]:
     """Coherency and (``analysis``) the dataset-independent analysis of a trained multimodal VAE run.
 
@@ -184,12 +248,22 @@ def evaluate_run(
         The evaluation folder (default ``run_dir/evaluation``).
     overwrite : bool, default=False
         Replace an existing non-empty ``out`` (once the new evaluation is complete); refused otherwise.
+    accelerator : {"cpu", "gpu", "cuda", "mps", "auto"}, default="cpu"
+        Where the model runs (:func:`evaluation_device`).
+    batch_size : int, optional
+        Examples per pass of every model step (each with ``k`` samples in the log-likelihoods); default:
+        the task methods' own on the CPU (the numbers of earlier evaluations), :data:`ACCELERATOR_BATCH_SIZE`
+        on an accelerator (module docstring).
+    trainer : TrainerSection, optional
+        Where the level's attribute classifiers train if they are not cached yet (default: theirs,
+        :func:`repscope.studies.sprites.classifiers.default_trainer`).
 
     Returns
     -------
     dict
         The ``metrics.json`` written: ``model``, ``level``, ``latent_dim``, ``dims``, ``training_seed``,
-        ``run``, ``n``, ``seed``, then ``<direction>_strict`` / ``_features`` (and
+        ``run``, ``n``, ``seed``, ``accelerator``, ``device``, ``batch_size`` and
+        ``batch_size_log_likelihood`` (as used), then ``<direction>_strict`` / ``_features`` (and
         ``image_to_text_letters``), and with the analysis ``k``, ``n_analysis``, ``log_likelihood_joint``,
         ``log_likelihood_<modality>``, ``linear_<attribute>`` (joint posterior), ``linear_<attribute>_chance``,
         ``linear_<attribute>_<modality>``; ``seconds`` and ``seconds_by_step``.
@@ -197,8 +271,9 @@ def evaluate_run(
     Raises
     ------
     InvalidArgumentError
-        When ``n``, ``k`` or ``n_analysis`` is too small, or the run is not a multimodal VAE on CdSprites+
-        (or its model lacks the analysis methods while ``analysis``).
+        When ``n``, ``k``, ``n_analysis`` or ``batch_size`` is too small, the accelerator unknown or absent, or
+        the run is not a multimodal VAE on CdSprites+ (or its model lacks the analysis methods while
+        ``analysis``).
     OutputExistsError
         When ``out`` holds files and ``overwrite`` is false.
     """
@@ -209,6 +284,9 @@ def evaluate_run(
         raise InvalidArgumentError(f"--k: must be >= 1, got {k}")
     if analysis and n_analysis < MIN_N_ANALYSIS:
         raise InvalidArgumentError(f"--n-analysis: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
+    if batch_size is not None and int(batch_size) < 1:
+        raise InvalidArgumentError(f"--batch-size: must be >= 1, got {batch_size}")
+    device = evaluation_device(accelerator)
     run = open_cdsprites_run(run_dir)
     level = cdsprites_level(run)
     out = Path(out) if out is not None else run_dir / "evaluation"
@@ -216,6 +294,9 @@ def evaluate_run(
     if os.environ.get(THREADS_ENV, "").strip():
         configure_torch_threads()  # the user chose torch's thread count, as for training
     task = run.task()
+    if hasattr(task, "to"):
+        task = task.to(device)  # every model step runs there (module docstring)
+    batches = _batch_sizes(None if batch_size is None else int(batch_size), device)
     if set(getattr(task, "modalities", {})) != {"image", "text"}:
         raise InvalidArgumentError(f"{run_dir}: needs a model with the modalities 'image' and 'text' (CdSprites+)")
     missing = [name for name in ANALYSIS_METHODS if not callable(getattr(task, name, None))]
@@ -235,6 +316,10 @@ def evaluate_run(
         "run": str(run_dir.resolve()),
         "n": int(n),
         "seed": int(seed),
+        "accelerator": accelerator,
+        "device": str(device),
+        "batch_size": batches["forward"],
+        "batch_size_log_likelihood": batches["log_likelihood"],
     }
     if analysis:
         summary.update({"k": int(k), "n_analysis": int(n_analysis)})
@@ -248,10 +333,12 @@ def evaluate_run(
             steps = _Steps(update, f"evaluating {model} ({run_dir.name})", total)
             steps.start("generation", f"generating {n} samples per direction")
             test = evaluation_test_set(level, max(n, n_analysis if analysis else 0), seed)
-            folder = write_cdsprites_outputs(task, level, n, seed, run.path("outputs"), test=test, sample=sample)
+            folder = write_cdsprites_outputs(
+                task, level, n, seed, run.path("outputs"), test=test, sample=sample, batch_size=batches["forward"]
+            )
             steps.finish()
             steps.start("coherency", "scoring coherency")
-            coherency = evaluate_outputs(folder, level)
+            coherency = evaluate_outputs(folder, level, trainer=trainer)
             coherency.update({"model": model, "n": n})
             write_json_atomic(run.path("coherency.json"), json.loads(json.dumps(coherency, default=float)))
             summary.update(coherency_metrics(coherency))
@@ -261,7 +348,7 @@ def evaluate_run(
             figures = _sample_figures(run, folder, test)
             notes: dict[str, str] = {}
             if analysis:
-                _analyse(task, test, level, k, n_analysis, seed, run, steps, summary, tables, figures, notes)
+                _analyse(task, test, level, k, n_analysis, seed, run, steps, summary, tables, figures, notes, batches)
             steps.start("report", "writing the report")
             _training_figure(run_dir, run, figures, notes)
             warnings = list(coherency.get("warnings", []))
@@ -324,6 +411,7 @@ def _analyse(
     tables: dict[str, pd.DataFrame],
     figures: dict[str, Path],
     notes: dict[str, str],
+    batches: dict[str, int],
 ) -> None:
     given = {name: test[spec.get("field", name)][:n_analysis] for name, spec in task.modalities.items()}
     names = list(level_attributes(level))
@@ -337,7 +425,9 @@ def _analyse(
         started.append(name)
         steps.start(f"log_likelihood_{name}", f"log-likelihood {name}, k={k}, n={n_analysis}")
 
-    values = mmvae_analysis.log_likelihoods(task, given, k=k, seed=seed, step=next_estimate)
+    values = mmvae_analysis.log_likelihoods(
+        task, given, k=k, seed=seed, batch_size=batches["log_likelihood"], step=next_estimate
+    )
     steps.finish()
     table = mmvae_analysis.summarise_log_likelihoods(values, k=k)
     for row in table.itertuples():
@@ -346,7 +436,7 @@ def _analyse(
     run.write_table("log_likelihood", table)
 
     steps.start("latents_and_linear_probes", f"posterior latents and linear probes, n={n_analysis}")
-    latents = mmvae_analysis.posterior_latents(task, given)
+    latents = mmvae_analysis.posterior_latents(task, given, batch_size=batches["forward"])
     rows = []
     for source, codes in latents.items():
         probe = mmvae_analysis.linear_factorisation(codes, attributes, names, seed=seed)
@@ -382,7 +472,7 @@ def _analyse(
 
     steps.start("traversals", f"latent traversals of {joint.shape[1]} dimensions")
     base = joint[0]
-    traversal = mmvae_analysis.latent_traversals(task, base)
+    traversal = mmvae_analysis.latent_traversals(task, base, batch_size=batches["forward"])
     figures["traversals"] = run.save_figure(
         "traversals", traversal_figure(traversal["images"], traversal["values"], traversal["dims"])
     )
@@ -399,12 +489,15 @@ def _analyse(
 
 
 __all__ = [
+    "ACCELERATORS",
+    "ACCELERATOR_BATCH_SIZE",
     "DEFAULT_K",
     "DEFAULT_N",
     "DEFAULT_N_ANALYSIS",
     "OUTPUT_LAYOUT",
     "coherency_metrics",
     "evaluate_run",
+    "evaluation_device",
     "evaluation_test_set",
     "latent_sizes",
     "write_cdsprites_outputs",

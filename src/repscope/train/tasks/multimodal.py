@@ -13,6 +13,9 @@ Inference, the family's protocol: :meth:`~MultimodalVAETask.encode` (the shared 
 some modalities), :meth:`~MultimodalVAETask.sample` (every modality from the same prior samples),
 :meth:`~MultimodalVAETask.decode` (every modality from shared codes), and the family's own
 :meth:`~MultimodalVAETask.generate` (cross-generation) and :meth:`~MultimodalVAETask.log_likelihood`.
+They run where the model is (``task.to(device)``): the rows go to the device once, every random draw
+happens there (a generator seeded on the model's device; on the CPU the same numbers as ever), the
+results of every batch stay there and come back to the host once, at the end.
 
 ``modalities`` names, per modality, the dataset field it reads, its networks (by name,
 :mod:`repscope.models.multimodal.networks`), its likelihood and the field of its padding mask; the
@@ -142,7 +145,23 @@ class MultimodalVAETask(ConfiguredModule):
     @classmethod
     def accepted_arguments(cls, arguments: dict[str, Any]) -> dict[str, Any]:
         """The hyper-parameters less ``model``, the registry name a checkpoint records (checked to be
-        this class's), and, with it, other models' settings that a run's config may carry."""
+        this class's), and, with it, other models' settings that a run's config may carry.
+
+        Parameters
+        ----------
+        arguments : dict
+            The constructor's keyword arguments.
+
+        Returns
+        -------
+        dict
+            Those bound to the ``Config``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``model`` names another model.
+        """
         arguments = dict(arguments)
         if "model" in arguments:
             recorded, name = arguments.pop("model"), registered_name(cls)
@@ -155,7 +174,18 @@ class MultimodalVAETask(ConfiguredModule):
         return arguments
 
     def recorded_hyperparameters(self, config: Config) -> dict[str, Any]:
-        """Every field, after ``model``: the registry name, so a checkpoint says which model it holds."""
+        """Every field, after ``model``: the registry name, so a checkpoint says which model it holds.
+
+        Parameters
+        ----------
+        config : Config
+            The checked hyper-parameters.
+
+        Returns
+        -------
+        dict
+            ``model`` (when the class is registered), then field name -> value.
+        """
         name = registered_name(type(self))
         return {**({"model": name} if name else {}), **super().recorded_hyperparameters(config)}
 
@@ -241,11 +271,12 @@ class MultimodalVAETask(ConfiguredModule):
                 characters = batch[spec["mask"]].bool()
                 padding_rank = torch.cumsum(~characters, dim=-1)  # 1 on the first padding position
                 scored = characters | ((padding_rank >= 1) & (padding_rank <= END_MARK) & ~characters)
-                padded = inputs[name].clone()
                 marks = scored & ~characters
-                padded[marks] = 0.0
-                padded[..., int(spec["pad_class"])][marks] = 1.0
-                targets[name] = padded
+                # the pad class one-hot where a mark goes, by torch.where: a boolean-mask assignment would
+                # look up the marked positions on the host (a synchronisation with the device every step)
+                pad = torch.zeros(inputs[name].shape[-1], dtype=inputs[name].dtype, device=inputs[name].device)
+                pad[int(spec["pad_class"])] = 1.0
+                targets[name] = torch.where(marks.unsqueeze(-1), pad, inputs[name])
                 masks[name] = scored
         return inputs, masks, targets
 
@@ -352,18 +383,23 @@ class MultimodalVAETask(ConfiguredModule):
         if unknown:
             known = ", ".join(self.modalities)
             raise InvalidArgumentError(f"given: unknown modality {unknown[0]!r}; modalities: {known}")
-        tensors = {name: _as_input(value) for name, value in given.items()}
+        tensors = {name: _as_input(value, self.device) for name, value in given.items()}
         n = len(next(iter(tensors.values())))
-        generator = torch.Generator().manual_seed(int(seed))
+        generator = self._generator(seed)
         was_training = self.training
         self.eval()
-        chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.modalities}
+        chunks: dict[str, list[torch.Tensor]] = {name: [] for name in self.modalities}
         for start in range(0, n, batch_size):
-            part = {name: t[start : start + batch_size].to(self.device) for name, t in tensors.items()}
+            part = {name: t[start : start + batch_size] for name, t in tensors.items()}
             for name, out in self.net.reconstruct(part, generator=generator, use_mean=not sample).items():
-                chunks[name].append(out.float().cpu().numpy())
+                chunks[name].append(out.float())
         self.train(was_training)
-        return {name: np.concatenate(parts) for name, parts in chunks.items()}
+        return {name: _to_host(parts) for name, parts in chunks.items()}
+
+    def _generator(self, seed: int) -> torch.Generator:
+        """A generator seeded with ``seed`` on the model's device, so that every draw happens there (a CPU
+        generator would need each draw copied over); on the CPU the same numbers as ever."""
+        return torch.Generator(device=self.device).manual_seed(int(seed))
 
     def _check_modality_mapping(self, given: Any) -> None:
         # the image families' encode takes an image batch; this family's takes rows by modality
@@ -374,6 +410,7 @@ class MultimodalVAETask(ConfiguredModule):
             )
 
     def _tensors(self, given: dict[str, Any]) -> dict[str, torch.Tensor]:
+        """The given rows as input tensors on the model's device, checked."""
         self._check_modality_mapping(given)
         unknown = sorted(set(given) - set(self.modalities))
         if unknown:
@@ -381,7 +418,7 @@ class MultimodalVAETask(ConfiguredModule):
             raise InvalidArgumentError(f"given: unknown modality {unknown[0]!r}; modalities: {known}")
         if not given:
             raise InvalidArgumentError("given: needs at least one modality")
-        tensors = {name: _as_input(value) for name, value in given.items()}
+        tensors = {name: _as_input(value, self.device) for name, value in given.items()}
         sizes = {len(t) for t in tensors.values()}
         if len(sizes) != 1:
             raise InvalidArgumentError(f"given: the modalities must have the same number of rows, got {sorted(sizes)}")
@@ -408,11 +445,11 @@ class MultimodalVAETask(ConfiguredModule):
         was_training = self.training
         self.eval()
         parts = [
-            self.net.posterior_mean({m: t[i : i + batch_size].to(self.device) for m, t in tensors.items()})
+            self.net.posterior_mean({m: t[i : i + batch_size] for m, t in tensors.items()}).float()
             for i in range(0, n, batch_size)
         ]
         self.train(was_training)
-        return torch.cat(parts).float().cpu().numpy() if parts else np.zeros((0, self.hparams.latent_dim), np.float32)
+        return _to_host(parts) if parts else np.zeros((0, self.hparams.latent_dim), np.float32)
 
     @torch.no_grad()
     def decode(self, z: Any, batch_size: int = 256) -> dict[str, np.ndarray]:
@@ -433,14 +470,15 @@ class MultimodalVAETask(ConfiguredModule):
         codes = torch.as_tensor(np.asarray(z, dtype=np.float32))
         if codes.dim() != 2 or codes.shape[1] != self.hparams.latent_dim:
             raise InvalidArgumentError(f"z: expected shape (N, {self.hparams.latent_dim}), got {tuple(codes.shape)}")
+        codes = codes.to(self.device)
         was_training = self.training
         self.eval()
-        chunks: dict[str, list[np.ndarray]] = {name: [] for name in self.modalities}
+        chunks: dict[str, list[torch.Tensor]] = {name: [] for name in self.modalities}
         for start in range(0, len(codes), batch_size):
-            for name, out in self.net.decode(codes[start : start + batch_size].to(self.device)).items():
-                chunks[name].append(out.float().cpu().numpy())
+            for name, out in self.net.decode(codes[start : start + batch_size]).items():
+                chunks[name].append(out.float())
         self.train(was_training)
-        return {name: np.concatenate(parts) for name, parts in chunks.items() if parts}
+        return {name: _to_host(parts) for name, parts in chunks.items() if parts}
 
     @torch.no_grad()
     def log_likelihood(
@@ -484,13 +522,13 @@ class MultimodalVAETask(ConfiguredModule):
             raise InvalidArgumentError(f"scored: every scored modality must be given; {missing or 'none'} is not")
         if int(k) < 1:
             raise InvalidArgumentError(f"k: must be >= 1, got {k}")
-        generator = torch.Generator().manual_seed(int(seed))
+        generator = self._generator(seed)
         n = len(next(iter(tensors.values())))
         was_training = self.training
         self.eval()
         estimates = []
         for start in range(0, n, batch_size):
-            rows = {m: t[start : start + batch_size].to(self.device) for m, t in tensors.items()}
+            rows = {m: t[start : start + batch_size] for m, t in tensors.items()}
             batch = {}
             for name, value in rows.items():
                 spec = self.modalities[name]
@@ -502,9 +540,9 @@ class MultimodalVAETask(ConfiguredModule):
             weights = self.net.log_likelihood_weights(
                 inputs, targets, int(k), {m: masks[m] for m in scored if m in masks}, generator
             )
-            estimates.append((torch.logsumexp(weights.double(), 0) - math.log(int(k))).cpu().numpy())
+            estimates.append(torch.logsumexp(weights.double(), 0) - math.log(int(k)))
         self.train(was_training)
-        return np.concatenate(estimates) if estimates else np.zeros(0)
+        return _to_host(estimates) if estimates else np.zeros(0)
 
     @torch.no_grad()
     def sample(self, n: int, seed: int = 0) -> dict[str, np.ndarray]:
@@ -522,12 +560,15 @@ class MultimodalVAETask(ConfiguredModule):
         dict of str to numpy.ndarray
             Decoder outputs per modality, ``n`` rows each, row ``i`` of every modality from the same ``z_i``.
         """
-        generator = torch.Generator().manual_seed(int(seed))
+        generator = self._generator(seed)
         shape = (int(n), self.hparams.latent_dim)
-        z = torch.randn(shape, generator=generator) if self.hparams.prior == "normal" else _laplace(shape, generator)
+        if self.hparams.prior == "normal":
+            z = torch.randn(shape, generator=generator, device=self.device)
+        else:
+            z = _laplace(shape, generator, self.device)
         was_training = self.training
         self.eval()
-        out = {name: value.float().cpu().numpy() for name, value in self.net.decode(z.to(self.device)).items()}
+        out = {name: _to_host([value.float()]) for name, value in self.net.decode(z).items()}
         self.train(was_training)
         return out
 
@@ -680,16 +721,22 @@ def registered_name(cls: type) -> str | None:
     return next((name for name, task in multimodal_models().items() if task is cls), None)
 
 
-def _as_input(value: Any) -> torch.Tensor:
-    tensor = torch.as_tensor(np.asarray(value))
+def _as_input(value: Any, device: torch.device | str = "cpu") -> torch.Tensor:
+    # on the device before the conversion: uint8 images cross over in a quarter of the bytes
+    tensor = torch.as_tensor(np.asarray(value)).to(device)
     if tensor.dtype == torch.uint8:
         return tensor.float() / 255.0
     return tensor.float() if tensor.dtype.is_floating_point else tensor.long()
 
 
-def _laplace(shape: tuple[int, int], generator: torch.Generator) -> torch.Tensor:
-    uniform = torch.rand(shape, generator=generator) - 0.5
+def _laplace(shape: tuple[int, int], generator: torch.Generator, device: torch.device) -> torch.Tensor:
+    uniform = torch.rand(shape, generator=generator, device=device) - 0.5
     return -torch.sign(uniform) * torch.log1p(-2.0 * uniform.abs())
+
+
+def _to_host(parts: list[torch.Tensor]) -> np.ndarray:
+    """The batches' results joined where they were computed and copied to the host once."""
+    return torch.cat(parts).cpu().numpy()
 
 
 def _check_settings(modalities, latent_dim, objective, k, beta, prior) -> None:

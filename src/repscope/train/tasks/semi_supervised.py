@@ -29,6 +29,12 @@ Definitions implemented here (per training / validation batch):
 * **Loss** -- ``loss = <the model's loss> + supervision_weight * supervised``; logged as ``train_loss``,
   with ``train_supervised`` and ``train_labelled`` (labelled examples per batch; ``val_*`` likewise).
 
+A training step on an accelerator reads nothing back to the host (each read would make the CPU wait for
+the device): the labelled examples are hashed on the batch's device (:func:`labelled_on_device`, the same
+bits as :func:`labelled_mask`) and the supervised loss is a masked average; the checks of the batch's
+values (negative indices, classes out of range) read it on the CPU, and on an accelerator only for the
+first batch the task sees.
+
 Every variant reads the batch fields ``image``, ``factors`` (int64 ``(B, F)`` classes) and ``index``
 (int64 ``(B,)``), e.g. of the ``dsprites`` dataset. The mixin adds the term through the
 :meth:`VAETask.regulariser` hook, which sees the posterior means, so FactorVAE's manual optimisation step
@@ -105,6 +111,51 @@ def labelled_mask(index: Any, fraction: float = LABELLED_FRACTION, seed: int = 0
     return uniform < float(fraction)
 
 
+def _on_host(tensor: torch.Tensor) -> bool:
+    """Whether ``tensor`` lives on the CPU, where reading its values on the host costs no synchronisation."""
+    return tensor.device.type == "cpu"
+
+
+def _signed(value: int) -> int:
+    """The int64 with the bits of the uint64 ``value``."""
+    return value - (1 << 64) if value >= (1 << 63) else value
+
+
+def _shift_right(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """Logical right shift of int64 ``x`` seen as uint64 (torch's ``>>`` on int64 is arithmetic)."""
+    return (x >> bits) & ((1 << (64 - bits)) - 1)
+
+
+def labelled_on_device(index: torch.Tensor, fraction: float = LABELLED_FRACTION, seed: int = 0) -> torch.Tensor:
+    """:func:`labelled_mask` computed by torch on ``index``'s device, without a copy to the host.
+
+    splitmix64 in int64 arithmetic (wrapping, as uint64's) with logical shifts: the same bits as the numpy
+    version, so the same examples are labelled on any device. The arguments are not checked (a training
+    step checks them once, :meth:`SemiSupervisedMixin.check_config` and the first batch).
+
+    Parameters
+    ----------
+    index : torch.Tensor of int
+        Non-negative dataset indices, any shape.
+    fraction : float, default=0.1
+        In [0, 1].
+    seed : int, default=0
+        Non-negative.
+
+    Returns
+    -------
+    torch.Tensor
+        bool, ``index``'s shape and device.
+    """
+    x = index.to(torch.int64) + _signed((int(seed) << 32) & _MASK64)
+    x = x + _signed(0x9E3779B97F4A7C15)
+    x = (x ^ _shift_right(x, 30)) * _signed(0xBF58476D1CE4E5B9)
+    x = (x ^ _shift_right(x, 27)) * _signed(0x94D049BB133111EB)
+    x = x ^ _shift_right(x, 31)
+    uniform = _shift_right(x, 11).to(torch.float64) / float(1 << 53)
+    return uniform < float(fraction)
+
+
 def supervised_xent(mean: torch.Tensor, targets: torch.Tensor, dims_per_factor: int = 1) -> torch.Tensor:
     """Locatello et al.'s "xent" loss per example: ``sum_k sum_{j of factor k} BCE(t_k, sigmoid(mu_j))``.
 
@@ -140,6 +191,7 @@ class SemiSupervisedMixin:
 
     batch_fields: tuple[str, ...] = ("image", "factors", "index")
     _supervision: tuple[torch.Tensor, torch.Tensor] | None = None
+    _batch_checked: bool = False  # whether a batch on an accelerator has been checked (the first one)
 
     @dataclass(kw_only=True)
     class Config:
@@ -216,9 +268,33 @@ class SemiSupervisedMixin:
         -------
         torch.Tensor
             bool ``(B,)`` on ``index``'s device.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When an index is negative (read on the CPU; on an accelerator :meth:`supervised_loss` reads the
+            first batch only).
         """
-        mask = labelled_mask(index, self.hparams.labelled_fraction, self.hparams.label_seed)
-        return torch.as_tensor(mask, device=index.device)
+        if _on_host(index):
+            self._check_index(index)
+        return labelled_on_device(index, self.hparams.labelled_fraction, self.hparams.label_seed)
+
+    @staticmethod
+    def _check_index(index: torch.Tensor) -> None:
+        if index.numel() and bool((index < 0).any()):
+            raise InvalidArgumentError(f"index: must be non-negative, got {int(index.min())}")
+
+    def _first_batch(self) -> bool:
+        """True once, for the first batch on an accelerator: the one whose values the checks read (a read
+        stalls the step until the device has caught up, so later batches are not read)."""
+        first, self._batch_checked = not self._batch_checked, True
+        return first
+
+    def _class_scale(self, like: torch.Tensor) -> torch.Tensor:
+        """``size - 1`` of each supervised factor, filled on ``like``'s device (a tensor built from a list
+        is copied from the host: a synchronisation every step)."""
+        sizes = [self.hparams.factor_sizes[k] - 1 for k in self.hparams.supervised_factors]
+        return torch.stack([torch.full((), size, dtype=like.dtype, device=like.device) for size in sizes])
 
     def supervised_loss(self, mean: torch.Tensor, factors: torch.Tensor, index: torch.Tensor) -> dict[str, Any]:
         """``{"supervised": mean L_s over the labelled examples (0 if none), "labelled": their count}``.
@@ -247,20 +323,45 @@ class SemiSupervisedMixin:
             raise InvalidArgumentError(
                 f"factors: expected shape ({len(mean)}, {len(hp.factor_sizes)}), got {tuple(factors.shape)}"
             )
+        # on an accelerator the checks read the first batch only (:meth:`_first_batch`)
+        if not _on_host(index) and self._first_batch():
+            self._check_index(index)
+            first_batch = True
+        else:
+            first_batch = False
         mask = self.labelled(index.reshape(-1))
-        chosen = factors[mask][:, hp.supervised_factors].to(mean.dtype)
-        scale = torch.tensor([hp.factor_sizes[k] - 1 for k in hp.supervised_factors], dtype=mean.dtype).to(mean.device)
+        scale = self._class_scale(mean)
+        count = mask.sum()
+        if _on_host(mean):
+            # on the CPU, the labelled rows picked out (their shape is read on the host, which costs nothing
+            # there): the same bits as ever
+            chosen = factors[mask][:, hp.supervised_factors].to(mean.dtype)
+            self._check_classes(chosen)
+            if chosen.shape[0] == 0:
+                supervised = mean.sum() * 0.0  # keeps the graph (and the device) without a term
+            else:
+                supervised = supervised_xent(mean[mask], chosen / scale, hp.dims_per_factor).mean()
+            return {"supervised": supervised, "labelled": count.to(mean.dtype)}
+        # on an accelerator, a masked average over every row: picking the labelled rows out would read their
+        # number on the host (a synchronisation every step); equal to the above up to float rounding. The
+        # columns are picked one by one: a list index is a host tensor copied to the device
+        chosen = torch.stack([factors[:, k] for k in hp.supervised_factors], 1).to(mean.dtype)
+        if first_batch:
+            self._check_classes(torch.where(mask[:, None], chosen, torch.zeros_like(chosen)))  # labelled rows
+        per_example = supervised_xent(mean, chosen / scale, hp.dims_per_factor)
+        labelled_sum = torch.where(mask, per_example, torch.zeros_like(per_example)).sum()
+        supervised = labelled_sum / count.clamp(min=1).to(mean.dtype)  # 0 (with the graph) when none is labelled
+        return {"supervised": supervised, "labelled": count.to(mean.dtype)}
+
+    def _check_classes(self, chosen: torch.Tensor) -> None:
+        """Refuse classes outside ``0..size-1`` in ``chosen`` (the supervised factors' columns)."""
+        hp = self.hparams
+        scale = self._class_scale(chosen)
         if chosen.numel() and (bool((chosen < 0).any()) or bool((chosen > scale).any())):
             raise InvalidArgumentError(
                 f"factors: classes outside 0..size-1 for supervised factors {hp.supervised_factors} "
                 f"(sizes {[hp.factor_sizes[k] for k in hp.supervised_factors]})"
             )
-        count = mask.sum()
-        if chosen.shape[0] == 0:
-            supervised = mean.sum() * 0.0  # keeps the graph (and the device) without a term
-        else:
-            supervised = supervised_xent(mean[mask], chosen / scale, hp.dims_per_factor).mean()
-        return {"supervised": supervised, "labelled": count.to(mean.dtype)}
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """The model's regulariser plus ``supervision_weight * supervised`` while labels are present.
