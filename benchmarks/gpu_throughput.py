@@ -7,7 +7,10 @@ For every case, in one run on the same machine:
   each batch gathered there by index);
 * ``loader``: the same steps with ``data_placement: loader`` (a DataLoader fetches every batch and the
   Trainer copies it over): the baseline, measured in the same run;
-* ``util``: the GPU's mean utilisation during the ``device`` steps (``nvidia-smi``; ``-`` on a CPU).
+* ``util``: the GPU's mean utilisation during the ``device`` steps (``nvidia-smi``; ``-`` on a CPU);
+* with ``--share N``: ``N`` processes train the case at once on the same device (as ``mmvae sweep
+  --workers N`` does), each at the paper's batch size; the row gives each one's rate as a share of the
+  rate alone (goal: >= 75% with 4 runs on one GPU).
 
 The first ``--warmup`` steps of each fit are not timed (CUDA context, kernel selection, placing the
 data). The families: LeNet-5 on digits, the conv64 beta-VAE on dSprites 64x64 (batch 64 and 1024), a
@@ -183,19 +186,49 @@ def rate(case: Case, dataset: Any, batch: int, placement: str, args: argparse.Na
     return steps * batch / seconds, utilisation.mean()
 
 
+def shared_rate(case: Case, batch: int, args: argparse.Namespace, barrier: Any) -> float:
+    """One of ``--share`` processes: load the data, wait for the others, time the device path."""
+    from repscope.data.registry import load_dataset
+    from repscope.train.run import quiet_lightning
+
+    quiet_lightning()
+    if args.accelerator == "cpu":
+        torch.set_num_threads(1)
+    dataset = load_dataset(case.data, **case.data_params)
+    barrier.wait()  # the timed steps of the N runs overlap
+    return rate(case, dataset, batch, "device", args)[0]
+
+
+def share(case: Case, alone: float, batch: int, args: argparse.Namespace) -> str:
+    """The ``--share`` row: ``args.share`` runs of ``case`` at once, each one's rate against ``alone``."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
+    with context.Manager() as manager, ProcessPoolExecutor(args.share, mp_context=context) as pool:
+        barrier = manager.Barrier(args.share)
+        rates = list(pool.map(shared_rate, *zip(*[(case, batch, args, barrier)] * args.share)))
+    each = sum(rates) / len(rates)
+    label = f"  {args.share} at once, each"
+    return f"{label:<30}{batch:>6}{each:>10.0f}{'':>10}{each / alone:>9.0%}{'':>7}  of its rate alone"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true", help="CPU, tiny datasets and batches, few steps")
     parser.add_argument("--accelerator", default=None, help="cpu, gpu, auto (default: gpu, cpu with --tiny)")
     parser.add_argument("--models", default="", help="comma-separated registered names (default: every case)")
-    parser.add_argument("--steps", type=int, default=None, help="timed steps per measurement (default 200; 3 tiny)")
-    parser.add_argument("--warmup", type=int, default=None, help="untimed first steps (default 20; 1 tiny)")
+    parser.add_argument("--steps", type=int, default=None, help="timed steps per measurement (default 200; 8 tiny)")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed first steps (default 20; 3 tiny)")
     parser.add_argument("--precision", default="32-true", help="32-true, bf16-mixed, 16-mixed")
     parser.add_argument("--compile", default="off", help="off, default, reduce-overhead, max-autotune")
+    parser.add_argument("--share", type=int, default=0, help="also train N runs at once on the device (N >= 2)")
     args = parser.parse_args()
+    if args.share == 1 or args.share < 0:
+        raise SystemExit("--share: give 2 or more runs (0: none)")
     args.accelerator = args.accelerator or ("cpu" if args.tiny else "gpu")
-    args.steps = args.steps or (3 if args.tiny else 200)
-    args.warmup = args.warmup or (1 if args.tiny else 20)
+    args.steps = args.steps or (8 if args.tiny else 200)
+    args.warmup = args.warmup or (3 if args.tiny else 20)
     if args.accelerator == "cpu":
         torch.set_num_threads(min(2, torch.get_num_threads()))
 
@@ -224,6 +257,8 @@ def main() -> None:
             held, util = rate(case, datasets[key], batch, "device", args)
             loaded, _ = rate(case, datasets[key], batch, "loader", args)
             print(f"{case.label:<30}{batch:>6}{held:>10.0f}{loaded:>10.0f}{held / loaded:>9.2f}x{util:>7}", flush=True)
+            if args.share and batch == case.batches[0]:
+                print(share(case, held, batch, args), flush=True)
 
 
 if __name__ == "__main__":

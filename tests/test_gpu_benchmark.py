@@ -28,6 +28,19 @@ def test_the_gpu_benchmark_runs_tiny_on_the_cpu_and_prints_a_row_per_case():
         assert row[-1] == "-"  # no GPU utilisation on a CPU
 
 
+def test_the_benchmark_shares_the_device_between_runs():
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--tiny", "--models", "lenet5", "--share", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    shared = [line for line in result.stdout.splitlines() if "2 at once, each" in line]
+    assert len(shared) == 1 and shared[0].rstrip().endswith("of its rate alone"), result.stdout
+    assert float(shared[0].split()[5]) > 0 and shared[0].split()[6].endswith("%")
+
+
 def test_an_unknown_model_is_one_line():
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--tiny", "--models", "nope"], capture_output=True, text=True, timeout=120
