@@ -321,7 +321,7 @@ def epoch_curves(run_root: Path) -> Any:
     return curves[epoch_columns] if len(epoch_columns) > 1 else curves
 
 
-def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, float]:
+def evaluate_task(task: Any, dataset: Any, module: Any = None, trainer: Any = None) -> dict[str, float]:
     """Test metrics on the dataset's ``test`` split: accuracy or RMSE for supervised tasks; the
     validation losses on the test samples for the other families. Empty when there is no test split.
 
@@ -334,13 +334,16 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, floa
     module : DatasetModule, optional
         The data module whose test loader feeds the non-supervised tasks (default: a new one over
         ``task.batch_fields``).
+    trainer : TrainerSection, optional
+        Where the training ran: the validation pass runs on its accelerator (one device, 32-bit, so
+        that runs of any precision are measured alike); default the CPU.
 
     Returns
     -------
     dict of str to float
         Supervised tasks: ``test_accuracy`` (fraction of correct classes, classification) or
         ``test_rmse`` (in the target's units, regression). Other tasks: each ``val_<name>`` that their
-        ``validation_step`` logs, renamed ``test_<name>``, from a CPU validation run over the test split.
+        ``validation_step`` logs, renamed ``test_<name>``, from a validation run over the test split.
     """
     if "test" not in dataset.splits:
         return {}
@@ -352,15 +355,16 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None) -> dict[str, floa
         error = np.asarray(predicted, dtype=np.float64) - test["target"]
         return {"test_rmse": float(np.sqrt(np.mean(error**2)))}
     module = module or DatasetModule(dataset, task.batch_fields)
-    trainer = pl.Trainer(
-        accelerator="cpu",
+    validation = pl.Trainer(
+        accelerator=trainer.accelerator if trainer is not None else "cpu",
         devices=1,
+        precision="32-true",
         logger=False,
         enable_progress_bar=False,
         enable_model_summary=False,
         enable_checkpointing=False,
     )
-    results = trainer.validate(task, dataloaders=module.test_dataloader(), verbose=False)
+    results = validation.validate(task, dataloaders=module.test_dataloader(), verbose=False)
     return {f"test_{k.removeprefix('val_')}": float(v) for k, v in (results[0] if results else {}).items()}
 
 
@@ -521,7 +525,7 @@ def fit(
         "fit_seconds": round(seconds, 2),
         "data_placement": "device" if module.placed else "loader",
         "final": final,
-        **evaluate_task(task, dataset, module),
+        **evaluate_task(task, dataset, module, config.trainer),
     }
     run.write_metrics(metrics)
     if report:

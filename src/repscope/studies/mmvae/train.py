@@ -327,6 +327,9 @@ def train_multimodal(
             n_analysis=config.evaluation.n_analysis,
             sample=config.evaluation.sample,
             overwrite=True,
+            # where the run trained (a CPU stays a CPU: the same numbers as before)
+            accelerator=config.trainer.accelerator,
+            trainer=config.trainer,
         )
     return {"run": run_dir, "metrics": outcome.metrics, "evaluation": evaluation}
 
