@@ -9,9 +9,9 @@ without one before anything trains, is switched off. Every Trainer of a training
 trainings the command runs must have happened, so a command that trains nothing cannot pass.
 
 :func:`repscope.train.run.evaluate_task`'s Trainer (the validation pass over the test split after a
-training) is counted too: it runs where the training ran. To keep the file short, steps that train nothing are replaced: the zero-shot report's Isomap / t-SNE projections, and the
-CANDLE study's scoring and traversals (the same code runs in the dSprites study here; tests/candle runs
-it on CANDLE).
+training) is counted too: it runs where the training ran. To keep the file short, steps that train
+nothing are replaced: the zero-shot report's Isomap / t-SNE projections, and the CANDLE study's scoring
+and traversals (the same code runs in the dSprites study here; tests/candle runs it on CANDLE).
 """
 
 from __future__ import annotations
