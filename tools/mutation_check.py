@@ -255,6 +255,25 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_run_reader.py::test_open_run_gives_back_the_config_metrics_and_task_that_fit_trained",),
         "a run read back without its metrics.json",
     ),
+    Mutation(
+        "epoch-mean-unweighted",
+        ("src/repscope/train/tasks/base.py",),
+        "        weighted = value.mean() * batch_size\n",
+        "        weighted = value.mean() * 8\n",
+        ("tests/test_train_logging.py::test_epoch_means_and_logged_rows_are_lightnings",),
+        "a training value's epoch mean weights a short last batch like a full one",
+    ),
+    Mutation(
+        "device-batches-all-drawn-at-once",
+        ("src/repscope/train/datamodule.py",),
+        "        for rows in self.order:\n",
+        "        for rows in list(self.order):\n",
+        (
+            "tests/test_device_batches.py::test_twenty_steps_on_the_device_path_give_the_loader_paths_losses_and_weights",
+        ),
+        "the device path draws an epoch's whole order up front: the sampler's generator then runs ahead of "
+        "the DataLoader's whenever a Trainer stops at len(loader), and the next epoch's batches differ",
+    ),
 ]
 
 

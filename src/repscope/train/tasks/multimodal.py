@@ -300,7 +300,7 @@ class MultimodalVAETask(ConfiguredModule):
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         losses = self.losses(batch)
-        self.log("train_loss", losses["loss"], on_epoch=True, batch_size=len(next(iter(batch.values()))))
+        self.log_training("train_loss", losses["loss"], len(next(iter(batch.values()))))
         return losses["loss"]
 
     def validation_step(self, batch: Any, batch_idx: int) -> None:
