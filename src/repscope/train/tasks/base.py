@@ -567,7 +567,8 @@ class ConfiguredModule(pl.LightningModule):
         value to the value's device on every call), as much as a whole LeNet-5 step. In a training step
         the value is added here to a running batch-size-weighted sum on its device (no host read), and
         Lightning is called only where its logger writes: ``<name>_step`` on the steps the logger
-        writes (every ``log_every_n_steps``), ``<name>_epoch`` (the logger's and the callbacks') and
+        writes (every ``log_every_n_steps``) and on an epoch's last step, ``<name>_epoch`` (the
+        logger's and the callbacks') and
         ``<name>`` (the callbacks') once an epoch, the mean ``sum(mean(value) * batch_size) /
         sum(batch_size)``, Lightning's own formula in the same order, so the same number. Outside a
         training step (validation, no Trainer) it is ``self.log`` itself.
@@ -589,7 +590,10 @@ class ConfiguredModule(pl.LightningModule):
         weighted = value.mean() * batch_size
         total, count = self._epoch_sums.get(name, (None, 0))
         self._epoch_sums[name] = (weighted if total is None else total + weighted, count + batch_size)
-        if trainer._logger_connector.should_update_logs:
+        # the step value: on the steps the logger writes, and on an epoch's last step (what callbacks
+        # and the run's final metrics see as <name>_step)
+        last = trainer.fit_loop.epoch_loop.batch_idx + 1 >= trainer.num_training_batches
+        if last or trainer._logger_connector.should_update_logs:
             self.log(f"{name}_step", value, on_step=True, on_epoch=False, batch_size=batch_size)
 
     def on_train_batch_end(self, outputs: Any, batch: Any, batch_idx: int) -> None:
