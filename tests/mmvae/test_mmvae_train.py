@@ -116,3 +116,7 @@ def test_a_sweep_trains_every_point_and_a_restart_skips_the_finished_ones(tmp_pa
     # a bad point is refused before anything runs
     bad = runner.invoke(app, ["mmvae", "sweep", "--grid", "model=mvae,vae", "--out", str(tmp_path / "bad")])
     assert bad.exit_code != 0 and not (tmp_path / "bad").exists()
+    # a share of a GPU is Ray's to reserve: local workers all see every GPU
+    shared = runner.invoke(app, [*arguments, "--gpus-per-run", "0.25", "--out", str(tmp_path / "shared")])
+    assert shared.exit_code != 0 and "--gpus-per-run: only with --backend ray" in str(shared.exception)
+    assert not (tmp_path / "shared").exists()

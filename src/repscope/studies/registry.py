@@ -375,6 +375,12 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
                 "address", "Ray cluster address (default: a local instance)", type=Optional[str], destination="run"
             ),
             CommandArgument("cpus_per_run", "Ray: CPUs reserved per run", type=Optional[float], destination="run"),
+            CommandArgument(
+                "gpus_per_run",
+                "Ray: share of a GPU reserved per run (0.25: four runs on one GPU)",
+                type=Optional[float],
+                destination="run",
+            ),
         ),
         option_help={
             "config": _MMVAE_CONFIG_HELP,

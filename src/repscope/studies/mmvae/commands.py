@@ -88,6 +88,7 @@ def run_sweep(
     backend: Literal["local", "ray"] = "local",
     address: str | None = None,
     cpus_per_run: float | None = None,
+    gpus_per_run: float | None = None,
 ) -> Any:
     """``repscope mmvae sweep``: train and evaluate every point of a grid of overrides of one config.
 
@@ -111,8 +112,9 @@ def run_sweep(
         ``--quick`` for every point.
     resume : bool, default=False
         Continue the sweep in ``out``: finished points are skipped.
-    workers, backend, address, cpus_per_run
-        Where the points run (:func:`repscope.sweeps.run_sweep`).
+    workers, backend, address, cpus_per_run, gpus_per_run
+        Where the points run (:func:`repscope.sweeps.run_sweep`): with ``--accelerator gpu``, local
+        ``workers`` share the GPUs they see; Ray trials need ``gpus_per_run`` (0.25: four on one GPU).
 
     Returns
     -------
@@ -147,6 +149,7 @@ def run_sweep(
         backend=backend,
         address=address,
         cpus_per_run=cpus_per_run,
+        gpus_per_run=gpus_per_run,
         description="sweep mmvae",
     )
 
