@@ -12,7 +12,8 @@ order, with any number of workers.
 Two ways to serve them (``placement``):
 
 * ``loader``: a ``torch.utils.data.DataLoader`` fetches each batch from the dataset (in memory or
-  drawn on demand by its generator) and the Trainer copies it to the accelerator;
+  drawn on demand by its generator) and the Trainer copies it to the accelerator (from pinned memory,
+  without blocking, on a CUDA device);
 * ``device``: every row of a split is converted once and held on the accelerator as tensors (uint8
   where the data are uint8), and each batch is gathered there by index (:class:`DeviceBatches`): no
   per-step host work but a slice and a gather. The row order of every epoch comes from the very
@@ -289,6 +290,7 @@ def loader(
     seed: int = 0,
     num_workers: int = 0,
     drop_last: bool = False,
+    pin_memory: bool = False,
 ) -> DataLoader:
     """A DataLoader fetching whole batches of ``view`` (shuffling seeded by ``seed``).
 
@@ -306,6 +308,9 @@ def loader(
         Worker processes (kept alive between epochs when more than 0).
     drop_last : bool, default=False
         Leave out the last, smaller batch.
+    pin_memory : bool, default=False
+        Serve batches in page-locked memory, so that their copy to a CUDA device (which Lightning
+        makes non-blocking) overlaps the computation.
 
     Returns
     -------
@@ -322,6 +327,7 @@ def loader(
         num_workers=num_workers,
         collate_fn=_already_batched,
         persistent_workers=num_workers > 0,
+        pin_memory=pin_memory,
     )
 
 
@@ -455,7 +461,11 @@ class DatasetModule(pl.LightningDataModule):
         seed = self.seed if shuffle else 0
         if self.uses_device():
             return DeviceBatches(self._store(view), batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
-        return loader(view, batch_size, shuffle=shuffle, seed=seed, num_workers=self.num_workers, drop_last=drop_last)
+        # data left on the host go to a CUDA device from pinned memory, copied without blocking
+        pinned = self.device().type == "cuda"
+        return loader(
+            view, batch_size, shuffle, seed, num_workers=self.num_workers, drop_last=drop_last, pin_memory=pinned
+        )
 
     def train_dataloader(self) -> DataLoader | DeviceBatches:
         return self._serve(self.train_set, self.batch_size, self.shuffle, len(self.train_set) > self.batch_size)
