@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_throughput.py"
 
 
@@ -28,6 +30,7 @@ def test_the_gpu_benchmark_runs_tiny_on_the_cpu_and_prints_a_row_per_case():
         assert row[-1] == "-"  # no GPU utilisation on a CPU
 
 
+@pytest.mark.slow  # two spawned processes each import torch and train: about 20 s on 2 cores
 def test_the_benchmark_shares_the_device_between_runs():
     result = subprocess.run(
         [sys.executable, str(SCRIPT), "--tiny", "--models", "lenet5", "--share", "2"],
