@@ -40,6 +40,7 @@ import torch
 PAPER_CONFIG = "mmvae-cdsprites-paper"
 CPU_CONFIG = "mmvae-cdsprites"
 MULTIMODAL = ("mvae", "mmvae", "mopoe", "dmvae", "mmvae-plus")
+CASE_MODELS = ("lenet5", "beta-vae", "gan", *MULTIMODAL)  # the models of cases(), in order
 
 
 @dataclass
@@ -232,15 +233,15 @@ def main() -> None:
     if args.accelerator == "cpu":
         torch.set_num_threads(min(2, torch.get_num_threads()))
 
+    chosen = {m.strip() for m in args.models.split(",") if m.strip()}
+    unknown = chosen - set(CASE_MODELS)
+    if unknown:
+        raise SystemExit(f"--models: no case for {', '.join(sorted(unknown))}")
     from repscope.data.registry import load_dataset
     from repscope.train.run import quiet_lightning
 
     quiet_lightning()
-    chosen = {m.strip() for m in args.models.split(",") if m.strip()}
     selected = [c for c in cases(args.tiny) if not chosen or c.model in chosen]
-    unknown = chosen - {c.model for c in cases(args.tiny)}
-    if unknown:
-        raise SystemExit(f"--models: no case for {', '.join(sorted(unknown))}")
     device = torch.cuda.get_device_name(0) if args.accelerator != "cpu" and torch.cuda.is_available() else "CPU"
     print(
         f"# training samples/s on {device}: {args.steps} timed steps after {args.warmup}, precision "

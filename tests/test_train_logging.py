@@ -44,7 +44,7 @@ def train(task_class, dataset, folder) -> tuple[dict, pd.DataFrame, list]:
     train = loader(module.train_set, 8, shuffle=True, seed=1, drop_last=False)
     trainer = pl.Trainer(
         accelerator="cpu",
-        max_epochs=3,
+        max_epochs=2,
         logger=CSVLogger(folder, name="", version=""),
         log_every_n_steps=4,  # not a divisor of the 7 steps an epoch: writes fall mid-epoch
         enable_checkpointing=False,
