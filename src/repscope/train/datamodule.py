@@ -235,14 +235,8 @@ class DeviceBatches:
         self, store: DeviceStore, batch_size: int, shuffle: bool = False, seed: int = 0, drop_last: bool = False
     ) -> None:
         self.store = store
-        self.order = DataLoader(
-            _Rows(len(store)),
-            batch_size=batch_size,
-            shuffle=shuffle,
-            drop_last=drop_last,
-            generator=torch.Generator().manual_seed(seed) if shuffle else None,
-            collate_fn=_already_batched,
-        )
+        # the loader path's own DataLoader, over the row numbers instead of the rows
+        self.order = loader(_Rows(len(store)), batch_size, shuffle=shuffle, seed=seed, drop_last=drop_last)
 
     def __len__(self) -> int:
         return len(self.order)
@@ -284,7 +278,7 @@ def _already_batched(batch: Any) -> Any:
 
 
 def loader(
-    view: SplitView,
+    view: SplitView | torch.utils.data.Dataset,
     batch_size: int,
     shuffle: bool = False,
     seed: int = 0,
@@ -296,8 +290,8 @@ def loader(
 
     Parameters
     ----------
-    view : SplitView
-        The rows to serve.
+    view : SplitView or torch.utils.data.Dataset
+        The rows to serve (any dataset fetching a batch in one ``__getitems__`` call).
     batch_size : int
         Samples per batch.
     shuffle : bool, default=False
