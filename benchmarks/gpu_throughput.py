@@ -22,6 +22,7 @@ every multimodal model at batch 32, >= 20,000 at 256; beta-VAE >= 20,000 images/
     python benchmarks/gpu_throughput.py                   # on a GPU: about 5 minutes
     python benchmarks/gpu_throughput.py --tiny            # CPU, tiny sizes and networks: under a minute
     python benchmarks/gpu_throughput.py --models mvae,beta-vae --precision bf16-mixed --compile default
+    python benchmarks/gpu_throughput.py --models mvae --compile reduce-overhead --no-loader
 """
 
 from __future__ import annotations
@@ -224,6 +225,10 @@ def main() -> None:
     parser.add_argument("--precision", default="32-true", help="32-true, bf16-mixed, 16-mixed")
     parser.add_argument("--compile", default="off", help="off, default, reduce-overhead, max-autotune")
     parser.add_argument("--share", type=int, default=0, help="also train N runs at once on the device (N >= 2)")
+    parser.add_argument("--batches", default="", help="comma-separated batch sizes (default: each case's own two)")
+    parser.add_argument(
+        "--no-loader", action="store_true", help="measure the device path only (the loader column shows -)"
+    )
     args = parser.parse_args()
     if args.share == 1 or args.share < 0:
         raise SystemExit("--share: give 2 or more runs (0: none)")
@@ -242,6 +247,9 @@ def main() -> None:
 
     quiet_lightning()
     selected = [c for c in cases(args.tiny) if not chosen or c.model in chosen]
+    if args.batches:
+        sizes = tuple(int(b) for b in args.batches.split(","))
+        selected = [Case(c.label, c.model, c.params, c.data, c.data_params, sizes) for c in selected]
     device = torch.cuda.get_device_name(0) if args.accelerator != "cpu" and torch.cuda.is_available() else "CPU"
     print(
         f"# training samples/s on {device}: {args.steps} timed steps after {args.warmup}, precision "
@@ -256,8 +264,13 @@ def main() -> None:
             datasets[key] = load_dataset(case.data, **case.data_params)
         for batch in case.batches:
             held, util = rate(case, datasets[key], batch, "device", args)
-            loaded, _ = rate(case, datasets[key], batch, "loader", args)
-            print(f"{case.label:<30}{batch:>6}{held:>10.0f}{loaded:>10.0f}{held / loaded:>9.2f}x{util:>7}", flush=True)
+            if args.no_loader:
+                print(f"{case.label:<30}{batch:>6}{held:>10.0f}{'-':>10}{'-':>10}{util:>7}", flush=True)
+            else:
+                loaded, _ = rate(case, datasets[key], batch, "loader", args)
+                print(
+                    f"{case.label:<30}{batch:>6}{held:>10.0f}{loaded:>10.0f}{held / loaded:>9.2f}x{util:>7}", flush=True
+                )
             if args.share and batch == case.batches[0]:
                 print(share(case, held, batch, args), flush=True)
 

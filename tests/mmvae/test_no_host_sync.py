@@ -272,3 +272,41 @@ def test_bad_labels_are_refused_on_the_first_batch_of_an_accelerator(monkeypatch
     task = SemiSupervisedVAETask(image_shape=(1, 28, 28), **SMALL)
     task.losses(images, factors, index)
     task.losses(images, bad, index)  # later batches are not read on an accelerator
+
+
+@pytest.mark.parametrize("name", ["mvae", "mmvae-plus"])
+def test_trainer_compile_traces_the_whole_multimodal_loss(name, cdsprites, monkeypatch):
+    """``trainer.compile`` compiles what the step runs: the step calls ``net.loss``, never ``net(...)``, so
+    compiling the child networks (as for the image families) traced nothing. Dynamo's ``eager`` backend
+    stands in for inductor: the same tracing, no kernels to build, the same numbers as uncompiled."""
+    from torch._dynamo.utils import counters
+
+    from repscope.train.run import compile_networks
+
+    batch, specs = cdsprites
+    compiled_with = []
+    real_compile = torch.compile
+
+    def eager_compile(function, mode=None, **options):
+        compiled_with.append(mode)
+        return real_compile(function, backend="eager")
+
+    monkeypatch.setattr(torch, "compile", eager_compile)
+    torch._dynamo.reset()
+    counters.clear()
+    plain = build(name, specs)
+    compiled = compile_networks(build(name, specs), "reduce-overhead")
+    assert compiled_with == ["reduce-overhead"]  # one graph: the loss, in the mode asked for
+    torch.manual_seed(1)
+    expected = plain.losses(batch)["loss"]
+    expected.backward()
+    torch.manual_seed(1)
+    loss = compiled.losses(batch)["loss"]
+    loss.backward()
+    # the encoders, the decoders and the objective were traced, as one graph (a graph break would split it)
+    assert counters["stats"]["unique_graphs"] == 1 and not counters["graph_break"]
+    assert counters["stats"]["calls_captured"] > 50
+    assert torch.equal(loss, expected)
+    gradients = [(p.grad, q.grad) for p, q in zip(plain.parameters(), compiled.parameters(), strict=True)]
+    assert all(torch.equal(a, b) for a, b in gradients if a is not None)
+    assert compiled.state_dict().keys() == plain.state_dict().keys()

@@ -27,6 +27,7 @@ from typing import Any
 import lightning.pytorch as pl
 import numpy as np
 import pandas as pd
+import torch
 from lightning.pytorch.callbacks import ModelCheckpoint
 from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 
@@ -378,14 +379,18 @@ def _comparable(config: TrainConfig) -> dict[str, Any]:
 
 
 def compile_networks(task: Any, mode: str) -> Any:
-    """``torch.compile`` every network of ``task`` in place (``nn.Module.compile``), so the training
-    step, which calls the networks rather than ``task.forward``, runs compiled code, and the state
-    dict, and so the checkpoint, keeps its keys.
+    """``torch.compile`` what a training step of ``task`` runs, in place, so that the state dict, and so
+    the checkpoint, keeps its keys.
+
+    A task naming :attr:`~repscope.train.tasks.base.ConfiguredModule.compiled_methods` (the multimodal
+    VAEs: ``losses``, whose step calls ``net.loss`` rather than ``net(...)``) has each of them compiled
+    whole, one graph for the encoders, the decoders and the objective; any other task has each direct
+    child module compiled (``nn.Module.compile``: the step calls its networks as modules).
 
     Parameters
     ----------
     task : lightning.pytorch.LightningModule
-        The task; each of its direct child modules is compiled.
+        The task.
     mode : {"off", "default", "reduce-overhead", "max-autotune"}
         ``off`` leaves the task as it is; the others are ``torch.compile`` modes (``reduce-overhead``
         records CUDA graphs for the static shapes of a training step).
@@ -397,8 +402,13 @@ def compile_networks(task: Any, mode: str) -> Any:
     """
     if mode == "off":
         return task
-    for child in task.children():
-        child.compile(mode=mode)
+    methods = getattr(task, "compiled_methods", ())
+    for name in methods:
+        # an instance attribute shadows the class's method; the bound method keeps ``self``
+        setattr(task, name, torch.compile(getattr(task, name), mode=mode))
+    if not methods:
+        for child in task.children():
+            child.compile(mode=mode)
     return task
 
 

@@ -68,7 +68,7 @@ import inspect
 import typing
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, runtime_checkable
 
 import lightning.pytorch as pl
 import numpy as np
@@ -470,7 +470,15 @@ class ConfiguredModule(pl.LightningModule):
     creates its networks in :meth:`build`; its constructor, and saving every field into the
     checkpoint, follow from the ``Config``. Two hooks let a family adapt what is taken and what is
     recorded: :meth:`accepted_arguments` and :meth:`recorded_hyperparameters`.
+
+    ``trainer.compile`` (:func:`repscope.train.run.compile_networks`) compiles the methods named in
+    :attr:`compiled_methods`, each whole; where there are none, each child network.
     """
+
+    # the methods that hold a step's whole differentiable computation, for a family whose step calls
+    # its networks through methods (``net.loss``) rather than ``net(...)``: compiling the child
+    # networks would then compile code the step never runs
+    compiled_methods: ClassVar[tuple[str, ...]] = ()
 
     @dataclasses.dataclass(kw_only=True)
     class Config:

@@ -136,6 +136,8 @@ class MultimodalVAETask(ConfiguredModule):
     objectives: ClassVar[tuple[str, ...]] = OBJECTIVES  # the objectives it trains on
     # its row in Sejnova et al.'s Table 4 (CdSprites+; 0 first), None for a model the paper did not train
     paper_table_rank: ClassVar[int | None] = None
+    # the step calls ``net.loss``, never ``net(...)``: the whole loss is one compiled graph
+    compiled_methods: ClassVar[tuple[str, ...]] = ("losses",)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         if "__init__" in vars(cls):
