@@ -23,13 +23,17 @@ every multimodal model at batch 32, >= 20,000 at 256; beta-VAE >= 20,000 images/
     python benchmarks/gpu_throughput.py --tiny            # CPU, tiny sizes and networks: under a minute
     python benchmarks/gpu_throughput.py --models mvae,beta-vae --precision bf16-mixed --compile default
     python benchmarks/gpu_throughput.py --models mvae --compile reduce-overhead --no-loader
+    python benchmarks/gpu_throughput.py --models mvae --batches 32 --no-loader --profile   # host time
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -98,8 +102,11 @@ def cases(tiny: bool) -> list[Case]:
 class StepTimer(pl.Callback):
     """Wall time from the end of step ``warmup`` to the end of the fit, with the device synchronised."""
 
-    def __init__(self, warmup: int) -> None:
+    def __init__(self, warmup: int, profile: bool = False) -> None:
         self.warmup, self.started, self.steps = warmup, None, 0
+        # cProfile over the timed steps: where the host spends a step (Lightning's loop, the optimiser,
+        # the compiled graphs' wrappers) when the device waits for it
+        self.profiler = cProfile.Profile() if profile else None
 
     def _sync(self, module: Any) -> None:
         if module.device.type == "cuda":
@@ -110,10 +117,18 @@ class StepTimer(pl.Callback):
         if self.steps == self.warmup:
             self._sync(pl_module)
             self.started = time.perf_counter()
+            if self.profiler is not None:
+                self.profiler.enable()
 
     def seconds(self, module: Any) -> float:
         self._sync(module)
-        return time.perf_counter() - self.started
+        elapsed = time.perf_counter() - self.started
+        if self.profiler is not None:
+            self.profiler.disable()
+            stats = pstats.Stats(self.profiler, stream=sys.stdout)
+            print(f"# host time of the {self.steps - self.warmup} timed steps, by function (cProfile)")
+            stats.sort_stats("tottime").print_stats(25)
+        return elapsed
 
 
 class Utilisation:
@@ -165,7 +180,7 @@ def rate(case: Case, dataset: Any, batch: int, placement: str, args: argparse.Na
     pl.seed_everything(0, verbose=False)
     task = compile_networks(build_task(config, dataset), config.trainer.compile)
     module = DatasetModule(dataset, task.batch_fields, batch_size=batch, val_fraction=0.0, placement=placement)
-    timer = StepTimer(args.warmup)
+    timer = StepTimer(args.warmup, profile=args.profile and placement == "device")
     trainer = pl.Trainer(
         accelerator=args.accelerator,
         devices=1,
@@ -225,6 +240,7 @@ def main() -> None:
     parser.add_argument("--precision", default="32-true", help="32-true, bf16-mixed, 16-mixed")
     parser.add_argument("--compile", default="off", help="off, default, reduce-overhead, max-autotune")
     parser.add_argument("--share", type=int, default=0, help="also train N runs at once on the device (N >= 2)")
+    parser.add_argument("--profile", action="store_true", help="print the host's time per function (device path)")
     parser.add_argument("--batches", default="", help="comma-separated batch sizes (default: each case's own two)")
     parser.add_argument(
         "--no-loader", action="store_true", help="measure the device path only (the loader column shows -)"

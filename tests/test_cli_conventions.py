@@ -476,10 +476,14 @@ def test_train_prints_its_config_with_the_trainer_flags(tmp_path, capsys):
     config = tmp_path / "c.yaml"
     config.write_text(yaml.safe_dump({"model": {"name": "mlp"}, "data": {"name": "digits"}}))
     with pytest.raises(SystemExit) as exit_info:
-        main(["train", str(config), "--max-epochs", "3", "--precision", "bf16-mixed", "--print-config"])
+        main(
+            ["train", str(config), "--max-epochs", "3", "--precision", "bf16-mixed", "--compile", "reduce-overhead"]
+            + ["--print-config"]
+        )
     assert exit_info.value.code in (0, None)
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["trainer"]["max_epochs"] == 3 and printed["trainer"]["precision"] == "bf16-mixed"
+    assert printed["trainer"]["compile"] == "reduce-overhead"
     with pytest.raises(SystemExit) as exit_info:
         main(["train", "--print-config"])  # CONFIG is required
     assert exit_info.value.code == 2

@@ -274,6 +274,15 @@ MUTATIONS: list[Mutation] = [
         "the device path draws an epoch's whole order up front: the sampler's generator then runs ahead of "
         "the DataLoader's whenever a Trainer stops at len(loader), and the next epoch's batches differ",
     ),
+    Mutation(
+        "compile-only-the-child-networks",
+        ("src/repscope/train/run.py",),
+        '    methods = getattr(task, "compiled_methods", ())\n',
+        "    methods = ()\n",
+        ("tests/mmvae/test_no_host_sync.py::test_trainer_compile_traces_the_whole_multimodal_loss",),
+        "trainer.compile compiles the multimodal task's child network, which its step never calls as a "
+        "module (it calls net.loss): nothing is traced and the run is as slow as uncompiled",
+    ),
 ]
 
 

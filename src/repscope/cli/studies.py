@@ -21,7 +21,17 @@ from repscope.studies.registry import CommandArgument, CommandEntry, studies
 LOGGER_CHOICES = Literal["csv", "tensorboard", "none"]
 TRAINER_PANEL = "Trainer"
 # the Lightning flags (parameter name -> config key under the entry's trainer_key)
-TRAINER_FLAGS = ("accelerator", "devices", "num_nodes", "precision", "deterministic", "logger", "max_epochs")
+TRAINER_FLAGS = (
+    "accelerator",
+    "devices",
+    "num_nodes",
+    "precision",
+    "compile",
+    "deterministic",
+    "logger",
+    "max_epochs",
+)
+COMPILE_CHOICES = Literal["off", "default", "reduce-overhead", "max-autotune"]
 
 # what the CLI prints once a command has run: show(config, result, out) with the run function's result
 # and --out as given (None: the run chose its own place)
@@ -58,6 +68,15 @@ def trainer_parameters(with_max_epochs: bool = False) -> list[inspect.Parameter]
         _option("devices", Optional[str], None, "--devices", help="number of devices, or a list such as 0,1", **panel),
         _option("num_nodes", Optional[int], None, "--num-nodes", help="machines (Lightning)", **panel),
         _option("precision", Optional[str], None, "--precision", help="32-true, 16-mixed, bf16-mixed, ...", **panel),
+        _option(
+            "compile",
+            Optional[COMPILE_CHOICES],
+            None,
+            "--compile",
+            help="torch.compile each training step (reduce-overhead: CUDA graphs, the fastest on a GPU; the "
+            "first steps pay the compilation)",
+            **panel,
+        ),
         _option(
             "deterministic",
             Optional[bool],
