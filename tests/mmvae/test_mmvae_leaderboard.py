@@ -114,6 +114,7 @@ def test_the_three_files_are_written_and_the_csv_reads_back(sweep, tmp_path):
         "leaderboard.md",
         "leaderboard.csv",
         "leaderboard.html",
+        "paper_table4.csv",  # the paper has rows for these levels and models
     ]
     markdown = (out / "leaderboard.md").read_text()
     assert "| Level | Model | Dims | Seeds | TxtImg Strict [%] |" in markdown
@@ -210,3 +211,59 @@ def test_leaderboard_command_follows_the_output_rule(sweep, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["mmvae", "leaderboard", str(tmp_path / "nowhere"), "-o", str(tmp_path / "x")])
     assert "nowhere" in capsys.readouterr().err and not (tmp_path / "x").exists()
+
+
+def test_each_cell_is_set_beside_the_papers_table_4_with_its_spread_by_hand(sweep, tmp_path):
+    """The sweep's cells against Table 4 as printed, worked out by hand: within <=> |ours - paper| <= std + 0.5
+    (percent) or + 0.05 (features)."""
+    result = build_leaderboard([sweep], tmp_path / "board")
+    comparison = result["comparison"]
+    within = {(r["level"], r["model"], r["metric"]): r["within"] for r in comparison.to_dict("records")}
+    expected_within = {
+        # MMVAE L1, one seed, 47 / 0.5 everywhere: 47 vs 47 (14); 0.5 vs 0.5 (0.1)
+        (1, "mmvae"): {"text_to_image_strict", "text_to_image_features"},
+        # MVAE L1, means 50 / 0.7: 50 vs 52 (3); 0.7 vs 0.6 (0.1) (0.1 <= 0.15); 0.7 vs 0.5 (0.0) is out
+        (1, "mvae"): {"text_to_image_strict", "image_to_text_features"},
+        # DMVAE L1, 4 / 0.0: 4 vs 4 (5), 0.0 vs 0.0 (0.0), 4 vs 4 (6), 0.0 vs 0.0 (0.1); 4 vs 33 (4) is out
+        (1, "dmvae"): {"image_to_text_strict", "image_to_text_features", "joint_strict", "joint_features"},
+        # MoPoE L2, 10 / 0.8: 10 vs 10 (3), 0.8 vs 0.8 (0.0), 10 vs 8 (7), 0.8 vs 0.7 (0.1); letters 10 vs 40 out
+        (2, "mopoe"): {
+            "text_to_image_strict",
+            "text_to_image_features",
+            "image_to_text_strict",
+            "image_to_text_features",
+        },
+    }
+    assert len(within) == 4 * len(TABLE4)
+    for (level, model, metric), inside in within.items():
+        assert inside == (metric in expected_within[(level, model)]), (level, model, metric)
+    rows = comparison.set_index(["level", "model", "metric"])
+    assert rows.loc[(1, "mmvae", "joint_strict"), ["paper_mean", "paper_std"]].tolist() == [17, 10]
+    assert rows.loc[(1, "dmvae", "joint_strict"), ["dims", "paper_dims"]].tolist() == [30, 30]
+    markdown = (tmp_path / "board" / "leaderboard.md").read_text()
+    assert "12 of 28 cells within the paper's spread." in markdown
+    assert "| 1 | MVAE | 16 / 16 | TxtImg Strict [%] | 50.0 (10.0) | 52 (3) | yes |" in markdown
+    assert "| 1 | MVAE | 16 / 16 | TxtImg Features [ratio] | 0.70 (0.20)/1 | 0.5 (0.0)/1 | no |" in markdown
+    saved = pd.read_csv(tmp_path / "board" / "paper_table4.csv")
+    assert saved["within"].sum() == 12 and len(saved) == 28
+
+
+def test_within_spread_is_inclusive_at_the_papers_std_plus_half_its_rounding_unit():
+    from repscope.studies.mmvae.paper_table4 import within_spread
+
+    assert within_spread(51.5, 47, 4, "percent") and not within_spread(51.6, 47, 4, "percent")
+    assert within_spread(42.5, 47, 4, "percent") and not within_spread(42.4, 47, 4, "percent")
+    assert within_spread(0.65, 0.5, 0.1, "features") and not within_spread(0.66, 0.5, 0.1, "features")
+    assert within_spread(0.04, 0.0, 0.0, "features") and not within_spread(0.06, 0.0, 0.0, "features")
+
+
+def test_the_paper_table_is_the_printed_one():
+    """Spot checks against the printed Table 4 (corners, DMVAE's dims, level 2's MVAE printed with 12 dims)."""
+    from repscope.studies.mmvae.paper_table4 import PAPER_METRICS, PAPER_TABLE4
+
+    assert len(PAPER_TABLE4) == 20 and {model for _, model in PAPER_TABLE4} == {"mmvae", "mvae", "mopoe", "dmvae"}
+    assert all(len(cells) == len(PAPER_METRICS) for _, cells in PAPER_TABLE4.values())
+    assert PAPER_TABLE4[(1, "mmvae")][1][0] == (47, 14) and PAPER_TABLE4[(5, "dmvae")][1][-1] == (0.7, 0.1)
+    assert PAPER_TABLE4[(3, "mvae")] == (32, ((8, 2), (1.3, 0.0), (59, 4), (2.5, 0.1), (93, 1), (0, 0), (0.5, 0.1)))
+    assert {dims for (_, model), (dims, _) in PAPER_TABLE4.items() if model == "dmvae"} == {30}
+    assert PAPER_TABLE4[(2, "mvae")][0] == 12

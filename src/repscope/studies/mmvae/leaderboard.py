@@ -34,6 +34,7 @@ from repscope.fileio import write_text_atomic
 from repscope.outputs import output_target
 from repscope.report.html import Report
 from repscope.runs import read_metrics
+from repscope.studies.mmvae.paper_table4 import metric_kind, paper_comparison
 from repscope.train.reader import TrainedRun, open_run
 from repscope.train.tasks.multimodal import CDSPRITES_MODALITIES, MultimodalVAETask, multimodal_models
 
@@ -386,6 +387,47 @@ EXPLANATION = (
 )
 
 
+def display_comparison(comparison: pd.DataFrame) -> pd.DataFrame:
+    """:func:`~repscope.studies.mmvae.paper_table4.paper_comparison` as shown: Level, Model, Dims (ours and
+    the paper's), the Table 4 column, our ``mean (std)``, the paper's, and whether ours lies within its spread.
+
+    Parameters
+    ----------
+    comparison : pandas.DataFrame
+        The comparison's rows.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per compared cell, every cell as text.
+    """
+    headers = {key: header for key, header, _ in TABLE4_COLUMNS}
+    rows = []
+    for record in comparison.to_dict("records"):
+        kind, level = metric_kind(record["metric"]), record["level"]
+        paper_digits = 1 if kind == "features" else 0
+        paper = f"{record['paper_mean']:.{paper_digits}f} ({record['paper_std']:.{paper_digits}f})"
+        rows.append(
+            {
+                "Level": str(level),
+                "Model": display_name(record["model"]),
+                "Dims (ours / paper)": f"{record['dims']} / {record['paper_dims']}",
+                "Column": headers[record["metric"]],
+                "Ours": format_cell(record["ours_mean"], record["ours_std"], kind, level, record["n_seeds"]),
+                "Paper": f"{paper}/{level}" if kind == "features" else paper,
+                "Within the paper's spread": "yes" if record["within"] else "no",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+COMPARISON_EXPLANATION = (
+    "Beside Sejnova et al.'s Table 4 (as printed; mean (std) over 5 seeds, the best latent size of their grid). "
+    "'Within the paper's spread': |ours - paper| <= the paper's std plus half its rounding unit (0.5 points, "
+    "0.05 features), on the means."
+)
+
+
 def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: bool = False) -> dict[str, Any]:
     """Read evaluated runs and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.html`` into ``out``.
 
@@ -401,13 +443,28 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
     Returns
     -------
     dict
-        ``table`` (the CSV's DataFrame), ``markdown``, ``warnings``, ``runs`` (count) and ``files``.
+        ``table`` (the CSV's DataFrame), ``markdown``, ``warnings``, ``runs`` (count), ``comparison``
+        (:func:`~repscope.studies.mmvae.paper_table4.paper_comparison`, also written as ``paper_table4.csv``
+        where the paper has a row for a level and model of ours) and ``files``.
     """
     records = read_evaluated_runs(paths)
     table, warnings = leaderboard_table(records)
     shown = display_table(table)
     markdown = markdown_table(shown)
     text = "# CdSprites+ leaderboard\n\n" + markdown + "\n" + EXPLANATION + "\n"
+    comparison = paper_comparison(table)
+    if len(comparison):
+        within = int(comparison["within"].sum())
+        summary = f"{within} of {len(comparison)} cells within the paper's spread."
+        text += (
+            "\n## Beside the paper's Table 4\n\n"
+            + markdown_table(display_comparison(comparison))
+            + "\n"
+            + COMPARISON_EXPLANATION
+            + " "
+            + summary
+            + "\n"
+        )
     report = Report("CdSprites+ leaderboard", subtitle=f"{len(records)} evaluated runs, {len(table)} rows")
     for warning in warnings:
         report.add_warning(warning)
@@ -421,6 +478,13 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
             "accuracy of a logistic regression reading the attribute from the posterior means.",
             max_rows=None,
         )
+    if len(comparison):
+        report.add_table(
+            display_comparison(comparison),
+            title=f"Beside the paper's Table 4: {summary}",
+            caption=COMPARISON_EXPLANATION,
+            max_rows=None,
+        )
     runs = pd.DataFrame(
         [
             {"level": r["level"], "model": r["model"], "dims": r["dims"], "seed": r["seed"], "run": str(r["run"])}
@@ -432,6 +496,8 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
         target.mkdir(parents=True, exist_ok=True)
         write_text_atomic(target / "leaderboard.md", text)
         write_text_atomic(target / "leaderboard.csv", table.to_csv(index=False, lineterminator="\n"))
+        if len(comparison):
+            write_text_atomic(target / "paper_table4.csv", comparison.to_csv(index=False, lineterminator="\n"))
         report.write(target / "leaderboard.html")
     out = Path(out)
     return {
@@ -439,13 +505,16 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
         "markdown": markdown,
         "warnings": warnings,
         "runs": len(records),
-        "files": [out / "leaderboard.md", out / "leaderboard.csv", out / "leaderboard.html"],
+        "comparison": comparison,
+        "files": [out / "leaderboard.md", out / "leaderboard.csv", out / "leaderboard.html"]
+        + ([out / "paper_table4.csv"] if len(comparison) else []),
     }
 
 
 __all__ = [
     "TABLE4_COLUMNS",
     "build_leaderboard",
+    "display_comparison",
     "coherency_metrics",
     "display_name",
     "display_table",
