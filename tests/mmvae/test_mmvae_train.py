@@ -36,7 +36,48 @@ def test_the_shipped_configs_translate_into_the_framework_config():
     paper, _ = load_multimodal_config("mmvae-cdsprites-paper", ["model=dmvae"])
     assert paper.train_config().model.params["private_dim"] == 10
     assert paper.modalities["text"].params == {"width": 64, "layers": 8, "heads": 2, "hidden": 1024, "dropout": 0.1}
-    assert paper.epochs == 150
+    assert paper.train_config().trainer.max_epochs == 150
+
+
+def test_the_paper_config_holds_the_papers_and_the_authors_settings():
+    """lr 1e-4, batch 32, a BCE image loss, 150 epochs for levels 1-2 and 250 for 3-5, evaluation on 10,000
+    samples decoded from a posterior sample; DMVAE with 10 shared + 10 private latents per modality."""
+    paper, _ = load_multimodal_config("mmvae-cdsprites-paper")
+    assert (paper.lr, paper.batch_size, paper.modalities["image"].likelihood) == (1e-4, 32, "bernoulli")
+    assert (paper.evaluation.n, paper.evaluation.sample) == (10000, True)
+    epochs = {}
+    for level in (1, 2, 3, 4, 5):
+        config, _ = load_multimodal_config("mmvae-cdsprites-paper", [f"data.level={level}"])
+        epochs[level] = config.train_config().trainer.max_epochs
+    assert epochs == {1: 150, 2: 150, 3: 250, 4: 250, 5: 250}
+    assert paper.train_config().model.params["latent_dim"] == 16
+    dmvae, _ = load_multimodal_config("mmvae-cdsprites-paper", ["model=dmvae"])
+    assert (dmvae.latent_dim, dmvae.private_dim) == (10, 10)  # the per_model setting of DMVAE
+    # --set wins over per_model (the paper's DMVAE grid: 10, 16, 24 shared), and --epochs over the levels
+    wider, _ = load_multimodal_config("mmvae-cdsprites-paper", ["model=dmvae", "latent_dim=24", "epochs=2"])
+    assert wider.latent_dim == 24 and wider.train_config().trainer.max_epochs == 2
+    mvae, _ = load_multimodal_config("mmvae-cdsprites-paper", ["model=mvae"])
+    assert mvae.latent_dim == 16  # DMVAE's setting is DMVAE's only
+
+
+def test_per_model_and_per_level_epochs_refuse_what_they_cannot_hold(tmp_path):
+    import yaml
+
+    def load(**changes):
+        path = tmp_path / "c.yaml"
+        path.write_text(yaml.safe_dump({"model": "mvae", "data": {"name": "cdsprites", "level": 3}, **changes}))
+        return load_multimodal_config(str(path))[0]
+
+    with pytest.raises(InvalidArgumentError, match="per_model.*unknown multimodal model 'vae'"):
+        load(per_model={"vae": {"latent_dim": 3}})
+    with pytest.raises(InvalidArgumentError, match="per_model.*mvae: data cannot be set per model"):
+        load(per_model={"mvae": {"data": {"level": 2}}})
+    with pytest.raises(InvalidArgumentError, match="epochs.*levels are 1-5, not 7"):
+        load(epochs={1: 5, 7: 5})
+    with pytest.raises(InvalidArgumentError, match="epochs: given for levels 1, 2, not for data.level 3"):
+        load(epochs={1: 5, 2: 6}).train_config()
+    assert load(epochs={1: 5, 3: 7}, per_model={"mvae": {"lr": 0.5}}).train_config().trainer.max_epochs == 7
+    assert load(per_model={"mvae": {"lr": 0.5}, "mopoe": {"lr": 0.1}}).lr == 0.5
 
 
 def test_set_switches_model_and_level_and_quick_shrinks_every_size():

@@ -20,6 +20,9 @@ coherency scores and its report.
     epochs: 10
 
 ``--set model=mopoe --set data.level=2`` switches model and level; a sweep is a grid of such overrides.
+``epochs`` may be given per CdSprites+ level (``{1: 150, 2: 150, 3: 250, 4: 250, 5: 250}``, the paper's),
+and ``per_model`` holds settings of one model over the file's (``{dmvae: {latent_dim: 10}}``: the paper's
+DMVAE has 10 shared latents); ``--set`` wins over both, so a grid over ``latent_dim`` still sets it.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ MODEL_SETTINGS = (
 SHIPPED_CONFIG = "mmvae-cdsprites"
 QUICK = {"epochs": 3, "train_size": 3000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
 CDSPRITES_LEVELS = (1, 2, 3, 4, 5)
+# what ``per_model`` may set: the model settings and what a model's networks and training depend on
+PER_MODEL_KEYS = (*MODEL_SETTINGS, "batch_size", "epochs")
 ORIGIN_COMMAND = "mmvae train"
 
 
@@ -160,8 +165,11 @@ class MultimodalConfig(Section):
     subsampling: Literal["singles", "all"] = "singles"
     estimator: Literal["stratified", "sampled"] = "stratified"
     batch_size: int = Field(64, ge=1)
-    epochs: int = Field(10, ge=1)
+    # a number, or one per CdSprites+ level ({1: 150, 2: 150, 3: 250, ...}: the paper's, A.2.1)
+    epochs: int | dict[int, int] = 10
     seed: int = 0
+    # settings of one model over the file's own (model name -> {key: value}); --set still wins
+    per_model: dict[str, dict[str, Any]] = Field(default_factory=dict)
     data: MultimodalDataSection = Field(default_factory=MultimodalDataSection)
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
@@ -175,6 +183,58 @@ class MultimodalConfig(Section):
             raise ValueError(f"unknown multimodal model {value!r}; registered: {', '.join(models)}")
         return value
 
+    @field_validator("epochs")
+    @classmethod
+    def _positive_epochs(cls, value: int | dict[int, int]) -> int | dict[int, int]:
+        counts = value.values() if isinstance(value, dict) else [value]
+        if any(count < 1 for count in counts):
+            raise ValueError("epochs must be at least 1")
+        if isinstance(value, dict):
+            if not value:
+                raise ValueError("give a number, or a number per level such as {1: 150, 3: 250}")
+            unknown = sorted(set(value) - set(CDSPRITES_LEVELS))
+            if unknown:
+                raise ValueError(f"levels are 1-5, not {', '.join(map(str, unknown))}")
+        return value
+
+    @field_validator("per_model")
+    @classmethod
+    def _known_models_and_settings(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        models = multimodal_models()
+        for model, settings in value.items():
+            if model not in models:
+                raise ValueError(f"unknown multimodal model {model!r}; registered: {', '.join(models)}")
+            refused = sorted(set(settings) - set(PER_MODEL_KEYS))
+            if refused:
+                raise ValueError(
+                    f"{model}: {', '.join(refused)} cannot be set per model (the settings that can: "
+                    f"{', '.join(PER_MODEL_KEYS)})"
+                )
+        return value
+
+    def epochs_to_train(self) -> int:
+        """The epochs of this run: :attr:`epochs`, or its entry for the data's level.
+
+        Returns
+        -------
+        int
+            Epochs.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``epochs`` is given per level and the data's level has no entry (or the data no level).
+        """
+        if isinstance(self.epochs, int):
+            return self.epochs
+        if self.data.level is None or self.data.level not in self.epochs:
+            given = ", ".join(str(level) for level in sorted(self.epochs))
+            raise InvalidArgumentError(
+                f"epochs: given for levels {given}, not for data.level {self.data.level}; add the level or "
+                "give one number (--epochs N)"
+            )
+        return self.epochs[self.data.level]
+
     def train_config(self) -> TrainConfig:
         """The framework's training config for this run.
 
@@ -183,13 +243,13 @@ class MultimodalConfig(Section):
         TrainConfig
             ``model.name`` = :attr:`model` with the model parameters its task class declares (of
             :data:`MODEL_SETTINGS`), ``data`` with the loader's parameters, the trainer with
-            ``max_epochs`` = :attr:`epochs`.
+            ``max_epochs`` = :meth:`epochs_to_train`.
         """
         declared = multimodal_models()[self.model].config_fields()
         params: dict[str, Any] = {key: getattr(self, key) for key in MODEL_SETTINGS if key in declared}
         if self.modalities is not None:
             params["modalities"] = {name: spec.task_spec(name) for name, spec in self.modalities.items()}
-        trainer = self.trainer.model_copy(update={"max_epochs": self.epochs})
+        trainer = self.trainer.model_copy(update={"max_epochs": self.epochs_to_train()})
         return TrainConfig(
             model=Named(name=self.model, params=params),
             data=Named(name=self.data.name, params=self.data.loader_params()),
@@ -217,7 +277,7 @@ def quick_config(config: MultimodalConfig) -> MultimodalConfig:
         }
     )
     return config.model_copy(
-        update={"epochs": min(config.epochs, QUICK["epochs"]), "data": data, "evaluation": evaluation}
+        update={"epochs": min(config.epochs_to_train(), QUICK["epochs"]), "data": data, "evaluation": evaluation}
     )
 
 
@@ -229,6 +289,36 @@ def resolve_config_path(path: str | Path | None) -> Path:
     if path.is_file() or path.parent != Path("."):
         return path
     return shipped_config_path(path.name.removesuffix(".yaml"))
+
+
+def with_model_settings(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """The config file's values with its ``per_model`` settings of the run's model over them (the model as
+    ``--set model=...`` makes it), before the overrides: a ``--set`` of the same key still wins.
+
+    Parameters
+    ----------
+    data : dict
+        The config file's mapping.
+    overrides : list of str
+        The ``key=value`` overrides to come (only ``model=`` is read here).
+
+    Returns
+    -------
+    dict
+        ``data`` with the model's settings merged in (``per_model`` kept, as written).
+    """
+    per_model = data.get("per_model")
+    if not isinstance(per_model, dict) or not per_model:
+        return data
+    model = data.get("model", MultimodalConfig.model_fields["model"].default)
+    for override in overrides:
+        key, _, value = override.partition("=")
+        if key.strip() == "model":
+            model = value.strip()
+    settings = per_model.get(model)
+    if not isinstance(settings, dict):
+        return data  # no settings for this model (a malformed entry is refused by validation)
+    return {**data, **{key: value for key, value in settings.items() if key in PER_MODEL_KEYS}}
 
 
 def load_multimodal_config(
@@ -258,6 +348,7 @@ def load_multimodal_config(
     path = resolve_config_path(path)
     data = read_yaml_mapping(path)
     source = f"config {path}"
+    data = with_model_settings(data, overrides or [])
     if overrides:
         data = apply_overrides(data, overrides, MultimodalConfig)
         source += " with --set " + " ".join(overrides)
