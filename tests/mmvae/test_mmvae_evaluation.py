@@ -131,6 +131,20 @@ def test_a_traversal_changes_only_its_dimension_and_decodes_one_row_per_dimensio
     assert [fig.axes[5 * r].get_ylabel() for r in range(4)] == ["z0", "z1", "z2", "z3"]
 
 
+def test_joint_traversal_latents_walk_each_dimension_in_turn_from_zero():
+    from repscope.studies.mmvae.analysis import joint_traversal_latents
+
+    z = joint_traversal_latents(3, 5, (-2.0, 2.0))
+    assert z.shape == (15, 3) and z.dtype == np.float32
+    # rows 0-4 move dimension 0 through -2, -1, 0, 1, 2; rows 5-9 dimension 1; rows 10-14 dimension 2
+    assert np.array_equal(z[5:10], [[0, -2, 0], [0, -1, 0], [0, 0, 0], [0, 1, 0], [0, 2, 0]])
+    assert np.array_equal(z[:5, 0], [-2, -1, 0, 1, 2]) and not z[:5, 1:].any() and not z[10:, :2].any()
+    assert np.array_equal(joint_traversal_latents(2, 3)[:3, 0], [-1.0, 0.0, 1.0])  # the toolkit's range
+    for bad, named in (((0, 5), "latent_dim"), ((3, 0), "steps"), ((3, 5, (1.0, -1.0)), "value_range")):
+        with pytest.raises(InvalidArgumentError, match=named):
+            joint_traversal_latents(*bad)
+
+
 def test_traversal_latents_of_chosen_dimensions_and_bad_input():
     grid = traversal_latents(np.zeros(3), [-1.0, 1.0], dims=[2])
     assert grid.shape == (1, 2, 3) and np.array_equal(grid[0, :, 2], [-1.0, 1.0]) and not grid[0, :, :2].any()
@@ -295,6 +309,39 @@ def test_evaluate_writes_every_part_and_its_numbers_agree_with_the_task(trained_
     test = evaluation_test_set(1, 24, seed=1)
     # every generated image reads as a square: text -> image is right exactly on the square captions
     assert metrics["text_to_image_strict"] == pytest.approx(100 * np.mean(test["attributes"][:, 0] == 0))
+    # the toolkit's rules on the same outputs: its text -> image is ours on well-formed true captions
+    assert metrics["text_to_image_strict_toolkit"] == pytest.approx(metrics["text_to_image_strict"])
+    outputs = folder / "outputs"
+    raw = (outputs / "image_to_text" / "captions_raw.txt").read_text().split("\n")[:-1]
+    trimmed = (outputs / "image_to_text" / "captions.txt").read_text().split("\n")[:-1]
+    assert len(raw) == len(trimmed) == 24 and all(len(caption) == 45 for caption in raw)  # the whole decoder output
+    truth = (outputs / "image_to_text" / "truth.txt").read_text().split("\n")[:-1]
+    # the toolkit: Strict when the raw caption starts with the truth
+    assert metrics["image_to_text_strict_toolkit"] == pytest.approx(
+        100 * np.mean([c[: len(t)] == t for c, t in zip(raw, truth)])
+    )
+    assert metrics["image_to_text_strict"] == pytest.approx(100 * np.mean([c == t for c, t in zip(trimmed, truth)]))
+    # joint by traversals: 24 values (min(n, 1000)) of each of the 4 dimensions, scored both ways; against
+    # images read as squares the toolkit's pair is right when token 0 of the raw caption names a square first
+    assert (metrics["joint_traversal_steps"], metrics["joint_traversal_range"]) == (24, [-1.0, 1.0])
+    traversal_raw = (outputs / "joint_traversal" / "captions_raw.txt").read_text().split("\n")[:-1]
+    assert len(traversal_raw) == 4 * 24 and np.load(outputs / "joint_traversal" / "images.npy").shape == (96, 64, 64, 3)
+
+    def reads_square(caption):
+        token = caption.split(" ")[0].lower()
+        return next((w for w in ("heart", "ellipse", "square") if w in token), None) == "square"
+
+    expected = 100 * np.mean([reads_square(c) for c in traversal_raw])
+    assert metrics["joint_traversal_strict_toolkit"] == pytest.approx(expected)
+    assert metrics["joint_traversal_features_toolkit"] == pytest.approx(expected / 100)
+    traversal = (outputs / "joint_traversal" / "captions.txt").read_text().split("\n")[:-1]
+    assert metrics["joint_traversal_strict"] == pytest.approx(100 * np.mean([c == "square" for c in traversal]))
+    for key in ("image_to_text_letters_toolkit", "joint_strict_toolkit", "joint_features_toolkit"):
+        assert np.isfinite(metrics[key]), key
+    table = pd.read_csv(folder / "tables" / "coherency.csv")
+    assert set(zip(table["direction"], table["rules"])) == {
+        (d, r) for d in ("text to image", "image to text", "joint", "joint traversal") for r in ("ours", "toolkit")
+    }
     # the headline log-likelihoods are the task's own estimates on the first n_analysis test samples
     task = outcome.task
     joint = task.log_likelihood({"image": test["image"], "text": test["text"]}, k=4, seed=1)
@@ -457,8 +504,13 @@ def test_evaluate_records_where_and_in_what_batches_it_ran(trained_run, evaluati
     metrics = evaluate_run(root / "run", n=24, seed=1, k=3, n_analysis=30, out=tmp_path / "default")
     assert (metrics["accelerator"], metrics["device"]) == ("cpu", "cpu")
     assert (metrics["batch_size"], metrics["batch_size_log_likelihood"]) == (256, 64)  # the task's defaults
-    batched = evaluate_run(root / "run", n=24, seed=1, k=3, n_analysis=30, out=tmp_path / "b", batch_size=7)
+    batched = evaluate_run(
+        root / "run", n=24, seed=1, k=3, n_analysis=30, out=tmp_path / "b", batch_size=7, joint_traversal_steps=0
+    )
     assert (batched["batch_size"], batched["batch_size_log_likelihood"]) == (7, 7)
+    # no traversals asked: none decoded, none scored
+    assert "joint_traversal_strict" not in batched and "joint_traversal_strict" in metrics
+    assert not (tmp_path / "b" / "outputs" / "joint_traversal").exists()
     test = evaluation_test_set(1, 30, seed=1)
     text = outcome.task.log_likelihood({"text": test["text"]}, k=3, seed=1, batch_size=7)
     assert batched["log_likelihood_text"] == pytest.approx(text.mean(), rel=1e-12)

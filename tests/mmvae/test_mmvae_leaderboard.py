@@ -242,8 +242,8 @@ def test_each_cell_is_set_beside_the_papers_table_4_with_its_spread_by_hand(swee
     assert rows.loc[(1, "dmvae", "joint_strict"), ["dims", "paper_dims"]].tolist() == [30, 30]
     markdown = (tmp_path / "board" / "leaderboard.md").read_text()
     assert "12 of 28 cells within the paper's spread." in markdown
-    assert "| 1 | MVAE | 16 / 16 | TxtImg Strict [%] | 50.0 (10.0) | 52 (3) | yes |" in markdown
-    assert "| 1 | MVAE | 16 / 16 | TxtImg Features [ratio] | 0.70 (0.20)/1 | 0.5 (0.0)/1 | no |" in markdown
+    assert "| 1 | MVAE | 16 / 16 | TxtImg Strict [%] | ours | 50.0 (10.0) | 52 (3) | yes |" in markdown
+    assert "| 1 | MVAE | 16 / 16 | TxtImg Features [ratio] | ours | 0.70 (0.20)/1 | 0.5 (0.0)/1 | no |" in markdown
     saved = pd.read_csv(tmp_path / "board" / "paper_table4.csv")
     assert saved["within"].sum() == 12 and len(saved) == 28
 
@@ -267,3 +267,29 @@ def test_the_paper_table_is_the_printed_one():
     assert PAPER_TABLE4[(3, "mvae")] == (32, ((8, 2), (1.3, 0.0), (59, 4), (2.5, 0.1), (93, 1), (0, 0), (0.5, 0.1)))
     assert {dims for (_, model), (dims, _) in PAPER_TABLE4.items() if model == "dmvae"} == {30}
     assert PAPER_TABLE4[(2, "mvae")][0] == 12
+
+
+def test_runs_scored_by_the_toolkits_rules_too_are_compared_with_the_paper_by_those(tmp_path):
+    """The paper's numbers come from its toolkit's rules: where a run has them, the comparison reads them (ours
+    at 0 would be far out), and the page shows them in their own table."""
+    root = tmp_path / "sweep"
+    for seed, toolkit_strict in ((0, 50.0), (1, 54.0)):
+        run = make_run(root / f"mvae-{seed}", "mvae", 1, seed, strict=0.0, features=0.0)
+        path = run / "evaluation" / "metrics.json"
+        metrics = json.loads(path.read_text())
+        metrics.update({f"{key}_toolkit": toolkit_strict if "features" not in key else 0.5 for key in TABLE4})
+        metrics.update({"joint_traversal_strict": 12.0, "joint_traversal_features": 0.25})
+        path.write_text(json.dumps(metrics))
+    result = build_leaderboard([root], tmp_path / "board")
+    rows = result["comparison"].set_index("metric")
+    assert set(rows["rules"]) == {"toolkit"}
+    # toolkit strict: mean 52 vs 52 (3); ours (0) would be out
+    assert rows.loc["text_to_image_strict", "ours_mean"] == pytest.approx(52.0)
+    assert rows.loc["text_to_image_strict", "within"]
+    assert rows.loc["text_to_image_features", "within"]  # 0.5 vs 0.5 (0.0)
+    assert not rows.loc["image_to_text_letters", "within"]  # 52 vs 86 (2)
+    toolkit = display_table(result["table"], toolkit=True)
+    assert toolkit.iloc[0]["TxtImg Strict [%]"] == "52.0 (2.8)"  # sample std of 50, 54: 2.83
+    assert toolkit.iloc[0]["Joint by traversals Strict [%]"] == "12.0 (0.0)"
+    page = (tmp_path / "board" / "leaderboard.html").read_text()
+    assert "scored by the authors&#x27;" in page or "scored by the authors'" in page

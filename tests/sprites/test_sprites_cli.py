@@ -123,6 +123,37 @@ def test_evaluate_scores_generated_captions_exactly(tmp_path):
     assert (tmp_path / "run" / "report.html").exists()
 
 
+def test_evaluate_reports_our_rules_and_the_toolkits_side_by_side(tmp_path):
+    """Captions with trailing text: Strict-wrong by our rules, Strict-right by the toolkit's (its
+    eval_cdsprites.py compares the first len(truth) characters)."""
+    folder = tmp_path / "outputs" / "image_to_text"
+    folder.mkdir(parents=True)
+    (folder / "truth.txt").write_text("big square\nsmall ellipse\nbig heart\n")
+    # an empty line is an empty caption; trailing spaces are kept
+    (folder / "captions.txt").write_text("big square  qq\n\nbig heart\n")
+    result = invoke("sprites", "evaluate", tmp_path / "outputs", "--level", 2, "--out", tmp_path / "both")
+    assert result.exit_code == 0, result.output
+    metrics = json.loads((tmp_path / "both" / "metrics.json").read_text())
+    assert metrics["compat"] == "both"
+    assert metrics["image_to_text"]["strict"] == pytest.approx(100 / 3)  # only "big heart" is exact
+    toolkit = metrics["toolkit"]["image_to_text"]
+    assert toolkit["strict"] == pytest.approx(200 / 3)  # "big square  qq" starts with the truth
+    assert toolkit["features"] == pytest.approx((2 + 0 + 2) / 3)
+    table = (tmp_path / "both" / "tables" / "coherency.csv").read_text().splitlines()
+    assert table[0].startswith("direction,rules,samples,strict_percent")
+    assert [row.split(",")[1] for row in table[1:]] == ["ours", "toolkit"]
+    only = invoke(
+        "sprites", "evaluate", tmp_path / "outputs", "--level", 2, "--compat", "toolkit", "-o", tmp_path / "tk"
+    )
+    assert only.exit_code == 0, only.output
+    metrics = json.loads((tmp_path / "tk" / "metrics.json").read_text())
+    assert "image_to_text" not in metrics and metrics["toolkit"]["image_to_text"]["strict"] == pytest.approx(200 / 3)
+    bad = invoke(
+        "sprites", "evaluate", tmp_path / "outputs", "--level", 2, "--set", "compat=paper", "-o", tmp_path / "x"
+    )
+    assert bad.exit_code != 0 and not (tmp_path / "x").exists()
+
+
 def test_evaluate_rejects_bad_folders(tmp_path):
     (tmp_path / "empty").mkdir()
     assert invoke("sprites", "evaluate", tmp_path / "empty", "--level", 1).exit_code == 1

@@ -47,6 +47,12 @@ def evaluate_command(
     sample: bool = typer.Option(
         False, "--sample/--mean", help="cross-generate from a posterior sample, or from its mean (default)"
     ),
+    joint_traversal_steps: Optional[int] = typer.Option(
+        None,
+        "--joint-traversal-steps",
+        help="joint coherency by traversals (the paper's A.2.3): values per latent dimension, the others at 0 "
+        "(default: min(N, 1000); 0: not measured)",
+    ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="evaluation folder (default: RUN_DIR/evaluation)"),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace the evaluation folder if it exists (once the new one is complete)"
@@ -79,19 +85,29 @@ def evaluate_command(
         analysis=analysis,
         n_analysis=n_analysis,
         sample=sample,
+        joint_traversal_steps=joint_traversal_steps,
         out=folder,
         overwrite=overwrite,
         accelerator=flags.get("accelerator") or "cpu",
         batch_size=batch_size,
         trainer=trainer_section(flags, default_trainer()),
     )
-    for direction in ("text_to_image", "image_to_text", "joint"):
+    for direction in ("text_to_image", "image_to_text", "joint", "joint_traversal"):
         if f"{direction}_strict" in metrics:
             letters = metrics.get(f"{direction}_letters")
             tail = f", letters {letters:.1f}%" if letters is not None else ""
+            toolkit = ""
+            if f"{direction}_strict_toolkit" in metrics:  # the authors' scoring rules, beside ours
+                toolkit_letters = metrics.get(f"{direction}_letters_toolkit")
+                toolkit = (
+                    f" (toolkit's rules: strict {metrics[f'{direction}_strict_toolkit']:.1f}%, features "
+                    f"{metrics[f'{direction}_features_toolkit']:.2f}/{metrics['level']}"
+                    + (f", letters {toolkit_letters:.1f}%" if toolkit_letters is not None else "")
+                    + ")"
+                )
             typer.echo(
                 f"{direction}: strict {metrics[f'{direction}_strict']:.1f}%, "
-                f"features {metrics[f'{direction}_features']:.2f}/{metrics['level']}{tail}"
+                f"features {metrics[f'{direction}_features']:.2f}/{metrics['level']}{tail}{toolkit}"
             )
     likelihoods = {key: value for key, value in metrics.items() if key.startswith("log_likelihood_")}
     if likelihoods:

@@ -243,8 +243,11 @@ STUDIES: tuple[CommandEntry, ...] = (
         "run_coherency",
         "Cross- and joint-coherency (Strict / Features / Letters) of a model's generated outputs.",
         details="FOLDER/text_to_image/{truth.txt, images.npy}, FOLDER/image_to_text/{truth.txt, captions.txt}, "
-        "FOLDER/joint/{images.npy, captions.txt}; any of the three may be missing. Images: "
-        "(N, 64, 64, 3) RGB, uint8 or float in [0, 1]. Captions: one per line.",
+        "FOLDER/joint/{images.npy, captions.txt}, FOLDER/joint_traversal/{images.npy, captions.txt}; any of them "
+        "may be missing. Images: (N, 64, 64, 3) RGB, uint8 or float in [0, 1]. Captions: one per line, exactly as "
+        "generated (an empty line is an empty caption); an optional captions_raw.txt beside captions.txt (the "
+        "decoder's whole output) is what the toolkit's rules read. --compat both (default) scores by our strict "
+        "rules and by the authors' toolkit's (eval_cdsprites.py) side by side.",
         quick=None,
         # the Lightning flags reach the attribute classifiers' training when they are not cached yet
         trainer_key="trainer",
@@ -255,6 +258,12 @@ STUDIES: tuple[CommandEntry, ...] = (
                 positional=True,
             ),
             CommandArgument("level", "CdSprites+ level 1-5", type=int, metavar="[1|2|3|4|5]"),
+            CommandArgument(
+                "compat",
+                "coherency rules: both (side by side), ours (strict) or toolkit (the authors' eval_cdsprites.py)",
+                required=False,
+                metavar="[both|ours|toolkit]",
+            ),
         ),
     ),
     CommandEntry(

@@ -36,6 +36,8 @@ from repscope.data.sprites.captions import decode_captions
 from repscope.errors import InvalidArgumentError
 
 TRAVERSAL_VALUES: tuple[float, ...] = (-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0)  # in prior standard deviations
+# joint coherency by traversals: the range the authors' toolkit's save_joint_samples returns (its last)
+JOINT_TRAVERSAL_RANGE: tuple[float, float] = (-1.0, 1.0)
 JOINT = "joint"
 
 
@@ -244,6 +246,50 @@ def traversal_latents(
     return grid.astype(np.float32)
 
 
+def joint_traversal_latents(
+    latent_dim: int, steps: int, value_range: tuple[float, float] = JOINT_TRAVERSAL_RANGE
+) -> np.ndarray:
+    """The latents of joint coherency by traversals: ``steps`` values of each dimension in turn, the others at 0.
+
+    Sejnova et al., CdSprites+ benchmark, A.2.3: "1000 traversal samples over each dimension of the latent
+    space (i.e. 32000 samples for a 32-D latent space)". The values follow the authors' toolkit
+    (gabinsane/multimodal-vae-comparison, ``multimodal_compare/utils.py``, ``get_traversal_matrix`` and
+    ``traverse_line``; ``models/trainer.py``, ``save_joint_samples`` with ``traversals=True``, whose returned
+    samples are those of its last range, ``(-1, 1)``)::
+
+        z[d * steps + s] = 0 except z[d * steps + s, d] = linspace(low, high, steps)[s]
+
+    Parameters
+    ----------
+    latent_dim : int
+        Dimensions of the shared latent, ``D``.
+    steps : int
+        Samples per dimension (the paper: 1,000).
+    value_range : (float, float), default=(-1.0, 1.0)
+        ``(low, high)`` of the traversed dimension, in latent units (prior standard deviations).
+
+    Returns
+    -------
+    numpy.ndarray
+        float32 ``(D * steps, D)``, dimension 0's rows first.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``latent_dim`` or ``steps`` is below 1, or the range is not two finite numbers with low <= high.
+    """
+    if int(latent_dim) < 1:
+        raise InvalidArgumentError(f"latent_dim: must be >= 1, got {latent_dim}")
+    if int(steps) < 1:
+        raise InvalidArgumentError(f"steps: must be >= 1, got {steps}")
+    bounds = np.asarray(value_range, dtype=np.float64)
+    if bounds.shape != (2,) or not np.all(np.isfinite(bounds)) or bounds[0] > bounds[1]:
+        raise InvalidArgumentError(f"value_range: expected (low, high) finite with low <= high, got {value_range!r}")
+    values = np.linspace(bounds[0], bounds[1], int(steps))
+    grid = traversal_latents(np.zeros(int(latent_dim)), values)
+    return grid.reshape(int(latent_dim) * int(steps), int(latent_dim))
+
+
 def summarise_log_likelihoods(estimates: Mapping[str, Any], k: int | None = None) -> pd.DataFrame:
     """One row per estimate: mean, standard deviation and standard error over the examples (nats).
 
@@ -414,9 +460,11 @@ def latent_traversals(
 
 
 __all__ = [
+    "JOINT_TRAVERSAL_RANGE",
     "TRAVERSAL_VALUES",
     "captions_of_logits",
     "images_of_means",
+    "joint_traversal_latents",
     "latent_traversals",
     "linear_factorisation",
     "log_likelihoods",

@@ -6,9 +6,16 @@ On a fresh test set of the run's level (its own seed, never seen in training):
 * **coherency** (dataset-dependent): text -> image (images generated from the test captions, judged by
   the level's attribute classifiers), image -> text (captions generated from the test images, parsed
   word by word), joint (image and caption decoded from the same prior sample ``z``; the reference toolkit
-  draws them from different samples, here both come from one ``z``, as joint coherency means). The
-  outputs are written in the layout of ``repscope sprites evaluate`` (:data:`OUTPUT_LAYOUT`) and scored
-  by the same code, so a model trained elsewhere and ours are judged alike.
+  draws them from different samples, here both come from one ``z``, as joint coherency means), and joint
+  by traversals (Sejnova et al., A.2.3: each latent dimension traversed in turn, ``joint_traversal_steps``
+  values in ``joint_traversal_range``, the others at 0;
+  :func:`~repscope.studies.mmvae.analysis.joint_traversal_latents`).
+  The outputs are written in the layout of ``repscope sprites evaluate`` (:data:`OUTPUT_LAYOUT`) and scored
+  by the same code, so a model trained elsewhere and ours are judged alike; every direction is scored both
+  by our rules and by the authors' toolkit's (:func:`repscope.studies.sprites.coherency.toolkit_coherency`),
+  from the same generated outputs: the toolkit's rules read the decoder's whole caption (``captions_raw.txt``,
+  all 45 characters, as the toolkit's ``output_onehot2text`` gives it), ours the caption up to its end mark
+  (``captions.txt``).
 * **analysis** (dataset-independent, on the first ``n_analysis`` test samples;
   :mod:`repscope.studies.mmvae.analysis`): importance-sampled test log-likelihoods (joint and per
   modality), the linear factorisation of the posterior means per attribute, their t-SNE, latent
@@ -58,13 +65,21 @@ from repscope.report.sprite_figures import captioned_grid
 from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.runs import RunDirectory
 from repscope.studies.mmvae import analysis as mmvae_analysis
-from repscope.studies.mmvae.leaderboard import cdsprites_level, coherency_metrics, latent_sizes, open_cdsprites_run
+from repscope.studies.mmvae.leaderboard import (
+    DIRECTIONS,
+    cdsprites_level,
+    coherency_metrics,
+    latent_sizes,
+    open_cdsprites_run,
+)
 from repscope.studies.sprites.coherency import OUTPUT_LAYOUT, coherency_table, evaluate_outputs, read_captions
 
 EVALUATION_SEED_OFFSET = 1_000_003  # test samples of the evaluation never share a seed with training's
 DEFAULT_N = 1000
 DEFAULT_K = 30
 DEFAULT_N_ANALYSIS = 1000
+PAPER_TRAVERSAL_STEPS = 1000  # A.2.3: 1,000 traversal samples per latent dimension
+TRAVERSAL_CHUNK = 4096  # latents decoded and written at a time (32,000 float images would take 1.5 GB)
 MIN_N_ANALYSIS = 20  # a linear probe and a t-SNE need some rows
 SHOWN = 8  # examples per direction in the report
 ANALYSIS_METHODS = ("encode", "decode", "log_likelihood")
@@ -168,10 +183,10 @@ def write_cdsprites_outputs(
     outputs = {
         "text_to_image/truth.txt": lines,
         "image_to_text/truth.txt": lines,
-        "image_to_text/captions.txt": (
-            "\n".join(mmvae_analysis.captions_of_logits(from_image["text"])) + "\n"
-        ).encode(),
-        "joint/captions.txt": ("\n".join(mmvae_analysis.captions_of_logits(joint["text"])) + "\n").encode(),
+        "image_to_text/captions.txt": _lines(mmvae_analysis.captions_of_logits(from_image["text"])),
+        "image_to_text/captions_raw.txt": _lines(decode_captions(from_image["text"])),
+        "joint/captions.txt": _lines(mmvae_analysis.captions_of_logits(joint["text"])),
+        "joint/captions_raw.txt": _lines(decode_captions(joint["text"])),
     }
     for name, data_bytes in outputs.items():
         write_bytes_atomic(folder / name, data_bytes)
@@ -179,6 +194,96 @@ def write_cdsprites_outputs(
         (folder / name).mkdir(parents=True, exist_ok=True)
         np.save(folder / name / "images.npy", mmvae_analysis.images_of_means(images))
     return folder
+
+
+def _lines(captions: list[str]) -> bytes:
+    return ("\n".join(captions) + "\n").encode()
+
+
+def write_joint_traversal_outputs(
+    task: Any,
+    latent_dim: int,
+    steps: int,
+    folder: Path,
+    value_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE,
+    batch_size: int | None = None,
+) -> Path:
+    """Decode the latents of joint coherency by traversals into ``folder`` (``images.npy``, ``captions.txt``
+    up to each caption's end mark, ``captions_raw.txt`` the decoder's whole caption).
+
+    Parameters
+    ----------
+    task : MultimodalVAETask
+        A trained task with ``decode(z (M, latent_dim)[, batch_size=])`` giving ``image`` means and ``text``
+        logits.
+    latent_dim : int
+        Size of the shared latent.
+    steps : int
+        Samples per dimension (Sejnova et al., A.2.3: 1,000).
+    folder : pathlib.Path
+        Where the outputs go (the ``joint`` layout of :data:`OUTPUT_LAYOUT`).
+    value_range : (float, float), default=(-1.0, 1.0)
+        Range of the traversed dimension (:func:`~repscope.studies.mmvae.analysis.joint_traversal_latents`).
+    batch_size : int, optional
+        Latents per forward pass of ``task.decode`` (default: its own).
+
+    Returns
+    -------
+    pathlib.Path
+        ``folder``.
+    """
+    latents = mmvae_analysis.joint_traversal_latents(latent_dim, steps, value_range)
+    passes = {} if batch_size is None else {"batch_size": int(batch_size)}
+    folder.mkdir(parents=True, exist_ok=True)
+    images = None
+    captions: list[str] = []
+    raw: list[str] = []
+    for start in range(0, len(latents), TRAVERSAL_CHUNK):
+        decoded = task.decode(latents[start : start + TRAVERSAL_CHUNK], **passes)
+        chunk = mmvae_analysis.images_of_means(decoded["image"])
+        if images is None:  # written in place: the whole set never sits in memory as floats
+            images = np.lib.format.open_memmap(
+                folder / ".images.npy.part", mode="w+", dtype=np.uint8, shape=(len(latents), *chunk.shape[1:])
+            )
+        images[start : start + len(chunk)] = chunk
+        captions += mmvae_analysis.captions_of_logits(decoded["text"])
+        raw += decode_captions(decoded["text"])
+    images.flush()
+    del images
+    os.replace(folder / ".images.npy.part", folder / "images.npy")
+    write_bytes_atomic(folder / "captions.txt", _lines(captions))
+    write_bytes_atomic(folder / "captions_raw.txt", _lines(raw))
+    return folder
+
+
+def toolkit_and_traversal_metrics(coherency: dict[str, Any]) -> dict[str, float]:
+    """The headline numbers :func:`~repscope.studies.mmvae.leaderboard.coherency_metrics` leaves out: joint
+    coherency by traversals by our rules (``joint_traversal_strict`` / ``_features``) and every direction by
+    the toolkit's rules (``<direction>_strict_toolkit``, ``<direction>_features_toolkit``,
+    ``image_to_text_letters_toolkit``; ``<direction>`` one of ``text_to_image``, ``image_to_text``, ``joint``,
+    ``joint_traversal``).
+
+    Parameters
+    ----------
+    coherency : dict
+        What :func:`repscope.studies.sprites.coherency.evaluate_outputs` returns.
+
+    Returns
+    -------
+    dict of str to float
+        The numbers by name (Strict and Letters in %, Features 0 to the level).
+    """
+    out: dict[str, float] = {}
+    traversal = coherency.get("joint_traversal")
+    if isinstance(traversal, dict):
+        out.update({f"joint_traversal_{key}": float(traversal[key]) for key in ("strict", "features")})
+    for direction in (*DIRECTIONS, "joint_traversal"):
+        scores = coherency.get("toolkit", {}).get(direction)
+        if isinstance(scores, dict):
+            for key in ("strict", "features", "letters"):
+                if key in scores:
+                    out[f"{direction}_{key}_toolkit"] = float(scores[key])
+    return out
 
 
 def evaluation_test_set(level: int, n: int, seed: int) -> dict[str, np.ndarray]:
@@ -223,6 +328,8 @@ def evaluate_run(
     accelerator: str = "cpu",
     batch_size: int | None = None,
     trainer: Any = None,
+    joint_traversal_steps: int | None = None,
+    joint_traversal_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE,
 ) -> dict[str, Any]:
     """Coherency and (``analysis``) the dataset-independent analysis of a trained multimodal VAE run.
 
@@ -257,21 +364,30 @@ def evaluate_run(
     trainer : TrainerSection, optional
         Where the level's attribute classifiers train if they are not cached yet (default: theirs,
         :func:`repscope.studies.sprites.classifiers.default_trainer`).
+    joint_traversal_steps : int, optional
+        Samples per latent dimension of joint coherency by traversals (Sejnova et al., A.2.3: 1,000);
+        default ``min(n, 1000)``; 0 leaves it out.
+    joint_traversal_range : (float, float), default=(-1.0, 1.0)
+        Range of the traversed dimension (the authors' toolkit's).
 
     Returns
     -------
     dict
         The ``metrics.json`` written: ``model``, ``level``, ``latent_dim``, ``dims``, ``training_seed``,
         ``run``, ``n``, ``seed``, ``accelerator``, ``device``, ``batch_size`` and
-        ``batch_size_log_likelihood`` (as used), then ``<direction>_strict`` / ``_features`` (and
-        ``image_to_text_letters``), and with the analysis ``k``, ``n_analysis``, ``log_likelihood_joint``,
+        ``batch_size_log_likelihood`` (as used), ``joint_traversal_steps`` and ``joint_traversal_range``, then
+        ``<direction>_strict`` / ``_features`` (and ``image_to_text_letters``) by our rules, the same with
+        ``_toolkit`` appended by the toolkit's rules, ``joint_traversal_strict`` / ``_features`` (and
+        ``_toolkit``) where traversals ran (:func:`toolkit_and_traversal_metrics`), and with the analysis ``k``,
+        ``n_analysis``, ``log_likelihood_joint``,
         ``log_likelihood_<modality>``, ``linear_<attribute>`` (joint posterior), ``linear_<attribute>_chance``,
         ``linear_<attribute>_<modality>``; ``seconds`` and ``seconds_by_step``.
 
     Raises
     ------
     InvalidArgumentError
-        When ``n``, ``k``, ``n_analysis`` or ``batch_size`` is too small, the accelerator unknown or absent, or
+        When ``n``, ``k``, ``n_analysis``, ``batch_size`` or ``joint_traversal_steps`` is too small, the
+        ``joint_traversal_range`` not ``(low, high)``, the accelerator unknown or absent, or
         the run is not a multimodal VAE on CdSprites+ (or its model lacks the analysis methods while
         ``analysis``).
     OutputExistsError
@@ -286,6 +402,11 @@ def evaluate_run(
         raise InvalidArgumentError(f"--n-analysis: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
     if batch_size is not None and int(batch_size) < 1:
         raise InvalidArgumentError(f"--batch-size: must be >= 1, got {batch_size}")
+    if joint_traversal_steps is None:
+        joint_traversal_steps = min(int(n), PAPER_TRAVERSAL_STEPS)
+    if int(joint_traversal_steps) < 0:
+        raise InvalidArgumentError(f"--joint-traversal-steps: must be >= 0, got {joint_traversal_steps}")
+    mmvae_analysis.joint_traversal_latents(1, 1, joint_traversal_range)  # a bad range is refused before the work
     device = evaluation_device(accelerator)
     run = open_cdsprites_run(run_dir)
     level = cdsprites_level(run)
@@ -320,11 +441,14 @@ def evaluate_run(
         "device": str(device),
         "batch_size": batches["forward"],
         "batch_size_log_likelihood": batches["log_likelihood"],
+        "joint_traversal_steps": int(joint_traversal_steps),
+        "joint_traversal_range": [float(v) for v in joint_traversal_range],
     }
     if analysis:
         summary.update({"k": int(k), "n_analysis": int(n_analysis)})
     modalities = list(task.modalities)
-    total = 3 + (1 + len(modalities) + 3 if analysis else 0)
+    traverse = int(joint_traversal_steps) > 0
+    total = 3 + int(traverse) + (1 + len(modalities) + 3 if analysis else 0)
     started = time.perf_counter()
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         run = RunDirectory.create("mmvae-evaluate", out=target)
@@ -337,11 +461,26 @@ def evaluate_run(
                 task, level, n, seed, run.path("outputs"), test=test, sample=sample, batch_size=batches["forward"]
             )
             steps.finish()
-            steps.start("coherency", "scoring coherency")
-            coherency = evaluate_outputs(folder, level, trainer=trainer)
+            if traverse:
+                steps.start(
+                    "joint_traversal",
+                    f"decoding {joint_traversal_steps} traversal samples of each of {latent_dim} dimensions",
+                )
+                write_joint_traversal_outputs(
+                    task,
+                    latent_dim,
+                    int(joint_traversal_steps),
+                    folder / "joint_traversal",
+                    joint_traversal_range,
+                    batch_size=batches["forward"],
+                )
+                steps.finish()
+            steps.start("coherency", "scoring coherency (our rules and the toolkit's)")
+            coherency = evaluate_outputs(folder, level, trainer=trainer, compat="both")
             coherency.update({"model": model, "n": n})
             write_json_atomic(run.path("coherency.json"), json.loads(json.dumps(coherency, default=float)))
             summary.update(coherency_metrics(coherency))
+            summary.update(toolkit_and_traversal_metrics(coherency))
             steps.finish()
             tables: dict[str, pd.DataFrame] = {"coherency": coherency_table(coherency)}
             run.write_table("coherency", tables["coherency"])
@@ -500,5 +639,7 @@ __all__ = [
     "evaluation_device",
     "evaluation_test_set",
     "latent_sizes",
+    "toolkit_and_traversal_metrics",
     "write_cdsprites_outputs",
+    "write_joint_traversal_outputs",
 ]

@@ -1,6 +1,10 @@
 """Sejnova et al.'s Table 4 (CdSprites+, the four models on levels 1-5, mean (standard deviation) over five
 seeds) as printed, and the comparison of a leaderboard with it.
 
+The paper's numbers were scored by the authors' toolkit's rules; a leaderboard whose runs have those
+(``<metric>_toolkit``, :mod:`repscope.studies.sprites.coherency` with ``compat: toolkit``) is compared by
+them, otherwise by ours (the ``rules`` column says which).
+
 A cell of ours lies *within the paper's spread* when ``|ours - paper| <= paper_std + rounding / 2``: the
 paper's mean plus or minus its standard deviation, widened by half the unit the paper rounds to (1 point for
 percentages, 0.1 for Features), so that a printed ``0 (0)`` accepts anything that rounds to 0. The check
@@ -93,6 +97,10 @@ def within_spread(ours: float, paper_mean: float, paper_std: float, kind: str) -
     return abs(ours - paper_mean) <= paper_std + ROUNDING[kind] + 1e-9
 
 
+def _finite(value: Any) -> bool:
+    return value is not None and isinstance(value, int | float) and math.isfinite(value)
+
+
 def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     """Each Table 4 cell of a leaderboard beside the paper's, with whether ours lies within its spread.
 
@@ -106,8 +114,9 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     -------
     pandas.DataFrame
         One row per (our row, metric) where the paper has the (level, model): ``level``, ``model``,
-        ``dims``, ``paper_dims``, ``n_seeds``, ``metric``, ``ours_mean``, ``ours_std``, ``paper_mean``,
-        ``paper_std`` and ``within`` (bool; NaN-free: a metric we lack is left out).
+        ``dims``, ``paper_dims``, ``n_seeds``, ``metric``, ``rules`` (``toolkit`` where the runs were scored
+        by the toolkit's rules too, else ``ours``), ``ours_mean``, ``ours_std``, ``paper_mean``, ``paper_std``
+        and ``within`` (bool; a metric we lack is left out).
     """
     rows: list[dict[str, Any]] = []
     for record in table.to_dict("records"):
@@ -116,8 +125,11 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
             continue
         paper_dims, cells = paper
         for metric, (paper_mean, paper_std) in zip(PAPER_METRICS, cells, strict=True):
-            mean = record.get(f"{metric}_mean")
-            if mean is None or not math.isfinite(mean):
+            rules, key = "toolkit", f"{metric}_toolkit"
+            if not _finite(record.get(f"{key}_mean")):
+                rules, key = "ours", metric
+            mean = record.get(f"{key}_mean")
+            if not _finite(mean):
                 continue
             rows.append(
                 {
@@ -127,8 +139,9 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
                     "paper_dims": paper_dims,
                     "n_seeds": int(record["n_seeds"]),
                     "metric": metric,
+                    "rules": rules,
                     "ours_mean": float(mean),
-                    "ours_std": float(record.get(f"{metric}_std", math.nan)),
+                    "ours_std": float(record.get(f"{key}_std", math.nan)),
                     "paper_mean": float(paper_mean),
                     "paper_std": float(paper_std),
                     "within": within_spread(float(mean), paper_mean, paper_std, metric_kind(metric)),

@@ -146,6 +146,8 @@ class EvaluationSection(Section):
     k: int = Field(30, ge=1)
     n_analysis: int = Field(1000, ge=2)
     sample: bool = False  # cross-generate from a posterior sample instead of its mean
+    # joint coherency by traversals (A.2.3): values per latent dimension; None: min(n, 1000), 0: none
+    joint_traversal_steps: int | None = Field(None, ge=0)
 
 
 class MultimodalConfig(Section):
@@ -417,6 +419,7 @@ def train_multimodal(
             analysis=config.evaluation.analysis,
             n_analysis=config.evaluation.n_analysis,
             sample=config.evaluation.sample,
+            joint_traversal_steps=config.evaluation.joint_traversal_steps,
             overwrite=True,
             # where the run trained (a CPU stays a CPU: the same numbers as before)
             accelerator=config.trainer.accelerator,
