@@ -58,6 +58,19 @@ def test_the_paper_config_holds_the_papers_and_the_authors_settings():
     assert wider.latent_dim == 24 and wider.train_config().trainer.max_epochs == 2
     mvae, _ = load_multimodal_config("mmvae-cdsprites-paper", ["model=mvae"])
     assert mvae.latent_dim == 16  # DMVAE's setting is DMVAE's only
+    # each model's objective as the authors' toolkit computes it, reaching the model's parameters
+    toolkit = {
+        "mvae": {"subsampling": "all", "reconstruct": "all"},
+        "mmvae": {"bound": "m_elbo"},
+        "mopoe": {"prior_expert": "full_subset"},
+        "dmvae": {"kl_accounting": "toolkit"},
+    }
+    for model, settings in toolkit.items():
+        params = load_multimodal_config("mmvae-cdsprites-paper", [f"model={model}"])[0].train_config().model.params
+        assert {key: params[key] for key in settings} == settings, model
+    # the shipped CPU config keeps the model papers' definitions
+    plain = load_multimodal_config(None, ["model=mvae"])[0].train_config().model.params
+    assert plain["reconstruct"] == "given" and plain["subsampling"] == "singles"
 
 
 def test_per_model_and_per_level_epochs_refuse_what_they_cannot_hold(tmp_path):

@@ -109,7 +109,7 @@ def test_a_subclass_declares_only_its_own_settings_and_they_are_saved():
 
     Tempered = type("Tempered", (MMVAETask,), {"Config": Config})
     parameters = inspect.signature(Tempered).parameters
-    assert list(parameters)[-2:] == ["estimator", "temperature"] and parameters["temperature"].default == 1.0
+    assert list(parameters)[-2:] == ["bound", "temperature"] and parameters["temperature"].default == 1.0
     torch.manual_seed(0)
     task = Tempered(modalities=TINY, field_specs=SPECS, temperature=3.0)
     assert "model" not in task.hparams  # the registry does not name it

@@ -42,6 +42,11 @@ VARIANTS = [
     ("mmvae", {"objective": "dreg", "k": 2}),
     ("mopoe", {"estimator": "sampled", "objective": "iwae", "k": 2}),
     ("mmvae-plus", {"objective": "dreg", "k": 2}),
+    # the toolkit's accounting (gabinsane/multimodal-vae-comparison, multimodal_compare/models/mmvae_models.py)
+    ("mvae", {"reconstruct": "all", "subsampling": "all"}),
+    ("mmvae", {"bound": "m_elbo"}),
+    ("mopoe", {"prior_expert": "full_subset"}),
+    ("dmvae", {"kl_accounting": "toolkit"}),
 ]
 NETWORKS = {
     "image": {"field": "image", "network": "fc-image", "params": {"hidden": 16}, "likelihood": "gaussian"},

@@ -256,13 +256,16 @@ def subsets(n_modalities: int) -> list[tuple[int, ...]]:
     return [s for size in range(1, n_modalities + 1) for s in itertools.combinations(range(n_modalities), size)]
 
 
+PRIOR_EXPERTS: tuple[str, ...] = ("none", "full_subset")  # where MoPoE's subsets take the prior expert N(0, I)
+
+
 def mixture_of_products(
-    mu: torch.Tensor, logvar: torch.Tensor, present: torch.Tensor | None = None
+    mu: torch.Tensor, logvar: torch.Tensor, present: torch.Tensor | None = None, prior_expert: str = "none"
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """The components of MoPoE's posterior: one product of experts per subset (Sutter et al. 2021, eq. 6).
 
-    Each subset ``S`` gets ``PoE({q(z | x_m) : m in S})`` (without the prior expert); a subset holding a
-    missing modality is not a component for that example.
+    Each subset ``S`` gets ``PoE({q(z | x_m) : m in S})`` (without the prior expert, as the paper defines
+    it); a subset holding a missing modality is not a component for that example.
 
     Parameters
     ----------
@@ -270,6 +273,12 @@ def mixture_of_products(
         ``(E, B, D)`` experts.
     present : torch.Tensor, optional
         bool ``(E, B)``; default all present.
+    prior_expert : {"none", "full_subset"}, default="none"
+        ``"none"``: no subset takes the prior expert (Sutter et al. 2021, eq. 6). ``"full_subset"``: the
+        subset of all ``E`` modalities takes the prior expert ``N(0, I)`` as one more factor, the others
+        none, as the CdSprites+ authors' toolkit does (gabinsane/multimodal-vae-comparison,
+        ``multimodal_compare/models/mmvae_models.py``, ``MoPOE.poe_fusion``: a zero mean and zero
+        log-variance expert is appended when the subset holds every modality).
 
     Returns
     -------
@@ -278,6 +287,8 @@ def mixture_of_products(
     available : torch.Tensor
         bool ``(S, B)``: whether every modality of the subset is present for the example.
     """
+    if prior_expert not in PRIOR_EXPERTS:
+        raise InvalidArgumentError(f"prior_expert: must be one of {', '.join(PRIOR_EXPERTS)}, got {prior_expert!r}")
     present = _check(mu, logvar, present)
     parts_mu, parts_logvar, available = [], [], []
     for subset in subsets(mu.shape[0]):
@@ -285,7 +296,10 @@ def mixture_of_products(
         inside = torch.stack([present[i] for i in subset]).all(0)
         # compute the product over the subset as if all were present; unavailable rows are masked out
         part_mu, part_logvar = product_of_experts(
-            torch.stack([mu[i] for i in subset]), torch.stack([logvar[i] for i in subset]), None, prior_expert=False
+            torch.stack([mu[i] for i in subset]),
+            torch.stack([logvar[i] for i in subset]),
+            None,
+            prior_expert=prior_expert == "full_subset" and len(subset) == mu.shape[0],
         )
         parts_mu.append(part_mu)
         parts_logvar.append(part_logvar)

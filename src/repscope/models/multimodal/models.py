@@ -18,6 +18,11 @@ one subclass of :class:`MultimodalVAE` each:
   subsets of the product of their experts; stratified over the available subsets, each ELBO
   reconstructs every modality.
 
+Where the CdSprites+ authors' toolkit (gabinsane/multimodal-vae-comparison, ``multimodal_compare/``) trains
+a model otherwise than its paper defines it, a setting reproduces the toolkit (the default is the paper's):
+MVAE ``reconstruct="all"``, MMVAE ``bound="m_elbo"``, MoPoE ``prior_expert="full_subset"`` (and DMVAE's
+``kl_accounting="toolkit"``, :mod:`.private`).
+
 For MMVAE and MoPoE, ``estimator="sampled"`` draws one mixture component per example instead of taking
 the bound of every one (an unbiased estimate of the same average, one decoding per example instead of
 one per component: what Sutter et al.'s MoPoE code and MultiVae do).
@@ -45,6 +50,9 @@ from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, l
 OBJECTIVES: tuple[str, ...] = ("elbo", "iwae", "dreg")
 SUBSAMPLINGS: tuple[str, ...] = ("singles", "all")  # MVAE's sub-sampled ELBO terms besides the joint one
 ESTIMATORS: tuple[str, ...] = ("stratified", "sampled")  # MMVAE / MoPoE: every component, or one per example
+RECONSTRUCTIONS: tuple[str, ...] = ("given", "all")  # MVAE: what each sub-sampled subset reconstructs
+BOUNDS: tuple[str, ...] = ("mixture", "m_elbo")  # MMVAE: Shi et al.'s mixture bound, or the toolkit's m_elbo
+PRIOR_EXPERTS = experts.PRIOR_EXPERTS  # MoPoE: which subsets take the prior expert
 
 
 @dataclass(frozen=True)
@@ -183,6 +191,26 @@ class MultimodalVAE(nn.Module):
 
     # -- objectives -------------------------------------------------------------------------
 
+    def _modality_log_likelihood(
+        self, name: str, output: torch.Tensor, inputs: dict[str, torch.Tensor], masks: dict, weighted: bool = True
+    ) -> torch.Tensor:
+        """``log p(x_name | z)`` with its likelihood weight, ``(K, B)`` for ``output`` with leading ``(K, B)``."""
+        spec = self.likelihoods[name]
+        observed = inputs[name]
+        target = observed.expand(output.shape[0], *observed.shape)  # one per sample of z
+        feature_mask = masks.get(name)
+        if feature_mask is not None:
+            feature_mask = feature_mask.expand(output.shape[0], *feature_mask.shape)
+        return log_likelihood(
+            spec.kind,
+            output,
+            target,
+            scale=spec.scale,
+            weight=spec.weight if weighted else 1.0,
+            mask=feature_mask,
+            batch_dims=2,
+        )
+
     def _log_likelihoods(
         self,
         outputs: dict[str, torch.Tensor],
@@ -197,21 +225,7 @@ class MultimodalVAE(nn.Module):
         for index, name in enumerate(self.modalities):
             if name not in inputs:
                 continue
-            spec = self.likelihoods[name]
-            observed = inputs[name]
-            target = observed.expand(outputs[name].shape[0], *observed.shape)  # one per sample of z
-            feature_mask = masks.get(name)
-            if feature_mask is not None:
-                feature_mask = feature_mask.expand(outputs[name].shape[0], *feature_mask.shape)
-            value = log_likelihood(
-                spec.kind,
-                outputs[name],
-                target,
-                scale=spec.scale,
-                weight=spec.weight if weighted else 1.0,
-                mask=feature_mask,
-                batch_dims=2,
-            )
+            value = self._modality_log_likelihood(name, outputs[name], inputs, masks, weighted)
             value = value * mask[index].to(value.dtype)
             total = value if total is None else total + value
         return total
@@ -378,6 +392,16 @@ class ProductOfExpertsVAE(MultimodalVAE):
         As for :class:`MultimodalVAE`.
     subsampling : {"singles", "all"}, default="singles"
         The ELBO terms besides the joint one: each single modality, or every proper non-empty subset.
+    reconstruct : {"given", "all"}, default="given"
+        What each sub-sampled subset's ELBO reconstructs. ``"given"``: only the modalities of the subset
+        (Wu & Goodman 2018, eq. 7, the terms ``ELBO(x_i)``). ``"all"``: every present modality, decoded from
+        the subset's product of experts, so that e.g. text alone -> image is trained directly; this is the
+        CdSprites+ authors' toolkit (gabinsane/multimodal-vae-comparison,
+        ``multimodal_compare/models/mmvae_models.py``, ``POE.objective``: for each subset of
+        ``utils.subsample_input_modalities`` (every non-empty subset, the full one included: our
+        ``subsampling="all"``) the likelihood of every modality's full data, minus ``beta`` times the KL of
+        the subset's product, the subsets' losses summed with weight one, as here). With ``"all"`` an
+        example counts in a subset's term only when it has one of the subset's modalities.
     """
 
     def __init__(
@@ -388,11 +412,15 @@ class ProductOfExpertsVAE(MultimodalVAE):
         latent_dim: int,
         prior: str = "normal",
         subsampling: str = "singles",
+        reconstruct: str = "given",
     ) -> None:
         if subsampling not in SUBSAMPLINGS:
             raise InvalidArgumentError(f"subsampling: must be one of {', '.join(SUBSAMPLINGS)}, got {subsampling!r}")
+        if reconstruct not in RECONSTRUCTIONS:
+            raise InvalidArgumentError(f"reconstruct: must be one of {', '.join(RECONSTRUCTIONS)}, got {reconstruct!r}")
         super().__init__(encoders, decoders, likelihoods, latent_dim, prior)
         self.subsampling = subsampling
+        self.subset_reconstruction = reconstruct
 
     def _components(self, mu, logvar, mask):
         joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
@@ -410,7 +438,8 @@ class ProductOfExpertsVAE(MultimodalVAE):
         return [subset for subset in experts.subsets(count) if len(subset) < count]
 
     def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, known):
-        # the joint posterior plus each sub-sampled subset, each reconstructing what it was given
+        # the joint posterior plus each sub-sampled subset, each reconstructing what it was given (or every
+        # present modality with ``reconstruct="all"``)
         terms = [self._component_objective(mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator)]
         for subset in self.training_subsets():
             only = torch.stack([mask[i] if i in subset else torch.zeros_like(mask[i]) for i in range(len(mask))])
@@ -421,16 +450,25 @@ class ProductOfExpertsVAE(MultimodalVAE):
                 has_rows = bool(only.any(0).any())
             if has_rows is False:
                 continue
-            term = self._component_objective(mu, logvar, only, inputs, feature_masks, objective, k, beta, generator)
+            if self.subset_reconstruction == "all":
+                term = self._component_objective(
+                    mu, logvar, only, inputs, feature_masks, objective, k, beta, generator, reconstructed=mask
+                )
+                term = term * only.any(0).to(term.dtype)  # an example with none of the subset's modalities
+            else:
+                term = self._component_objective(mu, logvar, only, inputs, feature_masks, objective, k, beta, generator)
             terms.append(term if has_rows else term * only.any().to(term.dtype))
         return -torch.stack([t.mean() for t in terms]).sum()
 
-    def _component_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator):
-        """MVAE: the bound of the product of the experts in ``mask`` (with the prior expert), per example."""
+    def _component_objective(
+        self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, reconstructed=None
+    ):
+        """MVAE: the bound of the product of the experts in ``mask`` (with the prior expert), per example,
+        reconstructing the modalities in ``reconstructed`` (default: those in ``mask``)."""
         joint_mu, joint_logvar = experts.product_of_experts(mu, logvar, mask)
         z = experts.reparameterise(joint_mu, joint_logvar, generator, k)  # (K, B, D)
         outputs = self.decode(z)
-        log_px = self._log_likelihoods(outputs, inputs, mask, feature_masks)
+        log_px = self._log_likelihoods(outputs, inputs, mask if reconstructed is None else reconstructed, feature_masks)
         log_pz = log_prior(self.prior, z)
         if objective == "dreg":
             log_qz = log_normal(z, joint_mu.detach(), joint_logvar.detach())
@@ -547,7 +585,97 @@ class MixtureVAE(MultimodalVAE):
 
 
 class MixtureOfExpertsVAE(MixtureVAE):
-    """MMVAE (Shi et al. 2019): the uniform mixture of the unimodal experts (module docstring)."""
+    """MMVAE (Shi et al. 2019): the uniform mixture of the unimodal experts (module docstring).
+
+    Parameters
+    ----------
+    encoders, decoders, likelihoods, latent_dim, prior, estimator
+        As for :class:`MixtureVAE`.
+    bound : {"mixture", "m_elbo"}, default="mixture"
+        ``"mixture"``: Shi et al.'s bound, ``log q(z | X)`` the mixture density (ELBO, IWAE or DReG).
+        ``"m_elbo"``: the objective the CdSprites+ authors' toolkit trains MMVAE on (obj ``elbo``;
+        gabinsane/multimodal-vae-comparison, ``multimodal_compare/models/mmvae_models.py``, ``MOE.objective``
+        and ``MOE.forward``, with ``models/objectives.py``, ``BaseObjective.elbo``), per example, for two
+        modalities ``r, d`` with one sample ``z_m ~ q(z | x_m)`` each::
+
+            m_elbo = 1/2 * sum_r [ log p(x_r | z_r) + w_rd log p(x_r | z_d) ] - T * beta / 2 * sum_r KL_r
+            w_rd = exp( log q(sg(z_d) | x_r) - sg(log q(sg(z_d) | x_d)) )
+
+        where ``log p`` carries the modality's likelihood weight (the toolkit's ``llik_scaling``),
+        ``KL_r = KL(q(z | x_r) || N(0, I))`` in closed form, ``sg`` stops the gradient (the weight's sample
+        is detached, so the weight trains ``q(z | x_r)`` only; the cross term ``log p(x_r | z_d)`` keeps its
+        gradient through ``z_d``), and ``T = 4``: ``BaseObjective.elbo`` subtracts ``beta`` times the
+        summed KLs from each of the four stacked likelihood terms (a broadcast), so every KL is weighted
+        ``4 beta / 2 = 2 beta``. The toolkit sums the loss over the batch; here it is averaged (its value
+        divided by the batch size). An example lacking a modality drops the terms that need it (the toolkit
+        trains on complete pairs only). Defined for two modalities, the normal prior, the ``elbo``
+        objective with ``k = 1`` (the toolkit's K) and the stratified estimator (the toolkit has no other);
+        other combinations are refused.
+    """
+
+    def __init__(
+        self,
+        encoders: dict[str, nn.Module],
+        decoders: dict[str, nn.Module],
+        likelihoods: dict[str, LikelihoodSpec],
+        latent_dim: int,
+        prior: str = "normal",
+        estimator: str = "stratified",
+        bound: str = "mixture",
+    ) -> None:
+        if bound not in BOUNDS:
+            raise InvalidArgumentError(f"bound: must be one of {', '.join(BOUNDS)}, got {bound!r}")
+        super().__init__(encoders, decoders, likelihoods, latent_dim, prior, estimator)
+        if bound == "m_elbo":
+            if len(self.modalities) != 2:
+                raise InvalidArgumentError(
+                    f"bound: m_elbo is the toolkit's objective for two modalities, got {len(self.modalities)}"
+                )
+            if prior != "normal" or estimator != "stratified":
+                raise InvalidArgumentError(
+                    f"bound: m_elbo takes prior='normal' and estimator='stratified' (its closed-form KL and "
+                    f"every modality's sample), got prior={prior!r}, estimator={estimator!r}"
+                )
+        self.bound = bound
+
+    def _negative_objective(self, mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, known):
+        if self.bound == "mixture":
+            return super()._negative_objective(
+                mu, logvar, mask, inputs, feature_masks, objective, k, beta, generator, known
+            )
+        if objective != "elbo" or k != 1:
+            raise InvalidArgumentError(
+                f"bound: m_elbo trains on the elbo objective with k = 1 (the toolkit's), got {objective!r}, k = {k}"
+            )
+        return -self._toolkit_m_elbo(mu, logvar, mask, inputs, feature_masks, beta, generator).mean()
+
+    def _toolkit_m_elbo(self, mu, logvar, mask, inputs, feature_masks, beta, generator):
+        """The toolkit's m_elbo per example (class docstring), ``(B,)``."""
+        count = len(self.modalities)
+        presence = mask.to(mu.dtype)  # (E, B)
+        samples = [experts.reparameterise(mu[m], logvar[m], generator, 1) for m in range(count)]  # (1, B, D) each
+        decoded = [self.decode(z) for z in samples]
+        likelihood = torch.zeros(mu.shape[1], dtype=mu.dtype, device=mu.device)
+        stacked_terms = 0
+        for r, name in enumerate(self.modalities):
+            for d in range(count):
+                if d == r:
+                    continue
+                stacked_terms += 2  # the toolkit stacks the own and the cross term for each pair
+                if name not in inputs:
+                    continue
+                own = self._modality_log_likelihood(name, decoded[r][name], inputs, feature_masks)[0]
+                cross = self._modality_log_likelihood(name, decoded[d][name], inputs, feature_masks)[0]
+                z_d = samples[d].detach()[0]
+                log_weight = log_normal(z_d, mu[r], logvar[r]) - log_normal(z_d, mu[d], logvar[d]).detach()
+                # an example lacking r or d has no cross term: its weight is not taken (exp could overflow)
+                both = mask[r] & mask[d]
+                weight = torch.exp(log_weight.masked_fill(~both, 0.0))
+                likelihood = likelihood + presence[r] * own + both.to(mu.dtype) * weight * cross
+        # closed-form KL(N(mu, exp(logvar)) || N(0, I)), summed over the latent dimensions
+        divergence = 0.5 * (torch.exp(logvar) + mu.pow(2) - 1.0 - logvar).sum(-1)  # (E, B)
+        divergence = (divergence * presence).sum(0)
+        return (likelihood - stacked_terms * beta * divergence) / count
 
     def _components(self, mu, logvar, mask):
         return mu, logvar, mask
@@ -560,10 +688,38 @@ class MixtureOfExpertsVAE(MixtureVAE):
 
 
 class MixtureOfProductsVAE(MixtureVAE):
-    """MoPoE (Sutter et al. 2021): the uniform mixture over the non-empty subsets of their experts' product."""
+    """MoPoE (Sutter et al. 2021): the uniform mixture over the non-empty subsets of their experts' product.
+
+    Parameters
+    ----------
+    encoders, decoders, likelihoods, latent_dim, prior, estimator
+        As for :class:`MixtureVAE`.
+    prior_expert : {"none", "full_subset"}, default="none"
+        ``"none"``: each subset's posterior is the product of its experts alone (Sutter et al. 2021, eq. 6).
+        ``"full_subset"``: the subset of every modality also takes the prior expert ``N(0, I)``, as the
+        CdSprites+ authors' toolkit does (gabinsane/multimodal-vae-comparison,
+        ``multimodal_compare/models/mmvae_models.py``, ``MoPOE.poe_fusion``);
+        :func:`~repscope.models.multimodal.experts.mixture_of_products`. It changes the posterior used for
+        inference and generation as well as the loss.
+    """
+
+    def __init__(
+        self,
+        encoders: dict[str, nn.Module],
+        decoders: dict[str, nn.Module],
+        likelihoods: dict[str, LikelihoodSpec],
+        latent_dim: int,
+        prior: str = "normal",
+        estimator: str = "stratified",
+        prior_expert: str = "none",
+    ) -> None:
+        if prior_expert not in PRIOR_EXPERTS:
+            raise InvalidArgumentError(f"prior_expert: must be one of {', '.join(PRIOR_EXPERTS)}, got {prior_expert!r}")
+        super().__init__(encoders, decoders, likelihoods, latent_dim, prior, estimator)
+        self.prior_expert = prior_expert
 
     def _components(self, mu, logvar, mask):
-        return experts.mixture_of_products(mu, logvar, mask)
+        return experts.mixture_of_products(mu, logvar, mask, prior_expert=self.prior_expert)
 
     def _components_known(self, known):
         return tuple(experts.all_known([known[i] for i in subset]) for subset in experts.subsets(len(known)))

@@ -13,6 +13,20 @@ works too): for each source of the shared latent, the joint product and each pre
 so every modality is reconstructed from every other modality's shared code together with its own private
 code (cross-reconstruction); the loss is minus the sum over the sources. A missing modality takes its
 shared part from the present ones and its private part from the prior (its mean, or a prior sample).
+
+With ``kl_accounting="toolkit"`` the same reconstruction terms and shared KLs of the single sources are
+kept, but the KLs are counted as the CdSprites+ authors' toolkit counts them
+(gabinsane/multimodal-vae-comparison, ``multimodal_compare/models/mmvae_models.py``, ``DMVAE.objective``:
+for each modality ``n`` one loss of its own reconstruction with ``KL(q(z_s | x_n))``, one of its
+reconstruction from the joint with ``KL(q_joint(z_s))``, and one of its reconstructions from each other
+modality's shared code with ``KL(q(z_p^n | x_n))`` once per such modality)::
+
+    ELBO_toolkit = sum_{sources} sum_{n present} E[log p(x_n | z_s, z_p^n)]
+                   - beta * [ sum_{n present} KL(q(z_s | x_n)) + N_present * KL(q_joint(z_s))
+                              + sum_{n present} (N_present - 1) * KL(q(z_p^n | x_n)) ]
+
+with ``N_present`` the modalities an example has: with two modalities each private KL counts once
+(the paper's accounting above counts it ``N_present + 1`` times: three) and the joint KL twice.
 """
 
 from __future__ import annotations
@@ -24,6 +38,8 @@ from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts
 from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, log_prior
 from repscope.models.multimodal.models import LikelihoodSpec
+
+KL_ACCOUNTINGS: tuple[str, ...] = ("per_source", "toolkit")  # how often DMVAE's KL terms count
 
 
 class PrivateSharedVAE(nn.Module):
@@ -41,6 +57,11 @@ class PrivateSharedVAE(nn.Module):
         Sizes of the shared and of each private latent.
     prior : {"normal", "laplace"}, default="normal"
         Prior of both latents.
+    kl_accounting : {"per_source", "toolkit"}, default="per_source"
+        How often the KL terms count (module docstring): once per source of the shared code, the private
+        KLs in every source (Lee & Pavlovic 2021, eq. 4-5), or as the CdSprites+ authors' toolkit counts them
+        (``mmvae_models.py``, ``DMVAE.objective``). The KL estimators (one Monte-Carlo sample) are ours in
+        both.
     """
 
     def __init__(
@@ -51,8 +72,13 @@ class PrivateSharedVAE(nn.Module):
         shared_dim: int,
         private_dim: int,
         prior: str = "normal",
+        kl_accounting: str = "per_source",
     ) -> None:
         super().__init__()
+        if kl_accounting not in KL_ACCOUNTINGS:
+            raise InvalidArgumentError(
+                f"kl_accounting: must be one of {', '.join(KL_ACCOUNTINGS)}, got {kl_accounting!r}"
+            )
         if not (set(encoders) == set(decoders) == set(likelihoods)) or len(encoders) < 2:
             raise InvalidArgumentError("modalities: encoders, decoders and likelihoods must name the same two or more")
         if shared_dim < 1 or private_dim < 1:
@@ -64,6 +90,7 @@ class PrivateSharedVAE(nn.Module):
         self.shared_dim, self.private_dim = int(shared_dim), int(private_dim)
         self.latent_dim = self.shared_dim
         self.prior = prior
+        self.kl_accounting = kl_accounting
 
     def encode(self, inputs: dict[str, torch.Tensor]) -> tuple[dict, dict, torch.Tensor]:
         """Shared and private posteriors of the modalities given.
@@ -159,10 +186,10 @@ class PrivateSharedVAE(nn.Module):
         dtype = shared["mu"].dtype
         has = {name: mask[self.modalities.index(name)].to(dtype) for name in given}  # per example
         private_samples = {name: experts.reparameterise(*private[name], generator) for name in given}
-        private_kl = sum(
-            (log_normal(private_samples[n], *private[n]) - log_prior(self.prior, private_samples[n])) * has[n]
-            for n in given
-        )
+        private_kls = {
+            n: log_normal(private_samples[n], *private[n]) - log_prior(self.prior, private_samples[n]) for n in given
+        }
+        private_kl = sum(private_kls[n] * has[n] for n in given)
         # the sources of the shared code: the joint product, and each modality alone where an example has it
         sources = [(experts.product_of_experts(shared["mu"], shared["logvar"], mask), 1.0)]
         sources += [
@@ -170,7 +197,12 @@ class PrivateSharedVAE(nn.Module):
             for n in given
         ]
         total = 0.0
-        for (mu_s, logvar_s), available in sources:
+        if self.kl_accounting == "toolkit":
+            present_count = sum(has.values())
+            # the joint KL once per present modality, each private KL once per other present modality
+            joint_weight = present_count
+            total = -beta * sum(private_kls[n] * has[n] * (present_count - has[n]) for n in given)
+        for index, ((mu_s, logvar_s), available) in enumerate(sources):
             z_s = experts.reparameterise(mu_s, logvar_s, generator)
             reconstruction = 0.0
             for name in given:
@@ -186,7 +218,11 @@ class PrivateSharedVAE(nn.Module):
                 )
                 reconstruction = reconstruction + value * has[name]
             shared_kl = log_normal(z_s, mu_s, logvar_s) - log_prior(self.prior, z_s)
-            total = total + available * (reconstruction - beta * (shared_kl + private_kl))
+            if self.kl_accounting == "toolkit":
+                weight = joint_weight if index == 0 else available
+                total = total + available * reconstruction - beta * weight * shared_kl
+            else:
+                total = total + available * (reconstruction - beta * (shared_kl + private_kl))
         return -total.mean()
 
     def _shared_proposal(self, shared, mask, k, generator):

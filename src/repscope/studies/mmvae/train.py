@@ -56,6 +56,10 @@ MODEL_SETTINGS = (
     "subsampling",
     "estimator",
     "private_dim",
+    "reconstruct",
+    "bound",
+    "prior_expert",
+    "kl_accounting",
 )
 SHIPPED_CONFIG = "mmvae-cdsprites"
 QUICK = {"epochs": 3, "train_size": 3000, "val_size": 200, "test_size": 200, "evaluation_n": 200, "evaluation_k": 10}
@@ -166,6 +170,12 @@ class MultimodalConfig(Section):
     weight_decay: float = Field(0.0, ge=0)
     subsampling: Literal["singles", "all"] = "singles"
     estimator: Literal["stratified", "sampled"] = "stratified"
+    # the CdSprites+ authors' toolkit where it differs from the model papers (the defaults are the papers');
+    # each model takes its own (repscope.train.tasks.multimodal): MVAE, MMVAE, MoPoE, DMVAE
+    reconstruct: Literal["given", "all"] = "given"
+    bound: Literal["mixture", "m_elbo"] = "mixture"
+    prior_expert: Literal["none", "full_subset"] = "none"
+    kl_accounting: Literal["per_source", "toolkit"] = "per_source"
     batch_size: int = Field(64, ge=1)
     # a number, or one per CdSprites+ level ({1: 150, 2: 150, 3: 250, ...}: the paper's, A.2.1)
     epochs: int | dict[int, int] = 10

@@ -4,7 +4,9 @@ fields, one task class each.
 :class:`MultimodalVAETask` holds what they share (the modalities, the batches, the loss logging, the
 inference methods); each model is a small subclass that declares its own hyper-parameters in a nested
 ``Config`` (MVAE its ``subsampling``, MMVAE and MoPoE their ``estimator``, DMVAE and MMVAE+ their
-``private_dim``), builds its network (:mod:`repscope.models.multimodal`) and states the facts the studies
+``private_dim``; where the CdSprites+ authors' toolkit trains a model otherwise than its paper defines it,
+a setting whose default is the paper's: MVAE ``reconstruct``, MMVAE ``bound``, MoPoE ``prior_expert``,
+DMVAE ``kl_accounting``), builds its network (:mod:`repscope.models.multimodal`) and states the facts the studies
 read (:attr:`~MultimodalVAETask.display_name`, :attr:`~MultimodalVAETask.private_latents`,
 :attr:`~MultimodalVAETask.objectives`, :attr:`~MultimodalVAETask.paper_table_rank`). The registry
 (:data:`repscope.train.registry.MODELS`) names each class once; :func:`multimodal_models` lists them.
@@ -51,7 +53,10 @@ from torch import nn
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal.likelihoods import LIKELIHOODS, PRIORS, log_likelihood, log_normal, log_prior
 from repscope.models.multimodal.models import (
+    BOUNDS,
     OBJECTIVES,
+    PRIOR_EXPERTS,
+    RECONSTRUCTIONS,
     LikelihoodSpec,
     MixtureOfExpertsVAE,
     MixtureOfProductsVAE,
@@ -59,7 +64,7 @@ from repscope.models.multimodal.models import (
 )
 from repscope.models.multimodal.networks import build_modality_networks
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
-from repscope.models.multimodal.private import PrivateSharedVAE
+from repscope.models.multimodal.private import KL_ACCOUNTINGS, PrivateSharedVAE
 from repscope.train.registry import MODELS, task_class
 from repscope.train.tasks.base import ConfiguredModule
 
@@ -582,6 +587,11 @@ class MVAETask(MultimodalVAETask):
     ----------
     subsampling : {"singles", "all"}, default="singles"
         The ELBO terms besides the joint one: each single modality, or every proper subset.
+    reconstruct : {"given", "all"}, default="given"
+        What each sub-sampled subset reconstructs: the modalities it was given (Wu & Goodman 2018), or every
+        modality, as the CdSprites+ authors' toolkit (``multimodal_compare/models/mmvae_models.py``,
+        ``POE.objective``; with ``subsampling="all"`` the toolkit's subsets):
+        :class:`~repscope.models.multimodal.models.ProductOfExpertsVAE`.
     **shared
         As for :class:`MultimodalVAETask`.
     """
@@ -589,13 +599,20 @@ class MVAETask(MultimodalVAETask):
     @dataclasses.dataclass(kw_only=True)
     class Config(MultimodalVAETask.Config):
         subsampling: str = "singles"
+        reconstruct: str = "given"
 
     display_name = "MVAE"
     paper_table_rank = 1
 
+    def check_config(self, config: Config) -> None:
+        super().check_config(config)
+        _check_choice("reconstruct", config.reconstruct, RECONSTRUCTIONS)
+
     def _network(self, encoders, decoders, likelihoods):
         hp = self.hparams
-        return ProductOfExpertsVAE(encoders, decoders, likelihoods, hp.latent_dim, hp.prior, hp.subsampling)
+        return ProductOfExpertsVAE(
+            encoders, decoders, likelihoods, hp.latent_dim, hp.prior, hp.subsampling, hp.reconstruct
+        )
 
 
 class MixtureVAETask(MultimodalVAETask):
@@ -622,20 +639,82 @@ class MixtureVAETask(MultimodalVAETask):
 
 
 class MMVAETask(MixtureVAETask):
-    """MMVAE (Shi et al. 2019): the mixture of the unimodal experts (parameters of :class:`MixtureVAETask`)."""
+    """MMVAE (Shi et al. 2019): the mixture of the unimodal experts.
+
+    Parameters
+    ----------
+    bound : {"mixture", "m_elbo"}, default="mixture"
+        Shi et al.'s mixture-density bound, or the CdSprites+ authors' toolkit's importance-weighted
+        ``m_elbo`` (``multimodal_compare/models/mmvae_models.py``, ``MOE.objective``; two modalities, the
+        ``elbo`` objective with ``k = 1``, the normal prior and the stratified estimator):
+        :class:`~repscope.models.multimodal.models.MixtureOfExpertsVAE`.
+    **shared
+        As for :class:`MixtureVAETask`.
+    """
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config(MixtureVAETask.Config):
+        bound: str = "mixture"
 
     display_name = "MMVAE"
     paper_table_rank = 0
     mixture = MixtureOfExpertsVAE
 
+    def check_config(self, config: Config) -> None:
+        super().check_config(config)
+        _check_choice("bound", config.bound, BOUNDS)
+        if config.bound == "m_elbo":
+            settings = {
+                "objective": (config.objective, "elbo"),
+                "k": (config.k, 1),
+                "prior": (config.prior, "normal"),
+                "estimator": (config.estimator, "stratified"),
+                "modalities": (len(config.modalities), 2),
+            }
+            for key, (value, needed) in settings.items():
+                if value != needed:
+                    raise InvalidArgumentError(
+                        f"model.params.bound: m_elbo (the toolkit's objective) is defined with {key} = {needed!r}, "
+                        f"got {value!r}"
+                    )
+
+    def _network(self, encoders, decoders, likelihoods):
+        hp = self.hparams
+        return MixtureOfExpertsVAE(
+            encoders, decoders, likelihoods, hp.latent_dim, hp.prior, hp.estimator, bound=hp.bound
+        )
+
 
 class MoPoETask(MixtureVAETask):
-    """MoPoE (Sutter et al. 2021): the mixture of the subsets' products of experts (parameters of
-    :class:`MixtureVAETask`)."""
+    """MoPoE (Sutter et al. 2021): the mixture of the subsets' products of experts.
+
+    Parameters
+    ----------
+    prior_expert : {"none", "full_subset"}, default="none"
+        Which subsets' products take the prior expert: none (Sutter et al. 2021, eq. 6), or the subset of
+        every modality, as the CdSprites+ authors' toolkit (``multimodal_compare/models/mmvae_models.py``,
+        ``MoPOE.poe_fusion``): :class:`~repscope.models.multimodal.models.MixtureOfProductsVAE`.
+    **shared
+        As for :class:`MixtureVAETask`.
+    """
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config(MixtureVAETask.Config):
+        prior_expert: str = "none"
 
     display_name = "MoPoE"
     paper_table_rank = 2
     mixture = MixtureOfProductsVAE
+
+    def check_config(self, config: Config) -> None:
+        super().check_config(config)
+        _check_choice("prior_expert", config.prior_expert, PRIOR_EXPERTS)
+
+    def _network(self, encoders, decoders, likelihoods):
+        hp = self.hparams
+        return MixtureOfProductsVAE(
+            encoders, decoders, likelihoods, hp.latent_dim, hp.prior, hp.estimator, prior_expert=hp.prior_expert
+        )
 
 
 class PrivateLatentVAETask(MultimodalVAETask):
@@ -665,8 +744,22 @@ class PrivateLatentVAETask(MultimodalVAETask):
 
 
 class DMVAETask(PrivateLatentVAETask):
-    """DMVAE (Lee & Pavlovic 2021): shared and private latents, trained on the ELBO with one sample
-    (parameters of :class:`PrivateLatentVAETask`)."""
+    """DMVAE (Lee & Pavlovic 2021): shared and private latents, trained on the ELBO with one sample.
+
+    Parameters
+    ----------
+    kl_accounting : {"per_source", "toolkit"}, default="per_source"
+        How often the KL terms count: the private KLs once per source of the shared code (the paper), or as
+        the CdSprites+ authors' toolkit (``multimodal_compare/models/mmvae_models.py``,
+        ``DMVAE.objective``: each private KL once per other modality, the joint KL once per modality):
+        :mod:`repscope.models.multimodal.private`.
+    **shared
+        As for :class:`PrivateLatentVAETask`.
+    """
+
+    @dataclasses.dataclass(kw_only=True)
+    class Config(PrivateLatentVAETask.Config):
+        kl_accounting: str = "per_source"
 
     display_name = "DMVAE"
     paper_table_rank = 3
@@ -679,10 +772,13 @@ class DMVAETask(PrivateLatentVAETask):
                 f"(got {config.objective}, k = {config.k})"
             )
         super().check_config(config)
+        _check_choice("kl_accounting", config.kl_accounting, KL_ACCOUNTINGS)
 
     def _network(self, encoders, decoders, likelihoods):
         hp = self.hparams
-        return PrivateSharedVAE(encoders, decoders, likelihoods, hp.latent_dim, hp.private_dim, hp.prior)
+        return PrivateSharedVAE(
+            encoders, decoders, likelihoods, hp.latent_dim, hp.private_dim, hp.prior, kl_accounting=hp.kl_accounting
+        )
 
 
 class MMVAEPlusTask(PrivateLatentVAETask):
@@ -739,6 +835,11 @@ def _laplace(shape: tuple[int, int], generator: torch.Generator, device: torch.d
 def _to_host(parts: list[torch.Tensor]) -> np.ndarray:
     """The batches' results joined where they were computed and copied to the host once."""
     return torch.cat(parts).cpu().numpy()
+
+
+def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise InvalidArgumentError(f"model.params.{key}: must be one of {', '.join(choices)}, got {value!r}")
 
 
 def _check_settings(modalities, latent_dim, objective, k, beta, prior) -> None:
