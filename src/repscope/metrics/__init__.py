@@ -12,6 +12,7 @@ produced them. Each function's docstring states its formula and the paper it fol
   convention.
 - :mod:`repscope.metrics.coherency`: cross- and joint-coherency (Strict / Features / Letters) of
   CdSprites+ image/caption pairs.
+- :mod:`repscope.metrics.toolkit_coherency`: the same by the rules of the CdSprites+ authors' toolkit.
 
 The functions below are imported from their modules on first use, so that importing a light module
 of this package (the metric registry, read by the CLI's help) does not load scipy and pandas.
