@@ -91,7 +91,8 @@ def test_training_writes_every_attribute_of_the_level(level5):
         assert checkpoint["hyper_parameters"] == {
             "network": "attribute-cnn",
             "kind": "classification",
-            "num_outputs": len(ATTRIBUTE_VALUES[attribute]),
+            # the shape classifier has a fourth class, "no shape" (the reject option)
+            "num_outputs": len(ATTRIBUTE_VALUES[attribute]) + (attribute == "shape"),
             "lr": sc.DEFAULT_LR,
             "image_shape": [3, 64, 64],
             "schedule": "cosine",

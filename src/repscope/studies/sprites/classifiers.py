@@ -6,14 +6,25 @@ The paper (Sejnova et al., Sec. 3.3 and A.2.3) counts a generated image as corre
 pre-trained classifiers recognise every attribute of its level (shape, size, colour, position,
 background). This module trains those classifiers, caches them and applies them:
 
-* :func:`train_classifiers` trains one network per attribute of ``level`` on
-  ``cdsprites(level, train_size, val_size, seed, in_memory=True)`` (generated once, shared by the
-  attributes) drawn with every procedural texture family but one (``held_out_family``, default
+* :func:`train_classifiers` trains one network per attribute of ``level`` on CdSprites+ samples of
+  the level drawn with every procedural texture family but one (``held_out_family``, default
   ``fabric``) and with brightness / contrast jitter on the training images, each through ``fit`` with
   the attribute as the target, on the caller's trainer (``--accelerator``, ``--devices``, ...; by
-  default :func:`default_trainer`); it measures each on the dataset's freshly generated ``val`` samples
+  default :func:`default_trainer`); it measures each on ``val_size`` freshly generated ``val`` samples
   (the training families) and on as many samples of the held-out family, which estimate how the
   classifier judges textures it never saw (the published dataset's DTD photographs, a model's output);
+* the training images are drawn on the fly with the augmentations of
+  :mod:`repscope.data.sprites.augment` (shape-geometry jitter: scale, aspect, small rotations, sub-pixel
+  shifts, stroke dilation / erosion; Gaussian blur up to sigma 2.5 px; noise), fresh samples every
+  epoch (the training stream holds ``train_size * epochs`` samples, seen once each), so the classifiers
+  do not depend on our exact pixels; the validation and held-out images are clean renders;
+* **reject option**: the shape classifier has a fourth class, "no shape" (:data:`NONE_CLASS`), trained on
+  a share ``none_fraction`` (default 0.2) of images that hold no shape
+  (:func:`repscope.data.sprites.augment.no_shape_images`: empty frames, noise, averages of many sprites,
+  heavily blurred faint shapes, Gaussian blobs). An image is *recognised* when that class's softmax
+  probability is below :data:`REJECT_THRESHOLD` (0.5); the shape read off it is the arg-max over the
+  three shapes. :meth:`AttributeClassifiers.judge` gives the table, the confidences and the ``recognised``
+  mask; :meth:`AttributeClassifiers.predict_recognised` the table and the mask;
 * :func:`load_classifiers` reads the cache, training it once with the defaults when it is missing,
   incomplete or corrupt;
 * :meth:`AttributeClassifiers.predict` turns images into an attribute table ``(N, L)``;
@@ -25,9 +36,13 @@ Cache layout, ``classifiers_dir(level) = $REPSCOPE_HOME/classifiers/cdsprites-le
 attribute: ``val_accuracy``, ``held_out_accuracy``, ``held_out_confidence`` (mean largest softmax
 probability on the held-out family), ``meets_target`` (both accuracies >= 0.98), ``n_train``,
 ``n_val``, ``n_held_out``, ``epochs``, ``batch_size``, ``lr``, ``seed``, ``classes`` (the class words),
-``architecture``, ``repscope_version``, ``date``, ``train_seconds``; and for the whole level the
-generator's ``recipe``, ``train_families``, ``held_out_family`` and ``jitter``). A cache of classifiers
-trained on images of an earlier recipe is refused, so it is retrained once.
+``architecture``, ``repscope_version``, ``date``, ``train_seconds``, ``blurred_accuracy`` (on the
+validation images blurred by a Gaussian of sigma 2 px); and for the whole level the generator's
+``recipe``, ``train_families``, ``held_out_family``, ``jitter``, ``augmentation``, ``none_fraction``,
+``reject_threshold`` and ``reject`` (the shares rejected of ``no_shape`` images, of the ``clean``
+validation images and of them ``blurred``)). A cache of another ``format_version`` (classifiers trained
+the earlier way, without augmentation or reject option) or of an earlier recipe is refused, so it is
+retrained once.
 
 The folder is built in a temporary sibling and renamed into place only once every file is written,
 and a file lock makes a second process wait for the first one's training
@@ -49,17 +64,19 @@ import tempfile
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
 from repscope import __version__
 from repscope.cache import exclusive_lock, remove_leftovers, replace_directory, temporary_sibling
+from repscope.data.datasets import ArraySplit, Dataset, FieldSpec, GeneratorSplit
 from repscope.data.sources import repscope_home
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, check_level, check_table, level_attributes
-from repscope.data.sprites.cdsprites import RECIPE
-from repscope.data.sprites.datasets import cdsprites_dataset
+from repscope.data.sprites.augment import NONE_CLASS, Augmentation, AugmentedCdSprites, blur, no_shape_images
+from repscope.data.sprites.cdsprites import RECIPE, CdSpritesPlus
+from repscope.data.sprites.datasets import generate_arrays
 from repscope.data.sprites.textures import TEXTURE_FAMILIES
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import atomic_write, write_json_atomic
@@ -73,13 +90,15 @@ from repscope.validation import check_images
 
 TARGET_ACCURACY = 0.98
 METADATA_FILE = "classifiers.json"
-FORMAT_VERSION = 3  # 3: trained on the published recipe's images, with a held-out texture family
+# 3: trained on the published recipe's images, with a held-out texture family; 4: augmented training
+# images (repscope.data.sprites.augment) and the shape classifier's "no shape" class
+FORMAT_VERSION = 4
 ARCHITECTURE = "AttributeCNN"
 MODEL = "attribute-cnn"  # repscope.train.registry
 GENERATOR = "repscope.data.sprites.cdsprites.CdSpritesPlus"
-# measured on 2 CPU cores with the published recipe: 3 epochs left level 5's shape at 0.965 (small
-# hearts read as ellipses); 5 epochs gave 0.998-1.0 on the training families and the held-out one
-# (seeds 0-2), about 19 s per attribute
+# measured on 2 CPU cores with the published recipe (format 3, unaugmented): 3 epochs left level 5's
+# shape at 0.965 (small hearts read as ellipses); 5 epochs gave 0.998-1.0 on the training families and
+# the held-out one (seeds 0-2), about 19 s per attribute
 DEFAULT_TRAIN_SIZE = 20_000
 DEFAULT_VAL_SIZE = 5_000
 DEFAULT_EPOCHS = 5
@@ -87,6 +106,10 @@ DEFAULT_BATCH_SIZE = 64
 DEFAULT_LR = 2e-3
 HELD_OUT_FAMILY = "fabric"  # never seen in training: the accuracy on it stands for unseen textures
 DEFAULT_JITTER = 0.2  # brightness / contrast augmentation of the training images
+DEFAULT_NONE_FRACTION = 0.2  # share of "no shape" images in the shape classifier's training stream
+REJECT_ATTRIBUTE = "shape"  # the classifier that holds the "no shape" class
+REJECT_THRESHOLD = 0.5  # an image is rejected when P(no shape) reaches this
+MEASURED_BLUR_SIGMA = 2.0  # blurred_accuracy is measured on validation images blurred this much (px)
 # judged images whose mean confidence falls this far below the held-out family's look unlike
 # anything the classifiers were measured on
 CONFIDENCE_DROP = 0.10
@@ -146,6 +169,15 @@ def check_sprite_images(images: Any, name: str = "images") -> np.ndarray:
 
 # ---------------------------------------------------------------------------------------------
 # the trained set
+
+
+class Judgement(NamedTuple):
+    """What :meth:`AttributeClassifiers.judge` reads off ``N`` images of a level with ``L`` attributes."""
+
+    table: np.ndarray  # int64 (N, L) predicted classes
+    confidence: np.ndarray  # float64 (N, L) probability of each predicted class
+    recognised: np.ndarray  # bool (N,) the image holds a shape (P(no shape) < REJECT_THRESHOLD)
+    no_shape_probability: np.ndarray  # float64 (N,) the shape classifier's P(no shape)
 
 
 @dataclass
@@ -227,23 +259,92 @@ class AttributeClassifiers:
         InvalidArgumentError
             When ``images`` is not such a batch, or ``batch_size`` is not a positive integer.
         """
+        judgement = self.judge(images, batch_size)
+        return judgement.table, judgement.confidence
+
+    def judge(self, images: Any, batch_size: int = EVAL_BATCH) -> Judgement:
+        """Everything the classifiers read off ``images``: the attribute table, each prediction's
+        confidence, and whether the image is recognised as a shape at all (the reject option).
+
+        The shape classifier's softmax over its four classes gives ``P(no shape)``; the image is
+        recognised when it is below :data:`REJECT_THRESHOLD`. The shape read off an image is the arg-max
+        over the three shapes, its confidence that shape's probability among the three (``p_k / (1 -
+        P(no shape))``); the other attributes' are their classifier's arg-max and its softmax probability.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one 64x64 RGB image, as :func:`check_sprite_images` accepts.
+        batch_size : int, default=512
+            Images per forward pass, a positive integer.
+
+        Returns
+        -------
+        Judgement
+            ``table`` int64 ``(N, L)``, ``confidence`` float64 ``(N, L)``, ``recognised`` bool ``(N,)``,
+            ``no_shape_probability`` float64 ``(N,)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` is not such a batch, or ``batch_size`` is not a positive integer.
+        """
         array = check_sprite_images(images)
         if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
             raise InvalidArgumentError(f"batch_size: must be a positive integer, got {batch_size!r}")
         modules = [self.modules[a] for a in self.attributes]
         device = next(modules[0].parameters()).device
-        classes: list[list[torch.Tensor]] = [[] for _ in self.attributes]
-        confidences: list[list[torch.Tensor]] = [[] for _ in self.attributes]
+        probabilities: list[list[torch.Tensor]] = [[] for _ in self.attributes]
         with contextlib.ExitStack() as stack:
             for module in modules:
                 stack.enter_context(evaluating(module))
             for chunk in image_batches(array, int(batch_size), device):
                 for k, module in enumerate(modules):
-                    probability, predicted = torch.softmax(module(chunk).double(), dim=1).max(1)
-                    classes[k].append(predicted.cpu())
-                    confidences[k].append(probability.cpu())
-        table = torch.stack([torch.cat(c) for c in classes], dim=1).numpy().astype(np.int64)
-        return table, torch.stack([torch.cat(c) for c in confidences], dim=1).numpy()
+                    probabilities[k].append(torch.softmax(module(chunk).double(), dim=1).cpu())
+        columns, confidences = [], []
+        no_shape = np.zeros(len(array))
+        for attribute, parts in zip(self.attributes, probabilities):
+            p = torch.cat(parts).numpy()
+            classes = len(ATTRIBUTE_VALUES[attribute])
+            if attribute == REJECT_ATTRIBUTE and p.shape[1] > classes:
+                no_shape = p[:, NONE_CLASS]
+                p = p[:, :classes] / np.maximum(p[:, :classes].sum(1, keepdims=True), 1e-300)
+            columns.append(p.argmax(1))
+            confidences.append(p.max(1))
+        return Judgement(
+            table=np.stack(columns, axis=1).astype(np.int64),
+            confidence=np.stack(confidences, axis=1).astype(np.float64),
+            recognised=no_shape < REJECT_THRESHOLD,
+            no_shape_probability=no_shape.astype(np.float64),
+        )
+
+    def predict_recognised(self, images: Any, batch_size: int = EVAL_BATCH) -> tuple[np.ndarray, np.ndarray]:
+        """The attribute table of :meth:`predict` and which images are recognised as a shape.
+
+        What coherency needs: an image counts as right only when it is recognised and every attribute
+        matches.
+
+        Parameters
+        ----------
+        images : array-like or torch.Tensor
+            At least one 64x64 RGB image, as :func:`check_sprite_images` accepts.
+        batch_size : int, default=512
+            Images per forward pass, a positive integer.
+
+        Returns
+        -------
+        table : numpy.ndarray
+            int64 ``(N, L)`` predicted classes.
+        recognised : numpy.ndarray
+            bool ``(N,)``: False where the shape classifier says "no shape" (:meth:`judge`).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``images`` is not such a batch, or ``batch_size`` is not a positive integer.
+        """
+        judgement = self.judge(images, batch_size)
+        return judgement.table, judgement.recognised
 
     def familiarity(self, confidence: Any) -> dict[str, Any]:
         """Do the judged images look like those the classifiers were measured on?
@@ -345,6 +446,10 @@ def attribute_config(
 ) -> Any:
     """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``.
 
+    Its ``data`` section records the generator's parameters; :func:`train_classifiers` hands ``fit`` the
+    dataset itself (the augmented training stream of ``train_size * epochs`` samples, seen once, and the
+    clean validation and held-out images), so the trainer runs one epoch.
+
     Parameters
     ----------
     level : int
@@ -354,7 +459,8 @@ def attribute_config(
     train_size, val_size : int
         Generated training and validation samples (no test split).
     epochs : int
-        ``trainer.max_epochs``.
+        Passes of ``train_size`` fresh augmented samples (the stream holds ``train_size * epochs``;
+        ``trainer.max_epochs`` is 1).
     batch_size : int
         Samples per training batch.
     lr : float
@@ -368,7 +474,7 @@ def attribute_config(
         Brightness / contrast augmentation of the training images.
     trainer : TrainerSection, optional
         Where and how it trains (accelerator, devices, precision, ...); default :func:`default_trainer`.
-        Its ``max_epochs`` is ``epochs`` and it keeps no log (the training run is temporary).
+        Its ``max_epochs`` is 1 (see ``epochs``) and it keeps no log (the training run is temporary).
 
     Returns
     -------
@@ -392,37 +498,97 @@ def attribute_config(
     return TrainConfig(
         model=Named(name=MODEL, params={"lr": lr}),
         data=Named(name="cdsprites", params=data),
-        trainer=auxiliary_trainer(
-            trainer if trainer is not None else default_trainer(), max_epochs=int(epochs), logger="none"
-        ),
+        # one pass over the training stream, which holds a fresh set of train_size samples per epoch
+        trainer=auxiliary_trainer(trainer if trainer is not None else default_trainer(), max_epochs=1, logger="none"),
         batch_size=batch_size,
         seed=seed,
     )
+
+
+def _level_dataset(level: int, attribute: str, settings: Settings, val: dict, test: dict) -> Dataset:
+    """The dataset one attribute's classifier trains on: the augmented training stream
+    (``train_size * epochs`` samples drawn on the fly, with "no shape" images for the shape classifier)
+    and the clean ``val`` and held-out ``test`` arrays shared by the attributes."""
+    s = settings
+    textured = level >= 3 and s.held_out_family is not None
+    stream = CdSpritesPlus(
+        level,
+        size=s.train_size * s.epochs,
+        seed=s.seed,
+        split="train",
+        texture_families=s.train_families if textured else None,
+        jitter=s.jitter,
+    )
+    none_fraction = s.none_fraction if attribute == REJECT_ATTRIBUTE else 0.0
+    augmented = AugmentedCdSprites(stream, seed=s.seed, augmentation=Augmentation(), none_fraction=none_fraction)
+    classes = list(ATTRIBUTE_VALUES[attribute]) + (["none"] if attribute == REJECT_ATTRIBUTE else [])
+    fields = {
+        "image": FieldSpec("image", (3, 64, 64), "uint8", description="RGB sprite, 0-255"),
+        attribute: FieldSpec("categorical", (), "int64", len(classes), tuple(classes), f"{attribute} class"),
+    }
+    splits = {
+        "train": GeneratorSplit(augmented),
+        "val": ArraySplit({"image": val["image"], attribute: val[attribute]}),
+        "test": ArraySplit({"image": test["image"], attribute: test[attribute]}),
+    }
+    description = f"CdSprites+ level {level} augmented: {len(augmented)} train, {len(val['image'])} val, seed {s.seed}"
+    return Dataset("cdsprites", splits, fields, attribute, description)
+
+
+def _shape_probabilities(task: SupervisedTask, images: np.ndarray) -> np.ndarray:
+    """Softmax probabilities of a classifier on uint8 ``(N, 3, 64, 64)`` images."""
+    return torch.softmax(task.outputs(images).double(), dim=1).numpy()
 
 
 def _fit_attribute(
     level: int, attribute: str, dataset: Any, config: Any, runs: Path, description: str
 ) -> tuple[SupervisedTask, dict[str, float], float]:
     """Train one attribute's classifier through ``fit``; its accuracy on the dataset's ``val`` split
-    (the training families), and its accuracy and mean confidence on ``test`` (the held-out family)."""
+    (the training families), on the same images blurred by sigma 2 px, and its accuracy and mean
+    confidence on ``test`` (the held-out family). Predictions are the arg-max over the attribute's own
+    classes (the shape classifier's "no shape" class aside)."""
     # the caller's global random state is left as it was; the initial weights depend on the seed only
     with torch.random.fork_rng(devices=[]):
         outcome = fit(
             config,
             out=runs / attribute,
-            dataset=dataset.with_target(attribute),
+            dataset=dataset,
             kind="classifier",
             description=description,
             report=False,
         )
     task = outcome.task.cpu().eval()
+    classes = len(ATTRIBUTE_VALUES[attribute])
     scores: dict[str, float] = {}
     for split, name in (("val", "val"), ("test", "held_out")):
         arrays = dataset.arrays(split, ["image", attribute])
-        confidence, predicted = torch.softmax(task.outputs(arrays["image"]).double(), dim=1).max(1)
-        scores[f"{name}_accuracy"] = float(np.mean(predicted.numpy() == arrays[attribute]))
-        scores[f"{name}_confidence"] = float(confidence.mean())
+        p = _shape_probabilities(task, arrays["image"])[:, :classes]
+        p = p / p.sum(1, keepdims=True)
+        scores[f"{name}_accuracy"] = float(np.mean(p.argmax(1) == arrays[attribute]))
+        scores[f"{name}_confidence"] = float(p.max(1).mean())
+        if split == "val":
+            blurred = blur(arrays["image"].transpose(0, 2, 3, 1), MEASURED_BLUR_SIGMA)
+            blurred = np.clip(np.rint(blurred), 0, 255).astype(np.uint8).transpose(0, 3, 1, 2)
+            predicted = _shape_probabilities(task, blurred)[:, :classes].argmax(1)
+            scores["blurred_accuracy"] = float(np.mean(predicted == arrays[attribute]))
     return task, scores, float(outcome.metrics["fit_seconds"])
+
+
+def _reject_shares(task: SupervisedTask, level: int, settings: Settings, val: dict) -> dict[str, float]:
+    """Shares the shape classifier rejects: of ``val_size`` "no shape" images (a stream of their own,
+    seed + 1), of the clean validation images and of them blurred by sigma 2 px."""
+    s = settings
+    textured = level >= 3 and s.held_out_family is not None
+    source = CdSpritesPlus(
+        level, size=s.val_size, seed=s.seed + 1, split="val", texture_families=s.train_families if textured else None
+    )
+    negatives = no_shape_images(source, np.arange(s.val_size), s.seed + 1)[0].transpose(0, 3, 1, 2)
+    blurred = blur(val["image"].transpose(0, 2, 3, 1), MEASURED_BLUR_SIGMA)
+    blurred = np.clip(np.rint(blurred), 0, 255).astype(np.uint8).transpose(0, 3, 1, 2)
+    shares = {}
+    for name, images in (("no_shape", negatives), ("clean", val["image"]), ("blurred", blurred)):
+        shares[name] = round(float(np.mean(_shape_probabilities(task, images)[:, NONE_CLASS] >= REJECT_THRESHOLD)), 6)
+    return shares
 
 
 def train_classifiers(
@@ -439,6 +605,7 @@ def train_classifiers(
     held_out_family: str | None = HELD_OUT_FAMILY,
     jitter: float = DEFAULT_JITTER,
     trainer: TrainerSection | None = None,
+    none_fraction: float = DEFAULT_NONE_FRACTION,
 ) -> dict[str, Any]:
     """Train one classifier per attribute of ``level`` and write them to ``out`` (default
     :func:`classifiers_dir`), replacing what was there once every file is written.
@@ -453,17 +620,18 @@ def train_classifiers(
     level : int
         CdSprites+ level 1-5; one classifier per attribute of :func:`level_attributes`.
     train_size : int, default=20000
-        Generated training images, positive.
+        Augmented training images per epoch, positive; every epoch draws fresh ones (the training
+        stream holds ``train_size * epochs`` samples, each seen once).
     val_size : int, default=5000
         Generated validation images (the accuracy is measured on them), positive.
-    epochs : int, default=3
-        Training epochs per classifier, positive.
+    epochs : int, default=5
+        Passes of ``train_size`` images per classifier, positive.
     batch_size : int, default=64
         Training batch size, positive.
     lr : float, default=2e-3
         Adam learning rate, positive.
     seed : int, default=0
-        Seed of the generated data and of the training, non-negative.
+        Seed of the generated data, of the augmentation and of the training, non-negative.
     out : str or os.PathLike, optional
         The folder written (``~`` expanded); default :func:`classifiers_dir` of ``level``.
     progress : bool, default=True
@@ -476,21 +644,24 @@ def train_classifiers(
     trainer : TrainerSection, optional
         Where and how every classifier trains (accelerator, devices, precision, ...: a study's trainer or
         a command's flags); default :func:`default_trainer`. Epochs and the logger are the classifiers'.
+    none_fraction : float, default=0.2
+        Share of "no shape" images in the shape classifier's training stream, in (0, 1).
 
     Returns
     -------
     dict of str to Any
         ``format_version``, ``level``, ``generator``, ``recipe``, ``model``, ``target_accuracy``,
-        ``train_families``, ``held_out_family``, ``jitter``, ``attributes`` (per attribute the entry
-        described in the module docstring: ``val_accuracy``, ``held_out_accuracy``, ``meets_target``,
-        ...) and ``directory`` (str).
+        ``train_families``, ``held_out_family``, ``jitter``, ``augmentation``, ``none_fraction``,
+        ``reject_threshold``, ``reject``, ``attributes`` (per attribute the entry described in the module
+        docstring: ``val_accuracy``, ``held_out_accuracy``, ``blurred_accuracy``, ``meets_target``, ...)
+        and ``directory`` (str).
 
     Raises
     ------
     InvalidArgumentError
         When ``level`` is not 1-5, a size, ``epochs`` or ``batch_size`` is not a positive integer,
         ``seed`` is not a non-negative integer, ``lr`` is not positive, ``held_out_family`` is not a
-        texture family or ``jitter`` not in [0, 1).
+        texture family, ``jitter`` not in [0, 1) or ``none_fraction`` not in (0, 1).
 
     Warns
     -----
@@ -510,8 +681,13 @@ def train_classifiers(
         )
     if not 0.0 <= float(jitter) < 1.0:
         raise InvalidArgumentError(f"jitter: must lie in [0, 1), got {jitter!r}")
+    if not 0.0 < float(none_fraction) < 1.0:
+        raise InvalidArgumentError(f"none_fraction: must lie in (0, 1), got {none_fraction!r}")
     directory = Path(out).expanduser() if out is not None else classifiers_dir(level)
-    settings = Settings(train_size, val_size, epochs, batch_size, float(lr), int(seed), held_out_family, float(jitter))
+    settings = Settings(
+        train_size, val_size, epochs, batch_size, float(lr), int(seed), held_out_family, float(jitter),
+        float(none_fraction),
+    )  # fmt: skip
     with exclusive_lock(directory):
         return _train_locked(level, directory, settings, progress, trainer)
 
@@ -528,6 +704,7 @@ class Settings:
     seed: int = 0
     held_out_family: str | None = HELD_OUT_FAMILY
     jitter: float = DEFAULT_JITTER
+    none_fraction: float = DEFAULT_NONE_FRACTION
 
     @property
     def train_families(self) -> list[str]:
@@ -542,22 +719,34 @@ def _train_locked(
     built = temporary_sibling(directory)
     runs = Path(tempfile.mkdtemp(prefix="runs-", dir=built))
     s = settings
+    textured = level >= 3 and s.held_out_family is not None
     try:
         with quiet_progress(not progress):
-
-            def config_of(attribute: str) -> Any:
-                return attribute_config(
+            # the clean validation and held-out images, generated once and shared by the attributes
+            val = generate_arrays(
+                CdSpritesPlus(
+                    level, size=s.val_size, seed=s.seed, split="val",
+                    texture_families=s.train_families if textured else None,
+                )
+            )  # fmt: skip
+            test = generate_arrays(
+                CdSpritesPlus(
+                    level, size=s.val_size, seed=s.seed, split="test",
+                    texture_families=[s.held_out_family] if textured else None,
+                )
+            )  # fmt: skip
+            entries: dict[str, dict[str, Any]] = {}
+            reject: dict[str, float] = {}
+            for k, attribute in enumerate(attributes):
+                config = attribute_config(
                     level, attribute, s.train_size, s.val_size, s.epochs, s.batch_size, s.lr, s.seed,
                     s.held_out_family, s.jitter, trainer,
                 )  # fmt: skip
-
-            data_params = {k: v for k, v in config_of(attributes[0]).data.params.items() if k != "target"}
-            dataset = cdsprites_dataset(**data_params)  # generated once, shared by the attributes
-            entries: dict[str, dict[str, Any]] = {}
-            for k, attribute in enumerate(attributes):
-                config = config_of(attribute)
+                dataset = _level_dataset(level, attribute, s, val, test)
                 description = f"level-{level} {attribute} classifier ({k + 1} of {len(attributes)})"
                 task, scores, seconds = _fit_attribute(level, attribute, dataset, config, runs, description)
+                if attribute == REJECT_ATTRIBUTE:
+                    reject = _reject_shares(task, level, s, val)
                 worst = min(scores["val_accuracy"], scores["held_out_accuracy"])
                 meets = worst >= TARGET_ACCURACY
                 if not meets:
@@ -588,6 +777,7 @@ def _train_locked(
                     "val_accuracy": round(scores["val_accuracy"], 6),
                     "held_out_accuracy": round(scores["held_out_accuracy"], 6),
                     "held_out_confidence": round(scores["held_out_confidence"], 6),
+                    "blurred_accuracy": round(scores["blurred_accuracy"], 6),
                     "meets_target": meets,
                     "n_train": s.train_size,
                     "n_val": s.val_size,
@@ -603,7 +793,6 @@ def _train_locked(
                     "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
                 }
         shutil.rmtree(runs)  # the training runs' checkpoints are in {attribute}.ckpt now
-        textured = level >= 3
         metadata = {
             "format_version": FORMAT_VERSION,
             "level": level,
@@ -612,9 +801,13 @@ def _train_locked(
             "model": MODEL,
             "target_accuracy": TARGET_ACCURACY,
             # levels 1-2 are untextured: their "held-out" samples are fresh samples of the same images
-            "train_families": (s.train_families if s.held_out_family else list(TEXTURE_FAMILIES)) if textured else [],
-            "held_out_family": s.held_out_family if textured else None,
+            "train_families": (s.train_families if s.held_out_family else list(TEXTURE_FAMILIES)) if level >= 3 else [],
+            "held_out_family": s.held_out_family if level >= 3 else None,
             "jitter": s.jitter,
+            "augmentation": Augmentation().to_dict(),
+            "none_fraction": s.none_fraction,
+            "reject_threshold": REJECT_THRESHOLD,
+            "reject": reject,
             "attributes": entries,
         }
         # written last: a folder holding it has every checkpoint
@@ -638,12 +831,9 @@ def _task_of_checkpoint(checkpoint: dict[str, Any], path: Path, level: int, attr
             f"checkpoint {path}: holds the classifier of {stored[1]!r} at level {stored[0]!r}, "
             f"not {attribute} at level {level}"
         )
-    if hyper_parameters.get("network") != "attribute-cnn" or hyper_parameters.get("num_outputs") != len(
-        ATTRIBUTE_VALUES[attribute]
-    ):
-        raise DataFormatError(
-            f"checkpoint {path}: not an {ARCHITECTURE} with {len(ATTRIBUTE_VALUES[attribute])} classes of {attribute}"
-        )
+    outputs = len(ATTRIBUTE_VALUES[attribute]) + (1 if attribute == REJECT_ATTRIBUTE else 0)
+    if hyper_parameters.get("network") != "attribute-cnn" or hyper_parameters.get("num_outputs") != outputs:
+        raise DataFormatError(f"checkpoint {path}: not an {ARCHITECTURE} with {outputs} classes of {attribute}")
     try:
         module = SupervisedTask(**hyper_parameters)
         module.load_state_dict(checkpoint["state_dict"], strict=True)
@@ -658,7 +848,9 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
     :class:`DataFormatError` naming the file when one is corrupt or belongs to something else.
 
     Nothing is trained (see :func:`load_classifiers`). A cache trained on images of an earlier
-    generator recipe (``recipe`` in ``classifiers.json`` other than the current one) is refused.
+    generator recipe (``recipe`` in ``classifiers.json`` other than the current one) or of another
+    ``format_version`` than :data:`FORMAT_VERSION` (trained without augmentation and reject option) is
+    refused.
 
     Parameters
     ----------
@@ -680,8 +872,8 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
     SourceNotFoundError
         When ``classifiers.json`` or an attribute's ``{attribute}.ckpt`` (or its entry) is missing.
     DataFormatError
-        When ``classifiers.json`` or a checkpoint is unreadable, of another level, attribute or recipe, or
-        does not fit the attribute CNN.
+        When ``classifiers.json`` or a checkpoint is unreadable, of another level, attribute, recipe or
+        ``format_version`` (classifiers trained the earlier way), or does not fit the attribute CNN.
     """
     level, directory = check_level(level), Path(directory)
     metadata_path = directory / METADATA_FILE
@@ -701,6 +893,11 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
         raise DataFormatError(
             f"{metadata_path}: classifiers trained on CdSprites+ images of an earlier recipe "
             f"(format {metadata.get('format_version')!r}), not the {RECIPE} one"
+        )
+    if metadata.get("format_version") != FORMAT_VERSION:
+        raise DataFormatError(
+            f"{metadata_path}: classifiers of format {metadata.get('format_version')!r}, trained the earlier way "
+            f"(this version trains format {FORMAT_VERSION}: augmented images and a 'no shape' class)"
         )
     modules: dict[str, SupervisedTask] = {}
     for attribute in level_attributes(level):
@@ -722,8 +919,9 @@ def load_classifiers(
     """The cached classifiers of ``level`` (from ``directory``, default :func:`classifiers_dir`).
 
     When the cache is missing, incomplete or corrupt: with ``train_if_missing`` they are trained once
-    with the defaults (a line on stderr says so and how long it takes; a few minutes on 2 CPU cores)
-    and cached, other processes waiting on the lock meanwhile; without it the error is raised
+    with the defaults (a line on stderr says so and how long it takes: the augmented training needs
+    several minutes per attribute on 2 CPU cores) and cached, other processes waiting on the lock
+    meanwhile; without it the error is raised
     (:class:`SourceNotFoundError` or :class:`DataFormatError`, naming the file).
 
     Parameters
@@ -771,7 +969,8 @@ def load_classifiers(
         try:  # another process may have trained them while this one waited
             return _loaded(folder, level)
         except (SourceNotFoundError, DataFormatError) as exc:
-            minutes = max(1, round(0.5 * level * DEFAULT_TRAIN_SIZE / 20_000))
+            # measured: level 1's 100,000 augmented draws took 14 CPU-minutes on 2 busy cores
+            minutes = max(1, round(7 * level * DEFAULT_TRAIN_SIZE * DEFAULT_EPOCHS / 100_000))
             print(
                 f"CdSprites+ level {level} attribute classifiers: {exc}; training them once with the defaults "
                 f"into {folder} (about {minutes} min on 2 CPU cores, once for this machine)",
@@ -779,7 +978,10 @@ def load_classifiers(
                 flush=True,
             )
             # the defaults as they are now (read at call time, not when Settings was defined)
-            defaults = Settings(DEFAULT_TRAIN_SIZE, DEFAULT_VAL_SIZE, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE, DEFAULT_LR)
+            defaults = Settings(
+                DEFAULT_TRAIN_SIZE, DEFAULT_VAL_SIZE, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE, DEFAULT_LR,
+                none_fraction=DEFAULT_NONE_FRACTION,
+            )  # fmt: skip
             _train_locked(level, folder, defaults, progress, trainer)
     return _loaded(folder, level)
 
@@ -808,4 +1010,7 @@ __all__ = [
     "attribute_config",
     "default_trainer",
     "TARGET_ACCURACY",
+    "Judgement",
+    "NONE_CLASS",
+    "REJECT_THRESHOLD",
 ]
