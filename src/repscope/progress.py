@@ -246,7 +246,10 @@ class _Bar:
         stream = self.stream or sys.stderr
         self._lines += 1
         try:
-            print(text, file=stream, flush=True)
+            # one write of the line and its newline: print() writes them apart, and a Ctrl-C between the
+            # two left the line open, so that "repscope: interrupted" was glued to its end
+            stream.write(text + "\n")
+            stream.flush()
         except (OSError, ValueError):  # a closed pipe must not end the computation
             pass
 
