@@ -14,7 +14,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_throughput.py
 def test_the_gpu_benchmark_runs_tiny_on_the_cpu_and_prints_a_row_per_case():
     models = ["lenet5", "mvae"]  # one field in memory; several fields drawn on demand
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--tiny", "--models", ",".join(models)],
+        [sys.executable, str(SCRIPT), "--tiny", "--models", ",".join(models), "--steps", "2", "--warmup", "1"],
         capture_output=True,
         text=True,
         timeout=300,
