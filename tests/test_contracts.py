@@ -234,6 +234,38 @@ def test_every_model_builds_steps_saves_and_reloads(name, datasets, dataset_fold
     check_protocols(task, loaded, entry.family, dataset)
 
 
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_models_optimisers_take_the_device_options(name, datasets, dataset_folders, monkeypatch):
+    """Each optimiser a task makes gets :func:`~repscope.train.tasks.base.optimiser_options` (fused Adam on
+    CUDA: one kernel per step instead of several per tensor); a task that forgets it trains slower on a GPU
+    while every CPU number stays the same. The options are replaced by a marker here, wherever imported."""
+    import sys
+    import types
+
+    from repscope.train.tasks import base
+
+    marker, original = {"foreach": False}, base.optimiser_options  # torch's default foreach is None
+    for module in list(sys.modules.values()):
+        if getattr(module, "optimiser_options", None) is original:
+            monkeypatch.setattr(module, "optimiser_options", lambda module, marker=marker: dict(marker))
+    data_name, data_params = model_data(name, dataset_folders)
+    config = TrainConfig(
+        model=Named(name=name, params=TINY_MODELS.get(name, {}).get("params", {})),
+        data=Named(name=data_name, params=data_params),
+    )
+    task = build_task(config, datasets(data_name, data_params))
+    task._trainer = types.SimpleNamespace(estimated_stepping_batches=10)  # a schedule reads the run's length
+    configured = task.configure_optimizers()
+    found = []
+    for item in configured if isinstance(configured, (list, tuple)) else [configured]:
+        found.extend(item if isinstance(item, (list, tuple)) else [item])
+    optimisers = [item["optimizer"] if isinstance(item, dict) else item for item in found]
+    optimisers = [item for item in optimisers if isinstance(item, torch.optim.Optimizer)]
+    assert optimisers, f"{name}: configure_optimizers gave no optimiser"
+    for optimiser in optimisers:
+        assert optimiser.defaults.get("foreach") is False, f"{name}: {type(optimiser).__name__} without optimiser_options"
+
+
 # ---------------------------------------------------------------------------------------------
 # hyper-parameters: a subclass declares its own fields, saving and reloading them is automatic
 

@@ -53,7 +53,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/data/morpho/pipeline.py",),
         "            row += shelf_height + gap\n",
         "            row += shelf_height + gap - 1\n",
-        ("tests/morpho/test_morphometrics.py::test_fast_path_agrees_with_reference_on_500_real_digits",),
+        ("tests/morpho/test_morphometrics.py::test_fast_path_agrees_with_reference_on_200_real_digits",),
         "shelves of the crop tiling touch: strokes of neighbouring digits merge in the skeleton",
     ),
     Mutation(
@@ -318,6 +318,15 @@ MUTATIONS: list[Mutation] = [
         ("tests/mmvae/test_no_host_sync.py::test_trainer_compile_traces_the_whole_multimodal_loss",),
         "trainer.compile compiles the multimodal task's child network, which its step never calls as a "
         "module (it calls net.loss): nothing is traced and the run is as slow as uncompiled",
+    ),
+    Mutation(
+        "multimodal-adam-not-fused",
+        ("src/repscope/train/tasks/multimodal.py",),
+        "weight_decay=hp.weight_decay, **optimiser_options(self))",
+        "weight_decay=hp.weight_decay)",
+        ("tests/test_contracts.py::test_every_models_optimisers_take_the_device_options",),
+        "the multimodal VAEs' Adam without the device options: several kernels per parameter tensor on a GPU "
+        "instead of one fused update, with every CPU number unchanged",
     ),
 ]
 
