@@ -263,7 +263,8 @@ def test_every_models_optimisers_take_the_device_options(name, datasets, dataset
     optimisers = [item for item in optimisers if isinstance(item, torch.optim.Optimizer)]
     assert optimisers, f"{name}: configure_optimizers gave no optimiser"
     for optimiser in optimisers:
-        assert optimiser.defaults.get("foreach") is False, f"{name}: {type(optimiser).__name__} without optimiser_options"
+        kind = type(optimiser).__name__
+        assert optimiser.defaults.get("foreach") is False, f"{name}: {kind} without optimiser_options"
 
 
 # ---------------------------------------------------------------------------------------------
