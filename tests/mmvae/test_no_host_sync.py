@@ -216,7 +216,15 @@ def test_the_mixture_component_draw_is_torch_multinomial_without_its_host_checks
 # --------------------------------------------------------------------------------------------
 # the semi-supervised VAEs' supervised term (the step of the VAE family itself is not this module's)
 
-SMALL = {"latent_dim": 4, "supervised_factors": [1, 2], "factor_sizes": [1, 8, 8], "labelled_fraction": 0.3}
+# the batch-share supervision reads each batch's own labelled rows (the default stream's step is checked on
+# the meta device in tests/candle/test_semi_supervised_reference.py)
+SMALL = {
+    "latent_dim": 4,
+    "supervised_factors": [1, 2],
+    "factor_sizes": [1, 8, 8],
+    "labelled_fraction": 0.3,
+    "supervision": "batch_share",
+}
 
 
 def semi_batch(size: int = 32, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
