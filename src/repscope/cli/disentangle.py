@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import typer
 
 from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
+from repscope.metrics.disentanglement.counterfactual import DEFAULT_MIN_JUDGE_ACCURACY
 from repscope.metrics.registry import ARRAY_INPUTS, metric_names
 
 app = typer.Typer(no_args_is_help=True)
+
+COMPAT_CHOICES = Literal["paper", "reference", "both"]
 
 
 @app.command("score")
@@ -33,18 +36,53 @@ def score_command(
     classifiers: Optional[Path] = typer.Option(
         None, "--classifiers", help="run directory: add CG at rho 1 and 2, judged by these factor classifiers"
     ),
+    compat: COMPAT_CHOICES = typer.Option(
+        "paper",
+        "--compat",
+        help="IRS and UC as printed (paper), as the authors' code computes them (reference: IRS on 20-bin "
+        "factors as disentanglement_lib, UC with the CANDLE fork's latent selection; keys *_reference), or both",
+    ),
+    min_judge_accuracy: float = typer.Option(
+        DEFAULT_MIN_JUDGE_ACCURACY,
+        "--min-judge-accuracy",
+        help="with --classifiers: least held-out accuracy of a CG judge",
+    ),
+    refuse_weak_judges: bool = typer.Option(
+        False, "--refuse-weak-judges", help="with --classifiers: fail instead of warning on a weak CG judge"
+    ),
 ) -> None:
     """Every registered metric of a (factors, codes) pair (--metric lists them), as JSON; CG with --classifiers."""
     import json
+    import warnings
 
     from repscope.outputs import prepare_output
     from repscope.studies.disentangle.scoring import score_file, score_intervals
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    result = score_file(
-        file, n=n, seed=seed, metrics=list(metric), bootstrap=bootstrap, classifiers=classifiers, out=out
-    )
+    with warnings.catch_warnings():
+        # the weak-judge warning becomes the one line printed below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = score_file(
+            file,
+            n=n,
+            seed=seed,
+            metrics=list(metric),
+            bootstrap=bootstrap,
+            classifiers=classifiers,
+            out=out,
+            compat=compat,
+            min_judge_accuracy=min_judge_accuracy,
+            refuse_weak_judges=refuse_weak_judges,
+        )
+    cg = result["metrics"].get("cg")
+    if cg is not None and not cg["judge_ok"]:
+        weak = ", ".join(f"{name} {cg['judge_accuracy'][name]:.3f}" for name in cg["weak_judges"])
+        typer.echo(
+            f"warning: CG judged by factor classifiers below {cg['min_judge_accuracy']:g} held-out accuracy "
+            f"({weak}); its values measure the judges as much as the model",
+            err=True,
+        )
     if out is None:
         typer.echo(json.dumps(result, indent=2, default=float))
         return
@@ -90,6 +128,14 @@ def classifiers_command(
         )
     for name, accuracy in accuracies.items():
         typer.echo(f"{name}: test accuracy {accuracy:.3f}")
+    weak = [name for name, accuracy in accuracies.items() if not accuracy >= DEFAULT_MIN_JUDGE_ACCURACY]
+    if weak:
+        typer.echo(
+            f"warning: {', '.join(weak)} below {DEFAULT_MIN_JUDGE_ACCURACY:g} test accuracy: CG judged by them "
+            "flags judge_ok false "
+            "(the CANDLE paper's classifiers reached 0.989 and 0.995)",
+            err=True,
+        )
     typer.echo(f"written: {out}")
 
 

@@ -7,10 +7,16 @@ same dataset by :func:`repscope.train.run.fit` into ``DIR/<factor>/`` (a run dir
 test accuracy; the CANDLE paper's classifier reached 98.9%), on the trainer of the study or command that
 asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to factor
 ``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
+
+A CG result carries its judges: each classifier's held-out test accuracy (from its run's
+``metrics.json``), ``judge_ok`` (every one at least ``min_judge_accuracy``, default 0.9) and the weak
+ones by name; a weak judge gives a ``RuntimeWarning``, or an error with ``refuse_weak_judges``
+(:func:`repscope.metrics.disentanglement.counterfactual.check_judges`).
 """
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +24,11 @@ import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
-from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
+from repscope.metrics.disentanglement.counterfactual import (
+    DEFAULT_MIN_JUDGE_ACCURACY,
+    check_judges,
+    counterfactual_generativeness,
+)
 from repscope.metrics.disentanglement.irs import unique_capture
 from repscope.runs import CONFIG_FILE, METRICS_FILE, read_metrics
 from repscope.studies.common import auxiliary_trainer
@@ -90,7 +100,13 @@ def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
 
 
 def cg_of_run(
-    run_dir: str | Path, classifiers: str | Path, n: int = 1000, seed: int = 0, rho: tuple[int, ...] = (1, 2)
+    run_dir: str | Path,
+    classifiers: str | Path,
+    n: int = 1000,
+    seed: int = 0,
+    rho: tuple[int, ...] = (1, 2),
+    min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
+    refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
     """CG at each rho of a VAE run, judged by the factor classifiers in ``classifiers``.
 
@@ -106,32 +122,74 @@ def cg_of_run(
         Seed of the draw.
     rho : tuple of int, default=(1, 2)
         Latents attributed to each factor.
+    min_judge_accuracy : float, default=0.9
+        The least held-out accuracy of a factor classifier for ``judge_ok``.
+    refuse_weak_judges : bool, default=False
+        Raise, before any decoding, when a classifier is below ``min_judge_accuracy`` (otherwise a
+        ``RuntimeWarning``).
 
     Returns
     -------
     dict
-        ``cg_rho<r>`` per rho, the per-rho results of the metric, and the factors' names.
+        ``cg_rho<r>`` per rho, ``details`` (the per-rho results of the metric), ``factor_names``,
+        ``judge_accuracy`` (factor name -> held-out accuracy of its classifier), ``judge_ok``,
+        ``weak_judges`` (names) and ``min_judge_accuracy``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a factor has no classifier run, or a judge is weak and ``refuse_weak_judges`` is set.
     """
     factors, codes, names = codes_of_run(run_dir, n=n, seed=seed)
     models = _load_classifiers(Path(classifiers), names)
+    measured = classifier_accuracies(classifiers)
+    accuracies = [measured.get(name, float("nan")) for name in names]
+    judges = check_judges(accuracies, names, min_judge_accuracy, refuse=refuse_weak_judges)
     task = open_run(run_dir).task()
 
     def predict_proba(images: np.ndarray) -> list[np.ndarray]:
         return [torch.softmax(model.outputs(images), dim=1).numpy() for model in models]
 
     capture = unique_capture(factors, codes, rho=rho)
-    out: dict[str, Any] = {"factor_names": names, "details": {}}
-    for value in capture["params"]["rho"]:
-        result = counterfactual_generativeness(
-            factors, codes, capture["q_sets"][f"rho{value}"], task.decode, predict_proba
-        )
-        out[f"cg_rho{value}"] = result["cg"]
-        out["details"][f"rho{value}"] = result
+    out: dict[str, Any] = {
+        "factor_names": names,
+        "judge_accuracy": dict(zip(names, judges["judge_accuracy"])),
+        "judge_ok": judges["judge_ok"],
+        "weak_judges": judges["weak_judges"],
+        "min_judge_accuracy": float(min_judge_accuracy),
+        "details": {},
+    }
+    with warnings.catch_warnings():
+        # check_judges above has warned once already; the per-rho results only record the accuracies
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for value in capture["params"]["rho"]:
+            result = counterfactual_generativeness(
+                factors,
+                codes,
+                capture["q_sets"][f"rho{value}"],
+                task.decode,
+                predict_proba,
+                judge_accuracy=judges["judge_accuracy"],
+                min_judge_accuracy=min_judge_accuracy,
+            )
+            out[f"cg_rho{value}"] = result["cg"]
+            out["details"][f"rho{value}"] = result
     return out
 
 
 def classifier_accuracies(folder: str | Path) -> dict[str, float]:
-    """The test accuracy of every classifier run in ``folder`` (from its metrics.json)."""
+    """The test accuracy of every classifier run in ``folder`` (from its metrics.json).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder :func:`train_factor_classifiers` wrote.
+
+    Returns
+    -------
+    dict of str to float
+        Factor name (the run's folder name) -> held-out test accuracy (NaN when the run recorded none).
+    """
     accuracies = {}
     for run in sorted(Path(folder).iterdir()):
         if (run / METRICS_FILE).is_file():

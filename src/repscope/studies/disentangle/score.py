@@ -12,6 +12,7 @@ resamples are shuffled).
 
 from __future__ import annotations
 
+import inspect
 import time
 import zipfile
 from pathlib import Path
@@ -153,14 +154,42 @@ def codes_of_run(
     return factors[:, varying], codes, [name for name, keep in zip(names, varying) if keep]
 
 
+COMPAT_CHOICES = ("paper", "reference", "both")
+
+
+def has_reference_mode(name: str) -> bool:
+    """Whether the registered metric ``name`` takes ``compat`` (it has a mode that follows its authors' code).
+
+    Parameters
+    ----------
+    name : str
+        A registered metric name.
+
+    Returns
+    -------
+    bool
+        True when the metric's function has a ``compat`` parameter (IRS and UC).
+    """
+    return "compat" in inspect.signature(metric(name)).parameters
+
+
 def score_arrays(
     factors: np.ndarray,
     codes: np.ndarray,
     metrics: list[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    compat: str = "paper",
 ) -> dict[str, Any]:
     """Every metric (or the ones named) of ``(factors, codes)``, with bootstrap intervals when asked.
+
+    ``compat`` chooses the mode of the metrics that have two (:func:`has_reference_mode`: IRS and UC):
+    ``"paper"`` the printed definitions, ``"reference"`` the authors' code (IRS on 20-bin histogram
+    factors as disentanglement_lib's ``compute_irs``; UC as the CANDLE fork's
+    ``scalable_disentanglement_score`` selects latents: :mod:`repscope.metrics.disentanglement.irs`),
+    ``"both"`` each. A reference result is stored under ``<name>_reference`` (``metrics["irs_reference"]``)
+    and its scores carry the suffix (``irs_reference``, ``uc_rho2_reference``); the other metrics have one
+    mode and are computed once whatever ``compat``.
 
     Parameters
     ----------
@@ -173,13 +202,22 @@ def score_arrays(
         Resamples of the percentile interval (0: none).
     seed : int, default=0
         Seed of the bootstrap.
+    compat : {"paper", "reference", "both"}, default="paper"
+        Mode of the metrics that have a reference mode (above).
 
     Returns
     -------
     dict
-        ``{"n", "factors", "latents", "metrics": {name: result}, "seconds": {name: s}}``; with
+        ``{"n", "factors", "latents", "compat", "metrics": {name: result}, "seconds": {name: s}}``; with
         ``bootstrap``, each result gains ``"bootstrap": {score: {"low", "high", ...}}``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        On an unknown metric, one that needs more than factors and codes, or an unknown ``compat``.
     """
+    if compat not in COMPAT_CHOICES:
+        raise InvalidArgumentError(f"--compat: must be one of {', '.join(COMPAT_CHOICES)}, got {compat!r}")
     scorable = metric_names(ARRAY_INPUTS)
     names = scorable if metrics is None else list(metrics)
     for name in names:
@@ -189,16 +227,30 @@ def score_arrays(
             further = [key for key in metric_entry(name).inputs if key not in ARRAY_INPUTS]
             raise InvalidArgumentError(f"--metric: {name!r} needs {', '.join(further)} besides factors and codes")
         raise InvalidArgumentError(f"--metric: unknown {name!r}; choose from {', '.join(scorable)}")
-    out: dict[str, Any] = {"n": int(len(codes)), "factors": int(factors.shape[1]), "latents": int(codes.shape[1])}
-    results, seconds = {}, {}
+    out: dict[str, Any] = {
+        "n": int(len(codes)),
+        "factors": int(factors.shape[1]),
+        "latents": int(codes.shape[1]),
+        "compat": compat,
+    }
+    runs: list[tuple[str, str, dict[str, Any]]] = []  # (result name, metric, parameters)
     for name in names:
+        if not has_reference_mode(name):
+            runs.append((name, name, {}))
+            continue
+        if compat in ("paper", "both"):
+            runs.append((name, name, {}))
+        if compat in ("reference", "both"):
+            runs.append((f"{name}_reference", name, {"compat": "reference"}))
+    results, seconds = {}, {}
+    for key, name, params in runs:
         started = time.perf_counter()
         function = metric(name)
-        result = function(factors, codes)
+        result = function(factors, codes, **params)
         if bootstrap:
-            result["bootstrap"] = bootstrap_interval(function, factors, codes, bootstrap, seed=seed)
-        results[name] = result
-        seconds[name] = round(time.perf_counter() - started, 3)
+            result["bootstrap"] = bootstrap_interval(function, factors, codes, bootstrap, seed=seed, **params)
+        results[key] = result
+        seconds[key] = round(time.perf_counter() - started, 3)
     out["metrics"] = results
     out["seconds"] = seconds
     return out
@@ -223,4 +275,4 @@ def headline(scores: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
-__all__ = ["codes_of_run", "read_codes_npz", "score_arrays", "headline"]
+__all__ = ["COMPAT_CHOICES", "codes_of_run", "has_reference_mode", "read_codes_npz", "score_arrays", "headline"]
