@@ -328,6 +328,114 @@ MUTATIONS: list[Mutation] = [
         "the multimodal VAEs' Adam without the device options: several kernels per parameter tensor on a GPU "
         "instead of one fused update, with every CPU number unchanged",
     ),
+    Mutation(
+        "semi-supervised-stream-term-averaged",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "supervised = supervised_xent(mean, targets, hp.dims_per_factor).sum()",
+        "supervised = supervised_xent(mean, targets, hp.dims_per_factor).mean()",
+        (
+            "tests/candle/test_semi_supervised_reference.py::"
+            "test_the_stream_term_is_the_sum_over_the_labelled_batch_with_labels_over_k",
+        ),
+        "the labelled stream's supervised term averaged over the batch where the reference sums it: "
+        "batch-size times weaker supervision, the bug the stream was built to remove",
+    ),
+    Mutation(
+        "semi-supervised-stream-skips-a-row",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "self.position = (self.position + int(size)) % len(self)",
+        "self.position = (self.position + int(size) - 1) % len(self)",
+        ("tests/candle/test_semi_supervised_reference.py::test_the_stream_recycles_the_subset_in_its_seeded_order",),
+        "the labelled stream advances one row short: each batch repeats the previous one's last example",
+    ),
+    Mutation(
+        "uc-reference-first-maximum",
+        ("src/repscope/metrics/disentanglement/irs.py",),
+        "last_max = count - 1 - int(np.argmax(values[::-1]))",
+        "last_max = int(np.argmax(values))",
+        ("tests/candle/test_reference_modes.py::test_the_fork_selection_by_hand_and_by_numpy",),
+        "the fork's argpartition selection takes the first of tied maxima where numpy's introselect takes the "
+        "last: UC rho 2 in reference mode picks other latents than the paper's code",
+    ),
+    Mutation(
+        "irs-reference-upper-bin-edges",
+        ("src/repscope/metrics/disentanglement/irs.py",),
+        "np.digitize(array[:, column], edges[:-1])",
+        "np.digitize(array[:, column], edges[1:])",
+        ("tests/candle/test_reference_modes.py::test_histogram_discretize_by_hand",),
+        "disentanglement_lib's histogram discretiser against the upper bin edges: every value one bin lower, "
+        "the maximum alone in the top bin",
+    ),
+    Mutation(
+        "cg-judge-at-the-threshold-called-weak",
+        ("src/repscope/metrics/disentanglement/counterfactual.py",),
+        "math.isnan(value) or value < threshold",
+        "math.isnan(value) or value <= threshold",
+        ("tests/candle/test_disentanglement_cg.py::test_the_result_carries_its_judges_and_flags_a_weak_one",),
+        "a factor classifier exactly at min_judge_accuracy flagged as a weak judge",
+    ),
+    Mutation(
+        "ml4ml-reference-centre-fill-wrong-neighbour",
+        ("src/repscope/metrics/invariance/features.py",),
+        "flipped[centre[2] + 1, centre[2]]) / 2",
+        "flipped[centre[2] + 1, centre[1]]) / 2",
+        ("tests/invariance/test_features_reference.py::test_each_reference_feature_by_hand",),
+        "the released code's centre 3x3 fill averages another neighbour: every reference feature of the "
+        "filled matrix moves",
+    ),
+    Mutation(
+        "ml4ml-reference-diagonal-skips-two-rows",
+        ("src/repscope/metrics/invariance/features.py",),
+        "for r in range(1, size) if r != middle])",
+        "for r in range(1, size) if r not in (middle, middle + 1)])",
+        ("tests/invariance/test_features_reference.py::test_each_reference_feature_by_hand",),
+        "the reference 'diagonal' gradient (the vertical map) skips the second centre row as the vertical "
+        "one does; the released code skips only one",
+    ),
+    Mutation(
+        "table5-spearman-ordinal-ranks",
+        ("src/repscope/studies/invariance/correlate.py",),
+        "pearson(rankdata(np.asarray(x, dtype=np.float64)), ",
+        'pearson(rankdata(np.asarray(x, dtype=np.float64), method="ordinal"), ',
+        ("tests/invariance/test_invariance_correlate.py::test_pearson_and_spearman_by_hand",),
+        "Spearman's rho with ties ranked in order of appearance instead of averaged",
+    ),
+    Mutation(
+        "cnn5-without-its-second-dropout",
+        ("src/repscope/models/simplenet.py",),
+        "        x = self.pool(torch.relu(self.dropout(self.conv2(x))))",
+        "        x = self.pool(torch.relu(self.conv2(x)))",
+        ("tests/invariance/test_assess_reference.py::test_cnn5_forward_puts_dropout_where_the_reference_does",),
+        "the ML4ML CNN5 (SimpleNet) without the dropout its second convolution has in the authors' model.py",
+    ),
+    Mutation(
+        "ml4ml-reference-folds-without-the-hold-out",
+        ("src/repscope/studies/invariance/assess_reference.py",),
+        "        (np.concatenate([fold1, fixed]), fold2),",
+        "        (fold1, fold2),",
+        (
+            "tests/invariance/test_assess_reference.py::test_reference_folds_keep_the_hold_out_as_one_fold_and_halve_the_rest",
+        ),
+        "the released assessor protocol's second fold trains without the fixed hold-out models",
+    ),
+    Mutation(
+        "ml4ml-max-mean-transposed",
+        ("src/repscope/studies/invariance/testing.py",),
+        ".amax(dim=2).mean(dim=1)",
+        ".mean(dim=2).amax(dim=1)",
+        (
+            "tests/invariance/test_assess_reference.py::test_max_mean_is_the_mean_over_channels_of_each_channels_maximum",
+        ),
+        "max_mean read as the largest per-channel mean instead of the mean of per-channel maxima",
+    ),
+    Mutation(
+        "paper-coded-labels-not-flipped",
+        ("src/repscope/studies/invariance/assess.py",),
+        "return labels01 if LABEL_CODINGS[label_coding] == 1 else 1 - labels01",
+        "return labels01",
+        ("tests/invariance/test_assess_reference.py::test_to_our_coding_flips_the_papers_labels_only",),
+        "labels in the paper's coding (0 = invariant) read as ours: the robust-accuracy baseline inverts",
+    ),
 ]
 
 

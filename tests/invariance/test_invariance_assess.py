@@ -93,7 +93,7 @@ def fake_repository(folder, count: int = 24, seed: int = 0):
 def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     import torch
 
-    from repscope.models.classifiers import CNN5
+    from repscope.models.simplenet import SimpleNet
 
     run = run_cli
     repo = fake_repository(tmp_path / "repo")
@@ -130,7 +130,7 @@ def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     )
     assert code == 1 and "tested with rotation" in err
     torch.manual_seed(0)
-    torch.save(CNN5().state_dict(), tmp_path / "cnn5.pt")
+    torch.save(SimpleNet().state_dict(), tmp_path / "cnn5.pt")
     args = ["invariance", "test", "--model", str(tmp_path / "cnn5.pt"), "--arch", "cnn5", "--data", "digits"]
     args += ["--data-param", "test_size=40", "--n", "20", "--steps", "5", "--range", "4", "--out", str(tmp_path / "t")]
     code, out, err = run([*args, "--assessor", str(tmp_path / "assess" / "assessors.joblib")])

@@ -29,6 +29,7 @@ from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
 from repscope.models.mnist_gan import Encoder, Generator
 from repscope.models.network_in_network import NetworkInNetwork
 from repscope.models.resnet import ResNet
+from repscope.models.simplenet import SimpleNet
 from repscope.models.sprite_cnn import AttributeCNN
 
 
@@ -37,6 +38,12 @@ def _lenet5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
 
 
 def _cnn5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+    # the ML4ML authors' CNN5 (their model.py: SimpleNet)
+    return SimpleNet(num_outputs, image_shape=image_shape)
+
+
+def _cnn5_compact(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+    # the network cnn5 named before the reference's was followed (3x3 convolutions, padding 1)
     return CNN5(num_outputs, image_shape=image_shape)
 
 
@@ -106,6 +113,7 @@ def _conv64(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, n
 CLASSIFIERS: dict[str, Callable[..., nn.Module]] = {
     "lenet5": _lenet5,
     "cnn5": _cnn5,
+    "cnn5-compact": _cnn5_compact,
     "vgg13-bn": _vgg13_bn,
     "mlp": _mlp,
     "attribute-cnn": _attribute_cnn,

@@ -13,6 +13,15 @@ Fleiss' kappa over all say how far they agree.
 on the 5 x 16 features, by the paper's protocol: 3-fold cross-validation repeated 10 times on a
 balanced draw (as many variant as invariant models), mean and std of the test-fold accuracy. The
 baseline is the robust accuracy (Eq. 1) with a threshold chosen by a greedy search on the training folds.
+
+**Label coding.** Ours codes 1 = invariant, as Eq. 1 scores robustness (1 fully invariant); the paper
+(Sec. VI-A) codes 0 = invariant, 1 = variant. The assessors' accuracy does not care, but the
+robust-accuracy baseline predicts 1 for a high robust accuracy, so labels in the paper's coding read as
+ours would invert it. Every label file written here carries a ``label_coding`` column (``ours``); a file
+read with ``--labels`` must say its coding, by that column or by ``label_coding``, and is converted to ours.
+
+**Reference protocol** (``compat="reference"``): the authors' released code's cross-validation, in
+:mod:`repscope.studies.invariance.assess_reference`.
 """
 
 from __future__ import annotations
@@ -27,13 +36,16 @@ import pandas as pd
 from repscope.errors import DataFormatError, InvalidArgumentError
 
 
-def read_repository(repo: str | Path) -> pd.DataFrame:
+def read_repository(repo: str | Path, features_file: str = "features.json") -> pd.DataFrame:
     """One row per finished model of a repository: its name, settings, accuracies, curves and features.
 
     Parameters
     ----------
     repo : str or Path
         A folder written by ``repscope invariance repo build``.
+    features_file : str, default "features.json"
+        Each model's features: ``features.json`` (the paper's), or ``features_reference.json`` (the
+        released code's, of a repository built with ``compat: reference``).
 
     Returns
     -------
@@ -53,7 +65,7 @@ def read_repository(repo: str | Path) -> pd.DataFrame:
     for folder in sorted(p for p in repo.glob("*/metadata.json")):
         try:
             metadata = json.loads(folder.read_text())
-            features = json.loads((folder.parent / "features.json").read_text())
+            features = json.loads((folder.parent / features_file).read_text())
         except (OSError, ValueError) as exc:
             raise DataFormatError(f"{folder.parent}: unreadable metadata or features ({exc})") from None
         row = {"name": folder.parent.name, **metadata["settings"]}
@@ -85,7 +97,8 @@ def rule_labels(
     Returns
     -------
     pandas.DataFrame
-        ``name``, ``label`` and ``reasons`` (``;``-separated failed rules).
+        ``name``, ``label`` (1 invariant, 0 variant), ``reasons`` (``;``-separated failed rules) and
+        ``label_coding`` (``ours``).
     """
     labels = []
     for _, row in table.iterrows():
@@ -101,8 +114,10 @@ def rule_labels(
             reasons.append("over-fits")
         if row.get("max@CONF:mean", 0.0) > max_conf_mean:
             reasons.append("max@CONF matrix not normal")
-        labels.append({"name": row["name"], "label": int(not reasons), "reasons": "; ".join(reasons)})
-    return pd.DataFrame(labels)
+        labels.append(
+            {"name": row["name"], "label": int(not reasons), "reasons": "; ".join(reasons), "label_coding": "ours"}
+        )
+    return pd.DataFrame(labels, columns=["name", "label", "reasons", "label_coding"])
 
 
 def fleiss_kappa(ratings: Any) -> float:
@@ -253,24 +268,144 @@ def evaluate_assessors(
     )
 
 
-def repository_labels(repo: Path, table: pd.DataFrame, labels_file: Path | None = None) -> pd.DataFrame:
-    """The labels to train with: ``labels_file`` (``name``, ``label``), else the rules."""
+LABEL_CODINGS: dict[str, int] = {"ours": 1, "paper": 0}  # coding -> the value that means invariant
+
+
+def to_our_coding(labels: Any, label_coding: str) -> np.ndarray:
+    """Labels in ``label_coding`` as ours (1 invariant, 0 variant).
+
+    Parameters
+    ----------
+    labels : array-like
+        0 / 1 labels.
+    label_coding : {"ours", "paper"}
+        ``ours``: 1 = invariant (kept); ``paper``: 0 = invariant (flipped).
+
+    Returns
+    -------
+    numpy.ndarray
+        int labels, 1 = invariant.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown coding, or a label that is not 0 or 1.
+    """
+    if label_coding not in LABEL_CODINGS:
+        raise InvalidArgumentError(f"label_coding: expected one of {', '.join(LABEL_CODINGS)}, got {label_coding!r}")
+    values = np.asarray(labels)
+    numeric = pd.to_numeric(pd.Series(values.ravel()), errors="coerce").to_numpy()
+    bad = ~np.isin(numeric, [0, 1])
+    if bad.any():
+        raise InvalidArgumentError(f"label: expected 0 or 1, got {values.ravel()[np.flatnonzero(bad)[0]]!r}")
+    labels01 = numeric.astype(int).reshape(values.shape)
+    return labels01 if LABEL_CODINGS[label_coding] == 1 else 1 - labels01
+
+
+def file_label_coding(given: pd.DataFrame, label_coding: str | None, source: str) -> str:
+    """The coding of a label table: its ``label_coding`` column, or ``label_coding``; they must agree.
+
+    Parameters
+    ----------
+    given : pandas.DataFrame
+        The labels as read.
+    label_coding : {"ours", "paper"}, optional
+        The coding the caller states.
+    source : str
+        How messages name the file (e.g. ``--labels FILE``).
+
+    Returns
+    -------
+    str
+        ``ours`` or ``paper``.
+
+    Raises
+    ------
+    DataFormatError
+        Neither says a coding, the column holds mixed or unknown codings, or it contradicts
+        ``label_coding``.
+    """
+    if label_coding is not None and label_coding not in LABEL_CODINGS:
+        raise InvalidArgumentError(f"label_coding: expected one of {', '.join(LABEL_CODINGS)}, got {label_coding!r}")
+    stated = None
+    if "label_coding" in given.columns:
+        codings = sorted({str(c).strip() for c in given["label_coding"]})
+        if len(codings) != 1 or codings[0] not in LABEL_CODINGS:
+            raise DataFormatError(
+                f"{source}: column label_coding must hold one of {', '.join(LABEL_CODINGS)} on every row, "
+                f"got {', '.join(codings)}"
+            )
+        stated = codings[0]
+    if stated is not None and label_coding is not None and stated != label_coding:
+        raise DataFormatError(
+            f"{source}: its label_coding column says {stated}, but the label coding given is {label_coding}"
+        )
+    coding = stated or label_coding
+    if coding is None:
+        raise DataFormatError(
+            f"{source}: say how its labels are coded (a label_coding column, or --label-coding): ours "
+            "(1 = invariant) or paper (0 = invariant, as the ML4ML paper codes them)"
+        )
+    return coding
+
+
+def repository_labels(
+    repo: Path, table: pd.DataFrame, labels_file: Path | None = None, label_coding: str | None = None
+) -> pd.DataFrame:
+    """The labels to train with, in our coding: ``labels_file`` (``name``, ``label``), else the rules.
+
+    Parameters
+    ----------
+    repo : Path
+        The repository (named in messages).
+    table : pandas.DataFrame
+        :func:`read_repository`.
+    labels_file : Path, optional
+        CSV with ``name`` and ``label``, and a ``label_coding`` column unless ``label_coding`` is given.
+    label_coding : {"ours", "paper"}, optional
+        The file's coding (:func:`file_label_coding`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``name``, ``label`` (1 invariant) and ``label_coding`` (``ours``); the rule labels also keep
+        ``reasons``.
+
+    Raises
+    ------
+    DataFormatError
+        An unreadable file, missing columns, a model without a label, or no coding said.
+    """
     if labels_file is None:
         return rule_labels(table)
+    source = f"--labels {labels_file}"
     try:
         given = pd.read_csv(labels_file)
     except (OSError, ValueError) as exc:
-        raise DataFormatError(f"--labels {labels_file}: not a readable CSV ({exc})") from None
+        raise DataFormatError(f"{source}: not a readable CSV ({exc})") from None
     if not {"name", "label"} <= set(given.columns):
-        raise DataFormatError(f"--labels {labels_file}: needs the columns name and label")
+        raise DataFormatError(f"{source}: needs the columns name and label")
+    coding = file_label_coding(given, label_coding, source)
     missing = sorted(set(table["name"]) - set(given["name"]))
     if missing:
-        raise DataFormatError(f"--labels {labels_file}: no label for model {missing[0]} (and {len(missing) - 1} more)")
-    return given[["name", "label"]]
+        raise DataFormatError(f"{source}: no label for model {missing[0]} (and {len(missing) - 1} more)")
+    try:
+        ours = to_our_coding(given["label"].to_numpy(), coding)
+    except InvalidArgumentError as exc:
+        raise DataFormatError(f"{source}: {exc}") from None
+    return pd.DataFrame({"name": given["name"], "label": ours, "label_coding": "ours"})
 
 
 def train_assessors(
-    repo: str | Path, out: Path, transform: str, labels_file: Path | None = None, seed: int = 0
+    repo: str | Path,
+    out: Path,
+    transform: str,
+    labels_file: Path | None = None,
+    seed: int = 0,
+    compat: str = "paper",
+    label_coding: str | None = None,
+    holdout: Any = None,
+    repeats: int = 10,
 ) -> pd.DataFrame:
     """Evaluate the assessors on a repository (Table IV), then fit each on every labelled model and save it.
 
@@ -283,14 +418,26 @@ def train_assessors(
     transform : str
         The family the repository was tested with (checked against it).
     labels_file : Path, optional
-        Human labels (``name``, ``label``); default the rule labels.
+        Human labels (``name``, ``label``, and ``label_coding`` unless ``label_coding`` says it); default
+        the rule labels.
     seed : int
         Seed of the protocol.
+    compat : {"paper", "reference"}
+        ``paper``: 10 x 3-fold cross-validation on balanced draws, mean and std
+        (:func:`evaluate_assessors`); ``reference``: the released code's protocol, mean and max deviation
+        (:func:`evaluate_assessors_reference`), and its linear regression on L2-normalised rows for the
+        saved assessors too.
+    label_coding : {"ours", "paper"}, optional
+        The coding of ``labels_file`` when it has no ``label_coding`` column.
+    holdout : array-like of str, optional
+        ``compat="reference"``: the names of the hold-out models (default :func:`reference_holdout`).
+    repeats : int, default 10
+        Repeats of the 3-fold protocol (the paper's 10).
 
     Returns
     -------
     pandas.DataFrame
-        The Table IV rows.
+        The Table IV rows (with a ``compat`` column).
     """
     import joblib  # noqa: PLC0415 -- scikit-learn's own persistence
 
@@ -304,28 +451,74 @@ def train_assessors(
     )
     if stored.get("transform", transform) != transform:
         raise InvalidArgumentError(f"--transform {transform}: repository {repo} was tested with {stored['transform']}")
+    if compat not in ("paper", "reference"):
+        raise InvalidArgumentError(f"--compat {compat}: expected paper or reference")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise InvalidArgumentError(f"--repeats {repeats}: expected a positive integer")
+    repository_compat = stored.get("compat", "paper")
     table = read_repository(repo)
-    labels = repository_labels(repo, table, labels_file)
+    labels = repository_labels(repo, table, labels_file, label_coding)
+    feature_source = "features.json"
+    if compat == "reference" and all(
+        (p.parent / "features_reference.json").exists() for p in repo.glob("*/metadata.json")
+    ):
+        # a repository built with compat reference: the released code's features (the rules read the paper's)
+        feature_source = "features_reference.json"
+        table = read_repository(repo, feature_source)
     merged = table.merge(labels[["name", "label"]], on="name")
     features, columns = feature_matrix(merged)
-    result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], seed=seed)
+    if compat == "reference":
+        from repscope.studies.invariance.assess_reference import (  # noqa: PLC0415
+            evaluate_assessors_reference,
+            reference_assessors,
+            reference_holdout,
+        )
+
+        if holdout is None:
+            mask = reference_holdout(merged["name"])
+        else:
+            unknown = sorted(set(holdout) - set(merged["name"]))
+            if unknown:
+                raise InvalidArgumentError(f"holdout: no model {unknown[0]} in repository {repo}")
+            mask = merged["name"].isin(set(holdout)).to_numpy()
+        result = evaluate_assessors_reference(
+            features, merged["label"], merged["robust_accuracy"], mask, repeats=repeats, seed=seed
+        )
+        models = reference_assessors(seed)
+    else:
+        result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], repeats=repeats, seed=seed)
+        result["compat"] = "paper"
+        models = assessors(seed)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "table4.csv", result.to_csv(index=False))
     write_text_atomic(out / "labels.csv", labels.to_csv(index=False))
-    fitted = {name: model.fit(features, merged["label"]) for name, model in assessors(seed).items()}
-    joblib.dump({"assessors": fitted, "columns": columns, "transform": transform}, out / "assessors.joblib")
-    write_json_atomic(
-        out / "assessors.json",
-        {"transform": transform, "columns": columns, "models": len(merged), "invariant": int(merged["label"].sum())},
+    fitted = {name: model.fit(features, merged["label"]) for name, model in models.items()}
+    joblib.dump(
+        {"assessors": fitted, "columns": columns, "transform": transform, "compat": compat}, out / "assessors.joblib"
     )
+    summary = {"transform": transform, "columns": columns, "models": len(merged)}
+    summary.update(invariant=int(merged["label"].sum()), compat=compat, repository_compat=repository_compat)
+    summary["features"] = feature_source
+    summary["label_coding"] = "ours"
+    if compat == "reference":
+        summary["holdout_models"] = sorted(merged["name"][mask].tolist())
+    write_json_atomic(out / "assessors.json", summary)
     from repscope.report import Report  # noqa: PLC0415
 
     report = Report(f"ML4ML assessors: {transform}", subtitle=f"repository {repo}, {len(merged)} models")
+    protocol = (
+        f"Accuracy over {repeats} repeats of 3-fold cross-validation on balanced draws (mean and std of the "
+        f"{3 * repeats} fold accuracies)"
+        if compat == "paper"
+        else f"The released code's protocol (compat reference): {int(mask.sum())} fixed hold-out models as one "
+        f"fold, the others cut into two random halves, {repeats} repeats; mean of the per-repeat 3-fold means and "
+        "their largest deviation from it"
+    )
     report.add_paragraph(
         f"{int(merged['label'].sum())} of {len(merged)} models labelled invariant "
-        f"({'from ' + str(labels_file) if labels_file else 'by the rules'}). Accuracy over 10 repeats of "
-        "3-fold cross-validation on balanced draws; the baseline thresholds the robust accuracy (Eq. 1) "
-        "by a greedy search on the training folds."
+        f"({'from ' + str(labels_file) if labels_file else 'by the rules'}; 1 = invariant). {protocol}; the "
+        "baseline thresholds the robust accuracy (Eq. 1) by a greedy search on the training folds. Features: "
+        f"{feature_source} of a repository built with compat {repository_compat}."
     )
     report.add_table(result.round(3), title="Table IV layout")
     if "reasons" in labels.columns:
@@ -349,12 +542,22 @@ def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], tr
     flat = {f"{m}:{k}": v for m, values in features.items() for k, v in values.items()}
     missing = [c for c in saved["columns"] if c not in flat]
     if missing:
-        raise InvalidArgumentError(f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks")
+        hint = (
+            " (assessors of compat reference need a test with compat reference)"
+            if "max_mean@" in missing[0] or missing[0].endswith("_reference")
+            else ""
+        )
+        raise InvalidArgumentError(
+            f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks{hint}"
+        )
     row = np.nan_to_num(np.array([[flat[c] for c in saved["columns"]]], dtype=np.float64), posinf=0.0, neginf=0.0)
     return {name: int(_predict(model, row)[0]) for name, model in saved["assessors"].items()}
 
 
 __all__ = [
+    "LABEL_CODINGS",
+    "file_label_coding",
+    "to_our_coding",
     "agreement",
     "repository_labels",
     "train_assessors",
