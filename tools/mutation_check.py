@@ -436,6 +436,44 @@ MUTATIONS: list[Mutation] = [
         ("tests/invariance/test_assess_reference.py::test_to_our_coding_flips_the_papers_labels_only",),
         "labels in the paper's coding (0 = invariant) read as ours: the robust-accuracy baseline inverts",
     ),
+    Mutation(
+        "dqa-candidates-rounded",
+        ("src/repscope/studies/zeroshot/attack.py",),
+        "    genes = candidates.astype(int)  # truncation toward zero",
+        "    genes = np.rint(candidates).astype(int)  # truncation toward zero",
+        (
+            "tests/zeroshot/test_zeroshot_reference_modes.py::test_dqa_search_scores_one_generation_of_400_candidates_as_dqa_builds_them",
+        ),
+        "DQA's candidate images rounded where its code truncates them (astype(int))",
+    ),
+    Mutation(
+        "dqa-threshold-genes-channel-first",
+        ("src/repscope/studies/zeroshot/attack.py",),
+        "    values = image.ravel().astype(np.float64)",
+        "    values = image.transpose(2, 0, 1).ravel().astype(np.float64)",
+        (
+            "tests/zeroshot/test_zeroshot_reference_modes.py::test_dqa_search_scores_one_generation_of_400_candidates_as_dqa_builds_them",
+        ),
+        "the DQA threshold attack's genes in channel-first order where DQA reads the image height x width x channels",
+    ),
+    Mutation(
+        "exact-spearman-p-strict-count",
+        ("src/repscope/metrics/zeroshot.py",),
+        "np.count_nonzero(statistics >= observed)",
+        "np.count_nonzero(statistics > observed)",
+        ("tests/zeroshot/test_zeroshot_reference_modes.py::test_exact_p_value_at_five_models",),
+        "the exact permutation p-value leaves out the pairings as extreme as the observed one",
+    ),
+    Mutation(
+        "capsnet-reference-lengths-epsilon",
+        ("src/repscope/train/tasks/capsule.py",),
+        "KERAS_EPSILON = 1e-7",
+        "KERAS_EPSILON = 1e-8",
+        (
+            "tests/zeroshot/test_zeroshot_reference_modes.py::test_capsnet_reference_soft_labels_are_the_raw_keras_lengths",
+        ),
+        "CapsNet's raw lengths with our epsilon instead of the Keras Length layer's 1e-7",
+    ),
 ]
 
 

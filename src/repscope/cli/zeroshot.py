@@ -47,18 +47,28 @@ def attack_command(
     norm: List[str] = typer.Option(["l0", "linf"], "--norm", help="l0 (pixels) or linf (repeat)", metavar="[l0|linf]"),
     threshold: List[int] = typer.Option([1, 3, 5, 10], "--threshold", help="pixels (l0) or 0-255 levels (linf)"),
     n: int = typer.Option(100, "--n", help="test images attacked (a seeded draw of correctly classified ones)"),
-    budget: int = typer.Option(100, "--budget", help="CMA-ES generations per image and threshold"),
+    budget: int = typer.Option(100, "--budget", help="CMA-ES generations per image and threshold (--search art)"),
+    search: str = typer.Option(
+        "art",
+        "--search",
+        help="art: the adversarial-robustness-toolbox's search (up to --budget generations); dqa: the authors' "
+        "DQA search, one CMA-ES generation of 400 candidates (the paper's Table 1)",
+        metavar="[art|dqa]",
+    ),
     seed: int = typer.Option(0, "--seed", help="seed of the image draw and of CMA-ES"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
     from repscope.config import parse_assignments
     from repscope.outputs import output_target
-    from repscope.studies.zeroshot.attack import attack_classifier
+    from repscope.studies.zeroshot.attack import attack_classifier, check_search
 
     params = parse_assignments(data_param, "--data-param")
+    check_search(search)
     with output_target(out, overwrite=overwrite, kind="directory") as target:
-        counts = attack_classifier(model, target, arch, data, params, list(norm), list(threshold), n, budget, seed)
+        counts = attack_classifier(
+            model, target, arch, data, params, list(norm), list(threshold), n, budget, seed, search=search
+        )
     for _, row in counts.iterrows():
         typer.echo(f"{row['norm']} threshold {row['threshold']}: {row['successes']} of {row['images']} succeeded")
     typer.echo(f"written: {out}")

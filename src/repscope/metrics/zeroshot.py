@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-from scipy.stats import spearmanr
+from scipy.stats import rankdata, spearmanr
 from sklearn.metrics import davies_bouldin_score
 
 from repscope.errors import InvalidArgumentError
@@ -139,10 +139,21 @@ def amalgam_metric(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
     .. math:: \\mathrm{AM} = \\frac{1}{n} \\sum_{i=1}^{n} \\frac{\\lVert h'_i - h_i \\rVert_1}{n - 1}
 
     with ``h'_i``, ``h_i`` the summed soft-labels of :func:`amalgam_histograms`. Because they are sums
-    over the ``m_i`` images, AM grows with the test-set size (the paper's values, 101-281 on CIFAR-10,
-    come from 1,000 images a class; the largest possible term is ``2 m_i / (n - 1)``). The per-image
-    variant divides each ``h`` by ``m_i`` first (``am_per_image``, in ``[0, 2 / (n - 1)]``), so sets of
-    different sizes compare; with equal ``m_i`` the two are proportional and rank models alike.
+    over the ``m_i`` images, AM grows with the number of images: a term is at most ``2 m_i / (n - 1)``.
+    The per-image variant divides each ``h`` by ``m_i`` first (``am_per_image``, in ``[0, 2 / (n - 1)]``),
+    so sets of different sizes compare; with equal ``m_i`` the two are proportional and rank models alike.
+
+    The paper's Table 3 (AM 101-281 on CIFAR-10) is not Eq. 4 over the 1,000 test images a class: their
+    terms would be at most ``2 x 1000 / 9 = 222``, yet ResNet's mean is 281.3 (+- 107.8). The authors'
+    released code (``shashankkotyan/RepresentationMetrics``, ``code/networks/model.py``,
+    ``Model.analyse_raw_zero_shot``) stores the soft-labels of each excluded class's 5,000 training and
+    1,000 test images (``excluded_train.pkl``, ``excluded_test.pkl``; the full model's on all 50,000 and
+    10,000), but the script that computed AM from them (``run_stats.py``, named in its README) was never
+    released, so which images, sums or normalisation Table 3 used cannot be read from the code. Sums over
+    5,000 images a class (bound 1,111) or Eq. 4 without the ``1 / (n - 1)`` over 1,000 (bound 2,000)
+    would both allow 281. No value here is comparable in size with Table 3: compare the order of the
+    architectures (``am`` and ``am_per_image`` give the same order when every class has the same number
+    of images), or ``am_per_image`` between runs.
 
     Parameters
     ----------
@@ -204,11 +215,71 @@ def zero_shot_scores(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
     }
 
 
+# the largest number of models whose p-value enumerates every permutation (10! = 3,628,800 orderings)
+EXACT_MAX_N = 10
+
+
+def _permutations(n: int) -> np.ndarray:
+    """Every ordering of ``range(n)``, ``(n!, n)`` int8, built by inserting each next item at every position."""
+    orderings = np.zeros((1, 0), dtype=np.int8)
+    for item in range(n):
+        blocks = [np.insert(orderings, position, item, axis=1) for position in range(item + 1)]
+        orderings = np.concatenate(blocks)
+    return orderings
+
+
+def exact_spearman_p_value(x: Sequence[float], y: Sequence[float]) -> float:
+    """Two-sided exact permutation p-value of Spearman's rho for up to :data:`EXACT_MAX_N` pairs.
+
+    Under the null hypothesis every pairing of the ``y`` values with the ``x`` values is equally likely;
+    the p-value is the share of the ``n!`` pairings whose ``|rho|`` reaches the observed one. Ranks are
+    average ranks (ties share theirs, as :func:`scipy.stats.spearmanr`), doubled and centred so that
+    ``rho`` is proportional to the integer sum ``T = sum_i a_i b_{pi(i)}``: the comparison
+    ``|T_pi| >= |T|`` is exact, with no float tolerance. Without ties the null distribution is symmetric
+    and this equals twice the one-sided p-value.
+
+    Parameters
+    ----------
+    x, y : sequence of float
+        One value per model, in the same order (``3 <= n <=`` :data:`EXACT_MAX_N`, neither constant).
+
+    Returns
+    -------
+    float
+        The exact two-sided p-value, a multiple of ``1 / n!`` (e.g. ``n = 5``, ``rho = 0.9``: 10 / 120).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Lengths that differ, fewer than 3 or more than :data:`EXACT_MAX_N` values.
+    """
+    a, b = np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1 or not 3 <= len(a) <= EXACT_MAX_N:
+        raise InvalidArgumentError(
+            f"x, y: the exact p-value needs 3 to {EXACT_MAX_N} pairs, got shapes {a.shape} and {b.shape}"
+        )
+    n = len(a)
+    # 2 * average rank - (n + 1): integers (half ranks doubled), summing to zero
+    centred_x = (2 * rankdata(a) - (n + 1)).astype(np.int16)
+    centred_y = (2 * rankdata(b) - (n + 1)).astype(np.int16)
+    observed = abs(int(centred_x.astype(np.int64) @ centred_y))
+    # int16 is exact here (|T| <= n (n - 1)^2 < 2**15 for n <= 10) and keeps n = 10 at ~110 MB
+    statistics = np.abs(centred_y[_permutations(n)] @ centred_x)
+    return float(np.count_nonzero(statistics >= observed) / len(statistics))
+
+
 def rank_correlation(metric: Sequence[float], attack_success: Sequence[float]) -> dict[str, Any]:
     """Spearman's rank correlation between a representation metric and attack success across models.
 
     For the paper's claim ("easily attacked networks have a lower representation score") a metric where
     lower is better (DBI, AM) should correlate positively with the number of successful attacks.
+
+    The p-value is two-sided. Up to :data:`EXACT_MAX_N` models it is exact
+    (:func:`exact_spearman_p_value`: every one of the ``n!`` pairings); with 5 models only ``|rho| = 1``
+    reaches ``p < 0.05`` (``p = 2 / 120``; ``rho = 0.9`` gives ``10 / 120 = 0.083``, where the t
+    approximation would say 0.037). Beyond that it is scipy's t approximation
+    (:func:`scipy.stats.spearmanr`: ``t = rho sqrt((n - 2) / (1 - rho^2))``, Student's t with ``n - 2``
+    degrees of freedom).
 
     Parameters
     ----------
@@ -218,8 +289,8 @@ def rank_correlation(metric: Sequence[float], attack_success: Sequence[float]) -
     Returns
     -------
     dict
-        ``rho`` (NaN when either side is constant), ``p_value`` (two-sided, scipy's t approximation;
-        with 5 models only ``|rho| >= 0.9`` reaches ``p < 0.05``), ``n``.
+        ``rho`` (NaN when either side is constant), ``p_value``, ``p_method`` (``"exact permutation"`` or
+        ``"t approximation"``), ``n``.
 
     Raises
     ------
@@ -235,16 +306,21 @@ def rank_correlation(metric: Sequence[float], attack_success: Sequence[float]) -
         raise InvalidArgumentError(f"metric: a rank correlation needs at least 3 models, got {len(x)}")
     if not (np.isfinite(x).all() and np.isfinite(y).all()):
         raise InvalidArgumentError("metric, attack_success: values must be finite")
+    exact = len(x) <= EXACT_MAX_N
+    method = "exact permutation" if exact else "t approximation"
     if np.ptp(x) == 0 or np.ptp(y) == 0:
-        return {"rho": float("nan"), "p_value": float("nan"), "n": len(x)}
+        return {"rho": float("nan"), "p_value": float("nan"), "p_method": method, "n": len(x)}
     result = spearmanr(x, y)
-    return {"rho": float(result.statistic), "p_value": float(result.pvalue), "n": len(x)}
+    p_value = exact_spearman_p_value(x, y) if exact else float(result.pvalue)
+    return {"rho": float(result.statistic), "p_value": p_value, "p_method": method, "n": len(x)}
 
 
 __all__ = [
+    "EXACT_MAX_N",
     "amalgam_histograms",
     "amalgam_metric",
     "davies_bouldin_soft_labels",
+    "exact_spearman_p_value",
     "rank_correlation",
     "raw_zero_shot_dbi",
     "zero_shot_scores",
