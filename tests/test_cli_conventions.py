@@ -514,7 +514,8 @@ def test_repo_build_runs_through_the_builder_and_follows_the_output_rule(tmp_pat
     assert first.exit_code == 0, first.output
     assert "1 of 2 models built; failed: 0" in first.output and f"summary: {out / 'summary.csv'}" in first.output
     assert calls[0]["out"] == out and calls[0]["workers"] == 2 and calls[0]["backend"] == "local"
-    assert calls[0]["config"].count == 2 and calls[0]["config"].epochs == [1]  # --set, then --quick
+    # --set, then --quick (3 epochs: one left every CNN5 under-fitted)
+    assert calls[0]["config"].count == 2 and calls[0]["config"].epochs == [3]
     refused = invoke("invariance", "repo", "build", "-o", out)
     assert refused.exit_code == 1 and len(calls) == 1
     assert invoke("invariance", "repo", "build", "-o", out, "--resume").exit_code == 0 and calls[1]["out"] == out
