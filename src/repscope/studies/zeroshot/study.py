@@ -305,6 +305,11 @@ def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool
     as_dict = to_plain(config.model_dump(mode="json"))
     if resume and run.config_path.exists():
         stored = read_config(run.root)
+        try:  # a setting added since the run started (attack.search) takes its default, as the run did
+            settings = {key: value for key, value in stored.items() if key != "repscope_version"}
+            stored = to_plain(ZeroShotConfig.model_validate(settings).model_dump(mode="json"))
+        except ValueError:  # pydantic's ValidationError: a config of another shape stays as stored
+            pass
         if _comparable(stored) != _comparable(as_dict):
             raise InvalidArgumentError(
                 f"--resume: the config differs from the one {run.root} was started with (only workers, backend "
