@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pandas as pd
 
@@ -18,7 +19,11 @@ def test_the_study_trains_scores_and_writes_table_2(tmp_path):
         classifier_epochs=1,
     )
     config.training.trainer.max_epochs = 1
-    report = run_disentangle_study(config, out=tmp_path / "study")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = run_disentangle_study(config, out=tmp_path / "study")
+    # the weak judges are named once for the study, not again for each model scored
+    assert sum("CG judged by weak" in str(warning.message) for warning in caught) == 1
     # the paper's dSprites numbers sit beside ours in the report
     assert "The paper&#x27;s Table 2, dSprites half" in report.read_text()  # HTML-escaped apostrophe
     table = pd.read_csv(tmp_path / "study" / "tables" / "table2.csv")

@@ -11,6 +11,7 @@ latent traversals (one row per latent) are in the report.
 from __future__ import annotations
 
 import inspect
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -196,7 +197,9 @@ def run_disentangle_study(
             position=(k + 1, len(config.models)),
         )
         source_dir = Path(member.checkpoint) if member.checkpoint else model_dir
-        scores, codes = score_model(source_dir, classifiers, config)
+        with warnings.catch_warnings():  # the weak judges were named once above, not once per model
+            warnings.filterwarnings("ignore", message="CG judged by weak", category=RuntimeWarning)
+            scores, codes = score_model(source_dir, classifiers, config)
         rows.append({"model": member.label, **scores})
         images = traversal_images(task, codes, config.traversal_steps, config.traversal_range)
         labels = [f"z{latent}" for latent in range(codes.shape[1])]
