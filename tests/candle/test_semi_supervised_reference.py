@@ -10,16 +10,14 @@ from __future__ import annotations
 import logging
 import math
 import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import lightning.pytorch as pl
 import numpy as np
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader, Dataset
 
+from host_reads import no_host_reads  # tests/host_reads.py (tests/ is on the path of its conftest)
 from repscope.data.sprites.datasets import dsprites_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.train.datamodule import SplitView
@@ -258,50 +256,6 @@ def test_stream_errors_name_what_is_wrong():
 
 # ---------------------------------------------------------------------------------------------
 # no host synchronisation in a step
-
-
-HOST_READS = ("item", "__bool__", "tolist", "__int__", "__float__")
-WAITING = {"_local_scalar_dense", "is_nonzero", "equal", "nonzero", "masked_select", "argwhere"}
-
-
-class DeviceReads(TorchDispatchMode):
-    """Records the aten calls that wait for the device or copy between devices."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if name in WAITING:
-            self.calls.append(str(func))
-        elif name == "_to_copy" and "device" in kwargs and tensors and tensors[0].device != kwargs["device"]:
-            self.calls.append(f"{func} {tensors[0].device} -> {kwargs['device']}")
-        elif name == "copy_" and len(tensors) == 2 and tensors[0].device != tensors[1].device:
-            self.calls.append(f"{func} {tensors[1].device} -> {tensors[0].device}")
-        return func(*args, **kwargs)
-
-
-@contextmanager
-def no_host_reads() -> Iterator[DeviceReads]:
-    saved = {name: getattr(torch.Tensor, name) for name in HOST_READS}
-
-    def refuse(name):
-        def method(*args, **kwargs):
-            raise AssertionError(f"a step read a tensor on the host: Tensor.{name}")
-
-        return method
-
-    try:
-        for name in HOST_READS:
-            setattr(torch.Tensor, name, refuse(name))
-        with DeviceReads() as reads:
-            yield reads
-    finally:
-        for name, method in saved.items():
-            setattr(torch.Tensor, name, method)
 
 
 @pytest.mark.parametrize("cls", [SemiSupervisedVAETask, SemiSupervisedFactorVAETask])
