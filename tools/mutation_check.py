@@ -437,6 +437,15 @@ MUTATIONS: list[Mutation] = [
         "labels in the paper's coding (0 = invariant) read as ours: the robust-accuracy baseline inverts",
     ),
     Mutation(
+        "human-labels-coding-ignored",
+        ("src/repscope/studies/invariance/commands.py",),
+        "given[annotator] = to_our_coding(given[annotator], coding)",
+        "given[annotator] = given[annotator].astype(int)",
+        ("tests/invariance/test_invariance_assess.py::test_label_and_assess_from_the_cli_then_a_verdict",),
+        "annotators' labels in the paper's coding compared with the rules as ours: every kappa with the rules "
+        "flips sign",
+    ),
+    Mutation(
         "dqa-candidates-rounded",
         ("src/repscope/studies/zeroshot/attack.py",),
         "    genes = candidates.astype(int)  # truncation toward zero",

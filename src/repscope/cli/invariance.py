@@ -142,6 +142,7 @@ def test_command(
     typer.echo(f"report: {Path(out) / 'report.html'}")
 
 
+ASSESS_LABEL_CODINGS = Literal["ours", "paper"]  # 1 = invariant, or the ML4ML paper's 0 = invariant
 repo_app = typer.Typer(no_args_is_help=True, help="The model repository: build it.")
 app.add_typer(repo_app, name="repo")
 
@@ -171,6 +172,11 @@ def repo_label_command(
     min_accuracy: float = typer.Option(
         0.8, "--min-accuracy", help="below this test accuracy a model under-fits (MNIST: 0.8; lower for harder data)"
     ),
+    label_coding: Optional[ASSESS_LABEL_CODINGS] = typer.Option(
+        None,
+        "--label-coding",
+        help="coding of --human without a label_coding column: ours (1 = invariant) or paper (0 = invariant)",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """Label every model by the guideline's rules; with --human, the annotators' agreement."""
@@ -178,7 +184,7 @@ def repo_label_command(
     from repscope.studies.invariance.commands import label_repository
 
     prepare_output(out, overwrite=overwrite, kind="file")
-    result = label_repository(repo, out, human=human, min_accuracy=min_accuracy)
+    result = label_repository(repo, out, human=human, min_accuracy=min_accuracy, label_coding=label_coding)
     labels = result["labels"]
     typer.echo(f"{int(labels['label'].sum())} of {len(labels)} models invariant by the rules; written: {out}")
     if "agreement" in result:
@@ -188,7 +194,6 @@ def repo_label_command(
 
 
 ASSESS_COMPAT = Literal["paper", "reference"]
-ASSESS_LABEL_CODINGS = Literal["ours", "paper"]
 assess_app = typer.Typer(no_args_is_help=True, help="ML4ML assessors: train them on a repository.")
 app.add_typer(assess_app, name="assess")
 

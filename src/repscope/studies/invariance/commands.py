@@ -59,7 +59,11 @@ def matrix_file_features(matrix: str | Path, tau: float = 0.15, out: str | Path 
 
 
 def label_repository(
-    repo: str | Path, out: str | Path, human: str | Path | None = None, min_accuracy: float = 0.8
+    repo: str | Path,
+    out: str | Path,
+    human: str | Path | None = None,
+    min_accuracy: float = 0.8,
+    label_coding: str | None = None,
 ) -> dict[str, Any]:
     """Label every model of a repository by the guideline's rules and write the labels as CSV; with the
     annotators' labels, their agreement with each other and with the rules.
@@ -71,9 +75,14 @@ def label_repository(
     out : str or pathlib.Path
         CSV to write: ``name``, ``label`` (1 invariant, 0 variant), reasons.
     human : str or pathlib.Path, optional
-        CSV of human labels: ``name`` plus one column per annotator.
+        CSV of human labels: ``name`` plus one column per annotator, and a ``label_coding`` column (``ours``:
+        1 = invariant; ``paper``: 0 = invariant, the ML4ML paper's) unless ``label_coding`` is given. The
+        annotators' labels are converted to ours before they meet the rules: a file in the paper's coding read
+        as ours would give each annotator a negative kappa with the rules.
     min_accuracy : float, default=0.8
         Below this test accuracy a model under-fits.
+    label_coding : {"ours", "paper"}, optional
+        The coding of ``human`` when it has no ``label_coding`` column (they must agree when both are given).
 
     Returns
     -------
@@ -85,8 +94,16 @@ def label_repository(
     ------
     DataFormatError
         ``human`` is not a readable CSV or has no ``name`` column.
+    InvalidArgumentError
+        ``human``'s coding is not stated, or its column and ``label_coding`` disagree, or a label is not 0 / 1.
     """
-    from repscope.studies.invariance.assess import agreement, read_repository, rule_labels  # noqa: PLC0415
+    from repscope.studies.invariance.assess import (  # noqa: PLC0415
+        agreement,
+        file_label_coding,
+        read_repository,
+        rule_labels,
+        to_our_coding,
+    )
 
     given = None
     if human is not None:  # read first: a bad file leaves no labels behind
@@ -96,6 +113,10 @@ def label_repository(
             raise DataFormatError(f"--human {human}: not a readable CSV ({exc})") from None
         if "name" not in given.columns:
             raise DataFormatError(f"--human {human}: needs a name column")
+        coding = file_label_coding(given, label_coding, f"--human {human}")
+        given = given.drop(columns="label_coding", errors="ignore")
+        for annotator in given.columns.drop("name"):
+            given[annotator] = to_our_coding(given[annotator], coding)
     labels = rule_labels(read_repository(repo), min_accuracy=min_accuracy)
     write_text_atomic(out, labels.to_csv(index=False))
     result: dict[str, Any] = {"labels": labels}
