@@ -61,6 +61,7 @@ TINY_MODELS: dict[str, dict[str, Any]] = {
     "attribute-cnn": {
         "data": ("cdsprites", {"level": 1, "train_size": 16, "val_size": 8, "test_size": 8, "target": "shape"})
     },
+    "factor-cnn": {"data": ("dsprites", {"train_size": 32, "test_size": 8, "target": "posX"})},
     "vgg13-bn": {"data": ("cifar10", {})},  # 32 pixels at least: the tiny CIFAR-10 folder below
 }
 

@@ -110,13 +110,23 @@ def classifiers_command(
     train_size: Optional[int] = typer.Option(None, "--train-size", help="training images (default: the dataset's)"),
     test_size: Optional[int] = typer.Option(None, "--test-size", help="test images"),
     epochs: int = typer.Option(3, "--epochs", help="epochs per classifier"),
+    model: str = typer.Option(
+        "attribute-cnn", "--model", help="registered supervised model of every classifier (factor-cnn: full resolution)"
+    ),
     seed: int = typer.Option(0, help="seed of the training"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy."""
+    """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy
+    (raw, and identifiable: up to what the images can show)."""
+    from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target, prepare_output
-    from repscope.studies.disentangle.cg import train_factor_classifiers
+    from repscope.studies.disentangle.cg import judge_records, train_factor_classifiers
+    from repscope.train.registry import MODELS
+
+    if model not in MODELS or not MODELS[model].supervised:
+        classifiers = ", ".join(sorted(name for name, entry in MODELS.items() if entry.supervised))
+        raise InvalidArgumentError(f"--model: {model!r} is not a registered classifier; registered: {classifiers}")
 
     names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
     params = {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
@@ -124,10 +134,13 @@ def classifiers_command(
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         accuracies = train_factor_classifiers(
-            data, names, target, data_params=params, epochs=epochs, seed=seed, trainer=trainer
+            data, names, target, data_params=params, epochs=epochs, seed=seed, trainer=trainer, model=model
         )
-    for name, accuracy in accuracies.items():
-        typer.echo(f"{name}: test accuracy {accuracy:.3f}")
+    for name, record in judge_records(out).items():
+        typer.echo(
+            f"{name}: test accuracy {record['accuracy']:.3f}, identifiable {record['identifiable_accuracy']:.3f} "
+            f"({record['rule']})"
+        )
     weak = [name for name, accuracy in accuracies.items() if not accuracy >= DEFAULT_MIN_JUDGE_ACCURACY]
     if weak:
         typer.echo(

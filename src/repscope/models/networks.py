@@ -26,6 +26,7 @@ from repscope.models.all_conv import AllConvNet
 from repscope.models.capsnet import CapsNet
 from repscope.models.classifiers import CNN5, MLP, VGG13BN, LeNet5
 from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
+from repscope.models.factor_cnn import FactorCNN
 from repscope.models.mnist_gan import Encoder, Generator
 from repscope.models.network_in_network import NetworkInNetwork
 from repscope.models.resnet import ResNet
@@ -57,6 +58,12 @@ def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
 
 def _attribute_cnn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return AttributeCNN(num_outputs, image_shape=image_shape)
+
+
+def _factor_cnn(
+    image_shape: tuple[int, ...], num_outputs: int, width: int = 16, hidden: int = 256, dropout: float = 0.2
+) -> nn.Module:
+    return FactorCNN(num_outputs, image_shape=image_shape, width=width, hidden=hidden, dropout=dropout)
 
 
 def _allconv(
@@ -117,6 +124,7 @@ CLASSIFIERS: dict[str, Callable[..., nn.Module]] = {
     "vgg13-bn": _vgg13_bn,
     "mlp": _mlp,
     "attribute-cnn": _attribute_cnn,
+    "factor-cnn": _factor_cnn,
     "allconv": _allconv,
     "nin": _nin,
     "resnet": _resnet,

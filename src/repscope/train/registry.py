@@ -85,6 +85,13 @@ MODELS: dict[str, ModelEntry] = {
         {"network": "attribute-cnn"},
         {"lr": 2e-3, "schedule": "cosine"},
     ),
+    # the factor classifiers CG judges with (dSprites, CANDLE): full-resolution first layer, coordinates
+    "factor-cnn": ModelEntry(
+        "repscope.train.tasks.supervised:SupervisedTask",
+        "supervised",
+        {"network": "factor-cnn"},
+        {"lr": 2e-3, "schedule": "cosine"},
+    ),
 }
 
 

@@ -2,20 +2,29 @@
 
 CG (:func:`repscope.metrics.disentanglement.counterfactual.counterfactual_generativeness`) judges the
 images a model decodes after an intervention on its latents with a classifier of every factor. The
-classifiers are the framework's supervised models (``attribute-cnn``), one per factor, trained on the
+classifiers are the framework's supervised models (``attribute-cnn`` by default; ``factor-cnn``,
+:class:`repscope.models.factor_cnn.FactorCNN`, keeps the full resolution at 4-5 times the compute), one
+per factor, trained on the
 same dataset by :func:`repscope.train.run.fit` into ``DIR/<factor>/`` (a run directory each, with its
-test accuracy; the CANDLE paper's classifier reached 98.9%), on the trainer of the study or command that
-asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to factor
-``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
+test accuracy; the CANDLE paper's classifiers reached 98.9% and 99.5%), on the trainer of the study or
+command that asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to
+factor ``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
 
-A CG result carries its judges: each classifier's held-out test accuracy (from its run's
-``metrics.json``), ``judge_ok`` (every one at least ``min_judge_accuracy``, default 0.9) and the weak
-ones by name; a weak judge gives a ``RuntimeWarning``, or an error with ``refuse_weak_judges``
+A judge is measured on what the images show: besides its raw test accuracy, each classifier's
+``judge.json`` holds its *identifiable* accuracy (:func:`repscope.data.symmetries.identifiable_hits`): a
+prediction naming a value that renders as the same image counts as right (a square turned by 90
+degrees), and examples whose factor the image does not show are left out (a sphere's rotation). No
+classifier can be right about what the image does not show, so that accuracy is the one a judge is held
+to. A CG result carries its judges: each classifier's identifiable accuracy (the raw test accuracy of
+``metrics.json`` for a folder trained before ``judge.json`` existed), ``judge_ok`` (every one at least
+``min_judge_accuracy``, default 0.9) and the weak ones by name; a weak judge gives a ``RuntimeWarning``,
+or an error with ``refuse_weak_judges``
 (:func:`repscope.metrics.disentanglement.counterfactual.check_judges`).
 """
 
 from __future__ import annotations
 
+import json
 import warnings
 from pathlib import Path
 from typing import Any
@@ -23,7 +32,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from repscope.errors import InvalidArgumentError
+from repscope.data.symmetries import has_symmetry_rule, identifiable_hits, rule_description
+from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.fileio import write_json_atomic
 from repscope.metrics.disentanglement.counterfactual import (
     DEFAULT_MIN_JUDGE_ACCURACY,
     check_judges,
@@ -38,6 +49,47 @@ from repscope.train.reader import open_run
 from repscope.train.run import fit
 
 CLASSIFIER_MODEL = "attribute-cnn"
+JUDGE_FILE = "judge.json"
+
+
+def judge_record(
+    data: str, factor: str, factors: np.ndarray, truth: np.ndarray, predicted: np.ndarray
+) -> dict[str, Any]:
+    """How well one factor classifier judges: raw and identifiable accuracy on held-out images.
+
+    Parameters
+    ----------
+    data : str
+        The registered dataset (its symmetry rules: :mod:`repscope.data.symmetries`).
+    factor : str
+        The factor the classifier predicts.
+    factors : numpy.ndarray
+        int ``(n, K)`` every factor's true classes of the held-out images.
+    truth, predicted : numpy.ndarray
+        int ``(n,)`` the factor's true and predicted classes.
+
+    Returns
+    -------
+    dict
+        ``accuracy`` (raw), ``identifiable_accuracy`` (hits over the counted examples; the raw accuracy
+        where the factor has no symmetry rule), ``counted`` (examples whose image shows the factor),
+        ``n`` and ``rule`` (in words).
+    """
+    truth, predicted = np.asarray(truth), np.asarray(predicted)
+    raw = float(np.mean(predicted == truth))
+    if has_symmetry_rule(data, factor):
+        hits, counted = identifiable_hits(data, factor, factors, predicted)
+        identifiable = float(hits[counted].mean()) if counted.any() else float("nan")
+    else:
+        counted = np.ones(len(truth), dtype=bool)
+        identifiable = raw
+    return {
+        "accuracy": raw,
+        "identifiable_accuracy": identifiable,
+        "counted": int(counted.sum()),
+        "n": int(len(truth)),
+        "rule": rule_description(data, factor),
+    }
 
 
 def train_factor_classifiers(
@@ -48,6 +100,8 @@ def train_factor_classifiers(
     data_params: dict[str, Any] | None = None,
     epochs: int = 3,
     batch_size: int = 128,
+    model: str = CLASSIFIER_MODEL,
+    model_params: dict[str, Any] | None = None,
     seed: int = 0,
     trainer: TrainerSection | None = None,
 ) -> dict[str, float]:
@@ -65,6 +119,10 @@ def train_factor_classifiers(
         Further parameters of the dataset (``size``, ``test_size``, ...).
     epochs, batch_size, seed
         Training settings of every classifier.
+    model : str, default="attribute-cnn"
+        The registered supervised model of every classifier (``factor-cnn``: the full-resolution one).
+    model_params : dict, optional
+        Its parameters (``lr``, ``network_params``, ...).
     trainer : TrainerSection, optional
         Where and how they train (accelerator, devices, precision, ..., logger): a study's trainer, or
         the command's flags; their ``max_epochs`` is ``epochs``. Default: the defaults (CPU).
@@ -72,20 +130,24 @@ def train_factor_classifiers(
     Returns
     -------
     dict of str to float
-        Test accuracy per factor.
+        Identifiable test accuracy per factor (:func:`judge_record`; also in ``out/<factor>/judge.json``
+        with the raw accuracy).
     """
     out = Path(out)
     accuracies = {}
     for factor in factors:
         config = TrainConfig(
-            model=Named(name=CLASSIFIER_MODEL),
+            model=Named(name=model, params=dict(model_params or {})),
             data=Named(name=data, params={**(data_params or {}), "target": factor}),
             trainer=auxiliary_trainer(trainer, max_epochs=int(epochs)),
             batch_size=int(batch_size),
             seed=int(seed),
         )
         outcome = fit(config, out=out / factor, description=f"{factor} classifier on {data}")
-        accuracies[factor] = float(outcome.metrics.get("test_accuracy", float("nan")))
+        test = outcome.data.arrays("test", ["image", "factors", "target"])
+        record = judge_record(data, factor, test["factors"], test["target"], outcome.task.predict(test["image"]))
+        write_json_atomic(out / factor / JUDGE_FILE, record)
+        accuracies[factor] = record["identifiable_accuracy"]
     return accuracies
 
 
@@ -178,7 +240,7 @@ def cg_of_run(
 
 
 def classifier_accuracies(folder: str | Path) -> dict[str, float]:
-    """The test accuracy of every classifier run in ``folder`` (from its metrics.json).
+    """The accuracy every classifier run in ``folder`` is held to as a judge.
 
     Parameters
     ----------
@@ -188,13 +250,53 @@ def classifier_accuracies(folder: str | Path) -> dict[str, float]:
     Returns
     -------
     dict of str to float
-        Factor name (the run's folder name) -> held-out test accuracy (NaN when the run recorded none).
+        Factor name (the run's folder name) -> identifiable accuracy from its ``judge.json``; for a run
+        without one (trained before it existed), the raw test accuracy of its ``metrics.json`` (NaN when
+        the run recorded none).
     """
-    accuracies = {}
+    return {name: record["identifiable_accuracy"] for name, record in judge_records(folder).items()}
+
+
+def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """Every classifier run's :func:`judge_record` in ``folder`` (raw and identifiable accuracy).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder :func:`train_factor_classifiers` wrote.
+
+    Returns
+    -------
+    dict of str to dict
+        Factor name -> the run's ``judge.json``; a run without one gets its raw test accuracy as both
+        accuracies and ``rule`` ``"raw test accuracy (no judge.json)"``.
+
+    Raises
+    ------
+    DataFormatError
+        A ``judge.json`` that is not a JSON object with numeric accuracies, naming the file.
+    """
+    records = {}
     for run in sorted(Path(folder).iterdir()):
-        if (run / METRICS_FILE).is_file():
-            accuracies[run.name] = float(read_metrics(run).get("test_accuracy", float("nan")))
-    return accuracies
+        path = run / JUDGE_FILE
+        if path.is_file():
+            try:
+                record = json.loads(path.read_text())
+                record["accuracy"], record["identifiable_accuracy"] = (
+                    float(record["accuracy"]),
+                    float(record["identifiable_accuracy"]),
+                )
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataFormatError(f"{path}: not a judge record ({exc})") from None
+            records[run.name] = record
+        elif (run / METRICS_FILE).is_file():
+            raw = float(read_metrics(run).get("test_accuracy", float("nan")))
+            records[run.name] = {
+                "accuracy": raw,
+                "identifiable_accuracy": raw,
+                "rule": "raw test accuracy (no judge.json)",
+            }
+    return records
 
 
-__all__ = ["train_factor_classifiers", "cg_of_run", "classifier_accuracies"]
+__all__ = ["train_factor_classifiers", "cg_of_run", "classifier_accuracies", "judge_record", "judge_records"]
