@@ -148,7 +148,7 @@ def test_soft_label_file_round_trip(tmp_path):
         assert got == pytest.approx(want, abs=1e-7)
     with np.load(path) as archive:
         assert sorted(archive.files) == sorted(
-            [f"{k}_{i}" for k in ("loo", "full") for i in range(3)] + ["class_names"]
+            [f"{k}_{i}" for k in ("loo", "full") for i in range(3)] + ["class_names", "kind"]
         )
 
 

@@ -14,7 +14,11 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command("metrics")
 def metrics_command(
-    soft_labels: Path = typer.Argument(..., help="softlabels.npz: loo_<i> (m_i, n-1) and full_<i> (m_i, n) per class"),
+    soft_labels: Path = typer.Argument(
+        ...,
+        help="softlabels.npz: loo_<i> (m_i, n-1) and full_<i> (m_i, n) per class; kind: probabilities (default) "
+        "or capsule_lengths (a CapsNet's raw lengths); the result's soft_label_kind says which was read",
+    ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON of the metrics (default: printed)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
@@ -32,7 +36,8 @@ def metrics_command(
         return
     typer.echo(
         f"DBI {result['dbi']:.4f} +/- {result['dbi_std']:.4f}, Davies-Bouldin {result['davies_bouldin']:.4f}, "
-        f"AM {result['am']:.4f} +/- {result['am_std']:.4f} (per image {result['am_per_image']:.4f})"
+        f"AM {result['am']:.4f} +/- {result['am_std']:.4f} (per image {result['am_per_image']:.4f}), "
+        f"on {result['soft_label_kind']}"
     )
     typer.echo(f"written: {out}")
 

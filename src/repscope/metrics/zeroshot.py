@@ -5,7 +5,18 @@ A classifier is trained ``n`` times, each time without one class ``i``, and show
 that unknown class; its soft-labels ``e_j`` (``n - 1`` entries) say how it describes the unknown class
 with the ones it knows. A classifier trained on all ``n`` classes gives the reference soft-labels ``e'``.
 Inputs everywhere: ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)`` (the layout of
-:mod:`repscope.data.softlabels`); rows are probability vectors.
+:mod:`repscope.data.softlabels`); rows are probability vectors, or with ``kind="capsule_lengths"`` a
+CapsNet's raw capsule lengths (each in ``[0, 1]``, rows summing to anything).
+
+Raw capsule lengths are what the authors' code scores for CapsNet: ``shashankkotyan/RepresentationMetrics``,
+``code/networks/model.py``, ``Model.analyse_raw_zero_shot`` pickles ``self._model.predict(x)`` for each
+excluded class, and the CapsNet's model output is its ``Length`` layer (``code/networks/cifar/capsnet.py``,
+``CapsNet.network``), not a normalisation of it. The script that turned those pickles into DBI and AM
+(``run_stats.py``, commented out of the README) is not released, so nothing shows a renormalisation there:
+with ``kind="capsule_lengths"`` every metric reads the lengths as they are and applies the printed
+formulas. Eq. 3 (DBI) and the Davies-Bouldin index use the rows ``e`` as they are; Eq. 4 (AM) sums the
+model-without-the-class's rows as they are (``h_i``) and normalises only the full model's row without the
+class (``e'``, "normalized such that they sum to one"), as it does for probabilities.
 
 - :func:`raw_zero_shot_dbi`: the paper's "DBI" (Eq. 3), a within-cluster scatter (lower = tighter);
 - :func:`davies_bouldin_soft_labels`: scikit-learn's standard Davies-Bouldin index of the same clusters;
@@ -27,17 +38,19 @@ from sklearn.metrics import davies_bouldin_score
 from repscope.errors import InvalidArgumentError
 
 
-def _checked(loo: Sequence[Any], full: Sequence[Any] | None = None) -> tuple[list[np.ndarray], list[np.ndarray]]:
+def _checked(
+    loo: Sequence[Any], full: Sequence[Any] | None = None, kind: str = "probabilities"
+) -> tuple[list[np.ndarray], list[np.ndarray]]:
     from repscope.data.softlabels import check_soft_labels  # noqa: PLC0415 -- data validates the layout
 
     if full is None:
-        # the DBI needs only the loo arrays: give a matching, valid full array for the check
+        # the DBI needs only the loo arrays: give a matching, valid full array for the check (valid for either kind)
         full = [np.full((len(np.asarray(a)), len(loo)), 1.0 / len(loo)) for a in loo]
-    checked = check_soft_labels(loo, full)
+    checked = check_soft_labels(loo, full, kind=kind)
     return checked.loo, checked.full
 
 
-def raw_zero_shot_dbi(loo: Sequence[Any]) -> dict[str, Any]:
+def raw_zero_shot_dbi(loo: Sequence[Any], kind: str = "probabilities") -> dict[str, Any]:
     """The paper's "DBI" (Eq. 3): the root mean squared distance of each unknown class's soft-labels to
     their centroid, averaged over the ``n`` classes.
 
@@ -53,23 +66,26 @@ def raw_zero_shot_dbi(loo: Sequence[Any]) -> dict[str, Any]:
     ----------
     loo : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)``: the model trained without class ``i`` on class ``i``'s images.
+    kind : {"probabilities", "capsule_lengths"}, default="probabilities"
+        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
     dict
-        ``dbi`` (mean of ``S_i``), ``dbi_std``, ``per_class`` (the ``S_i``), ``params`` (``n``, image counts).
+        ``dbi`` (mean of ``S_i``), ``dbi_std``, ``per_class`` (the ``S_i``), ``params`` (``n``, image counts,
+        ``soft_label_kind``).
     """
-    loo, _ = _checked(loo)
+    loo, _ = _checked(loo, kind=kind)
     scatter = np.array([np.sqrt(np.mean(np.sum((e - e.mean(axis=0)) ** 2, axis=1))) for e in loo])
     return {
         "dbi": float(scatter.mean()),
         "dbi_std": float(scatter.std()),
         "per_class": scatter.tolist(),
-        "params": {"classes": len(loo), "images": [len(e) for e in loo]},
+        "params": {"classes": len(loo), "images": [len(e) for e in loo], "soft_label_kind": kind},
     }
 
 
-def davies_bouldin_soft_labels(loo: Sequence[Any]) -> dict[str, Any]:
+def davies_bouldin_soft_labels(loo: Sequence[Any], kind: str = "probabilities") -> dict[str, Any]:
     """The standard Davies-Bouldin index (Davies and Bouldin, 1979; scikit-learn's
     ``davies_bouldin_score``) of the ``n`` unknown-class clusters of soft-labels.
 
@@ -86,33 +102,40 @@ def davies_bouldin_soft_labels(loo: Sequence[Any]) -> dict[str, Any]:
     ----------
     loo : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)``.
+    kind : {"probabilities", "capsule_lengths"}, default="probabilities"
+        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
     dict
-        ``davies_bouldin`` and ``params`` (``n``, the embedding rule).
+        ``davies_bouldin`` and ``params`` (``n``, the embedding rule, ``soft_label_kind``).
     """
-    loo, _ = _checked(loo)
+    loo, _ = _checked(loo, kind=kind)
     embedded = [np.insert(e, i, 0.0, axis=1) for i, e in enumerate(loo)]
     points = np.concatenate(embedded)
     labels = np.concatenate([np.full(len(e), i) for i, e in enumerate(loo)])
     return {
         "davies_bouldin": float(davies_bouldin_score(points, labels)),
-        "params": {"classes": len(loo), "embedding": "zero at the excluded class"},
+        "params": {"classes": len(loo), "embedding": "zero at the excluded class", "soft_label_kind": kind},
     }
 
 
-def amalgam_histograms(loo: Sequence[Any], full: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+def amalgam_histograms(
+    loo: Sequence[Any], full: Sequence[Any], kind: str = "probabilities"
+) -> tuple[np.ndarray, np.ndarray]:
     """The summed soft-labels ``h'_i`` and ``h_i`` of Eq. 4, one row per unknown class.
 
     ``e'`` is the full model's soft-label with entry ``i`` removed and the rest renormalised to sum to
     one (the "amalgam proportion" the ``n - 1`` model should reproduce); ``h'_i = sum_j e'_j`` and
-    ``h_i = sum_j e_j`` over class ``i``'s ``m_i`` images.
+    ``h_i = sum_j e_j`` over class ``i``'s ``m_i`` images. With raw capsule lengths ``e`` is summed as it is
+    (its rows need not sum to one) and ``e'`` is renormalised all the same (module docstring).
 
     Parameters
     ----------
     loo, full : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)``.
+    kind : {"probabilities", "capsule_lengths"}, default="probabilities"
+        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
@@ -120,7 +143,7 @@ def amalgam_histograms(loo: Sequence[Any], full: Sequence[Any]) -> tuple[np.ndar
         ``h_prime`` and ``h``, float64 ``(n, n - 1)``; row ``i``, column ``j`` is the known class ``j``
         of the model without ``i`` (base class ``j`` for ``j < i``, ``j + 1`` otherwise).
     """
-    loo, full = _checked(loo, full)
+    loo, full = _checked(loo, full, kind)
     h_prime, h = [], []
     for i, (e, reference) in enumerate(zip(loo, full)):
         rest = np.delete(reference, i, axis=1)
@@ -133,7 +156,7 @@ def amalgam_histograms(loo: Sequence[Any], full: Sequence[Any]) -> tuple[np.ndar
     return np.array(h_prime), np.array(h)
 
 
-def amalgam_metric(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
+def amalgam_metric(loo: Sequence[Any], full: Sequence[Any], kind: str = "probabilities") -> dict[str, Any]:
     """The Amalgam Metric (Eq. 4) and its per-image-mean variant.
 
     .. math:: \\mathrm{AM} = \\frac{1}{n} \\sum_{i=1}^{n} \\frac{\\lVert h'_i - h_i \\rVert_1}{n - 1}
@@ -159,15 +182,17 @@ def amalgam_metric(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
     ----------
     loo, full : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)``.
+    kind : {"probabilities", "capsule_lengths"}, default="probabilities"
+        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
     dict
         ``am`` (Eq. 4, sums) and ``am_std`` (over classes, ``ddof = 0``; the paper's Table 3 "±"),
         ``am_per_image`` and ``am_per_image_std``, ``per_class`` and ``per_class_per_image`` (the
-        ``||h'_i - h_i||_1 / (n - 1)`` terms), ``params`` (``n``, image counts).
+        ``||h'_i - h_i||_1 / (n - 1)`` terms), ``params`` (``n``, image counts, ``soft_label_kind``).
     """
-    h_prime, h = amalgam_histograms(loo, full)
+    h_prime, h = amalgam_histograms(loo, full, kind)
     n = h_prime.shape[0]
     counts = np.array([len(np.asarray(e)) for e in loo], dtype=np.float64)
     terms = np.abs(h_prime - h).sum(axis=1) / (n - 1)
@@ -179,11 +204,11 @@ def amalgam_metric(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
         "am_per_image_std": float(per_image.std()),
         "per_class": terms.tolist(),
         "per_class_per_image": per_image.tolist(),
-        "params": {"classes": n, "images": counts.astype(int).tolist()},
+        "params": {"classes": n, "images": counts.astype(int).tolist(), "soft_label_kind": kind},
     }
 
 
-def zero_shot_scores(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
+def zero_shot_scores(loo: Sequence[Any], full: Sequence[Any], kind: str = "probabilities") -> dict[str, Any]:
     """Every Raw Zero-Shot score of one architecture: the paper's DBI, the standard Davies-Bouldin
     index, AM and AM per image (see each function), as one flat dict of floats plus the per-class terms.
 
@@ -191,19 +216,23 @@ def zero_shot_scores(loo: Sequence[Any], full: Sequence[Any]) -> dict[str, Any]:
     ----------
     loo, full : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)``.
+    kind : {"probabilities", "capsule_lengths"}, default="probabilities"
+        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
     dict
-        ``dbi``, ``dbi_std``, ``davies_bouldin``, ``am``, ``am_std``, ``am_per_image``,
-        ``am_per_image_std``, ``dbi_per_class``, ``am_per_class``, ``am_per_image_per_class``, ``params``.
+        ``soft_label_kind`` (what the scores were computed on), ``dbi``, ``dbi_std``, ``davies_bouldin``,
+        ``am``, ``am_std``, ``am_per_image``, ``am_per_image_std``, ``dbi_per_class``, ``am_per_class``,
+        ``am_per_image_per_class``, ``params``.
     """
-    dbi = raw_zero_shot_dbi(loo)
-    am = amalgam_metric(loo, full)
+    dbi = raw_zero_shot_dbi(loo, kind)
+    am = amalgam_metric(loo, full, kind)
     return {
+        "soft_label_kind": kind,
         "dbi": dbi["dbi"],
         "dbi_std": dbi["dbi_std"],
-        "davies_bouldin": davies_bouldin_soft_labels(loo)["davies_bouldin"],
+        "davies_bouldin": davies_bouldin_soft_labels(loo, kind)["davies_bouldin"],
         "am": am["am"],
         "am_std": am["am_std"],
         "am_per_image": am["am_per_image"],

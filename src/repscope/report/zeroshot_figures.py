@@ -106,7 +106,7 @@ def amalgam_histogram_grid(soft_labels: Mapping[str, SoftLabels], difference: bo
     axes = fig.subplots(len(labels), classes, squeeze=False, sharey="row")
     for row, label in enumerate(labels):
         data = soft_labels[label]
-        h_prime, h = amalgam_histograms(data.loo, data.full)
+        h_prime, h = amalgam_histograms(data.loo, data.full, data.kind)
         counts = np.array([len(e) for e in data.loo], dtype=np.float64)[:, None]
         h_prime, h = h_prime / counts, h / counts
         for i in range(data.num_classes):

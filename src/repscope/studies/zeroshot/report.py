@@ -153,7 +153,8 @@ def write_zeroshot_report(
             "here); am_per_image: the same divided by the image count. The paper's Table 3 values (101-281) "
             "exceed Eq. 4's bound for its 1,000 test images a class (2 x 1000 / 9 = 222) and the script that "
             "computed them is not released: compare the order of the architectures, not the values. "
-            "Lower is better for all four."
+            "Lower is better for all four. soft_label_kind: what the metrics read (probabilities, or CapsNet's "
+            "raw capsule lengths with soft_labels: reference, the authors' code's outputs)."
         ),
     )
     report.add_table(

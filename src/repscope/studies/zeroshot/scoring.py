@@ -34,11 +34,12 @@ def score_soft_labels_file(soft_labels: str | Path, out: str | Path | None = Non
     Returns
     -------
     dict
-        ``file``, ``classes``, ``class_names``, ``tables_use`` (which Amalgam value the paper's tables use)
+        ``file``, ``classes``, ``class_names``, ``tables_use`` (which Amalgam value the paper's tables use),
+        ``soft_label_kind`` (the file's ``kind``: ``probabilities`` or ``capsule_lengths``)
         and the scores (``dbi``, ``dbi_std``, ``davies_bouldin``, ``am``, ``am_std``, ``am_per_image``, ...).
     """
     data = read_soft_labels(soft_labels)
-    scores = zero_shot_scores(data.loo, data.full)
+    scores = zero_shot_scores(data.loo, data.full, data.kind)  # soft_label_kind: what the file's rows are
     result = {
         "file": str(soft_labels),
         "classes": data.num_classes,
