@@ -483,6 +483,53 @@ MUTATIONS: list[Mutation] = [
         ),
         "CapsNet's raw lengths with our epsilon instead of the Keras Length layer's 1e-7",
     ),
+    Mutation(
+        "judge-square-symmetry-180",
+        ("src/repscope/data/symmetries.py",),
+        "_DSPRITES_PERIOD_DEG = np.array([90.0, 180.0, 360.0])",
+        "_DSPRITES_PERIOD_DEG = np.array([180.0, 180.0, 360.0])",
+        (
+            "tests/candle/test_judge_symmetries.py::test_a_turned_square_is_the_same_image_and_the_rule_accepts_exactly_those",
+        ),
+        "a square judged with the ellipse's 180-degree symmetry: its 90-degree turn counted wrong",
+    ),
+    Mutation(
+        "judge-invisible-rotation-counted",
+        ("src/repscope/data/symmetries.py",),
+        "    counted = period > 0",
+        "    counted = period >= 0",
+        ("tests/candle/test_judge_symmetries.py::test_candle_rotation_counts_only_objects_that_show_it",),
+        "a sphere's rotation, which no image shows, counted against the judge",
+    ),
+    Mutation(
+        "judge-held-to-raw-accuracy",
+        ("src/repscope/studies/disentangle/cg.py",),
+        'return {name: record["identifiable_accuracy"] for name, record in judge_records(folder).items()}',
+        'return {name: record["accuracy"] for name, record in judge_records(folder).items()}',
+        (
+            "tests/candle/test_judge_symmetries.py::test_a_judge_record_holds_raw_and_identifiable_accuracy",
+            "tests/candle/test_disentangle_score.py::test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers",
+        ),
+        "CG's judges held to their raw accuracy, symmetric orientations counted wrong",
+    ),
+    Mutation(
+        "raw-lengths-renormalised-in-am",
+        ("src/repscope/metrics/zeroshot.py",),
+        "        h.append(e.sum(axis=0))",
+        "        h.append((e / e.sum(axis=1, keepdims=True)).sum(axis=0))",
+        ("tests/zeroshot/test_capsule_lengths.py::test_the_metrics_on_raw_lengths_equal_the_hand_computed_values",),
+        "AM renormalises CapsNet's raw lengths that the reference sums as they are",
+    ),
+    Mutation(
+        "study-reference-lengths-not-raw",
+        ("src/repscope/studies/zeroshot/study.py",),
+        '        return task.soft_labels(images, compat="reference")',
+        "        return task.soft_labels(images)",
+        (
+            "tests/zeroshot/test_capsule_lengths.py::test_soft_labels_reference_reaches_the_capsnet_of_a_training_point",
+        ),
+        "soft_labels: reference stores CapsNet's normalised lengths instead of the raw ones",
+    ),
 ]
 
 

@@ -86,3 +86,38 @@ def test_a_judge_record_holds_raw_and_identifiable_accuracy(tmp_path):
     (tmp_path / "size" / "metrics.json").write_text(json.dumps({"test_accuracy": 0.5}))
     assert classifier_accuracies(tmp_path) == pytest.approx({"rotation": 2 / 3, "size": 0.5})
     assert judge_records(tmp_path)["size"]["rule"].startswith("raw test accuracy")
+
+
+def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies(tmp_path):
+    from test_candle_dataset import write_render
+    from typer.testing import CliRunner
+
+    from repscope.cli import app
+
+    folder = tmp_path / "renders"
+    folder.mkdir()
+    rng = np.random.default_rng(3)
+    objects, rotations = ("cube", "sphere", "torus"), (0, 15, 90)
+    for k in range(24):
+        x0, y0 = (int(v) for v in rng.integers(5, 40, 2))
+        bounds = [[x0, y0], [x0 + 12 + k % 3 * 4, y0 + 10]]
+        write_render(
+            folder, f"{k:03d}", objects[k % 3], "red", "small", rotations[k // 3 % 3], "indoor", "left", bounds
+        )
+    runner = CliRunner()
+    out = tmp_path / "judges"
+    arguments = ["disentangle", "classifiers", "--out", str(out), "--data", "candle", "--factor", "rotation"]
+    result = runner.invoke(
+        app, [*arguments, "--data-param", f"data_dir={folder}", "--epochs", "1", "--data-param", "image_size=16"]
+    )
+    assert result.exit_code == 0, result.output
+    record = json.loads((out / "rotation" / "judge.json").read_text())
+    # the sphere's rotations are not counted: at most the cube's and the torus's test images are
+    assert record["counted"] < record["n"] and record["rule"].startswith("cube and torus only")
+    assert f"identifiable {record['identifiable_accuracy']:.3f}" in result.stdout
+    # a dataset without known factors needs them named; a model that is not a classifier is refused
+    refused = runner.invoke(app, ["disentangle", "classifiers", "--out", str(tmp_path / "x"), "--data", "digits"])
+    assert isinstance(refused.exception, InvalidArgumentError) and "--factor" in str(refused.exception)
+    refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "y"), "--model", "beta-vae"])
+    assert "--model: 'beta-vae' is not a registered classifier" in str(refused.exception)
+    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()

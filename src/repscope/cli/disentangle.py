@@ -105,7 +105,10 @@ def classifiers_command(
     out: Path = typer.Option(..., "--out", "-o", help="folder of the classifiers (one training run per factor)"),
     data: str = typer.Option("dsprites", "--data", help="registered dataset with one categorical field per factor"),
     factor: List[str] = typer.Option(
-        [], "--factor", help="factors to classify (repeat; default dSprites' shape, scale, orientation, posX, posY)"
+        [], "--factor", help="factors to classify (repeat; default every factor of dsprites or candle)"
+    ),
+    data_param: List[str] = typer.Option(
+        [], "--data-param", help="dataset parameter key=value (repeat), e.g. data_dir=DIR subset=confounded"
     ),
     train_size: Optional[int] = typer.Option(None, "--train-size", help="training images (default: the dataset's)"),
     test_size: Optional[int] = typer.Option(None, "--test-size", help="test images"),
@@ -128,8 +131,18 @@ def classifiers_command(
         classifiers = ", ".join(sorted(name for name, entry in MODELS.items() if entry.supervised))
         raise InvalidArgumentError(f"--model: {model!r} is not a registered classifier; registered: {classifiers}")
 
-    names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
-    params = {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
+    from repscope.config import parse_assignments
+    from repscope.data.candle.dataset import FACTOR_NAMES as CANDLE_FACTORS
+    from repscope.studies.disentangle.study import DSPRITES_FACTORS
+
+    defaults = {"dsprites": DSPRITES_FACTORS, "candle": list(CANDLE_FACTORS)}
+    if not factor and data not in defaults:
+        raise InvalidArgumentError(f"--factor: name the factors of {data!r} to classify (repeat --factor)")
+    names = list(factor) or list(defaults[data])
+    params = parse_assignments(data_param, "--data-param")
+    params.update(
+        {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
+    )
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
