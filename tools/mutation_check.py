@@ -530,6 +530,22 @@ MUTATIONS: list[Mutation] = [
         ),
         "soft_labels: reference stores CapsNet's normalised lengths instead of the raw ones",
     ),
+    Mutation(
+        "worker-parent-death-signal-cleared",
+        ("src/repscope/resources.py",),
+        "return prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0",
+        "return prctl(PR_SET_PDEATHSIG, 0, 0, 0, 0) == 0",
+        ("tests/test_worker_lifetime.py::test_pool_workers_end_when_their_parent_is_killed",),
+        "pool workers never ask for a signal when their parent dies: orphans keep the cores",
+    ),
+    Mutation(
+        "sweep-worker-watches-the-grandparent",
+        ("src/repscope/sweeps.py",),
+        "initargs=(_worker_environment(threads), os.getpid()),",
+        "initargs=(_worker_environment(threads), os.getppid()),",
+        ("tests/test_worker_lifetime.py::test_sweep_workers_end_when_the_driver_is_killed",),
+        "sweep workers check the wrong parent and exit at once or never",
+    ),
 ]
 
 

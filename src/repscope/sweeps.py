@@ -26,6 +26,9 @@ so a point interrupted (Ctrl-C, a killed worker) has none and runs again on the 
 point with the marker is skipped and its row re-used. A point whose function raises is recorded as
 failed (error type and message) and the others still run; it runs again on the next call.
 
+The local workers end with the driver, also when it is killed (SIGTERM, SIGKILL) rather than
+interrupted: see :func:`repscope.resources.die_with_parent`. Ray ends its own trial processes.
+
 Applying the output rule (``--overwrite`` / ``--resume``) to ``out`` is the caller's job: this
 module always continues what ``out`` holds.
 """
@@ -61,7 +64,14 @@ from repscope.fileio import check_writable_dir, write_json_atomic, write_text_at
 from repscope.pools import stop_now
 from repscope.progress import progress_bar, progress_mode
 from repscope.registry import resolve
-from repscope.resources import THREADS_ENV, configure_torch_threads, resolve_jobs, usable_cores
+from repscope.resources import (
+    THREADS_ENV,
+    configure_torch_threads,
+    exit_if_orphaned,
+    resolve_jobs,
+    start_worker,
+    usable_cores,
+)
 
 DONE_MARKER = "sweep-done.json"
 SWEEP_FILE = "sweep.json"
@@ -507,12 +517,22 @@ def _worker_environment(threads: int) -> dict[str, str]:
     return env
 
 
-def _start_worker(env: dict[str, str]) -> None:
+def _start_worker(env: dict[str, str], parent_pid: int) -> None:
     # Ctrl-C is the driver's to handle: it stops the pool (as repscope.pools)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a SIGTERM or SIGKILL of the driver ends the worker too (see repscope.resources.die_with_parent)
+    start_worker(parent_pid)
     os.environ.update(env)
     if "torch" in sys.modules:
         configure_torch_threads()
+
+
+def _run_point_in_worker(target: str, point: SweepPoint, out: Path, common: dict) -> dict[str, Any]:
+    try:
+        return run_point(target, point, out, common)
+    finally:
+        # the driver died during the point, whose training turned the SIGTERM into a stop (Lightning)
+        exit_if_orphaned()
 
 
 def _run_local(pending: list[SweepPoint], target: str, out: Path, common: dict, workers: int, finish: Callable) -> None:
@@ -525,10 +545,10 @@ def _run_local(pending: list[SweepPoint], target: str, out: Path, common: dict, 
         max_workers=min(workers, len(pending)),
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
-        initargs=(_worker_environment(threads),),
+        initargs=(_worker_environment(threads), os.getpid()),
     )
     try:
-        futures = {executor.submit(run_point, target, point, out, common): point for point in pending}
+        futures = {executor.submit(_run_point_in_worker, target, point, out, common): point for point in pending}
         waiting = set(futures)
         while waiting:
             ended, waiting = wait(waiting, return_when=FIRST_COMPLETED)
