@@ -121,3 +121,32 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "y"), "--model", "beta-vae"])
     assert "--model: 'beta-vae' is not a registered classifier" in str(refused.exception)
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+def test_the_factor_cnn_reads_where_a_pixel_is_and_checks_its_parameters():
+    import torch
+
+    from repscope.models.factor_cnn import FactorCNN
+    from repscope.models.networks import build_classifier, network_parameters
+
+    torch.manual_seed(0)
+    net = FactorCNN(7, (1, 64, 64), width=4, hidden=8).eval()
+    assert net(torch.zeros(3, 1, 64, 64)).shape == (3, 7)
+    # the coordinate channels: the same dot at two places gives different logits even through the global
+    # maximum, and a blank image gives non-zero features (the coordinates alone)
+    left, right = torch.zeros(1, 1, 64, 64), torch.zeros(1, 1, 64, 64)
+    left[..., 30:34, 4:8], right[..., 30:34, 56:60] = 1.0, 1.0
+    with torch.no_grad():
+        assert not torch.allclose(net(left), net(right))
+        assert net.features(torch.cat([torch.zeros(1, 1, 64, 64), net.coordinates], 1)).abs().sum() > 0
+    assert {"width", "hidden", "dropout"} <= set(network_parameters("factor-cnn"))
+    assert build_classifier("factor-cnn", (3, 32, 32), 4, {"width": 2}).num_classes == 4
+    for kwargs, key in (
+        ({"width": 0}, "width"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"image_shape": (1, 60, 60)}, "image_shape"),
+    ):
+        with pytest.raises(InvalidArgumentError, match=key):
+            FactorCNN(3, **kwargs)
+    with pytest.raises(InvalidArgumentError, match="num_classes"):
+        FactorCNN(1)

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.models.sprite_cnn import checked_classes_and_shape
 
 
 def _block(in_channels: int, out_channels: int, stride: int) -> list[nn.Module]:
@@ -63,14 +64,7 @@ class FactorCNN(nn.Module):
         dropout: float = 0.2,
     ) -> None:
         super().__init__()
-        if isinstance(num_classes, bool) or int(num_classes) != num_classes or num_classes < 2:
-            raise InvalidArgumentError(f"num_classes: must be an integer of at least 2, got {num_classes!r}")
-        shape = tuple(int(s) for s in image_shape)
-        if len(shape) != 3 or shape[1] % 16 or shape[2] % 16 or shape[1] < 16 or shape[2] < 16:
-            raise InvalidArgumentError(
-                f"image_shape: expected (channels, height, width) with sides that are multiples of 16, got "
-                f"{tuple(image_shape)}"
-            )
+        shape = checked_classes_and_shape(num_classes, image_shape)
         for name, value in (("width", width), ("hidden", hidden)):
             if isinstance(value, bool) or int(value) != value or value < 1:
                 raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
