@@ -546,6 +546,16 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_worker_lifetime.py::test_sweep_workers_end_when_the_driver_is_killed",),
         "sweep workers check the wrong parent and exit at once or never",
     ),
+    Mutation(
+        "reference-inputs-not-centred",
+        ("src/repscope/models/inputs.py",),
+        "return images if input_range == \"unit\" else images * 2.0 - 1.0",
+        "return images if input_range == \"unit\" else images * 2.0 - 0.5",
+        (
+            "tests/invariance/test_assess_reference.py::test_a_symmetric_input_network_is_the_unit_one_on_normalised_images",
+        ),
+        "the reference's [-1, 1] normalisation shifted by half: black reads as -0.5",
+    ),
 ]
 
 

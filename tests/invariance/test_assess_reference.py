@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from torch import nn
 from torch.nn import functional as F
 
@@ -197,8 +198,33 @@ def test_a_reference_repository_measures_max_mean_on_correct_examples(tmp_path):
     assert (folder / "matrix_max_mean_at_CONV-1.npy").exists()
     reference = json.loads((folder / "features_reference.json").read_text())
     assert sorted(reference) == sorted(features) and "mean_reference" in reference["max_mean@CONV-2"]
+    # the model read its images normalised to [-1, 1], as the released train.py trains it
+    trained = yaml.safe_load(next(folder.glob("train-*/config.yaml")).read_text())
+    assert trained["model"]["params"]["network_params"] == {"input_range": "symmetric"}
     with pytest.raises(ValueError, match="compat"):
         RepoConfig(compat="published")
+
+
+def test_a_symmetric_input_network_is_the_unit_one_on_normalised_images():
+    import torch
+
+    from repscope.errors import InvalidArgumentError
+    from repscope.models.classifiers import VGG13BN
+    from repscope.models.simplenet import SimpleNet
+
+    for network, shape in ((SimpleNet, (1, 28, 28)), (VGG13BN, (3, 32, 32))):
+        torch.manual_seed(0)
+        unit = network(10, shape).eval()
+        torch.manual_seed(0)
+        symmetric = network(10, shape, input_range="symmetric").eval()
+        batch = torch.rand(3, *shape, generator=torch.Generator().manual_seed(4))
+        with torch.no_grad():
+            # the reference's Normalize((0.5,), (0.5,)): (x - 0.5) / 0.5, written out here
+            assert torch.allclose(symmetric(batch), unit((batch - 0.5) / 0.5), atol=1e-6)
+            if network is SimpleNet:  # (the untrained VGG's outputs barely depend on its input)
+                assert not torch.allclose(symmetric(batch), unit(batch), atol=1e-3)
+        with pytest.raises(InvalidArgumentError, match="input_range"):
+            network(10, shape, input_range="centred")
 
 
 # --- the reference assessor protocol ---------------------------------------------------------------------

@@ -38,9 +38,9 @@ def _lenet5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return LeNet5(num_outputs, image_shape=image_shape)
 
 
-def _cnn5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+def _cnn5(image_shape: tuple[int, ...], num_outputs: int, input_range: str = "unit") -> nn.Module:
     # the ML4ML authors' CNN5 (their model.py: SimpleNet)
-    return SimpleNet(num_outputs, image_shape=image_shape)
+    return SimpleNet(num_outputs, image_shape=image_shape, input_range=input_range)
 
 
 def _cnn5_compact(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
@@ -48,8 +48,8 @@ def _cnn5_compact(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return CNN5(num_outputs, image_shape=image_shape)
 
 
-def _vgg13_bn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    return VGG13BN(num_outputs, image_shape=image_shape)
+def _vgg13_bn(image_shape: tuple[int, ...], num_outputs: int, input_range: str = "unit") -> nn.Module:
+    return VGG13BN(num_outputs, image_shape=image_shape, input_range=input_range)
 
 
 def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:

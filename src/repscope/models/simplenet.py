@@ -16,6 +16,9 @@ the input channels and ``fc1``'s input size (``32 * h * w`` with ``h = ((H - 4) 
 so sides of at least 24 pixels work. The convolutions are registered in order, so the probes' CONV-1
 and CONV-2 are ``conv3`` and ``conv2``: the reference's measured layers ``Conv2d_2`` and ``Conv2d_1``.
 
+``input_range="symmetric"`` reads the [0, 1] images as the reference does, normalised to [-1, 1]
+(:mod:`repscope.models.inputs`); the default reads them as served.
+
 Parameters for 1 x 28 x 28 and ``L`` outputs: ``(1*6*25 + 6) + (6*16*25 + 16) + (16*32*9 + 32) +
 (128*64 + 64) + (64*L + L)`` = 16,118 for ``L = 10``.
 """
@@ -26,6 +29,7 @@ import torch
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.models.inputs import check_input_range, scaled_inputs
 
 
 class SimpleNet(nn.Module):
@@ -37,13 +41,18 @@ class SimpleNet(nn.Module):
         Logits.
     image_shape : tuple of int, default (1, 28, 28)
         One input image; sides of at least 24 pixels.
+    input_range : {"unit", "symmetric"}, default "unit"
+        ``symmetric``: the images are mapped from [0, 1] to [-1, 1] first, as the reference normalises them.
     """
 
     DROPOUT = 0.25
     MINIMUM_SIDE = 24
 
-    def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
+    def __init__(
+        self, num_outputs: int = 10, image_shape: tuple[int, ...] = (1, 28, 28), input_range: str = "unit"
+    ) -> None:
         super().__init__()
+        self.input_range = check_input_range(input_range)
         if isinstance(num_outputs, bool) or int(num_outputs) != num_outputs or int(num_outputs) < 1:
             raise InvalidArgumentError(f"num_outputs: must be an integer of at least 1, got {num_outputs!r}")
         shape = tuple(int(s) for s in image_shape)
@@ -78,7 +87,7 @@ class SimpleNet(nn.Module):
         return ((side - 4) // 2 - 4) // 2 - 2
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        x = self.pool(torch.relu(self.dropout(self.conv1(images))))
+        x = self.pool(torch.relu(self.dropout(self.conv1(scaled_inputs(images, self.input_range)))))
         x = self.pool(torch.relu(self.dropout(self.conv2(x))))
         x = torch.relu(self.dropout(self.conv3(x)))
         x = torch.relu(self.dropout(self.fc1(x.flatten(1))))

@@ -18,7 +18,11 @@ loss curves), ``matrices/*.npy`` and ``features.json`` (the 16 features of each 
 (Zukang-Liao/ML4ML-invariance-testing, ``save_invariance_results.py``: ``robostacc``; ``datamat.py``:
 ``load_actoverall``; ``ML4MLassessor.py``: ``prepare_dataset``): ``max`` and ``max_mean`` at the two
 convolution layers instead of ``max`` and ``mean``, on the test examples classified correctly at the
-identity only (:data:`repscope.studies.invariance.testing.REFERENCE_MODALITIES`). Its features are
+identity only (:data:`repscope.studies.invariance.testing.REFERENCE_MODALITIES`), and its ``cnn5`` and
+``vgg13-bn`` models read their images normalised to [-1, 1] as the released ``train.py`` and
+``save_invariance_results.py`` feed them (``input_range: symmetric``, :mod:`repscope.models.inputs`; the
+released code leaves brightness-tested images unnormalised, a mismatch with its training that is not
+reproduced). Its features are
 named by those modalities (``max_mean@CONV-1:...``); ``features.json`` holds the paper's 16 features of
 each matrix (the rule labels read them), ``features_reference.json`` the released code's
 (:func:`repscope.studies.invariance.testing.reference_features`, keys ``<feature>_reference``), which
@@ -81,6 +85,11 @@ class RepoConfig(Section):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
 
 
+# the registered models whose network reads [-1, 1] inputs under compat: reference (the reference's CNN5 and
+# VGG-13); a repository of another model trains it as served
+REFERENCE_NORMALISED = ("cnn5", "vgg13-bn")
+
+
 def quick(config: RepoConfig) -> RepoConfig:
     """Minutes on 2 CPU cores: 6 models of 3 epochs on 3,000 digits, tested on 200.
 
@@ -126,6 +135,9 @@ def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dic
     centre = family.values[len(family) // 2]
     half_range = family.values[-1] - centre
     params: dict[str, Any] = {"lr": float(settings["lr"]), "optimizer": settings.get("optimizer", "adam")}
+    if repo.compat == "reference" and repo.model in REFERENCE_NORMALISED:
+        # the released code trains and tests on images normalised to [-1, 1] (repscope.models.inputs)
+        params["network_params"] = {"input_range": "symmetric"}
     if settings["augment"] != "none":
         params.update(augment=repo.transform, augment_ranges=augment_ranges(settings["augment"], half_range, centre))
     anomaly = settings["anomaly"]
