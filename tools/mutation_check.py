@@ -525,9 +525,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/studies/zeroshot/study.py",),
         '        return task.soft_labels(images, compat="reference")',
         "        return task.soft_labels(images)",
-        (
-            "tests/zeroshot/test_capsule_lengths.py::test_soft_labels_reference_reaches_the_capsnet_of_a_training_point",
-        ),
+        ("tests/zeroshot/test_capsule_lengths.py::test_soft_labels_reference_reaches_the_capsnet_of_a_training_point",),
         "soft_labels: reference stores CapsNet's normalised lengths instead of the raw ones",
     ),
     Mutation(
@@ -549,8 +547,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "reference-inputs-not-centred",
         ("src/repscope/models/inputs.py",),
-        "return images if input_range == \"unit\" else images * 2.0 - 1.0",
-        "return images if input_range == \"unit\" else images * 2.0 - 0.5",
+        'return images if input_range == "unit" else images * 2.0 - 1.0',
+        'return images if input_range == "unit" else images * 2.0 - 0.5',
         (
             "tests/invariance/test_assess_reference.py::test_a_symmetric_input_network_is_the_unit_one_on_normalised_images",
         ),
