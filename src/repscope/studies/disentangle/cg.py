@@ -3,7 +3,7 @@
 CG (:func:`repscope.metrics.disentanglement.counterfactual.counterfactual_generativeness`) judges the
 images a model decodes after an intervention on its latents with a classifier of every factor. The
 classifiers are the framework's supervised models (``attribute-cnn`` by default; ``factor-cnn``,
-:class:`repscope.models.factor_cnn.FactorCNN`, keeps the full resolution at 4-5 times the compute), one
+:class:`repscope.models.factor_cnn.FactorCNN`, keeps the full resolution at 4.6 times the multiply-adds), one
 per factor, trained on the
 same dataset by :func:`repscope.train.run.fit` into ``DIR/<factor>/`` (a run directory each, with its
 test accuracy; the CANDLE paper's classifiers reached 98.9% and 99.5%), on the trainer of the study or
