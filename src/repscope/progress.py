@@ -15,6 +15,13 @@ display or lines (create the ``Trainer`` with ``enable_progress_bar=False``), an
 own handling of Ctrl-C (a message and ``sys.exit(1)``) back into a ``KeyboardInterrupt``, so the
 command ends with ``repscope: interrupted`` and exit status 130.
 
+Ctrl-C is never lost: Python drops an exception raised inside a finalizer (``__del__``, a weakref
+callback, a generator closed by the garbage collector), printing ``Exception ignored in ...``; a SIGINT
+that lands there raised its ``KeyboardInterrupt`` into nothing and the work ran on. While a bar is open
+the SIGINT handler is wrapped (main thread and process only) to note each interrupt; an interrupt noted
+whose ``KeyboardInterrupt`` has not come out through a bar is raised again at the next update of any
+bar (every training batch, every step of a long loop), so the command still stops.
+
 Lightning is imported only when ``TrainingProgress`` is first used (a module ``__getattr__``), so the
 modules that only draw bars do not load it.
 """
@@ -182,6 +189,52 @@ class _SharedDisplay:
 _DISPLAY = _SharedDisplay()
 
 
+class _InterruptGuard:
+    """Notes SIGINTs while bars are open, so an interrupt dropped in a finalizer is raised again."""
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.pending = False
+        self._previous: Any = None
+        self._pid: int | None = None
+
+    def enter(self) -> bool:
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        if self.depth == 0:
+            current = signal.getsignal(signal.SIGINT)
+            if not callable(current):  # SIG_IGN / SIG_DFL / not set from Python: nothing raises
+                return False
+            self._previous, self._pid, self.pending = current, os.getpid(), False
+            signal.signal(signal.SIGINT, self._handle)
+        self.depth += 1
+        return True
+
+    def exit(self, error: BaseException | None) -> None:
+        if isinstance(error, KeyboardInterrupt):
+            self.pending = False  # it came out: nothing was lost
+        self.depth -= 1
+        if self.depth == 0:
+            previous, self._previous, self.pending = self._previous, None, False
+            with contextlib.suppress(ValueError, TypeError):
+                if signal.getsignal(signal.SIGINT) == self._handle:
+                    signal.signal(signal.SIGINT, previous)
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if os.getpid() == self._pid and self._previous is not None:
+            self.pending = True
+        previous = self._previous if self._previous is not None else signal.default_int_handler
+        previous(signum, frame)
+
+    def check(self) -> None:
+        if self.pending and os.getpid() == self._pid:
+            self.pending = False
+            raise KeyboardInterrupt
+
+
+_GUARD = _InterruptGuard()
+
+
 class _Bar:
     """One bar: a task of the shared display, or a series of progress lines, or nothing."""
 
@@ -224,6 +277,7 @@ class _Bar:
     # -- updates ----------------------------------------------------------------------------
 
     def update(self, done: int, total: int | None = None, description: str | None = None) -> None:
+        _GUARD.check()  # a Ctrl-C dropped in a finalizer since the last update stops the work here
         if total is not None:
             self.total = int(total)
         if description is not None:
@@ -279,13 +333,22 @@ def progress_bar(
     mode = "off" if enabled is False else progress_mode()
     seconds = default_every_seconds() if every_seconds is None else float(every_seconds)
     bar = _Bar(str(description), None if total is None else int(total), mode, seconds)
-    bar.open()
+    guarded = _GUARD.enter()
+    error: BaseException | None = None
     completed = False
     try:
+        bar.open()
         yield bar.update
         completed = True
+    except BaseException as exc:
+        error = exc
+        raise
     finally:
-        bar.close(completed)
+        try:
+            bar.close(completed)
+        finally:
+            if guarded:
+                _GUARD.exit(error)
 
 
 # --------------------------------------------------------------------------------------------
@@ -325,10 +388,13 @@ def _training_progress_class() -> type:
                 return f"{self.description}: epoch {epoch + 1} of {self._epochs}"
             return f"{self.description}: epoch {epoch + 1}"
 
-        def _close(self) -> None:
+        def _close(self, error: BaseException | None = None) -> None:
             stack, self._stack, self._update = self._stack, None, None
             if stack is not None:
-                stack.close()
+                if error is None:
+                    stack.close()
+                else:  # the bar ends as stopped (no "done" line), and knows a Ctrl-C came out
+                    stack.__exit__(type(error), error, error.__traceback__)
 
         # -- hooks --------------------------------------------------------------------------
 
@@ -379,7 +445,7 @@ def _training_progress_class() -> type:
             self._close()
 
         def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
-            self._close()
+            self._close(exception)
             if isinstance(exception, KeyboardInterrupt):
                 with contextlib.suppress(ValueError):  # not the main thread: nothing to restore
                     signal.signal(signal.SIGINT, signal.default_int_handler)

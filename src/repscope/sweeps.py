@@ -25,6 +25,8 @@ so a point interrupted (Ctrl-C, a killed worker) has none and runs again on the 
 ``resume=True`` when its directory holds anything (the function decides what it can continue); a
 point with the marker is skipped and its row re-used. A point whose function raises is recorded as
 failed (error type and message) and the others still run; it runs again on the next call.
+A sweep is continued only with the points and the settings it was started with (``identity`` of
+:func:`run_sweep`: ``common`` less how the work is spread); a change is refused naming the setting.
 
 The local workers end with the driver, also when it is killed (SIGTERM, SIGKILL) rather than
 interrupted: see :func:`repscope.resources.die_with_parent`. Ray ends its own trial processes.
@@ -79,6 +81,8 @@ SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 RAY_DIR = "ray"
 FORMAT_VERSION = 1
+# settings of how the work is spread, which do not change a point's results: a continued sweep may change them
+SPREAD_KEYS = ("workers", "backend", "address", "cpus_per_run", "gpus_per_run")
 
 # columns the summary builds itself: a row may not use these names
 RESERVED_COLUMNS = ("name", "status")
@@ -143,8 +147,7 @@ def point_name(overrides: Sequence[tuple[str, str]]) -> str:
 
     A value holding characters outside ``A-Z a-z 0-9 . + = -`` is shown by its safe characters and
     ``~`` plus a hash of the exact value; a name longer than 180 characters is cut and ends with a hash
-    of all the overrides. The name depends only on the overrides, so it is stable across restarts
-    and when the grid grows.
+    of all the overrides. The name depends only on the overrides, so it is stable across restarts.
 
     Parameters
     ----------
@@ -389,10 +392,90 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
+def _without_spread_keys(value: Any) -> Any:
+    """``value`` without the keys of :data:`SPREAD_KEYS`, at any depth of its mappings."""
+    if isinstance(value, dict):
+        return {key: _without_spread_keys(item) for key, item in value.items() if key not in SPREAD_KEYS}
+    return value
+
+
+def _first_change(stored: Any, current: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first setting where ``current`` differs from ``stored``: ``(dotted key, stored, current)``, or None.
+
+    A key that ``stored`` lacks (a setting added to the package since the sweep started) is not compared."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        for key, value in current.items():
+            if key in stored:
+                change = _first_change(stored[key], value, f"{path}.{key}" if path else str(key))
+                if change is not None:
+                    return change
+        for key in stored:
+            if key not in current:
+                return (f"{path}.{key}" if path else str(key)), stored[key], None
+        return None
+    return None if stored == current else (path, stored, current)
+
+
+def _grid_text(overrides: Sequence[Mapping[str, str]]) -> str:
+    """Points as ``key=v1,v2 key=...`` (each key's values in the order they occur)."""
+    axes: dict[str, list[str]] = {}
+    for point in overrides:
+        for key, value in point.items():
+            if value not in axes.setdefault(key, []):
+                axes[key].append(value)
+    text = " ".join(f"{key}={','.join(values)}" for key, values in axes.items())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_same_sweep(
+    out: Path,
+    stored: Mapping[str, Any],
+    points: list[SweepPoint],
+    settings: Mapping[str, Any],
+    labels: Mapping[str, str],
+) -> None:
+    """Refuse to continue the sweep in ``out`` with other settings or other points than it was started with."""
+    again = "use the settings it was started with, or another --out"
+    if "identity" in stored:
+        recorded, current = stored["identity"], settings["identity"]
+    else:  # a sweep.json written before identities were stored: its common arguments
+        recorded, current = _without_spread_keys(stored.get("common")), _without_spread_keys(settings["common"])
+    if recorded is not None:
+        change = _first_change(recorded, current)
+        if change is not None:
+            key, before, now = change
+            raise InvalidArgumentError(
+                f"--resume: {out} was started with {labels.get(key, key)} {_shown(before)}, not {_shown(now)}; {again}"
+            )
+    entries = stored.get("points")
+    if isinstance(entries, list):
+        try:
+            before = [{str(k): str(v) for k, v in entry["overrides"].items()} for entry in entries]
+        except (AttributeError, KeyError, TypeError):
+            raise DataFormatError(f"{out / SWEEP_FILE}: its points are not readable; choose another --out") from None
+        now = [dict(point.overrides) for point in points]
+        if sorted(map(_sorted_items, before)) != sorted(map(_sorted_items, now)):
+            grid = labels.get("points", "the grid")
+            raise InvalidArgumentError(
+                f"--resume: {out} was started with {grid} {_grid_text(before)}, not {_grid_text(now)}; {again}"
+            )
+
+
+def _sorted_items(overrides: Mapping[str, str]) -> list[tuple[str, str]]:
+    return sorted(overrides.items())
+
+
 class _Record:
     """The status of every point, written to ``sweep.json`` whenever one ends."""
 
-    def __init__(self, out: Path, target: str, points: list[SweepPoint], settings: dict[str, Any]) -> None:
+    def __init__(
+        self, out: Path, target: str, points: list[SweepPoint], settings: dict[str, Any], labels: Mapping[str, str]
+    ) -> None:
         self.out, self.target, self.points = out, target, points
         self.settings = settings
         self.outcomes: dict[str, dict[str, Any]] = {}
@@ -411,6 +494,7 @@ class _Record:
                 raise InvalidArgumentError(
                     f"--out: {out} holds a sweep of {stored.get('target')!r}, not {target!r}; choose another --out"
                 )
+            _check_same_sweep(out, stored, points, settings, labels)
             self.created = stored.get("created", self.created)
 
     def reuse(self, point: SweepPoint, marker: dict[str, Any]) -> None:
@@ -728,6 +812,8 @@ def run_sweep(
     runtime_env: dict[str, Any] | None = None,
     description: str = "sweep",
     progress: bool | None = None,
+    identity: Mapping[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> SweepResult:
     """Run every point of a sweep that has not finished; write ``sweep.json`` and the summary.
 
@@ -768,6 +854,14 @@ def run_sweep(
         What the progress bar names (``"sweep"``; `` (2 failed)`` is added once runs fail).
     progress : bool, optional
         False shows no bar; None follows :func:`repscope.progress.progress_mode`.
+    identity : dict, optional
+        The settings the points' results depend on (JSON-able), stored in ``sweep.json``; default
+        ``common`` without the keys of :data:`SPREAD_KEYS` (at any depth). A sweep continued in ``out``
+        must have the identity and the points it was started with (in any order): the first setting
+        that differs (as a dotted key) or the grid is named, and nothing runs. A setting the stored
+        record lacks (added to the package since) is not compared.
+    labels : dict, optional
+        What the messages call a dotted key of ``identity``, and ``"points"`` (default ``"the grid"``).
 
     Returns
     -------
@@ -779,7 +873,7 @@ def run_sweep(
     InvalidArgumentError
         Naming the argument: a malformed or unimportable target, duplicate point names, a bad
         ``workers`` / ``backend`` / ``address`` / ``cpus_per_run``, Ray missing, ``out`` holding a
-        sweep of another target.
+        sweep of another target, or one started with another identity or other points.
     DataFormatError
         A point's ``sweep-done.json`` is unreadable or records other overrides.
     KeyboardInterrupt
@@ -827,8 +921,9 @@ def run_sweep(
         "cpus_per_run": cpus_per_run,
         "gpus_per_run": gpus_per_run,
         "common": _jsonable(common),
+        "identity": _jsonable(dict(identity)) if identity is not None else _without_spread_keys(_jsonable(common)),
     }
-    record = _Record(out, target, points, settings)
+    record = _Record(out, target, points, settings, dict(labels or {}))
     pending = []
     for point in points:
         marker = read_marker(out, point)

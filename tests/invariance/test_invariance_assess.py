@@ -129,6 +129,6 @@ def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     torch.save(SimpleNet().state_dict(), tmp_path / "cnn5.pt")
     args = ["invariance", "test", "--model", str(tmp_path / "cnn5.pt"), "--arch", "cnn5", "--data", "digits"]
     args += ["--data-param", "test_size=40", "--n", "20", "--steps", "5", "--range", "4", "--out", str(tmp_path / "t")]
-    code, out, err = run([*args, "--assessor", str(tmp_path / "assess" / "assessors.joblib")])
+    code, out, err = run([*args, "--assessor", str(tmp_path / "assess" / "assessors.skops")])
     assert code == 0, err
     assert "random forest: " in out and ("invariant" in out or "variant" in out)

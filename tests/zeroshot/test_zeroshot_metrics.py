@@ -174,7 +174,7 @@ def test_soft_label_file_errors_name_the_key(tmp_path):
     with pytest.raises(DataFormatError, match="not an .npz archive"):
         read_soft_labels(tmp_path / "e.npy")
     (tmp_path / "f.npz").write_bytes(b"not a zip")
-    with pytest.raises(DataFormatError, match="not a readable"):
+    with pytest.raises(DataFormatError, match="f.npz: not an npz archive"):
         read_soft_labels(tmp_path / "f.npz")
     with pytest.raises(InvalidArgumentError, match="no such file"):
         read_soft_labels(tmp_path / "missing.npz")

@@ -27,7 +27,10 @@ def score_command(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="result JSON (default: printed)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
     bootstrap: int = typer.Option(
-        0, "--bootstrap", help="B resamples of rows for a 95% percentile interval of every score"
+        0,
+        "--bootstrap",
+        help="B resamples of rows (0: none, else >= 2) for a 95% percentile interval of every score; the first "
+        "resample is timed and the estimate of the rest printed on stderr",
     ),
     seed: int = typer.Option(0, help="seed of the bootstrap (and of a run directory's draw)"),
     metric: List[str] = typer.Option(
@@ -52,12 +55,14 @@ def score_command(
     ),
 ) -> None:
     """Every registered metric of a (factors, codes) pair (--metric lists them), as JSON; CG with --classifiers."""
-    import json
     import warnings
 
+    from repscope.fileio import dumps_json
     from repscope.outputs import prepare_output
+    from repscope.studies.disentangle.score import check_bootstrap
     from repscope.studies.disentangle.scoring import score_file, score_intervals
 
+    check_bootstrap(bootstrap)
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
     with warnings.catch_warnings():
@@ -84,7 +89,7 @@ def score_command(
             err=True,
         )
     if out is None:
-        typer.echo(json.dumps(result, indent=2, default=float))
+        typer.echo(dumps_json(result))
         return
     intervals = score_intervals(result)
     for name, value in result["scores"].items():

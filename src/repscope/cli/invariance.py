@@ -28,8 +28,7 @@ def features_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """The 16 features of a variance matrix (sensitivity needs the model, so 15 here), as JSON."""
-    import json
-
+    from repscope.fileio import dumps_json
     from repscope.outputs import prepare_output
     from repscope.studies.invariance.commands import matrix_file_features, read_variance_matrix
 
@@ -46,7 +45,7 @@ def features_command(
     else:
         features = matrix_file_features(matrix, tau=tau, out=out)
     if out is None:
-        typer.echo(json.dumps(features, indent=2))
+        typer.echo(dumps_json(features))
         return
     typer.echo(f"written: {out}")
 
@@ -100,7 +99,7 @@ def test_command(
     batch_size: int = typer.Option(500, "--batch-size", help="images per forward pass"),
     seed: int = typer.Option(0, "--seed", help="seed of the draw and the sensitivity subsample"),
     assessor: Optional[Path] = typer.Option(
-        None, "--assessor", help="assessors.joblib of repscope invariance assess train (a pickle: trusted files only)"
+        None, "--assessor", help="assessors.skops of repscope invariance assess train"
     ),
     compat: Literal["paper", "reference"] = typer.Option(
         "paper",
@@ -202,7 +201,7 @@ app.add_typer(assess_app, name="assess")
 def assess_train_command(
     repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build)"),
     transform: TRANSFORM_CHOICES = typer.Option("rotation", "--transform", help="the family the repository tested"),
-    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.joblib, report"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.skops, report"),
     labels: Optional[Path] = typer.Option(
         None, "--labels", help="CSV name,label[,label_coding] (default: the rule labels)"
     ),

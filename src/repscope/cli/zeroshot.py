@@ -23,8 +23,7 @@ def metrics_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """Soft-label metrics of a softlabels.npz: the paper's DBI and Amalgam Metric, the standard Davies-Bouldin index."""
-    import json
-
+    from repscope.fileio import dumps_json
     from repscope.outputs import prepare_output
     from repscope.studies.zeroshot.scoring import score_soft_labels_file
 
@@ -32,7 +31,7 @@ def metrics_command(
         prepare_output(out, overwrite=overwrite, kind="file")
     result = score_soft_labels_file(soft_labels, out=out)
     if out is None:
-        typer.echo(json.dumps(result, indent=2))
+        typer.echo(dumps_json(result))
         return
     typer.echo(
         f"DBI {result['dbi']:.4f} +/- {result['dbi_std']:.4f}, Davies-Bouldin {result['davies_bouldin']:.4f}, "

@@ -21,7 +21,9 @@ and optionally ``class_names`` (``n`` strings) and ``kind`` (a string: what the 
     the root lifts a unit-length capsule to ``sqrt(1 + 1e-7)``), rows need not sum to one. Both the model
     without class ``i`` and the full model hold lengths.
 
-Nothing is unpickled: the archive is read with ``allow_pickle=False``.
+Every class needs a test image, and at least one class 2 (``MIN_IMAGES``). Nothing is unpickled: the
+archive is read with ``allow_pickle=False``, and a member that is not a ``.npy`` array (a pickle, text) is
+refused by name.
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ ROW_SUM_TOLERANCE = 1e-3
 LENGTH_TOLERANCE = 1e-6
 KINDS = ("probabilities", "capsule_lengths")
 _KEY = re.compile(r"(loo|full)_(\d+)")
+# one image has no scatter, and scikit-learn's Davies-Bouldin index needs more images than classes: at least
+# one class needs this many
+MIN_IMAGES = 2
+_NPZ_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip archive's first bytes (a file, or an empty archive)
+_NPY_MAGIC = b"\x93NUMPY"
 
 
 def check_kind(kind: Any, where: str = "kind") -> str:
@@ -128,8 +135,9 @@ def check_soft_labels(
     ------
     InvalidArgumentError
         Naming the key (``loo_3``) and what is wrong: fewer than 3 classes, a missing class, a wrong
-        width, differing row counts, no rows, a value that is not finite or negative, a row not summing
-        to one (probabilities), a length above one (capsule lengths); ``class_names`` of the wrong
+        width, differing row counts, no rows, every class a single row (``MIN_IMAGES``), a value that is
+        not finite or negative, a row not summing to one (probabilities), a length above one (capsule
+        lengths); ``class_names`` of the wrong
         length, or an unknown ``kind``.
     """
     check_kind(kind, f"{where}: kind")
@@ -179,6 +187,11 @@ def check_soft_labels(
                         "are kind capsule_lengths"
                     )
             (checked_loo if key.startswith("loo") else checked_full).append(values)
+    if all(len(values) < MIN_IMAGES for values in checked_loo):
+        raise InvalidArgumentError(
+            f"{where}: every class has a single test image ({n} images for {n} classes); at least one class needs "
+            f"{MIN_IMAGES} or more (the Davies-Bouldin index needs more images than classes; one image has no scatter)"
+        )
     if class_names is None:
         names = tuple(str(i) for i in range(n))
     else:
@@ -205,24 +218,47 @@ def read_soft_labels(path: str | Path) -> SoftLabels:
     InvalidArgumentError
         A missing file.
     DataFormatError
-        Not a readable npz (or one needing pickle), unknown keys, a class without both keys, a ``kind``
+        Not an npz (text, a pickle, a single ``.npy``), a member that is not a ``.npy`` array or needs
+        pickle, unknown keys, a class without both keys, a ``kind``
         that is not one of :data:`KINDS`, or any failure of :func:`check_soft_labels`, naming the file
         and the key. An archive without ``kind`` (written before it existed) reads as ``probabilities``.
     """
     path = Path(path)
     if not path.is_file():
         raise InvalidArgumentError(f"{path}: no such file")
+    with path.open("rb") as handle:
+        head = handle.read(len(_NPY_MAGIC))
+    if head.startswith(_NPY_MAGIC):
+        raise DataFormatError(f"{path}: a single .npy array, not an .npz archive of loo_<i> / full_<i> arrays")
+    if not head.startswith(_NPZ_MAGIC):
+        raise DataFormatError(f"{path}: not an npz archive (it does not start with a zip header: text or a pickle?)")
     try:
         archive = np.load(path, allow_pickle=False)
     except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
         raise DataFormatError(f"{path}: not a readable .npz archive ({' '.join(str(exc).split())[:160]})") from None
-    if not isinstance(archive, np.lib.npyio.NpzFile):
-        raise DataFormatError(f"{path}: a single array, not an .npz archive of loo_<i> / full_<i> arrays")
     with archive:
-        try:
-            arrays = {key: archive[key] for key in archive.files}
-        except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-            raise DataFormatError(f"{path}: an array cannot be read ({' '.join(str(exc).split())[:160]})") from None
+        arrays = {}
+        for key in archive.files:
+            try:
+                value = archive[key]
+            except ValueError as exc:
+                if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
+                    raise DataFormatError(
+                        f"{path}: member {key!r} holds object arrays, which only unpickling could read; refused"
+                    ) from None
+                raise DataFormatError(
+                    f"{path}: member {key!r} cannot be read ({' '.join(str(exc).split())[:160]})"
+                ) from None
+            except (OSError, zipfile.BadZipFile, EOFError) as exc:
+                raise DataFormatError(
+                    f"{path}: member {key!r} cannot be read ({' '.join(str(exc).split())[:160]})"
+                ) from None
+            if not isinstance(value, np.ndarray):
+                raise DataFormatError(
+                    f"{path}: member {key!r} is not a .npy array (raw bytes: a pickle or text?); write the archive "
+                    "with numpy.savez or repscope's write_soft_labels"
+                )
+            arrays[key] = value
     names = arrays.pop("class_names", None)
     kind = _read_kind(path, arrays.pop("kind", None))
     unknown = sorted(key for key in arrays if not _KEY.fullmatch(key))

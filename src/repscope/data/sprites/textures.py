@@ -36,9 +36,9 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 from scipy import ndimage
 
+from repscope.data.imagefile import read_image
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
 IMAGE_SIZE = 64
@@ -50,6 +50,10 @@ DEFAULT_PER_FAMILY = 64
 BRIGHTEN_BY = 125
 DARKEN_BELOW = 200
 PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
+# most pixels of one photograph read from a texture_dir (or a PolyMNIST background): DTD's photographs
+# are 300-640 pixels a side and a 16-megapixel camera's (4928x3264) still fits; more is a corrupt file
+# or a decompression bomb (a few kilobytes declaring gigabytes of pixels), refused from the header
+MAX_PHOTO_PIXELS = 4096 * 4096
 
 
 # --------------------------------------------------------------------------------------------
@@ -323,7 +327,8 @@ def load_photos(texture_dir: str | Path) -> list[np.ndarray]:
     SourceNotFoundError
         When ``texture_dir`` is not a folder.
     DataFormatError
-        When it holds no images or an image cannot be read.
+        When it holds no images, or an image (named) cannot be read (truncated, corrupt, not an image)
+        or its header declares more than :data:`MAX_PHOTO_PIXELS` pixels (refused before decoding).
     """
     folder = Path(texture_dir)
     if not folder.is_dir():
@@ -331,14 +336,8 @@ def load_photos(texture_dir: str | Path) -> list[np.ndarray]:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in PHOTO_SUFFIXES)
     if not files:
         raise DataFormatError(f"texture_dir: {folder} holds no images ({', '.join(PHOTO_SUFFIXES)})")
-    photos = []
-    for path in files:
-        try:
-            with Image.open(path) as image:
-                photos.append(stretch(np.asarray(image.convert("L"), dtype=np.uint8)))
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DataFormatError(f"texture_dir: {path} is not a readable image ({exc})") from None
-    return photos
+    # each file's header is checked before its pixels are decoded (read_image)
+    return [stretch(read_image(path, "L", MAX_PHOTO_PIXELS, "texture_dir: ")) for path in files]
 
 
 class TextureBank:

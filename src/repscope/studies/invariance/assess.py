@@ -414,7 +414,7 @@ def train_assessors(
     repo : str or Path
         The repository.
     out : Path
-        Folder for ``table4.csv``, ``labels.csv``, ``assessors.joblib`` and ``assessors.json``.
+        Folder for ``table4.csv``, ``labels.csv``, ``assessors.skops`` and ``assessors.json``.
     transform : str
         The family the repository was tested with (checked against it).
     labels_file : Path, optional
@@ -439,8 +439,6 @@ def train_assessors(
     pandas.DataFrame
         The Table IV rows (with a ``compat`` column).
     """
-    import joblib  # noqa: PLC0415 -- scikit-learn's own persistence
-
     from repscope.fileio import write_json_atomic, write_text_atomic  # noqa: PLC0415
 
     repo = Path(repo)
@@ -493,8 +491,8 @@ def train_assessors(
     write_text_atomic(out / "table4.csv", result.to_csv(index=False))
     write_text_atomic(out / "labels.csv", labels.to_csv(index=False))
     fitted = {name: model.fit(features, merged["label"]) for name, model in models.items()}
-    joblib.dump(
-        {"assessors": fitted, "columns": columns, "transform": transform, "compat": compat}, out / "assessors.joblib"
+    save_assessors(
+        out / ASSESSOR_FILE, {"assessors": fitted, "columns": columns, "transform": transform, "compat": compat}
     )
     summary = {"transform": transform, "columns": columns, "models": len(merged)}
     summary.update(invariant=int(merged["label"].sum()), compat=compat, repository_compat=repository_compat)
@@ -529,16 +527,129 @@ def train_assessors(
     return result
 
 
+ASSESSOR_FILE = "assessors.skops"
+"""File name of the saved assessors (skops format: loads only allow-listed types, runs no code)."""
+
+# Types outside skops' default allow-list that the four assessors hold (the fitted trees of the decision
+# tree, the random forest and AdaBoost); everything else in a saved file must be on skops' default list.
+TRUSTED_TYPES = ("sklearn.tree._tree.Tree",)
+
+
+def save_assessors(path: str | Path, payload: dict[str, Any]) -> Path:
+    """Write fitted assessors in the skops format, atomically (a temporary file, then a rename).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write (``assessors.skops``).
+    payload : dict
+        ``assessors`` (name to fitted estimator), ``columns``, ``transform`` and ``compat``.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+
+    import skops.io as sio  # noqa: PLC0415
+
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    try:
+        sio.dump(payload, temporary, compression=zipfile.ZIP_DEFLATED)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return path
+
+
+def load_assessors(assessor_file: str | Path) -> dict[str, Any]:
+    """Read assessors written by :func:`save_assessors`, refusing any file that is not one.
+
+    Only the types of :data:`TRUSTED_TYPES` and skops' default allow-list are loaded, so a crafted file
+    cannot run code; pickles (the former ``assessors.joblib``) are refused.
+
+    Parameters
+    ----------
+    assessor_file : str or Path
+        The ``assessors.skops`` of ``repscope invariance assess train``.
+
+    Returns
+    -------
+    dict
+        ``assessors`` (name to fitted estimator), ``columns`` (list of str), ``transform`` and ``compat``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A missing file.
+    DataFormatError
+        An empty file, a pickle, a file of another format, types outside the allow-list, or a payload
+        without the expected keys.
+    """
+    import zipfile  # noqa: PLC0415
+
+    import skops.io as sio  # noqa: PLC0415
+
+    path = Path(assessor_file)
+    rerun = "re-run `repscope invariance assess train` to write assessors.skops"
+    if not path.is_file():
+        raise InvalidArgumentError(f"--assessor {path}: no such file")
+    if path.stat().st_size == 0:
+        raise DataFormatError(f"--assessor {path}: the file is empty; {rerun}")
+    if not zipfile.is_zipfile(path):
+        with path.open("rb") as handle:
+            head = handle.read(2)
+        kind = "a pickle (joblib), which can run code" if head[:1] == b"\x80" else "not a skops file"
+        raise DataFormatError(f"--assessor {path}: {kind}; {rerun}")
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+    except Exception as exc:  # noqa: BLE001 -- any unreadable archive is one message
+        raise DataFormatError(f"--assessor {path}: not a skops file ({' '.join(str(exc).split())[:200]})") from None
+    extra = sorted(set(untrusted) - set(TRUSTED_TYPES))
+    if extra:
+        raise DataFormatError(f"--assessor {path}: holds type {extra[0]}, which assessors never hold; {rerun}")
+    try:
+        saved = sio.load(path, trusted=list(TRUSTED_TYPES))
+    except Exception as exc:  # noqa: BLE001 -- a damaged archive is one message
+        raise DataFormatError(f"--assessor {path}: unreadable ({' '.join(str(exc).split())[:200]})") from None
+    if (
+        not isinstance(saved, dict)
+        or not isinstance(saved.get("assessors"), dict)
+        or not saved["assessors"]
+        or not all(hasattr(model, "predict") for model in saved["assessors"].values())
+        or not isinstance(saved.get("columns"), list)
+        or not all(isinstance(c, str) for c in saved["columns"])
+        or not isinstance(saved.get("transform"), str)
+    ):
+        raise DataFormatError(f"--assessor {path}: not assessors of `repscope invariance assess train`; {rerun}")
+    return saved
+
+
 def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], transform: str) -> dict[str, int]:
     """Each saved assessor's verdict (1 invariant, 0 variant) on one model's features.
 
-    ``assessors.joblib`` is a pickle: load only files you made or trust.
-    """
-    import joblib  # noqa: PLC0415
+    Parameters
+    ----------
+    assessor_file : str or Path
+        ``assessors.skops`` (read by :func:`load_assessors`: no code runs).
+    features : dict
+        Modality to feature name to value.
+    transform : str
+        The family the model was tested with (checked against the assessors').
 
-    saved = joblib.load(assessor_file)
-    if saved.get("transform") != transform:
-        raise InvalidArgumentError(f"--assessor {assessor_file}: trained for {saved.get('transform')}, not {transform}")
+    Returns
+    -------
+    dict of str to int
+        Assessor name to verdict.
+    """
+    saved = load_assessors(assessor_file)
+    check_assessors(assessor_file, saved, transform)
     flat = {f"{m}:{k}": v for m, values in features.items() for k, v in values.items()}
     missing = [c for c in saved["columns"] if c not in flat]
     if missing:
@@ -554,7 +665,47 @@ def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], tr
     return {name: int(_predict(model, row)[0]) for name, model in saved["assessors"].items()}
 
 
+def check_assessors(assessor_file: str | Path, saved: dict[str, Any], transform: str, modalities: Any = None) -> None:
+    """Refuse assessors trained for another family, or on modalities the test does not measure.
+
+    Parameters
+    ----------
+    assessor_file : str or Path
+        The file (for the message).
+    saved : dict
+        As :func:`load_assessors` returns.
+    transform : str
+        The family of the test.
+    modalities : iterable of str, optional
+        The modalities the test measures (e.g. ``max@CONF``); each column ``modality:feature`` of the
+        assessors must name one of them.
+
+    Returns
+    -------
+    None
+    """
+    if saved.get("transform") != transform:
+        raise InvalidArgumentError(f"--assessor {assessor_file}: trained for {saved.get('transform')}, not {transform}")
+    if modalities is not None:
+        measured = set(modalities)
+        missing = [c for c in saved["columns"] if c.split(":", 1)[0] not in measured]
+        if missing:
+            hint = (
+                " (assessors of compat reference need a test with compat reference)"
+                if "max_mean@" in missing[0]
+                else " (assessors of compat paper need a test with compat paper)"
+            )
+            raise InvalidArgumentError(
+                f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks{hint}"
+            )
+
+
 __all__ = [
+    "ASSESSOR_FILE",
+    "TRUSTED_TYPES",
+    "check_assessors",
+    "load_assessors",
+    "save_assessors",
     "LABEL_CODINGS",
     "file_label_coding",
     "to_our_coding",

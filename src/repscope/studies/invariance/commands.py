@@ -13,23 +13,83 @@ import pandas as pd
 from repscope.errors import DataFormatError
 from repscope.fileio import write_json_atomic, write_text_atomic
 
+# the largest entry a variance matrix file may hold: the features square and sum entries, and an entry near
+# the float64 limit (1e308) would turn them into infinities (Infinity in the JSON)
+MAX_VARIANCE_ENTRY = 1e100
 
-def read_variance_matrix(path: str | Path) -> np.ndarray:
-    """A variance matrix saved with ``numpy.save``.
+
+def check_variance_matrix(array: np.ndarray, source: str) -> np.ndarray:
+    """Refuse an array that cannot be a variance matrix, naming ``source`` and what is wrong.
+
+    Parameters
+    ----------
+    array : numpy.ndarray
+        The loaded matrix.
+    source : str
+        The file (or model and file) for the message.
+
+    Returns
+    -------
+    numpy.ndarray
+        The matrix as float64.
 
     Raises
     ------
     DataFormatError
-        Naming the file: not a ``.npy`` array (a zip archive such as ``.npz`` or a torch file included).
+        Not real numbers (booleans, complex, objects), not square of at least 3x3, NaN or infinite entries,
+        negative entries (a variance is never negative), or entries above :data:`MAX_VARIANCE_ENTRY`.
     """
+    if array.dtype.kind not in "iuf":
+        raise DataFormatError(f"{source}: expected a matrix of real numbers, got dtype {array.dtype}")
+    if array.ndim != 2 or array.shape[0] != array.shape[1] or array.shape[0] < 3:
+        raise DataFormatError(f"{source}: expected a square variance matrix of at least 3x3, got shape {array.shape}")
+    values = array.astype(np.float64)
+    if not np.isfinite(values).all():
+        raise DataFormatError(f"{source}: holds {int((~np.isfinite(values)).sum())} NaN or infinite entries")
+    if (values < 0).any():
+        raise DataFormatError(
+            f"{source}: holds {int((values < 0).sum())} negative entries (min {values.min():.3g}); "
+            "variances are never negative"
+        )
+    if values.max() > MAX_VARIANCE_ENTRY:
+        raise DataFormatError(
+            f"{source}: entry {values.max():.3g} exceeds {MAX_VARIANCE_ENTRY:.0e} (the features would overflow)"
+        )
+    return values
+
+
+def read_variance_matrix(path: str | Path) -> np.ndarray:
+    """A variance matrix saved with ``numpy.save``, checked by :func:`check_variance_matrix`.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The ``.npy`` file.
+
+    Returns
+    -------
+    numpy.ndarray
+        The matrix (float64).
+
+    Raises
+    ------
+    DataFormatError
+        Naming the file: missing or empty, not a ``.npy`` array (a zip archive such as ``.npz`` or a torch
+        file included), or not a variance matrix.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"{path}: no such file")
+    if path.stat().st_size == 0:
+        raise DataFormatError(f"{path}: the file is empty; expected a .npy variance matrix")
     try:
         array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, EOFError) as exc:
         raise DataFormatError(f"{path}: not a .npy array ({' '.join(str(exc).split())})") from None
     if not isinstance(array, np.ndarray):  # a zip archive (.npz, a torch file) loads as an archive
         array.close()
         raise DataFormatError(f"{path}: not a .npy array (a zip archive); save the matrix with numpy.save")
-    return array
+    return check_variance_matrix(array, str(path))
 
 
 def matrix_file_features(matrix: str | Path, tau: float = 0.15, out: str | Path | None = None) -> dict[str, Any]:
@@ -126,4 +186,10 @@ def label_repository(
     return result
 
 
-__all__ = ["label_repository", "matrix_file_features", "read_variance_matrix"]
+__all__ = [
+    "MAX_VARIANCE_ENTRY",
+    "check_variance_matrix",
+    "label_repository",
+    "matrix_file_features",
+    "read_variance_matrix",
+]

@@ -101,6 +101,7 @@ def _read_json(path: Path, model: str) -> dict[str, Any]:
 
 def _reference_features(folder: Path) -> dict[str, dict[str, float]]:
     from repscope.metrics.invariance.features import reference_matrix_features  # noqa: PLC0415
+    from repscope.studies.invariance.commands import check_variance_matrix  # noqa: PLC0415
 
     files = sorted(folder.glob("matrix_*.npy"))
     if not files:
@@ -109,8 +110,12 @@ def _reference_features(folder: Path) -> dict[str, dict[str, float]]:
     for path in files:
         try:
             matrix = np.load(path, allow_pickle=False)
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, EOFError) as exc:
             raise DataFormatError(f"model {folder.name}: unreadable {path.name} ({exc})") from None
+        if not isinstance(matrix, np.ndarray):  # a zip archive loads as an archive
+            matrix.close()
+            raise DataFormatError(f"model {folder.name}: {path.name} is not a .npy array (a zip archive)")
+        matrix = check_variance_matrix(matrix, f"model {folder.name}: {path}")
         modality = path.stem[len("matrix_") :].replace("_at_", "@")
         with np.errstate(divide="ignore", invalid="ignore"):
             features[modality] = reference_matrix_features(matrix)

@@ -41,6 +41,7 @@ import pandas as pd
 from pydantic import Field
 
 from repscope.data.invariance_transforms import transform_family
+from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import save_npy_atomic, write_json_atomic
 from repscope.progress import quiet_progress
 from repscope.studies.invariance.testing import (
@@ -208,6 +209,61 @@ def _attempt(run_dir: Path) -> int:
     return sum(1 for path in run_dir.glob("train-*") if path.is_dir())
 
 
+# trainer settings that say where a model trains, not what it learns: a resumed repository may change them
+PLACEMENT_KEYS = ("accelerator", "devices", "num_nodes", "strategy", "logger", "data_placement", "compile")
+
+
+def check_resume(config: RepoConfig, out: Path) -> None:
+    """Refuse to continue a repository in ``out`` that was started with other settings.
+
+    ``repository.json`` stores the settings a repository was started with; every setting but the
+    :data:`PLACEMENT_KEYS` of ``trainer`` must be the same (a changed ``count``, grid or seed would mix
+    two experiments in one folder). A folder without ``repository.json`` is a new repository.
+
+    Parameters
+    ----------
+    config : RepoConfig
+        The settings of this build.
+    out : Path
+        The repository folder.
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    InvalidArgumentError
+        A setting differs, naming it and both values.
+    DataFormatError
+        A ``repository.json`` that cannot be read.
+    """
+    path = Path(out) / "repository.json"
+    if not path.exists():
+        return
+    try:
+        stored = json.loads(path.read_text())["config"]
+        if not isinstance(stored, dict):
+            raise TypeError
+    except (OSError, ValueError, KeyError, TypeError):
+        raise DataFormatError(f"{path}: not a repository manifest (remove it or choose another --out)") from None
+    current = json.loads(config.model_dump_json())
+
+    def flat(values: dict[str, Any]) -> dict[str, Any]:
+        rows = {f"trainer.{k}": v for k, v in (values.get("trainer") or {}).items() if k not in PLACEMENT_KEYS}
+        rows.update({k: v for k, v in values.items() if k != "trainer"})
+        return rows
+
+    before, now = flat(stored), flat(current)
+    changed = [key for key in sorted(set(before) | set(now)) if before.get(key) != now.get(key)]
+    if changed:
+        key = changed[0]
+        raise InvalidArgumentError(
+            f"--resume: repository {out} was started with {key} {before.get(key)!r}, not {now.get(key)!r}; "
+            "use the same settings or another --out"
+        )
+
+
 def build_repository(
     config: RepoConfig,
     out: Path,
@@ -232,6 +288,7 @@ def build_repository(
     """
     from repscope.sweeps import SweepPoint, run_sweep  # noqa: PLC0415
 
+    check_resume(config, out)
     points = [SweepPoint.from_overrides(pairs) for pairs in repository_points(config)]
     out.mkdir(parents=True, exist_ok=True)
     write_json_atomic(out / "repository.json", {"config": json.loads(config.model_dump_json())})
@@ -247,4 +304,13 @@ def build_repository(
     )
 
 
-__all__ = ["RepoConfig", "augment_ranges", "build_repository", "quick", "repo_point", "repository_points"]
+__all__ = [
+    "PLACEMENT_KEYS",
+    "RepoConfig",
+    "augment_ranges",
+    "build_repository",
+    "check_resume",
+    "quick",
+    "repo_point",
+    "repository_points",
+]

@@ -21,6 +21,7 @@ reproduce both.
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,7 +333,8 @@ def load_classifier(
     InvalidArgumentError
         A missing file, a state_dict without ``arch`` and ``data``, a run without a dataset.
     DataFormatError
-        An unreadable checkpoint or weights that do not fit the network.
+        An empty file, a file torch will not load with ``weights_only=True`` or that holds no state_dict
+        (refused before the dataset loads), an unreadable checkpoint, or weights that do not fit the network.
     """
     from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.models.networks import build_classifier  # noqa: PLC0415
@@ -342,6 +344,8 @@ def load_classifier(
     path = Path(model)
     if not path.exists():
         raise InvalidArgumentError(f"--model {path}: no such file or run directory")
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataFormatError(f"--model {path}: the file is empty")
     params = dict(data_params or {})
     if path.is_dir():
         run = open_run(path)
@@ -357,10 +361,18 @@ def load_classifier(
         return task.network.eval(), load_dataset(data, **params), data, params
     if arch is None or data is None:
         raise InvalidArgumentError(f"--model {path}: a state_dict file needs --arch (a network) and --data")
+    try:  # read the weights before the dataset: a file that is no state_dict is refused at once
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, EOFError, RuntimeError, OSError, ValueError, AttributeError, TypeError) as exc:
+        raise DataFormatError(
+            f"--model {path}: not a state_dict file torch loads with weights_only=True "
+            f"({' '.join(str(exc).split())[:200]})"
+        ) from None
+    if not isinstance(state, dict) or not state:
+        raise DataFormatError(f"--model {path}: not a state_dict (a mapping of parameter names to tensors)")
     dataset = load_dataset(data, **params)
     network = build_classifier(arch, dataset.field("image").shape, dataset.num_classes or 1)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
         network.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
     except (RuntimeError, OSError, AttributeError, KeyError, ValueError) as exc:
         raise DataFormatError(
@@ -428,7 +440,8 @@ def run_invariance_test(
     seed : int
         Seed of the draw and of the sensitivity subsample.
     assessor : str or Path, optional
-        ``assessors.joblib`` of ``repscope invariance assess train``: adds each assessor's verdict.
+        ``assessors.skops`` of ``repscope invariance assess train``: adds each assessor's verdict. Read,
+        and checked against ``transform`` and the modalities, before the test runs.
     compat : {"paper", "reference"}
         ``paper``: the paper's five modalities; ``reference``: the released code's
         (:data:`REFERENCE_MODALITIES`, correctly classified examples only), as a repository built with
@@ -449,6 +462,12 @@ def run_invariance_test(
     modalities = compat_modalities(compat)
     correct_only = correct_only or compat == "reference"
     family = transform_family(transform, half_range, steps)
+    if assessor is not None:  # a broken or mismatched file is refused before the test runs
+        from repscope.studies.invariance.assess import check_assessors, load_assessors  # noqa: PLC0415
+
+        check_assessors(
+            assessor, load_assessors(assessor), transform, [modality_name(*modality) for modality in modalities]
+        )
     network, dataset, data_name, params = load_classifier(model, arch, data, data_params)
     if dataset.target_kind != "classification":
         raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
