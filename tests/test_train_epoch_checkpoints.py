@@ -182,3 +182,26 @@ def test_short_epochs_are_saved_less_often_so_saving_stays_a_tenth(tmp_path, mon
     assert saved == [0, 4]
     with pytest.raises(train_run.InvalidArgumentError, match="max_share"):
         train_run.EpochCheckpoint(tmp_path / "last.ckpt", max_share=0)
+
+
+def test_the_ctrl_c_line_names_the_epoch_resume_continues_from(runs, monkeypatch, capsys):
+    import signal
+
+    import repscope.cli as cli
+    import repscope.outputs as outputs
+
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        monkeypatch.setattr(outputs, "incomplete_outputs", lambda: [(runs.root / "whole", "--out", True)])
+        assert cli._interrupted_exit().code == 130
+        line = capsys.readouterr().err.strip()
+        assert line.endswith("(pass --resume to go on from epoch 4 or --overwrite to replace it)"), line
+        # an output that cannot resume, or a folder that is no training run, names no epoch
+        monkeypatch.setattr(outputs, "incomplete_outputs", lambda: [(runs.root / "whole", "--out", False)])
+        cli._interrupted_exit()
+        assert capsys.readouterr().err.strip().endswith("(pass --overwrite to replace it)")
+        monkeypatch.setattr(outputs, "incomplete_outputs", lambda: [(runs.root, "--out", True)])
+        cli._interrupted_exit()
+        assert capsys.readouterr().err.strip().endswith("(pass --resume to go on or --overwrite to replace it)")
+    finally:
+        signal.signal(signal.SIGINT, previous)

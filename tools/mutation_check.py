@@ -802,6 +802,14 @@ MUTATIONS: list[Mutation] = [
         ),
         "a Ctrl-C Python drops in a finalizer lets the work run on",
     ),
+    Mutation(
+        "ctrl-c-line-without-epoch",
+        ("src/repscope/cli/__init__.py",),
+        'how = f"--resume to go on from epoch {epoch} or --overwrite to replace it"',
+        'how = "--resume to go on or --overwrite to replace it"',
+        ("tests/test_train_epoch_checkpoints.py::test_the_ctrl_c_line_names_the_epoch_resume_continues_from",),
+        "the Ctrl-C line no longer says from which epoch --resume continues",
+    ),
 ]
 
 
