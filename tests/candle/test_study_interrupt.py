@@ -28,6 +28,15 @@ class _InterruptedWhileCollected:
             total += step
 
 
+@pytest.fixture
+def python_sigint_handler():
+    """Python's own SIGINT handler for the test, whatever an earlier test in this worker left (SIG_IGN)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_an_interrupt_dropped_in_a_finalizer_stops_the_loop_at_the_next_update(monkeypatch):
     dropped = []
     monkeypatch.setattr(sys, "unraisablehook", lambda unraisable: dropped.append(unraisable.exc_type))
@@ -46,6 +55,7 @@ def test_an_interrupt_dropped_in_a_finalizer_stops_the_loop_at_the_next_update(m
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # the handler is restored
 
 
+@pytest.mark.usefixtures("python_sigint_handler")
 def test_a_delivered_interrupt_is_not_raised_twice(monkeypatch):
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     with pytest.raises(KeyboardInterrupt):

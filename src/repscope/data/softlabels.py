@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import io
 import re
-import zipfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +37,7 @@ from typing import Any
 
 import numpy as np
 
+from repscope.data.npzfile import read_npz_arrays
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_bytes_atomic
 
@@ -49,8 +49,6 @@ _KEY = re.compile(r"(loo|full)_(\d+)")
 # one image has no scatter, and scikit-learn's Davies-Bouldin index needs more images than classes: at least
 # one class needs this many
 MIN_IMAGES = 2
-_NPZ_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip archive's first bytes (a file, or an empty archive)
-_NPY_MAGIC = b"\x93NUMPY"
 
 
 def check_kind(kind: Any, where: str = "kind") -> str:
@@ -226,39 +224,7 @@ def read_soft_labels(path: str | Path) -> SoftLabels:
     path = Path(path)
     if not path.is_file():
         raise InvalidArgumentError(f"{path}: no such file")
-    with path.open("rb") as handle:
-        head = handle.read(len(_NPY_MAGIC))
-    if head.startswith(_NPY_MAGIC):
-        raise DataFormatError(f"{path}: a single .npy array, not an .npz archive of loo_<i> / full_<i> arrays")
-    if not head.startswith(_NPZ_MAGIC):
-        raise DataFormatError(f"{path}: not an npz archive (it does not start with a zip header: text or a pickle?)")
-    try:
-        archive = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataFormatError(f"{path}: not a readable .npz archive ({' '.join(str(exc).split())[:160]})") from None
-    with archive:
-        arrays = {}
-        for key in archive.files:
-            try:
-                value = archive[key]
-            except ValueError as exc:
-                if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-                    raise DataFormatError(
-                        f"{path}: member {key!r} holds object arrays, which only unpickling could read; refused"
-                    ) from None
-                raise DataFormatError(
-                    f"{path}: member {key!r} cannot be read ({' '.join(str(exc).split())[:160]})"
-                ) from None
-            except (OSError, zipfile.BadZipFile, EOFError) as exc:
-                raise DataFormatError(
-                    f"{path}: member {key!r} cannot be read ({' '.join(str(exc).split())[:160]})"
-                ) from None
-            if not isinstance(value, np.ndarray):
-                raise DataFormatError(
-                    f"{path}: member {key!r} is not a .npy array (raw bytes: a pickle or text?); write the archive "
-                    "with numpy.savez or repscope's write_soft_labels"
-                )
-            arrays[key] = value
+    arrays = read_npz_arrays(path, "loo_<i> / full_<i> arrays", "numpy.savez or repscope's write_soft_labels")
     names = arrays.pop("class_names", None)
     kind = _read_kind(path, arrays.pop("kind", None))
     unknown = sorted(key for key in arrays if not _KEY.fullmatch(key))

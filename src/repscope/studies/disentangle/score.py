@@ -16,13 +16,13 @@ from __future__ import annotations
 import inspect
 import sys
 import time
-import zipfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from repscope.data.npzfile import read_npz_arrays
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_intervals, scalar_scores
 from repscope.metrics.registry import ARRAY_INPUTS, metric, metric_entry, metric_names
@@ -57,7 +57,11 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     path = Path(path)
     if not path.is_file():
         raise SourceNotFoundError(f"{path}: no such file")
-    arrays = _npz_arrays(path)
+    arrays = read_npz_arrays(
+        path,
+        "'factors' (N, K) integer classes and 'codes' (N, L), optionally 'factor_sizes' (K,): "
+        "numpy.savez(path, factors=..., codes=...)",
+    )
     missing = [key for key in ("factors", "codes") if key not in arrays]
     if missing:
         raise DataFormatError(f"{path}: no {missing[0]!r} array (has: {', '.join(sorted(arrays)) or 'nothing'})")
@@ -103,51 +107,6 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
                 f"{path}: factor {int(over[0])} has classes outside 0..{int(sizes[over[0]]) - 1} ('factor_sizes')"
             )
     return factors, codes, sizes
-
-
-NPZ_MAGIC = (b"PK\x03\x04", b"PK\x05\x06")  # a zip archive's first bytes (a file, or an empty archive)
-NPY_MAGIC = b"\x93NUMPY"
-
-
-def _npz_arrays(path: Path) -> dict[str, np.ndarray]:
-    """Every member of the npz ``path`` as an array, refusing anything else with one line naming the member.
-
-    A file that starts with neither a zip header nor a ``.npy`` header is not an npz (text, a pickle);
-    a single ``.npy`` is told what the npz must hold; a member that is not a ``.npy`` array (numpy hands
-    such a member back as raw bytes: a pickle, text) or that holds object arrays is refused by name.
-    """
-    with path.open("rb") as handle:
-        head = handle.read(len(NPY_MAGIC))
-    if head.startswith(NPY_MAGIC):
-        raise DataFormatError(
-            f"{path}: a single .npy array, not an .npz; the npz must hold 'factors' (N, K) integer classes and "
-            "'codes' (N, L), optionally 'factor_sizes' (K,): numpy.savez(path, factors=..., codes=...)"
-        )
-    if not head.startswith(NPZ_MAGIC):
-        raise DataFormatError(f"{path}: not an npz archive (it does not start with a zip header: text or a pickle?)")
-    arrays: dict[str, np.ndarray] = {}
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            for key in archive.files:
-                try:
-                    value = archive[key]
-                except ValueError as exc:
-                    if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-                        raise DataFormatError(
-                            f"{path}: member {key!r} holds object arrays, which only unpickling could read; refused"
-                        ) from None
-                    raise DataFormatError(f"{path}: member {key!r} cannot be read ({exc})") from None
-                if not isinstance(value, np.ndarray):
-                    raise DataFormatError(
-                        f"{path}: member {key!r} is not a .npy array (raw bytes: a pickle or text?); "
-                        "write the npz with numpy.savez"
-                    )
-                arrays[key] = value
-    except DataFormatError:
-        raise
-    except (OSError, ValueError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataFormatError(f"{path}: not a readable .npz ({' '.join(str(exc).split())[:160]})") from None
-    return arrays
 
 
 def codes_of_run(
