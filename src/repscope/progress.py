@@ -7,8 +7,29 @@
 * Elsewhere (batch jobs, SLURM, pipes, CI logs) each bar prints a plain line to stderr at most
   every ``every_seconds`` (default 5 s, ``REPSCOPE_PROGRESS_SECONDS``), e.g.
   ``measuring 5000 digits: 1200/5000 (24%), 3.1 s elapsed, ~10 s left``, and a final
-  ``... done in 12.3 s`` line once it ran that long (short loops stay silent).
+  ``... done in 12.3 s`` line once it ran that long (short loops stay silent). A step that updates
+  rarely, or never (one long call inside ``with progress_bar(...)``), still gets its line every
+  ``every_seconds`` from a background timer (``fitting svm on 4000 digits: 10 s elapsed``), and one that
+  never gave a count ends with ``... done in 12.3 s``, claiming no ``0 done``.
+* A loop stopped by Ctrl-C never ends on a count that reads as finished: its last line (on a terminal
+  too, where the bar itself vanishes) is ``measuring 5000 digits: interrupted at 1200/5000 after 3.1 s``;
+  one that raised an error after ``every_seconds`` or more ends with ``... stopped by an error at
+  1200/5000 after 3.1 s`` (a mistake found at once stays the command's one error line).
 * ``REPSCOPE_PROGRESS=bar|lines|off`` overrides the choice.
+
+Two ways to report a loop::
+
+    for digit in track(digits, f"measuring {len(digits)} digits"):  # total from len(), or total=
+        ...
+
+    with progress_bar("rendering 400 images", total=400) as update:  # any loop: update(done)
+        for done, image in enumerate(render(), start=1):
+            update(done)
+
+A loop that continues earlier work (a resumed training, a sweep whose finished runs are skipped)
+passes ``initial``, the steps done before this process: the count starts there, and the time left
+uses only the rate of the steps done since (``elapsed * (total - done) / (done - initial)``), not the
+earlier ones, which took no time here.
 
 :func:`TrainingProgress` is a Lightning callback that reports a ``Trainer.fit`` through the same
 display or lines (create the ``Trainer`` with ``enable_progress_bar=False``), and turns Lightning's
@@ -35,8 +56,8 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TextIO, TypeVar
 
 from rich.console import Console
 from rich.progress import (
@@ -53,6 +74,7 @@ MODES = ("bar", "lines", "off")
 DEFAULT_EVERY_SECONDS = 5.0
 
 Update = Callable[..., None]
+Item = TypeVar("Item")
 
 
 def interactive() -> bool:
@@ -112,18 +134,67 @@ def format_seconds(seconds: float) -> str:
     return f"{hours} h {rest:02d} min"
 
 
-def progress_line(description: str, done: int, total: int | None, elapsed: float, final: bool = False) -> str:
-    """The text of one progress line (see the module docstring for the format)."""
+def progress_line(
+    description: str, done: int, total: int | None, elapsed: float, final: bool = False, initial: int = 0
+) -> str:
+    """The text of one progress line (see the module docstring for the format).
+
+    Parameters
+    ----------
+    description : str
+        What the loop does.
+    done : int
+        Steps done, counting the ``initial`` ones.
+    total : int or None
+        Number of steps, when known.
+    elapsed : float
+        Seconds since the loop started in this process.
+    final : bool
+        The closing ``... done in`` line.
+    initial : int
+        Steps done before this process (a resumed loop): the time left is ``elapsed * (total - done) /
+        (done - initial)``, the rate of this process only; none is given before a step is done here.
+
+    Returns
+    -------
+    str
+        The line, without a newline.
+    """
     if final:
         counted = f"{done}/{total}" if total else f"{done}"
         return f"{description}: {counted} done in {format_seconds(elapsed)}"
     if total:
         fraction = min(1.0, done / total)
         text = f"{description}: {done}/{total} ({100 * fraction:.0f}%), {format_seconds(elapsed)} elapsed"
-        if 0 < done < total:
-            text += f", ~{format_seconds(elapsed * (total - done) / done)} left"
+        if initial < done < total:
+            text += f", ~{format_seconds(elapsed * (total - done) / (done - initial))} left"
         return text
     return f"{description}: {done} done, {format_seconds(elapsed)} elapsed"
+
+
+def stopped_line(description: str, done: int, total: int | None, elapsed: float, how: str = "interrupted") -> str:
+    """The last line of a loop that did not finish: ``<description>: interrupted at 20/138 after 3.1 s``.
+
+    Parameters
+    ----------
+    description : str
+        What the loop does.
+    done : int
+        Steps done when it stopped.
+    total : int or None
+        Number of steps, when known.
+    elapsed : float
+        Seconds it ran in this process.
+    how : str
+        What stopped it (``interrupted``, ``stopped by an error``).
+
+    Returns
+    -------
+    str
+        The line, without a newline.
+    """
+    counted = f"{done}/{total}" if total else f"{done}"
+    return f"{description}: {how} at {counted} after {format_seconds(elapsed)}"
 
 
 # --------------------------------------------------------------------------------------------
@@ -195,6 +266,7 @@ class _InterruptGuard:
     def __init__(self) -> None:
         self.depth = 0
         self.pending = False
+        self.count = 0  # SIGINTs noted so far (never reset): a bar compares it with its value at the start
         self._previous: Any = None
         self._pid: int | None = None
 
@@ -223,6 +295,7 @@ class _InterruptGuard:
     def _handle(self, signum: int, frame: Any) -> None:
         if os.getpid() == self._pid and self._previous is not None:
             self.pending = True
+            self.count += 1
         previous = self._previous if self._previous is not None else signal.default_int_handler
         previous(signum, frame)
 
@@ -239,28 +312,101 @@ class _Bar:
     """One bar: a task of the shared display, or a series of progress lines, or nothing."""
 
     def __init__(
-        self, description: str, total: int | None, mode: str, every_seconds: float, stream: TextIO | None = None
+        self,
+        description: str,
+        total: int | None,
+        mode: str,
+        every_seconds: float,
+        stream: TextIO | None = None,
+        initial: int = 0,
     ) -> None:
         self.description = description
         self.total = total
         self.mode = mode
         self.every_seconds = every_seconds
         self.stream = stream
-        self.done = 0
+        self.initial = initial
+        self.done = initial
         self.started = time.monotonic()
+        self._interrupts = _GUARD.count
+        self._updated = False  # whether the loop ever gave a count (else no "0 done" is claimed)
+        self._lock = threading.Lock()  # the update and the heartbeat write lines one at a time
+        self._stop = threading.Event()
+        self._heartbeat: threading.Thread | None = None
         self._last_line = self.started
         self._lines = 0
         self._task: Any = None
         self._progress: Any = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        # a copy (Ray Tune pickles its callbacks, and so the update function a sweep's callback holds)
+        # draws nothing: no lock, timer thread or display travels
+        state = dict(self.__dict__)
+        state.update(mode="off", _lock=None, _stop=None, _heartbeat=None, _progress=None, _task=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._lock, self._stop = threading.Lock(), threading.Event()
+        self._stop.set()
 
     # -- lifetime ---------------------------------------------------------------------------
 
     def open(self) -> None:
         if self.mode == "bar":
             self._progress = _DISPLAY.acquire()
-            self._task = self._progress.add_task(self.description, total=self.total)
+            # the steps done before start the bar: rich's speed (and time left) counts only later steps
+            self._task = self._progress.add_task(self.description, total=self.total, completed=self.initial)
+        elif self.mode == "lines":
+            # a step that updates rarely (or never: one long call) still gets a line every interval (a bar
+            # asking for a line at every update, every_seconds 0, gets them at the default interval)
+            interval = self.every_seconds if self.every_seconds > 0 else default_every_seconds()
+            if interval > 0:
+                self._heartbeat = threading.Thread(
+                    target=self._beat, args=(interval,), name="repscope-progress", daemon=True
+                )
+                self._heartbeat.start()
 
-    def close(self, completed: bool) -> None:
+    def _beat(self, interval: float) -> None:
+        wait = interval
+        while not self._stop.wait(max(0.05, wait)):
+            with self._lock:
+                if self._stop.is_set():
+                    return
+                now = time.monotonic()
+                since = now - self._last_line
+                if since >= interval:
+                    self._last_line = now
+                    self._write(self._line(now))
+                    since = 0.0
+                wait = interval - since
+
+    def _line(self, now: float) -> str:
+        if not self._updated and not self.total:
+            return f"{self.description}: {format_seconds(now - self.started)} elapsed"  # no count given
+        return progress_line(self.description, self.done, self.total, now - self.started, initial=self.initial)
+
+    def _ending(self, completed: bool, error: BaseException | None) -> str | None:
+        """``interrupted``, ``stopped by an error`` or None (finished, or left early on purpose)."""
+        if completed:
+            return None
+        # a loop over track() sees GeneratorExit when a Ctrl-C in the caller's loop body closes it
+        if isinstance(error, KeyboardInterrupt) or _GUARD.count != self._interrupts:
+            return "interrupted"
+        if isinstance(error, Exception):
+            return "stopped by an error"
+        return None  # GeneratorExit (a loop left with break), SystemExit
+
+    def close(self, completed: bool, error: BaseException | None = None) -> None:
+        self._stop.set()
+        if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
+            self._heartbeat.join(timeout=1.0)
+        ending = self._ending(completed, error)
+        elapsed = time.monotonic() - self.started
+        # a loop shown long enough to be seen; an interrupted one always says where it stopped, a failed one
+        # only then (a mistake found at once stays the command's one error line)
+        shown = bool(self._lines) or elapsed >= self.every_seconds
+        said = ending == "interrupted" or (ending is not None and shown)
         if self.mode == "bar" and self._progress is not None:
             progress, self._progress = self._progress, None
             try:
@@ -268,11 +414,24 @@ class _Bar:
             except KeyError:
                 pass
             finally:
-                _DISPLAY.release()
-        elif self.mode == "lines" and completed:
-            elapsed = time.monotonic() - self.started
-            if self._lines or elapsed >= self.every_seconds:
+                try:
+                    if said and ending is not None:  # the bar vanishes (transient): a line says where it stopped
+                        with contextlib.suppress(Exception):
+                            progress.console.print(
+                                stopped_line(self.description, self.done, self.total, elapsed, ending),
+                                markup=False,
+                                highlight=False,
+                                soft_wrap=True,
+                            )
+                finally:
+                    _DISPLAY.release()
+        elif self.mode == "lines":
+            if completed and shown and not self._updated:  # a loop that gave no count: its time only
+                self._write(f"{self.description}: done in {format_seconds(elapsed)}")
+            elif completed and shown:
                 self._write(progress_line(self.description, self.done, self.total, elapsed, final=True))
+            elif said and ending is not None:
+                self._write(stopped_line(self.description, self.done, self.total, elapsed, ending))
 
     # -- updates ----------------------------------------------------------------------------
 
@@ -283,6 +442,7 @@ class _Bar:
         if description is not None:
             self.description = str(description)
         self.done = int(done)
+        self._updated = True
         if self.mode == "bar" and self._progress is not None:
             fields: dict[str, Any] = {"completed": self.done}
             if total is not None:
@@ -291,10 +451,11 @@ class _Bar:
                 fields["description"] = self.description
             self._progress.update(self._task, **fields)
         elif self.mode == "lines":
-            now = time.monotonic()
-            if now - self._last_line >= self.every_seconds and not (self.total and self.done >= self.total):
-                self._last_line = now
-                self._write(progress_line(self.description, self.done, self.total, now - self.started))
+            with self._lock:
+                now = time.monotonic()
+                if now - self._last_line >= self.every_seconds and not (self.total and self.done >= self.total):
+                    self._last_line = now
+                    self._write(self._line(now))
 
     def _write(self, text: str) -> None:
         stream = self.stream or sys.stderr
@@ -310,7 +471,11 @@ class _Bar:
 
 @contextlib.contextmanager
 def progress_bar(
-    description: str, total: int | None = None, enabled: bool | None = None, every_seconds: float | None = None
+    description: str,
+    total: int | None = None,
+    enabled: bool | None = None,
+    every_seconds: float | None = None,
+    initial: int = 0,
 ) -> Iterator[Update]:
     """Show the progress of a loop; yield ``update(done, total=None, description=None)``.
 
@@ -326,13 +491,22 @@ def progress_bar(
     every_seconds
         Seconds between progress lines when stderr is not a terminal (default
         :func:`default_every_seconds`).
+    initial
+        Steps done before this process (a resumed training, a sweep's finished runs): the count starts
+        there, and the time left is estimated from the steps done since only.
+
+    Yields
+    ------
+    callable
+        ``update(done, total=None, description=None)``: ``done`` counts all steps, ``initial`` included.
 
     A bar opened inside another one joins the same display (a second line); nothing nests live
-    displays, so any depth of nesting is safe.
+    displays, so any depth of nesting is safe. A block left by Ctrl-C ends with an ``interrupted at
+    n/m`` line, one left by an error with ``stopped by an error at n/m`` (see the module docstring).
     """
     mode = "off" if enabled is False else progress_mode()
     seconds = default_every_seconds() if every_seconds is None else float(every_seconds)
-    bar = _Bar(str(description), None if total is None else int(total), mode, seconds)
+    bar = _Bar(str(description), None if total is None else int(total), mode, seconds, initial=int(initial))
     guarded = _GUARD.enter()
     error: BaseException | None = None
     completed = False
@@ -345,10 +519,68 @@ def progress_bar(
         raise
     finally:
         try:
-            bar.close(completed)
+            bar.close(completed, error)
         finally:
             if guarded:
                 _GUARD.exit(error)
+
+
+def track(
+    iterable: Iterable[Item],
+    description: str,
+    total: int | None = None,
+    *,
+    enabled: bool | None = None,
+    every_seconds: float | None = None,
+    initial: int = 0,
+) -> Iterator[Item]:
+    """Yield the items of ``iterable`` while a :func:`progress_bar` counts them: a loop reported in one line.
+
+    ::
+
+        for digit in track(digits, f"measuring {len(digits)} digits"):
+            ...
+
+    Parameters
+    ----------
+    iterable : iterable
+        The items; when ``total`` is None and it has a ``len()``, the total is that plus ``initial``.
+    description : str
+        What the loop does (see :func:`progress_bar`).
+    total : int, optional
+        Number of items, ``initial`` included (default ``initial + len(iterable)`` when defined, else
+        unknown: ``n done`` lines).
+    enabled : bool, optional
+        As :func:`progress_bar`.
+    every_seconds : float, optional
+        As :func:`progress_bar`.
+    initial : int
+        Items handled before this process (a resumed loop whose ``iterable`` holds only the rest): the
+        count starts there, the time left uses this process's rate only.
+
+    Yields
+    ------
+    object
+        Each item of ``iterable``; the count goes up as the next one is asked for, so that an item is
+        counted once the loop body is done with it.
+
+    A Ctrl-C in the loop body ends the bar with its ``interrupted at n/m`` line; a loop left with
+    ``break`` ends it silently.
+    """
+    if total is None:
+        try:
+            total = len(iterable)  # type: ignore[arg-type]
+        except TypeError:
+            total = None
+        else:
+            total += int(initial)
+    done = int(initial)
+    bar = progress_bar(description, total=total, enabled=enabled, every_seconds=every_seconds, initial=done)
+    with bar as update:
+        for item in iterable:
+            yield item
+            done += 1
+            update(done)
 
 
 # --------------------------------------------------------------------------------------------
@@ -363,7 +595,8 @@ def _training_progress_class() -> type:
 
         The bar reads ``{description}: epoch e of E``, counting batches over all epochs; lines
         add the elapsed and remaining time. Pass it to a ``Trainer`` created with
-        ``enable_progress_bar=False``.
+        ``enable_progress_bar=False``. A resumed fit starts the count at the batches done before
+        (``initial`` of :func:`progress_bar`), so its time left follows this process's rate only.
 
         Ctrl-C: Lightning catches ``KeyboardInterrupt`` during ``fit``, logs a message, sets SIGINT
         to be ignored and calls ``sys.exit(1)``. This callback's ``on_exception`` restores the
@@ -412,6 +645,8 @@ def _training_progress_class() -> type:
             max_steps = getattr(trainer, "max_steps", -1)
             if max_steps is not None and max_steps > 0:
                 total = min(total, max_steps) if total else max_steps
+            # a resumed fit starts with the epochs (batches) of the checkpoint done: not this process's work
+            initial = self._done(trainer, trainer.current_epoch, -1)
             self._stack = contextlib.ExitStack()
             self._update = self._stack.enter_context(
                 progress_bar(
@@ -419,9 +654,10 @@ def _training_progress_class() -> type:
                     total=total,
                     enabled=self.enabled,
                     every_seconds=self.every_seconds,
+                    initial=initial,
                 )
             )
-            self._update(self._done(trainer, trainer.current_epoch, -1))
+            self._update(initial)
 
         def _done(self, trainer: Any, epoch: int, batch_idx: int) -> int:
             if self._per_epoch:
@@ -476,4 +712,6 @@ __all__ = [  # noqa: F822 -- TrainingProgress is made on first access (module __
     "progress_bar",
     "progress_line",
     "progress_mode",
+    "stopped_line",
+    "track",
 ]

@@ -1,4 +1,4 @@
-"""CPU resources: how many worker processes (``--jobs``) and torch threads to use, and workers that
+"""CPU resources: how many worker processes (``--workers``) and torch threads to use, and workers that
 leave Ctrl-C to their parent and end with it.
 
 Why torch threads are chosen with care: torch runs its operators on an OpenMP pool of
@@ -41,7 +41,7 @@ def usable_cores() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def resolve_jobs(jobs: int, name: str = "--jobs") -> int:
+def resolve_jobs(jobs: int, name: str = "--workers") -> int:
     """The number of worker processes that ``jobs`` asks for (scikit-learn's convention).
 
     ``jobs >= 1`` is that many workers; ``-1`` means every usable core, ``-2`` all but one, and

@@ -33,6 +33,11 @@ interrupted: see :func:`repscope.resources.die_with_parent`. Ray ends its own tr
 
 Applying the output rule (``--overwrite`` / ``--resume``) to ``out`` is the caller's job: this
 module always continues what ``out`` holds.
+
+Progress: one bar (lines when not on a terminal) counts the finished and failed points, starting at
+those a continued sweep skips, so that its time left follows the runs of this call only. A sweep
+stopped by Ctrl-C is noted (:func:`interrupted_sweeps`): the ``repscope`` command's last line then says
+``20 of 138 runs complete`` and how to go on with ``--resume``.
 """
 
 from __future__ import annotations
@@ -227,6 +232,48 @@ class FailedPoint:
     overrides: tuple[tuple[str, str], ...]
     error_type: str
     message: str
+
+
+@dataclass(frozen=True)
+class InterruptedSweep:
+    """A sweep stopped by Ctrl-C: its directory and how many of its points had ended.
+
+    Attributes
+    ----------
+    out : Path
+        The sweep directory (absolute).
+    done, failed, total : int
+        Points finished (their ``sweep-done.json`` written, reused ones included), failed, and in all.
+    """
+
+    out: Path
+    done: int
+    failed: int
+    total: int
+
+    def counts_text(self) -> str:
+        """``20 of 138 runs complete`` (with ``, 2 failed`` when points failed; they run again on resume).
+
+        Returns
+        -------
+        str
+            The counts, for the command's last line.
+        """
+        return f"{self.done} of {self.total} runs complete" + (f", {self.failed} failed" if self.failed else "")
+
+
+_interrupted: list[InterruptedSweep] = []
+
+
+def interrupted_sweeps() -> list[InterruptedSweep]:
+    """The sweeps of this process stopped by Ctrl-C, in the order they stopped (the CLI names the last).
+
+    Returns
+    -------
+    list of InterruptedSweep
+        One entry per interrupted :func:`run_sweep` call.
+    """
+    return list(_interrupted)
 
 
 @dataclass
@@ -878,7 +925,8 @@ def run_sweep(
         A point's ``sweep-done.json`` is unreadable or records other overrides.
     KeyboardInterrupt
         Ctrl-C: the workers are stopped, ``sweep.json`` and the summary record what finished
-        (``"interrupted": true``), and the interrupt propagates.
+        (``"interrupted": true``), the sweep is noted in :func:`interrupted_sweeps` (the command's
+        ``--resume`` hint), and the interrupt propagates.
     """
     points = list(points)
     if not isinstance(target, str) or not re.fullmatch(r"[\w.]+:[\w.]+", target):
@@ -933,8 +981,9 @@ def run_sweep(
             record.reuse(point, marker)
 
     total = len(points)
-    # the bar and the lines show done/total themselves; the label adds the failures only
-    with progress_bar(description, total=total, enabled=progress) as update:
+    # the bar and the lines show done/total themselves; the label adds the failures only. The reused
+    # points start the count: the time left is estimated from the runs of this call
+    with progress_bar(description, total=total, enabled=progress, initial=len(record.reused)) as update:
 
         def finish(point: SweepPoint, outcome: dict[str, Any]) -> None:
             record.finish(point, outcome)
@@ -962,6 +1011,8 @@ def run_sweep(
                 )
         except KeyboardInterrupt:
             record.interrupted = True
+            done, failed = record.counts()
+            _interrupted.append(InterruptedSweep(out, done, failed, total))
             raise
         else:
             record.finished = _now()
@@ -983,9 +1034,11 @@ def run_sweep(
 __all__ = [
     "DONE_MARKER",
     "FailedPoint",
+    "InterruptedSweep",
     "SweepPoint",
     "SweepResult",
     "expand_grid",
+    "interrupted_sweeps",
     "point_name",
     "read_marker",
     "run_point",

@@ -247,19 +247,24 @@ def evaluate_assessors(
             f"{folds}-fold assessment needs {folds} of each (build a larger repository, or relabel it: "
             "repscope invariance repo label --min-accuracy for a harder dataset, then --labels)"
         )
+    from repscope.progress import progress_bar  # noqa: PLC0415
+
     scores: dict[str, list[float]] = {name: [] for name in [*assessors(), "robust accuracy (baseline)"]}
-    for repeat in range(repeats):
-        rng = np.random.default_rng([seed, repeat])
-        rows = np.concatenate([rng.choice(np.flatnonzero(labels == c), per_class, replace=False) for c in (0, 1)])
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed * 1000 + repeat)
-        for train, test in splitter.split(rows, labels[rows]):
-            train, test = rows[train], rows[test]
-            for name, model in assessors(seed + repeat).items():
-                fitted = clone(model).fit(features[train], labels[train])
-                scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
-            threshold = greedy_threshold(robust[train], labels[train])
-            baseline = (robust[test] >= threshold).astype(int)
-            scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))
+    description = f"cross-validating {len(scores) - 1} assessors on {2 * per_class} models ({repeats} x {folds} folds)"
+    with progress_bar(description, total=repeats * folds) as update:
+        for repeat in range(repeats):
+            rng = np.random.default_rng([seed, repeat])
+            rows = np.concatenate([rng.choice(np.flatnonzero(labels == c), per_class, replace=False) for c in (0, 1)])
+            splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed * 1000 + repeat)
+            for train, test in splitter.split(rows, labels[rows]):
+                train, test = rows[train], rows[test]
+                for name, model in assessors(seed + repeat).items():
+                    fitted = clone(model).fit(features[train], labels[train])
+                    scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
+                threshold = greedy_threshold(robust[train], labels[train])
+                baseline = (robust[test] >= threshold).astype(int)
+                scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))
+                update(len(scores["robust accuracy (baseline)"]))
     return pd.DataFrame(
         [
             {"assessor": name, "mean": np.mean(v), "std": np.std(v), "folds": len(v), "balanced_models": 2 * per_class}
@@ -518,7 +523,7 @@ def train_assessors(
         "baseline thresholds the robust accuracy (Eq. 1) by a greedy search on the training folds. Features: "
         f"{feature_source} of a repository built with compat {repository_compat}."
     )
-    report.add_table(result.round(3), title="Table IV layout")
+    report.add_table(result, title="Table IV layout")
     if "reasons" in labels.columns:
         reasons = labels["reasons"].fillna("").str.split("; ").explode()
         counts = reasons[reasons != ""].value_counts().rename_axis("rule failed").reset_index(name="models")

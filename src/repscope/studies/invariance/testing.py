@@ -517,7 +517,7 @@ def run_invariance_test(
     for name, matrix in matrices.items():
         figure = variance_heatmap(matrix, family.values, title=name, unit=family.unit)
         report.add_figure(run.save_figure(f"matrix_{name.replace('@', '_at_')}", figure), caption=name)
-    report.add_table(table.round(4), title="The 16 features of each variance matrix")
+    report.add_table(table, title="The 16 features of each variance matrix")
     metrics["report"] = str(run.write_report(report))
     return metrics
 

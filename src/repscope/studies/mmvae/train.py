@@ -34,7 +34,14 @@ from typing import Any, Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
-from repscope.config import Section, apply_overrides, read_yaml_mapping, shipped_config_path, validate_config
+from repscope.config import (
+    Section,
+    apply_overrides,
+    read_yaml_mapping,
+    reapply_after_quick,
+    shipped_config_path,
+    validate_config,
+)
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal.networks import MODALITY_NETWORKS
@@ -404,8 +411,8 @@ def load_multimodal_config(
             f"shipped {SHIPPED_CONFIG})"
         )
     config = validate_config(data, MultimodalConfig, source)
-    if quick:
-        config = quick_config(config)
+    if quick:  # --set wins over what --quick chose
+        config = reapply_after_quick(quick_config(config), overrides or [], {}, source)
     try:
         config.train_config().check_params(source)
     except InvalidArgumentError as exc:

@@ -265,7 +265,6 @@ def train_point(overrides: list[str], run_dir: Path, resume: bool, *, config: di
     gives) and, for the full model, ``correct.npy`` (bool, one per test image of the base: classified
     correctly).
     """
-    from repscope.progress import quiet_progress  # noqa: PLC0415
     from repscope.train.run import fit  # noqa: PLC0415
 
     study = ZeroShotConfig(**config)
@@ -278,8 +277,11 @@ def train_point(overrides: list[str], run_dir: Path, resume: bool, *, config: di
     can_resume = (train_dir / "checkpoints" / "last.ckpt").exists()
     if train_dir.exists() and not can_resume:
         shutil.rmtree(train_dir)  # stopped before its first epoch ended: nothing to continue
-    with quiet_progress():
-        outcome = fit(train, out=train_dir, resume=can_resume, report=False)
+    # the sweep's line counts the models; this one shows the epochs of the model training now (lines from
+    # each worker process, or a second line of the display on a terminal with one worker)
+    without = "on every class" if excluded is None else f"without class {excluded}"
+    description = f"training {architecture.label} {without}" + (" (resumed)" if can_resume else "")
+    outcome = fit(train, out=train_dir, resume=can_resume, report=False, description=description)
     base = outcome.data.extras["base_dataset"]
     classes = int(outcome.data.extras["base_classes"])
     test = base.arrays("test", ["image", "target"])
@@ -492,6 +494,7 @@ def run_zeroshot_study(
     resume: bool = False,
 ) -> Path:
     """Run the study (module docstring) into ``out``; return the report's path."""
+    from repscope.progress import track  # noqa: PLC0415
     from repscope.studies.zeroshot.report import write_zeroshot_report  # noqa: PLC0415
     from repscope.sweeps import SweepPoint  # noqa: PLC0415
     from repscope.train.run import load_data  # noqa: PLC0415
@@ -515,7 +518,10 @@ def run_zeroshot_study(
     target = "repscope.studies.zeroshot.study:train_point"
     trained = _sweep(points, target, run.path("models"), common, config, "training (n + 1 models each)")
     accuracies = trained.summary.set_index("name")["test_accuracy"]
-    scored = [_score_architecture(run, config, a, counts, names, accuracies) for a in architectures]
+    scored = [
+        _score_architecture(run, config, a, counts, names, accuracies)
+        for a in track(architectures, f"scoring the soft-labels of {len(architectures)} architecture(s) (DBI, AM)")
+    ]
     soft_labels = {a.label: labels for a, (labels, _) in zip(architectures, scored)}
     rows = [row for _, row in scored]
 
