@@ -928,6 +928,22 @@ MUTATIONS: list[Mutation] = [
         ),
         "the quick repository's models may carry anomalies, so none is invariant",
     ),
+    Mutation(
+        "candle-limit-takes-first-points",
+        ("src/repscope/data/candle/grid.py",),
+        "order = order[(np.arange(int(limit)) * len(order)) // int(limit)]",
+        "order = order[: int(limit)]",
+        ("tests/candle/test_candle_visibility.py::test_limit_takes_points_across_the_whole_grid",),
+        "candle render --limit renders only the first object of the grid",
+    ),
+    Mutation(
+        "uc-membership-order-reversed",
+        ("src/repscope/report/disentangle_figures.py",),
+        "key=lambda item: item[0], reverse=True)",
+        "key=lambda item: item[0])",
+        ("tests/candle/test_study_visibility.py::test_uc_membership_and_flat_images_by_hand",),
+        "the UC heatmap marks a latent with the largest rho whose set holds it",
+    ),
 ]
 
 

@@ -15,9 +15,9 @@ from repscope.studies.common import MemberModel
 pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
 
 # every factor varies (a constant factor has no information to score), the images stay tiny: the
-# first 160 points of this sub-grid are the cubes and spheres, 64 of them in the confounded subset
-GRID = ["size=small,large", "rotation=0,45", "scene=indoor,outdoor", "light=left,right"]
-LIMIT = 160
+# 160 points of this sub-grid are the cubes and spheres in 5 colours, 64 of them in the confounded subset
+GRID = ["object=cube,sphere", "size=small,large", "rotation=0,45", "scene=indoor,outdoor", "light=left,right"]
+LIMIT = None
 
 
 def tiny_config() -> CandleStudyConfig:

@@ -233,7 +233,23 @@ def folder_records(data_dir: str | Path) -> dict[str, Any]:
     return {"files": files, "factors": factors, "bounds": bounds, "scenes": scenes}
 
 
-def _image_of(path: Path) -> Path:
+def image_of(path: Path) -> Path:
+    """The image beside a CANDLE JSON file: the same name with ``.png``, ``.jpg`` or ``.jpeg``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The JSON file.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    DataFormatError
+        When no image is beside it.
+    """
     for suffix in (".png", ".jpg", ".jpeg"):
         if path.with_suffix(suffix).exists():
             return path.with_suffix(suffix)
@@ -272,7 +288,7 @@ def read_folder(data_dir: str | Path, image_size: int = 64) -> dict[str, np.ndar
     images = np.empty((len(files), 3, image_size, image_size), np.uint8)
     boxes = np.empty((len(files), 4), np.float32)
     for row, path in enumerate(files):
-        image_path = _image_of(path)
+        image_path = image_of(path)
         pixels = read_image(image_path, "RGB", MAX_IMAGE_PIXELS)
         height, width = pixels.shape[:2]
         x0, y0, x1, y1 = records["bounds"][row]
@@ -342,7 +358,7 @@ def pair_table(
     words = (OBJECTS, COLORS, SIZES, tuple(map(str, ROTATIONS)), tuple(records["scenes"]), LIGHTS)
     table: dict[str, Any] = {}
     for side, column in (("first", 0), ("second", 1)):
-        table[side] = [str(_image_of(records["files"][i]).relative_to(data_dir)) for i in pairs[:, column]]
+        table[side] = [str(image_of(records["files"][i]).relative_to(data_dir)) for i in pairs[:, column]]
     for k, name in enumerate(FACTOR_NAMES):
         for side, column in (("first", 0), ("second", 1)):
             table[f"{name}_{side}"] = [words[k][c] for c in records["factors"][pairs[:, column], k]]
@@ -511,6 +527,7 @@ __all__ = [
     "FACTOR_NAMES",
     "MAX_IMAGE_PIXELS",
     "candle_dataset",
+    "image_of",
     "confounded_mask",
     "folder_records",
     "pair_table",

@@ -25,6 +25,7 @@ or an error with ``refuse_weak_judges``
 from __future__ import annotations
 
 import json
+import shutil
 import warnings
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from repscope.metrics.disentanglement.counterfactual import (
     counterfactual_generativeness,
 )
 from repscope.metrics.disentanglement.irs import unique_capture
+from repscope.progress import progress_bar
 from repscope.runs import CONFIG_FILE, METRICS_FILE, read_metrics
 from repscope.studies.common import auxiliary_trainer
 from repscope.studies.disentangle.score import codes_of_run
@@ -104,6 +106,7 @@ def train_factor_classifiers(
     model_params: dict[str, Any] | None = None,
     seed: int = 0,
     trainer: TrainerSection | None = None,
+    resume: bool = False,
 ) -> dict[str, float]:
     """One classifier per factor of a dataset, each a training run in ``out/<factor>/``.
 
@@ -126,6 +129,10 @@ def train_factor_classifiers(
     trainer : TrainerSection, optional
         Where and how they train (accelerator, devices, precision, ..., logger): a study's trainer, or
         the command's flags; their ``max_epochs`` is ``epochs``. Default: the defaults (CPU).
+    resume : bool, default=False
+        Continue a folder written before (a resumed study): a classifier with its ``judge.json`` is kept
+        as it is, one stopped during its training goes on from its ``checkpoints/last.ckpt``, one stopped
+        before its first checkpoint trains again.
 
     Returns
     -------
@@ -135,20 +142,65 @@ def train_factor_classifiers(
     """
     out = Path(out)
     accuracies = {}
-    for factor in factors:
-        config = TrainConfig(
-            model=Named(name=model, params=dict(model_params or {})),
-            data=Named(name=data, params={**(data_params or {}), "target": factor}),
-            trainer=auxiliary_trainer(trainer, max_epochs=int(epochs)),
-            batch_size=int(batch_size),
-            seed=int(seed),
-        )
-        outcome = fit(config, out=out / factor, description=f"{factor} classifier on {data}")
-        test = outcome.data.arrays("test", ["image", "factors", "target"])
-        record = judge_record(data, factor, test["factors"], test["target"], outcome.task.predict(test["image"]))
-        write_json_atomic(out / factor / JUDGE_FILE, record)
-        accuracies[factor] = record["identifiable_accuracy"]
-    return accuracies
+    kept = [f for f in factors if resume and (out / f / JUDGE_FILE).is_file()]
+    for factor in kept:
+        accuracies[factor] = _read_judge(out / factor / JUDGE_FILE)["identifiable_accuracy"]
+    # each training has its bar; this one counts them (and gives a line every few seconds between them)
+    with progress_bar(f"{len(factors)} factor classifiers ({model})", total=len(factors), initial=len(kept)) as update:
+        for k, factor in enumerate(factors, start=1):
+            if factor in kept:
+                continue
+            accuracies[factor] = _train_one(
+                data,
+                factor,
+                k,
+                factors,
+                out,
+                data_params,
+                epochs,
+                batch_size,
+                model,
+                model_params,
+                seed,
+                trainer,
+                resume,
+            )
+            update(len(accuracies))
+    return {factor: accuracies[factor] for factor in factors}
+
+
+def _train_one(
+    data: str,
+    factor: str,
+    k: int,
+    factors: list[str],
+    out: Path,
+    data_params: dict[str, Any] | None,
+    epochs: int,
+    batch_size: int,
+    model: str,
+    model_params: dict[str, Any] | None,
+    seed: int,
+    trainer: TrainerSection | None,
+    resume: bool,
+) -> float:
+    """Train the classifier of one factor into ``out/<factor>``; its identifiable test accuracy."""
+    config = TrainConfig(
+        model=Named(name=model, params=dict(model_params or {})),
+        data=Named(name=data, params={**(data_params or {}), "target": factor}),
+        trainer=auxiliary_trainer(trainer, max_epochs=int(epochs)),
+        batch_size=int(batch_size),
+        seed=int(seed),
+    )
+    description = f"{factor} classifier on {data} ({k} of {len(factors)})"
+    again = resume and (out / factor / "checkpoints" / "last.ckpt").is_file()
+    if resume and not again and (out / factor).exists():
+        shutil.rmtree(out / factor)  # stopped before its first checkpoint: nothing to continue
+    outcome = fit(config, out=out / factor, resume=again, description=description)
+    test = outcome.data.arrays("test", ["image", "factors", "target"])
+    record = judge_record(data, factor, test["factors"], test["target"], outcome.task.predict(test["image"]))
+    write_json_atomic(out / factor / JUDGE_FILE, record)
+    return float(record["identifiable_accuracy"])
 
 
 def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
@@ -257,6 +309,18 @@ def classifier_accuracies(folder: str | Path) -> dict[str, float]:
     return {name: record["identifiable_accuracy"] for name, record in judge_records(folder).items()}
 
 
+def _read_judge(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text())
+        record["accuracy"], record["identifiable_accuracy"] = (
+            float(record["accuracy"]),
+            float(record["identifiable_accuracy"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DataFormatError(f"{path}: not a judge record ({exc})") from None
+    return record
+
+
 def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
     """Every classifier run's :func:`judge_record` in ``folder`` (raw and identifiable accuracy).
 
@@ -280,15 +344,7 @@ def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
     for run in sorted(Path(folder).iterdir()):
         path = run / JUDGE_FILE
         if path.is_file():
-            try:
-                record = json.loads(path.read_text())
-                record["accuracy"], record["identifiable_accuracy"] = (
-                    float(record["accuracy"]),
-                    float(record["identifiable_accuracy"]),
-                )
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataFormatError(f"{path}: not a judge record ({exc})") from None
-            records[run.name] = record
+            records[run.name] = _read_judge(path)
         elif (run / METRICS_FILE).is_file():
             raw = float(read_metrics(run).get("test_accuracy", float("nan")))
             records[run.name] = {

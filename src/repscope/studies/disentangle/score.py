@@ -26,7 +26,7 @@ from repscope.data.npzfile import read_npz_arrays
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_intervals, scalar_scores
 from repscope.metrics.registry import ARRAY_INPUTS, metric, metric_entry, metric_names
-from repscope.progress import format_seconds
+from repscope.progress import format_seconds, progress_bar
 from repscope.train.reader import open_run
 from repscope.train.registry import model_entry
 from repscope.train.tasks.base import Encoder
@@ -288,6 +288,26 @@ def check_bootstrap(bootstrap: Any) -> int:
     return int(bootstrap)
 
 
+def _counted_jobs(jobs: dict[str, tuple[Any, dict[str, Any]]], update: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """The bootstrap's jobs with the last one counting the resamples: each resample runs every job once,
+    in order, so the k-th return (or failure) of the last job is the end of resample k."""
+    if not jobs:
+        return jobs
+    last = list(jobs)[-1]
+    function, params = jobs[last]
+    done = 0
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal done
+        try:
+            return function(*args, **kwargs)
+        finally:
+            done += 1
+            update(done)
+
+    return {**jobs, last: (counted, params)}
+
+
 def score_arrays(
     factors: np.ndarray,
     codes: np.ndarray,
@@ -370,10 +390,14 @@ def score_arrays(
     for line in many_class_warnings(factors):
         say(line)
     results, seconds = {}, {}
-    for key, name, params in runs:
-        started = time.perf_counter()
-        results[key] = metric(name)(factors, codes, **params)
-        seconds[key] = time.perf_counter() - started
+    described = f"scoring {len(codes)} rows"
+    with progress_bar(described, total=len(runs)) as update:
+        for done, (key, name, params) in enumerate(runs):
+            update(done, description=f"{described}: {key}")
+            started = time.perf_counter()
+            results[key] = metric(name)(factors, codes, **params)
+            seconds[key] = time.perf_counter() - started
+        update(len(runs), description=described)
     if bootstrap:
         started = time.perf_counter()
 
@@ -383,8 +407,9 @@ def score_arrays(
                 f"about {format_seconds(first * (bootstrap - 1))} more for the rest"
             )
 
-        jobs = {key: (metric(name), params) for key, name, params in runs}
-        intervals = bootstrap_intervals(jobs, factors, codes, bootstrap, seed=seed, on_first=estimate)
+        with progress_bar(f"bootstrap: {bootstrap} resamples of {len(codes)} rows", total=bootstrap) as update:
+            jobs = _counted_jobs({key: (metric(name), params) for key, name, params in runs}, update)
+            intervals = bootstrap_intervals(jobs, factors, codes, bootstrap, seed=seed, on_first=estimate)
         spent = time.perf_counter() - started
         total = sum(seconds.values()) or 1.0
         for key in results:

@@ -72,6 +72,7 @@ def score_file(
         with ``refuse_weak_judges``.
     """
     from repscope import __version__  # noqa: PLC0415
+    from repscope.progress import progress_bar  # noqa: PLC0415
     from repscope.studies.disentangle.score import (  # noqa: PLC0415
         codes_of_run,
         headline,
@@ -85,7 +86,8 @@ def score_file(
     names = None
     sizes = None
     if file.is_dir():
-        factors, codes, names = codes_of_run(file, n=n, seed=seed)
+        with progress_bar(f"encoding up to {n} test images of {file.name}"):  # a line every few seconds
+            factors, codes, names = codes_of_run(file, n=n, seed=seed)
     else:
         factors, codes, sizes = read_codes_npz(file)
     scores = score_arrays(factors, codes, metrics=metrics or None, bootstrap=bootstrap, seed=seed, compat=compat)
@@ -101,14 +103,15 @@ def score_file(
     if classifiers is not None:
         from repscope.studies.disentangle.cg import cg_of_run  # noqa: PLC0415
 
-        cg = cg_of_run(
-            file,
-            classifiers,
-            n=n,
-            seed=seed,
-            min_judge_accuracy=min_judge_accuracy,
-            refuse_weak_judges=refuse_weak_judges,
-        )
+        with progress_bar(f"CG of {file.name} at rho 1 and 2 (decoding counterfactuals, judging them)"):
+            cg = cg_of_run(
+                file,
+                classifiers,
+                n=n,
+                seed=seed,
+                min_judge_accuracy=min_judge_accuracy,
+                refuse_weak_judges=refuse_weak_judges,
+            )
         result["metrics"]["cg"] = cg
         result["scores"].update({key: value for key, value in cg.items() if key.startswith("cg_rho")})
     if out is not None:
