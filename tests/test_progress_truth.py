@@ -451,3 +451,45 @@ def test_a_resume_from_a_checkpoint_without_its_time_counts_this_session_only(tm
     resumed = fit(longer, out=tmp_path / "run", resume=True, report=False)
     assert resumed.metrics["fit_seconds_before_resume"] is None
     assert resumed.metrics["fit_seconds"] == resumed.metrics["fit_seconds_since_resume"]
+
+
+# -- the silence of a whole command ----------------------------------------------------------------
+
+
+def test_short_steps_after_a_long_silence_in_a_command_say_they_finished(pipe, capsys, monkeypatch):
+    """Inside a command, a step too short for a line of its own still writes its end line when the command
+    has been silent for the interval: a run of short steps cannot add up to a long silence."""
+    now = [1000.0]
+    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    with progress.command_progress():
+        now[0] += 6.0  # 6 s of work that reports nothing (imports, loading)
+        with progress.progress_bar("predicting 500 digits", total=500, every_seconds=5) as update:
+            now[0] += 2.0
+            update(500)
+        first = err_lines(capsys)
+        # the line just written restarts the command's clock: the next short step stays silent
+        with progress.progress_bar("scoring 3 metrics", total=3, every_seconds=5) as update:
+            now[0] += 2.0
+            update(3)
+        second = err_lines(capsys)
+    assert first == ["predicting 500 digits: 500/500 done in 2.0 s"]
+    assert second == []
+    # outside a command each bar keeps its own clock: the same short step after a long silence says nothing
+    now[0] += 60.0
+    with progress.progress_bar("predicting 500 digits", total=500, every_seconds=5) as update:
+        now[0] += 2.0
+        update(500)
+    assert err_lines(capsys) == []
+
+
+def test_a_bar_opened_late_in_a_silent_command_writes_its_first_line_at_once(pipe, capsys):
+    """The timer of a bar that gives no count looks at the command's silence: after 0.3 s of silence
+    with a 0.2 s interval its first line comes at once, not an interval after the bar opened."""
+    import time as real_time
+
+    with progress.command_progress():
+        real_time.sleep(0.3)
+        with progress.progress_bar("fitting svm on 4000 digits", total=1, every_seconds=0.2):
+            real_time.sleep(0.12)  # less than the bar's own interval
+            lines = err_lines(capsys)
+    assert lines and lines[0].startswith("fitting svm on 4000 digits: 0/1 (0%), "), lines

@@ -944,6 +944,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_study_visibility.py::test_uc_membership_and_flat_images_by_hand",),
         "the UC heatmap marks a latent with the largest rho whose set holds it",
     ),
+    Mutation(
+        "command-clock-not-restarted",
+        ("src/repscope/progress.py",),
+        "        if _command_last_line is not None:\n            _command_last_line = time.monotonic()\n",
+        "        pass\n",
+        ("tests/test_progress_truth.py::test_short_steps_after_a_long_silence_in_a_command_say_they_finished",),
+        "every short step of a command prints after the first silence: lines pile up",
+    ),
 ]
 
 

@@ -59,17 +59,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TextIO, TypeVar
 
-from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Column
-
 MODES = ("bar", "lines", "off")
 DEFAULT_EVERY_SECONDS = 5.0
 
@@ -86,6 +75,41 @@ def interactive() -> bool:
 
 
 _silenced = 0
+
+# while a command runs (command_progress), when it last wrote a progress line; None outside a command
+_command_last_line: float | None = None
+
+
+@contextlib.contextmanager
+def command_progress() -> Iterator[None]:
+    """Bound the silence of a whole command, not only of each bar, while it runs (the CLI's entry point).
+
+    Each bar's timer and its end line also look at when the *command* last wrote a progress line: a
+    bar whose command has been silent for ``every_seconds`` writes its line at once (a step of a
+    second's work that ends a long silence says it finished), so that a run of short steps, each too
+    short for a line of its own, cannot add up to a long silence. Outside a command each bar keeps
+    only its own clock.
+
+    Returns
+    -------
+    contextlib.AbstractContextManager
+        A context manager; the command's clock starts on entry and is put back on exit.
+    """
+    global _command_last_line
+    previous, _command_last_line = _command_last_line, time.monotonic()
+    try:
+        yield
+    finally:
+        _command_last_line = previous
+
+
+def _command_silent_for(now: float | None = None) -> float:
+    """Seconds since the running command last wrote a progress line, at ``now`` (default: the clock, read
+    only inside a command); 0 outside a command."""
+    last = _command_last_line
+    if last is None:
+        return 0.0
+    return (time.monotonic() if now is None else now) - last
 
 
 @contextlib.contextmanager
@@ -206,6 +230,8 @@ NUMBERS_WIDTH = 42
 
 
 def _make_console() -> Any:
+    from rich.console import Console  # noqa: PLC0415 -- rich loads with the first bar, not with every command
+
     return Console(stderr=True)
 
 
@@ -224,6 +250,16 @@ class _SharedDisplay:
     def acquire(self) -> Any:
         with self._lock:
             if self._progress is None:
+                from rich.progress import (  # noqa: PLC0415 -- with the first bar
+                    BarColumn,
+                    MofNCompleteColumn,
+                    Progress,
+                    TextColumn,
+                    TimeElapsedColumn,
+                    TimeRemainingColumn,
+                )
+                from rich.table import Column  # noqa: PLC0415
+
                 console = _make_console()
                 # on a narrow terminal rich would squash the counts and times to "0:0…": the
                 # description gives way instead (cut with an ellipsis), the numbers stay whole
@@ -368,18 +404,21 @@ class _Bar:
                 self._heartbeat.start()
 
     def _beat(self, interval: float) -> None:
-        wait = interval
+        # the first line is due an interval after the bar opened, or sooner in a command already silent
+        wait = interval - _command_silent_for()
         while not self._stop.wait(max(0.05, wait)):
             with self._lock:
                 if self._stop.is_set():
                     return
                 now = time.monotonic()
                 since = now - self._last_line
-                if since >= interval:
+                # the bar's own interval, or the whole command's silence (a bar opened late in it)
+                silent = _command_silent_for(now)
+                if since >= interval or silent >= interval:
                     self._last_line = now
                     self._write(self._line(now))
-                    since = 0.0
-                wait = interval - since
+                    since = silent = 0.0
+                wait = interval - max(since, silent)
 
     def _line(self, now: float) -> str:
         if not self._updated and not self.total:
@@ -405,7 +444,12 @@ class _Bar:
         elapsed = time.monotonic() - self.started
         # a loop shown long enough to be seen; an interrupted one always says where it stopped, a failed one
         # only then (a mistake found at once stays the command's one error line)
-        shown = bool(self._lines) or elapsed >= self.every_seconds
+        # or the command has been silent that long: a short step ending a long silence says so
+        shown = (
+            bool(self._lines)
+            or elapsed >= self.every_seconds
+            or (self.every_seconds > 0 and _command_silent_for() >= self.every_seconds)
+        )
         said = ending == "interrupted" or (ending is not None and shown)
         if self.mode == "bar" and self._progress is not None:
             progress, self._progress = self._progress, None
@@ -458,8 +502,11 @@ class _Bar:
                     self._write(self._line(now))
 
     def _write(self, text: str) -> None:
+        global _command_last_line
         stream = self.stream or sys.stderr
         self._lines += 1
+        if _command_last_line is not None:
+            _command_last_line = time.monotonic()
         try:
             # one write of the line and its newline: print() writes them apart, and a Ctrl-C between the
             # two left the line open, so that "repscope: interrupted" was glued to its end
@@ -706,6 +753,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [  # noqa: F822 -- TrainingProgress is made on first access (module __getattr__)
     "TrainingProgress",
     "quiet_progress",
+    "command_progress",
     "default_every_seconds",
     "format_seconds",
     "interactive",

@@ -209,8 +209,11 @@ def main(argv: list[str] | None = None) -> None:
     from repscope.resources import wait_passively_when_busy
 
     wait_passively_when_busy()  # before torch loads (a training beside busy cores stays fast)
+    from repscope.progress import command_progress
+
     try:
-        app(args=argv, prog_name="repscope")
+        with command_progress():  # bounds the silence of the whole command, not only of each bar
+            app(args=argv, prog_name="repscope")
     except RepscopeError as exc:
         if _interrupted:
             raise _interrupted_exit() from None

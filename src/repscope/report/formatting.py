@@ -140,6 +140,11 @@ LABELS: dict[str, str] = {
     "n": "n",
     "tsne": "t-SNE",
     "std": "std",
+    "knn": "kNN",
+    "lenet5": "LeNet-5",
+    "n_train": "training examples",
+    "n_val": "validation examples",
+    "n_test": "test examples",
 }
 
 

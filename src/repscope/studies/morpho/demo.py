@@ -230,7 +230,7 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
         f"({metrics['build_digits_per_second']:.0f} digits/s, every perturbation measured), "
         f"and measured area, stroke length and thickness, slant, width and height of every digit."
     )
-    report.add_metrics(metrics, title="Headline numbers")
+    report.add_metrics(metrics, title="Headline numbers", labels=True)
     report.add_heading("Morphometrics of the plain training digits, per class")
     report.add_figure(
         fig_classes, caption="Distribution of each morphometric per digit class (cf. the paper's Fig. 3)."

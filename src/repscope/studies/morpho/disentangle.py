@@ -256,5 +256,5 @@ def run_disentangle(
         save_step(run, step, metrics["settings"][setting.label])
         _add_setting_section(report, run, setting, config)
     run.write_metrics(metrics)
-    report.add_metrics(metrics, title="Headline numbers")
+    report.add_metrics(metrics, title="Headline numbers", labels=True)
     return run.write_report(report)

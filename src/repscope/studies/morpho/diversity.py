@@ -144,7 +144,7 @@ def run_diversity(
     run.write_metrics(metrics)
     # only the quadratic test's p-values come from permutations (the linear-time test's are asymptotic)
     permuted = {f"models.{name}.quadratic_p_value": config.permutations for name in metrics["models"]}
-    report.add_metrics(metrics, title="Headline numbers", permutations=permuted)
+    report.add_metrics(metrics, title="Headline numbers", permutations=permuted, labels=True)
     return run.write_report(report)
 
 

@@ -339,6 +339,6 @@ def run_supervised(
             caption=f"Paper: {PAPER_TABLE3_SOURCE}. Ours: {subtitle}. difference = ours - paper (percentage "
             "points for accuracy; pixels for RMSE, where lower is better).",
         )
-    report.add_metrics({k: v for k, v in metrics.items() if k != "table3"}, title="Headline")
+    report.add_metrics({k: v for k, v in metrics.items() if k != "table3"}, title="Headline", labels=True)
     report.add_table(pd.DataFrame(details), title="Every evaluation")
     return run.write_report(report)
