@@ -493,3 +493,34 @@ def test_a_bar_opened_late_in_a_silent_command_writes_its_first_line_at_once(pip
             real_time.sleep(0.12)  # less than the bar's own interval
             lines = err_lines(capsys)
     assert lines and lines[0].startswith("fitting svm on 4000 digits: 0/1 (0%), "), lines
+
+
+def test_work_outside_any_bar_in_a_silent_command_gets_its_lines(pipe, capsys, monkeypatch):
+    """Imports, loading data, a step that reports nothing: the command says it is still working, with its
+    words, whenever it has been silent for the interval (the first time: twice the interval) and no bar
+    speaks for it."""
+    import time as real_time
+
+    monkeypatch.setenv("REPSCOPE_PROGRESS_SECONDS", "0.1")
+    with progress.command_progress("repscope zeroshot study"):
+        real_time.sleep(0.55)
+        outside = err_lines(capsys)
+        with progress.progress_bar("training LeNet", total=10, every_seconds=30) as update:
+            real_time.sleep(0.35)  # an open bar speaks for the command (by its own interval, here 30 s)
+            update(10)
+        inside = err_lines(capsys)
+    assert len(outside) >= 2 and all(re.fullmatch(r"repscope zeroshot study: \d+\.\d s elapsed", x) for x in outside)
+    # the first line only after twice the interval (a command failing right after its imports stays one line)
+    assert float(outside[0].split(": ")[1].split()[0]) >= 0.2, outside
+    assert not any(line.startswith("repscope zeroshot study") for line in inside), inside
+    real_time.sleep(0.3)  # the command is over: no more lines
+    assert err_lines(capsys) == []
+
+
+def test_the_command_words_stop_at_the_first_option_or_path():
+    from repscope.cli import _command_words
+
+    assert _command_words(["zeroshot", "study", "--quick"]) == "repscope zeroshot study"
+    assert _command_words(["invariance", "assess", "train", "repo/"]) == "repscope invariance assess train"
+    assert _command_words(["train", "runs/x.yaml"]) == "repscope train"
+    assert _command_words(["--version"]) == "repscope"

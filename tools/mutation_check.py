@@ -952,6 +952,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_progress_truth.py::test_short_steps_after_a_long_silence_in_a_command_say_they_finished",),
         "every short step of a command prints after the first silence: lines pile up",
     ),
+    Mutation(
+        "command-lines-over-open-bars",
+        ("src/repscope/progress.py",),
+        "        if _DISPLAY.active or _open_bars or _command_silent_for() < due:",
+        "        if _DISPLAY.active or _command_silent_for() < due:",
+        ("tests/test_progress_truth.py::test_work_outside_any_bar_in_a_silent_command_gets_its_lines",),
+        "the command's own lines interleave with an open bar's",
+    ),
 ]
 
 

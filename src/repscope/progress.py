@@ -75,20 +75,34 @@ def interactive() -> bool:
 
 
 _silenced = 0
+_open_bars = 0  # bars open in this process (their own timers speak for the command)
 
 # while a command runs (command_progress), when it last wrote a progress line; None outside a command
 _command_last_line: float | None = None
 
 
+def _restart_command_clock() -> None:
+    global _command_last_line
+    if _command_last_line is not None:
+        _command_last_line = time.monotonic()
+
+
 @contextlib.contextmanager
-def command_progress() -> Iterator[None]:
+def command_progress(description: str | None = None) -> Iterator[None]:
     """Bound the silence of a whole command, not only of each bar, while it runs (the CLI's entry point).
 
     Each bar's timer and its end line also look at when the *command* last wrote a progress line: a
     bar whose command has been silent for ``every_seconds`` writes its line at once (a step of a
     second's work that ends a long silence says it finished), so that a run of short steps, each too
     short for a line of its own, cannot add up to a long silence. Outside a command each bar keeps
-    only its own clock.
+    only its own clock. With ``description``, work outside any bar (imports, loading data, a step that
+    reports nothing) gets a line ``<description>: 12 s elapsed`` whenever the command has been silent
+    for the interval and no bar is on screen.
+
+    Parameters
+    ----------
+    description : str, optional
+        What the command is (``repscope zeroshot study``), for its lines outside any bar.
 
     Returns
     -------
@@ -96,11 +110,45 @@ def command_progress() -> Iterator[None]:
         A context manager; the command's clock starts on entry and is put back on exit.
     """
     global _command_last_line
-    previous, _command_last_line = _command_last_line, time.monotonic()
+    started = time.monotonic()
+    previous, _command_last_line = _command_last_line, started
+    stop = threading.Event()
+    beat = None
+    if description and progress_mode() != "off" and not _silenced:
+        beat = threading.Thread(
+            target=_command_beat, args=(description, started, stop), name="repscope-command", daemon=True
+        )
+        beat.start()
     try:
         yield
     finally:
+        stop.set()
+        if beat is not None:
+            beat.join(timeout=1.0)
         _command_last_line = previous
+
+
+def _command_beat(description: str, started: float, stop: threading.Event) -> None:
+    """The line of a command silent outside any bar (see :func:`command_progress`)."""
+    global _command_last_line
+    interval = default_every_seconds()
+    if interval <= 0:
+        return
+    while True:
+        # before the command's first line, twice the interval: a command that fails at once after its
+        # imports stays one error line
+        due = 2 * interval if _command_last_line == started else interval
+        if stop.wait(max(0.05, due - _command_silent_for())):
+            return
+        if _DISPLAY.active or _open_bars or _command_silent_for() < due:
+            continue  # a bar is on screen or keeps its own lines, or a line was written meanwhile
+        now = time.monotonic()
+        try:
+            sys.stderr.write(f"{description}: {format_seconds(now - started)} elapsed\n")
+            sys.stderr.flush()
+        except (OSError, ValueError):
+            return
+        _command_last_line = now
 
 
 def _command_silent_for(now: float | None = None) -> float:
@@ -286,6 +334,7 @@ class _SharedDisplay:
             if self._users > 0 or self._progress is None:
                 return
             progress, self._progress, self._users = self._progress, None, 0
+        _restart_command_clock()  # the bars were on screen until now
         try:
             progress.stop()
         except Exception:  # a display torn down by an interrupt must not hide the interrupt
@@ -554,9 +603,12 @@ def progress_bar(
     mode = "off" if enabled is False else progress_mode()
     seconds = default_every_seconds() if every_seconds is None else float(every_seconds)
     bar = _Bar(str(description), None if total is None else int(total), mode, seconds, initial=int(initial))
+    global _open_bars
     guarded = _GUARD.enter()
     error: BaseException | None = None
     completed = False
+    counted = bar.mode == "lines"
+    _open_bars += counted
     try:
         bar.open()
         yield bar.update
@@ -565,6 +617,7 @@ def progress_bar(
         error = exc
         raise
     finally:
+        _open_bars -= counted
         try:
             bar.close(completed, error)
         finally:

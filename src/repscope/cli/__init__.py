@@ -198,6 +198,17 @@ def _interrupted_exit() -> SystemExit:
     return SystemExit(130)
 
 
+def _command_words(argv: list[str]) -> str:
+    """``repscope zeroshot study`` from the command line: its leading words, up to the first option or
+    argument that is not a plain word (a path, a number)."""
+    words = []
+    for arg in argv[:3]:
+        if not arg.replace("-", "").isalpha() or arg.startswith("-"):
+            break
+        words.append(arg)
+    return " ".join(["repscope", *words])
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
     global _main_pid, _interrupted
@@ -212,7 +223,8 @@ def main(argv: list[str] | None = None) -> None:
     from repscope.progress import command_progress
 
     try:
-        with command_progress():  # bounds the silence of the whole command, not only of each bar
+        # bounds the silence of the whole command, not only of each bar
+        with command_progress(_command_words(sys.argv[1:] if argv is None else argv)):
             app(args=argv, prog_name="repscope")
     except RepscopeError as exc:
         if _interrupted:
