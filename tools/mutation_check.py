@@ -960,6 +960,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_progress_truth.py::test_work_outside_any_bar_in_a_silent_command_gets_its_lines",),
         "the command's own lines interleave with an open bar's",
     ),
+    Mutation(
+        "diversity-measure-count-per-chunk",
+        ("src/repscope/studies/morpho/diversity.py",),
+        "        return measure(images, progress=advance)\n",
+        "        return measure(images, progress=update)\n",
+        ("tests/morpho/test_morpho_visibility.py::test_measuring_samples_counts_the_digits_done_so_far",),
+        "the diversity study's bar shows one chunk's size as its count (500/2000 done)",
+    ),
 ]
 
 

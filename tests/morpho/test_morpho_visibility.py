@@ -159,3 +159,42 @@ def test_resume_keeps_done_work_and_refuses_a_changed_config(tmp_path, monkeypat
     # without --resume the full run directory is refused, and the message offers --resume
     code, _, stderr = run_cli(["morpho", "supervised", str(config_file), "--out", str(out)])
     assert code != 0 and "--resume" in stderr
+
+
+def test_measuring_samples_counts_the_digits_done_so_far(lines_mode, capsys, monkeypatch):
+    """measure() reports each chunk's size; the diversity study's bar must show the running total and end
+    at n of n, not at one chunk (the bar read ``500/2000 done``)."""
+    from repscope import progress
+    from repscope.studies.morpho import diversity
+
+    seen = []
+
+    def fake_measure(images, progress=None):
+        for _ in range(3):
+            progress(2)  # three chunks of 2 digits
+        return pd.DataFrame({"index": range(6)})
+
+    monkeypatch.setattr(diversity, "measure", fake_measure)
+    real_bar = progress.progress_bar
+
+    def recording_bar(description, total=None, **kwargs):
+        bar = real_bar(description, total=total, **kwargs)
+        update = bar.__enter__()
+
+        class Wrapped:
+            def __enter__(self):
+                def record(done, *args, **kw):
+                    seen.append(done)
+                    return update(done, *args, **kw)
+
+                return record
+
+            def __exit__(self, *exc):
+                return bar.__exit__(*exc)
+
+        return Wrapped()
+
+    monkeypatch.setattr(diversity, "progress_bar", recording_bar)
+    table = diversity.measured(np.zeros((6, 28, 28), np.uint8), "measuring 6 samples")
+    assert len(table) == 6
+    assert seen == [2, 4, 6]
