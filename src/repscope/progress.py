@@ -61,6 +61,8 @@ from typing import Any, TextIO, TypeVar
 
 MODES = ("bar", "lines", "off")
 DEFAULT_EVERY_SECONDS = 5.0
+# a command silent outside any bar says it is working after this long, then every interval
+FIRST_COMMAND_LINE_SECONDS = 8.0
 
 Update = Callable[..., None]
 Item = TypeVar("Item")
@@ -97,7 +99,8 @@ def command_progress(description: str | None = None) -> Iterator[None]:
     short for a line of its own, cannot add up to a long silence. Outside a command each bar keeps
     only its own clock. With ``description``, work outside any bar (imports, loading data, a step that
     reports nothing) gets a line ``<description>: 12 s elapsed`` whenever the command has been silent
-    for the interval and no bar is on screen.
+    for the interval (the first time: :data:`FIRST_COMMAND_LINE_SECONDS`, or twice a shorter interval)
+    and no bar is on screen.
 
     Parameters
     ----------
@@ -135,9 +138,9 @@ def _command_beat(description: str, started: float, stop: threading.Event) -> No
     if interval <= 0:
         return
     while True:
-        # before the command's first line, twice the interval: a command that fails at once after its
-        # imports stays one error line
-        due = 2 * interval if _command_last_line == started else interval
+        # before the command's first line a little longer (8 s, or twice a short interval): a command that
+        # fails at once after its imports stays one error line
+        due = min(FIRST_COMMAND_LINE_SECONDS, 2 * interval) if _command_last_line == started else interval
         if stop.wait(max(0.05, due - _command_silent_for())):
             return
         if _DISPLAY.active or _open_bars or _command_silent_for() < due:
