@@ -154,6 +154,7 @@ def test_resume_keeps_the_scored_model_and_trains_only_the_missing_one(tmp_path,
     assert report == out / "report.html"
 
 
+@pytest.mark.slow  # ~9 s; going on from last.ckpt is also pinned by tests/test_train_epoch_checkpoints.py
 def test_resume_continues_a_training_from_its_last_checkpoint(tmp_path, stubbed, monkeypatch):
     out = tmp_path / "study"
     run_disentangle_study(tiny_config(labels=("first",)), out=out)
