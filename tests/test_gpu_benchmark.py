@@ -16,6 +16,7 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu_throughput.py
 ONE_THREAD = {**os.environ, "OMP_NUM_THREADS": "1"}
 
 
+@pytest.mark.slow  # ~11 s: the script end to end on the CPU; make test-all
 def test_the_gpu_benchmark_runs_tiny_on_the_cpu_and_prints_a_row_per_case():
     models = ["lenet5", "mvae"]  # one field in memory; several fields drawn on demand
     result = subprocess.run(
