@@ -244,7 +244,9 @@ def tsne_figure(
     return fig
 
 
-def traversal_figure(images: Any, values: Sequence[float], dims: Sequence[int] | None = None) -> Figure:
+def traversal_figure(
+    images: Any, values: Sequence[float], dims: Sequence[int] | None = None, model: str | None = None
+) -> Figure:
     """Latent traversals as an image grid: one row per latent dimension, one column per value.
 
     Parameters
@@ -255,6 +257,8 @@ def traversal_figure(images: Any, values: Sequence[float], dims: Sequence[int] |
         The S values of the traversed dimension (column labels).
     dims : sequence of int, optional
         The R traversed dimensions (row labels ``z<d>``); default 0..R-1.
+    model : str, optional
+        The model's name (and level), named in the title above the grid.
 
     Returns
     -------
@@ -264,7 +268,14 @@ def traversal_figure(images: Any, values: Sequence[float], dims: Sequence[int] |
     if images.ndim != 5:
         raise InvalidArgumentError(f"images: expected shape (rows, values, H, W, C), got {images.shape}")
     dims = list(range(images.shape[0])) if dims is None else list(dims)
-    return traversal_grid(images, row_labels=[f"z{d}" for d in dims], col_labels=[f"{v:g}" for v in values])
+    # two short lines: a title wider than a small grid would be cut at the figure's edge
+    title = f"{model}: latent traversals" if model else "Latent traversals"
+    return traversal_grid(
+        images,
+        row_labels=[f"z{d}" for d in dims],
+        col_labels=[f"{v:g}" for v in values],
+        title=f"{title}\nrow z<d> varies latent d over the columns' values, the others fixed",
+    )
 
 
 def traversal_caption_table(

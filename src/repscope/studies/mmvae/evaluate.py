@@ -733,7 +733,13 @@ def _analyse(
     base = joint[0]
     traversal = mmvae_analysis.latent_traversals(task, base, batch_size=batches["forward"])
     figures["traversals"] = run.save_figure(
-        "traversals", traversal_figure(traversal["images"], traversal["values"], traversal["dims"])
+        "traversals",
+        traversal_figure(
+            traversal["images"],
+            traversal["values"],
+            traversal["dims"],
+            model=f"{summary['model']} (level {level})",
+        ),
     )
     captions = traversal_caption_table(traversal["captions"], traversal["values"], traversal["dims"])
     run.write_table("traversal_captions", captions, index=True)

@@ -235,7 +235,8 @@ def run_disentangle(
         )
         for c, code in enumerate(codes.code_columns()):
             grid, labels = traversals(task, codes, code, config, seed=config.seed + 3000 + c)
-            run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels))
+            title = f"{setting.label}: code {code} over the columns\neach row: one draw of the other codes and noise"
+            run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels, title=title))
 
         common = [c for c in inferential.columns if c in generative.columns]
         rows = [f for f in FACTORS if f in inferential.index and f in generative.index]
