@@ -268,9 +268,7 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/train/datamodule.py",),
         "        for rows in self.order:\n",
         "        for rows in list(self.order):\n",
-        (
-            "tests/test_device_batches.py::test_twenty_steps_on_the_device_path_give_the_loader_paths_losses_and_weights",
-        ),
+        ("tests/test_device_batches.py::test_steps_on_the_device_path_give_the_loader_paths_losses_and_weights",),
         "the device path draws an epoch's whole order up front: the sampler's generator then runs ahead of "
         "the DataLoader's whenever a Trainer stops at len(loader), and the next epoch's batches differ",
     ),
