@@ -966,6 +966,22 @@ MUTATIONS: list[Mutation] = [
         ("tests/morpho/test_morpho_visibility.py::test_measuring_samples_counts_the_digits_done_so_far",),
         "the diversity study's bar shows one chunk's size as its count (500/2000 done)",
     ),
+    Mutation(
+        "measure-progress-per-chunk",
+        ("src/repscope/data/morpho/morphometrics.py",),
+        "                progress(finished)\n",
+        "                progress(len(task[0]))\n",
+        ("tests/morpho/test_morpho_visibility.py::test_measure_reports_the_running_total_of_digits_done",),
+        "measure() reports each chunk's size, so a bar reads 500/2000 done",
+    ),
+    Mutation(
+        "traversal-title-unwrapped",
+        ("src/repscope/report/morpho_figures.py",),
+        "        width = max(int(fig.get_figwidth() * 13), 20)\n",
+        "        width = 10_000\n",
+        ("tests/morpho/test_morpho_figures.py::test_traversal_grid_title_names_what_it_traverses_and_fits_the_figure",),
+        "a traversal grid's title runs past the figure's edge",
+    ),
 ]
 
 

@@ -161,17 +161,31 @@ def test_resume_keeps_done_work_and_refuses_a_changed_config(tmp_path, monkeypat
     assert code != 0 and "--resume" in stderr
 
 
+def test_measure_reports_the_running_total_of_digits_done():
+    """The bar of a caller shows what measure() reports: digits done so far, ending at n of n (one chunk's
+    size gave ``500/2000 done``)."""
+    from repscope.data.morpho import measure
+
+    digits = np.zeros((7, 28, 28), np.uint8)
+    digits[:, 8:20, 12:16] = 255
+    seen = []
+    measure(digits, chunk_size=3, progress=seen.append)
+    assert seen == [3, 6, 7]
+    seen.clear()
+    measure(digits, chunk_size=3, jobs=2, progress=seen.append)  # in order, whichever worker ends first
+    assert seen == [3, 6, 7]
+
+
 def test_measuring_samples_counts_the_digits_done_so_far(lines_mode, capsys, monkeypatch):
-    """measure() reports each chunk's size; the diversity study's bar must show the running total and end
-    at n of n, not at one chunk (the bar read ``500/2000 done``)."""
+    """The diversity study's bar follows measure()'s running total and ends at n of n."""
     from repscope import progress
     from repscope.studies.morpho import diversity
 
     seen = []
 
     def fake_measure(images, progress=None):
-        for _ in range(3):
-            progress(2)  # three chunks of 2 digits
+        for done in (2, 4, 6):
+            progress(done)  # three chunks of 2 digits, as a running total
         return pd.DataFrame({"index": range(6)})
 
     monkeypatch.setattr(diversity, "measure", fake_measure)

@@ -78,14 +78,7 @@ def measured(images: np.ndarray, description: str) -> pd.DataFrame:
         One row per digit, as :func:`repscope.data.morpho.measure` gives.
     """
     with progress_bar(description, total=len(images)) as update:
-        finished = 0
-
-        def advance(count: int) -> None:  # measure() reports each chunk's size, the bar wants the total so far
-            nonlocal finished
-            finished += count
-            update(finished)
-
-        return measure(images, progress=advance)
+        return measure(images, progress=update)  # measure() reports the running total, as the bar takes it
 
 
 def compare_morphometrics(
