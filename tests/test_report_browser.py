@@ -336,6 +336,8 @@ def _mmvae_evaluation(tmp_path):
     return tmp_path / "run" / "evaluation" / "report.html"
 
 
+# the CANDLE study and Morpho-MNIST diversity reports are checked in their own end-to-end tests
+# (tests/candle/test_candle_study.py, tests/morpho/test_studies.py), which already write a real one
 STUDIES = [
     pytest.param(_sprites_coherency, id="sprites-coherency", marks=pytest.mark.slow),
     pytest.param(_invariance_test, id="invariance-test", marks=pytest.mark.slow),

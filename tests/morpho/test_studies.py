@@ -9,6 +9,7 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from browser_checks import assert_report_passes_browser_check  # tests/browser_checks.py
 from repscope.cli import app, main
 from repscope.config import load_config, shipped_config_path
 from repscope.studies.morpho.disentangle import DisentangleConfig, run_disentangle
@@ -239,6 +240,7 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
         assert model["mmd2_std_error"] > 0
     figures = {p.name for p in (out / "figures").iterdir()}
     assert {"pairplot_test-digits.png", "pairplot_gan-2-d.png", "diversity_samples.png"} <= figures
+    assert_report_passes_browser_check(out / "report.html")  # as a researcher sees it: tables fit, figures load
 
 
 def test_each_trained_model_is_named_with_its_place_in_the_study(tmp_path, monkeypatch):
