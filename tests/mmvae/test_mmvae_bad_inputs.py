@@ -175,8 +175,10 @@ def test_an_evaluation_that_cannot_run_is_refused_before_training(tmp_path, run_
     on_gpu, _ = load_multimodal_config(None, ["trainer.accelerator=gpu"])
     check_evaluation_before_training(on_gpu, device=False)
     if not (torch.cuda.is_available() or torch.backends.mps.is_available()):
-        with pytest.raises(InvalidArgumentError, match=r"^src: trainer\.accelerator gpu: torch sees no such GPU"):
+        with pytest.raises(InvalidArgumentError, match=r"^src: trainer\.accelerator gpu: torch sees no such GPU") as e:
             check_evaluation_before_training(on_gpu, "src")
+        # said before any training: the message must not read as if a training had run
+        assert str(e.value).endswith("(checked before training starts, for the evaluation after it)")
     # a sweep checks every point's evaluation before any point runs
     code, _, err = run_cli(["mmvae", "sweep", "--grid", "seed=0,1", "-o", str(out), *sets("trainer.accelerator=tpu")])
     assert code == 1 and "trainer.accelerator: must be one of" in one_error_line(err) and not out.exists()

@@ -456,7 +456,9 @@ def check_evaluation_before_training(config: MultimodalConfig, source: str = "co
             names=EVALUATION_SETTING_NAMES,
         )
     except InvalidArgumentError as exc:
-        raise InvalidArgumentError(f"{source}: {exc} (the evaluation after training)") from None
+        raise InvalidArgumentError(
+            f"{source}: {exc} (checked before training starts, for the evaluation after it)"
+        ) from None
     if config.modalities is not None and sorted(config.modalities) != sorted(EVALUATED_MODALITIES):
         raise InvalidArgumentError(
             f"{source}: modalities: the CdSprites+ evaluation reads {' and '.join(EVALUATED_MODALITIES)}, not "
