@@ -408,3 +408,17 @@ def test_ray_backend_gives_the_local_summary(tmp_path, log, monkeypatch):
     assert again.reused == ["model-mvae_seed-0", "model-mvae_seed-1"]
     assert calls(log, "model-mvae_seed-0") == ["resume=False", "resume=False"]  # local once, Ray once
     assert list(home.iterdir()) == []
+
+
+def test_a_ray_address_where_no_cluster_answers_is_one_line_naming_it(tmp_path, log, monkeypatch):
+    ray = pytest.importorskip("ray", reason="the Ray backend needs the optional extra: pip install 'repscope[ray]'")
+
+    def no_cluster(*args, **kwargs):  # what ray.init(address="auto") raises with no instance running
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setattr(ray, "init", no_cluster)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    points = expand_grid(["model=mvae", "seed=0"])
+    with pytest.raises(InvalidArgumentError, match=r"^--address auto: no Ray cluster answers there") as info:
+        run_sweep(points, TARGET, tmp_path / "out", common={"log": str(log)}, backend="ray", address="auto")
+    assert "ray start --head" in str(info.value) and "\n" not in str(info.value)

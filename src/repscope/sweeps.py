@@ -807,7 +807,13 @@ def _run_ray(
                 cpus = concurrent * cpus_per_run if concurrent else max(usable_cores(), cpus_per_run)
                 ray.init(num_cpus=max(1, math.ceil(cpus)), **options)
             else:
-                ray.init(address=address, **options)
+                try:
+                    ray.init(address=address, **options)
+                except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise
+                    raise InvalidArgumentError(
+                        f"--address {address}: no Ray cluster answers there ({exc}); start one first "
+                        "(`ray start --head` on its head machine) or leave --address out for a local instance"
+                    ) from None
             started_here = True
         try:
             storage = check_writable_dir(out / RAY_DIR)
