@@ -982,6 +982,22 @@ MUTATIONS: list[Mutation] = [
         ("tests/morpho/test_morpho_figures.py::test_traversal_grid_title_names_what_it_traverses_and_fits_the_figure",),
         "a traversal grid's title runs past the figure's edge",
     ),
+    Mutation(
+        "ray-address-error-raw",
+        ("src/repscope/sweeps.py",),
+        "                except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise\n",
+        "                except ImportError as exc:\n",
+        ("tests/test_sweeps.py::test_a_ray_address_where_no_cluster_answers_is_one_line_naming_it",),
+        "a Ray address with no cluster ends in Ray's traceback",
+    ),
+    Mutation(
+        "leaderboard-unfinished-sent-to-evaluate",
+        ("src/repscope/studies/mmvae/leaderboard.py",),
+        '    unfinished = [run for run in unevaluated if not (Path(run) / "metrics.json").is_file()]\n',
+        "    unfinished = []\n",
+        ("tests/mmvae/test_mmvae_leaderboard.py::test_mixed_up_inputs_are_refused_with_the_run_named",),
+        "a run whose training stopped half-way is sent to mmvae evaluate",
+    ),
 ]
 
 
