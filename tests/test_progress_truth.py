@@ -243,6 +243,30 @@ def test_a_resumed_bar_on_a_terminal_starts_at_initial(fake_terminal):
         assert sum(sample.completed for sample in task._progress) == 1
 
 
+def test_a_bar_at_n_of_n_still_open_keeps_its_clock_running_on_a_terminal(fake_terminal, monkeypatch):
+    """The work after the last count (a build writing its files) must not freeze the screen: rich stops
+    a task's elapsed time at n of n, our column does not."""
+    with progress.progress_bar("building 3 sets", total=3) as update:
+        update(3)
+        display = progress._DISPLAY._progress
+        task = display.tasks[0]
+        assert task.finished  # rich's own column would now show a frozen time
+        column = next(c for c in display.columns if type(c).__name__ == "RunningTimeColumn")
+        start = task.start_time
+        monkeypatch.setattr(task, "_get_time", lambda: start + 65.0)
+        assert column.render(task).plain == "0:01:05"
+        monkeypatch.setattr(task, "_get_time", lambda: start + 66.0)
+        assert column.render(task).plain == "0:01:06"
+
+
+def test_a_line_at_n_of_n_while_the_step_goes_on_says_finishing():
+    assert progress.progress_line("building", 37000, 37000, 12.0).endswith(
+        "37000/37000 (100%), 12 s elapsed, finishing"
+    )
+    assert "finishing" not in progress.progress_line("building", 5, 10, 12.0)
+    assert progress.progress_line("building", 37000, 37000, 19.0, final=True) == "building: 37000/37000 done in 19 s"
+
+
 def _tiny_task():
     import lightning.pytorch as pl
 

@@ -998,6 +998,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/mmvae/test_mmvae_leaderboard.py::test_mixed_up_inputs_are_refused_with_the_run_named",),
         "a run whose training stopped half-way is sent to mmvae evaluate",
     ),
+    Mutation(
+        "terminal-clock-stops-at-n-of-n",
+        ("src/repscope/progress.py",),
+        "                    RunningTimeColumn(),\n",
+        "                    TimeElapsedColumn(),\n",
+        ("tests/test_progress_truth.py::test_a_bar_at_n_of_n_still_open_keeps_its_clock_running_on_a_terminal",),
+        "a bar at n of n freezes the terminal while the step writes its files",
+    ),
 ]
 
 

@@ -57,6 +57,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
+from datetime import timedelta
 from typing import Any, TextIO, TypeVar
 
 MODES = ("bar", "lines", "off")
@@ -243,6 +244,8 @@ def progress_line(
         text = f"{description}: {done}/{total} ({100 * fraction:.0f}%), {format_seconds(elapsed)} elapsed"
         if initial < done < total:
             text += f", ~{format_seconds(elapsed * (total - done) / (done - initial))} left"
+        elif done >= total:  # every step counted, the block still open: the work after the count
+            text += ", finishing"
         return text
     return f"{description}: {done} done, {format_seconds(elapsed)} elapsed"
 
@@ -310,6 +313,7 @@ class _SharedDisplay:
                     TimeRemainingColumn,
                 )
                 from rich.table import Column  # noqa: PLC0415
+                from rich.text import Text  # noqa: PLC0415
 
                 console = _make_console()
                 # on a narrow terminal rich would squash the counts and times to "0:0…": the
@@ -317,11 +321,22 @@ class _SharedDisplay:
                 description = Column(
                     no_wrap=True, overflow="ellipsis", max_width=max(12, console.width - NUMBERS_WIDTH)
                 )
+
+                class RunningTimeColumn(TimeElapsedColumn):
+                    """The elapsed time, still running at n of n while the block is open: rich stops
+                    it there, and the work after the last count (writing a build's files) froze the
+                    screen for 18 s."""
+
+                    def render(self, task: Any) -> Any:
+                        if task.elapsed is None:
+                            return super().render(task)
+                        return Text(str(timedelta(seconds=int(task.elapsed))), style="progress.elapsed")
+
                 progress = Progress(
                     TextColumn("{task.description}", table_column=description),
                     BarColumn(bar_width=None),
                     MofNCompleteColumn(),
-                    TimeElapsedColumn(),
+                    RunningTimeColumn(),
                     TimeRemainingColumn(),
                     console=console,
                     transient=True,
