@@ -151,6 +151,7 @@ def test_an_infogan_run_is_scored_on_the_codes_its_recognition_network_infers(tm
     assert set(np.unique(codes[:, 0])) <= set(range(10))
 
 
+@pytest.mark.slow  # 6 trainings; make test keeps CG of runs in the disentangle study test and the hand cases
 def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp_path):
     import torch
 

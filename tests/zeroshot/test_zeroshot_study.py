@@ -203,6 +203,7 @@ def test_attack_command_on_a_trained_classifier(tmp_path, run_cli):
     assert code == 1 and "--norm" in err and err.count("\n") == 1 and not (tmp_path / "c").exists()
 
 
+@pytest.mark.slow  # 11 trainings; make test keeps test_one_architecture_command and the CIFAR-10 reader's tests
 def test_one_architecture_on_cifar10_colour_images(tmp_path, run_cli):
     # CIFAR-10 batches in the published binary layout (1 label byte + 3 x 1,024 bytes a record)
     rng = np.random.default_rng(0)
