@@ -11,6 +11,7 @@ from matplotlib.figure import Figure
 
 from repscope.errors import InvalidArgumentError
 from repscope.report.figures import image_grid, new_figure
+from repscope.report.morpho_figures import traversal_grid
 
 # an image whose pixels (on the 0-1 scale) vary by less than this standard deviation shows nothing
 FLAT_STD = 0.01
@@ -129,9 +130,14 @@ def traversal_figure(images: Any, latents: int, steps: int, model: str, span: fl
     -------
     matplotlib.figure.Figure
     """
-    fig = image_grid(images, int(latents), int(steps), row_labels=[f"z{latent}" for latent in range(int(latents))])
-    fig.suptitle(f"{model}: latent traversals, each row varies one latent over \u00b1{span:g}", fontsize=10)
-    return fig
+    grid = np.asarray(images).reshape(int(latents), int(steps), *np.shape(images)[1:])
+    # the Morpho-MNIST grid's title wraps to the figure's width (a narrow grid cut a one-line title)
+    return traversal_grid(
+        grid,
+        row_labels=[f"z{latent}" for latent in range(int(latents))],
+        cell_inches=0.9,
+        title=f"{model}: latent traversals, each row varies one latent over \u00b1{span:g}",
+    )
 
 
 def near_constant(images: Any, threshold: float = FLAT_STD) -> np.ndarray:
