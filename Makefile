@@ -1,6 +1,7 @@
 # The two commands a newcomer runs: `make demo` and `make test`.
 # Each creates .venv when missing and installs what it needs: the demo only the core package, the tests
-# also the optional extras, so that every code path is tested.
+# also the optional extras, so that every code path is tested, and (on Debian as root) Chromium, in which
+# a test opens every study's report (repscope report check).
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -27,13 +28,18 @@ $(CORE_STAMP): $(PY) pyproject.toml
 
 # The tests also need the dev tools and the extras: ray (sweeps on Ray Tune), candle (Blender's bpy,
 # ~1 GB; it holds numpy below 2) and attacks (the adversarial-robustness-toolbox); none depends on
-# torch, so the pinned build stays. On Debian as root, Fashion-MNIST from its package.
+# torch, so the pinned build stays. On Debian as root, Fashion-MNIST and Chromium from their packages.
 $(STAMP): $(CORE_STAMP)
 	$(PY) -m pip install --quiet -e '.[dev,ray,candle,attacks]'
 	@if [ ! -d $(FASHION_DIR) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1) || \
 		echo "note: could not install dataset-fashion-mnist; its tests will be skipped"; \
+	fi
+	@if ! command -v chromium >/dev/null && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		apt-get install -y -q chromium >/dev/null 2>&1 || \
+		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1) || \
+		echo "note: could not install chromium; the browser checks of reports will be skipped"; \
 	fi
 	touch $(STAMP)
 

@@ -7,7 +7,8 @@ For every case, in one run on the same machine:
   each batch gathered there by index);
 * ``loader``: the same steps with ``data_placement: loader`` (a DataLoader fetches every batch and the
   Trainer copies it over): the baseline, measured in the same run;
-* ``util``: the GPU's mean utilisation during the ``device`` steps (``nvidia-smi``; ``-`` on a CPU);
+* ``util``: the GPU's mean utilisation during the timed ``device`` steps, not the warm-up nor compilation
+  (``nvidia-smi``; ``-`` on a CPU);
 * with ``--share N``: ``N`` processes train the case at once on the same device (as ``mmvae sweep
   --workers N`` does), each at the paper's batch size; the row gives each one's rate as a share of the
   rate alone (goal: >= 75% with 4 runs on one GPU).
@@ -102,8 +103,10 @@ def cases(tiny: bool) -> list[Case]:
 class StepTimer(pl.Callback):
     """Wall time from the end of step ``warmup`` to the end of the fit, with the device synchronised."""
 
-    def __init__(self, warmup: int, profile: bool = False) -> None:
+    def __init__(self, warmup: int, profile: bool = False, utilisation: Utilisation | None = None) -> None:
         self.warmup, self.started, self.steps = warmup, None, 0
+        # sampled over the timed steps only: a compiled run's first steps spend a minute compiling
+        self.utilisation = utilisation
         # cProfile over the timed steps: where the host spends a step (Lightning's loop, the optimiser,
         # the compiled graphs' wrappers) when the device waits for it
         self.profiler = cProfile.Profile() if profile else None
@@ -117,22 +120,27 @@ class StepTimer(pl.Callback):
         if self.steps == self.warmup:
             self._sync(pl_module)
             self.started = time.perf_counter()
+            if self.utilisation is not None:
+                self.utilisation.start()
             if self.profiler is not None:
                 self.profiler.enable()
 
     def seconds(self, module: Any) -> float:
         self._sync(module)
         elapsed = time.perf_counter() - self.started
+        if self.utilisation is not None:
+            self.utilisation.stop()
         if self.profiler is not None:
             self.profiler.disable()
             stats = pstats.Stats(self.profiler, stream=sys.stdout)
             print(f"# host time of the {self.steps - self.warmup} timed steps, by function (cProfile)")
             stats.sort_stats("tottime").print_stats(25)
+            stats.sort_stats("cumulative").print_stats(40)  # which caller (Lightning, the optimiser...) owns it
         return elapsed
 
 
 class Utilisation:
-    """Mean GPU utilisation (%) while the context runs, sampled from ``nvidia-smi`` every 0.2 s."""
+    """Mean GPU utilisation (%) between :meth:`start` and :meth:`stop`, sampled from ``nvidia-smi`` every 0.2 s."""
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled and shutil.which("nvidia-smi") is not None
@@ -148,14 +156,13 @@ class Utilisation:
                 return
             self._stop.wait(0.2)
 
-    def __enter__(self) -> Utilisation:
+    def start(self) -> None:
         if self.enabled:
             self._thread = threading.Thread(target=self._sample, daemon=True)
             self._thread.start()
-        return self
 
-    def __exit__(self, *exc: Any) -> None:
-        if self.enabled:
+    def stop(self) -> None:
+        if self.enabled and hasattr(self, "_thread"):
             self._stop.set()
             self._thread.join()
 
@@ -180,7 +187,8 @@ def rate(case: Case, dataset: Any, batch: int, placement: str, args: argparse.Na
     pl.seed_everything(0, verbose=False)
     task = compile_networks(build_task(config, dataset), config.trainer.compile)
     module = DatasetModule(dataset, task.batch_fields, batch_size=batch, val_fraction=0.0, placement=placement)
-    timer = StepTimer(args.warmup, profile=args.profile and placement == "device")
+    utilisation = Utilisation(placement == "device" and args.accelerator != "cpu")
+    timer = StepTimer(args.warmup, profile=args.profile and placement == "device", utilisation=utilisation)
     trainer = pl.Trainer(
         accelerator=args.accelerator,
         devices=1,
@@ -194,37 +202,73 @@ def rate(case: Case, dataset: Any, batch: int, placement: str, args: argparse.Na
         limit_val_batches=0,
         callbacks=[timer],
     )
-    with Utilisation(placement == "device" and args.accelerator != "cpu") as utilisation:
+    try:
         trainer.fit(task, datamodule=module)
         seconds = timer.seconds(task)
+    finally:
+        utilisation.stop()
     steps = timer.steps - args.warmup
     if steps < 1:
         raise SystemExit(f"{case.label}: fewer than --warmup + 1 steps; raise the dataset size or lower --warmup")
     return steps * batch / seconds, utilisation.mean()
 
 
-def shared_rate(case: Case, batch: int, args: argparse.Namespace, barrier: Any) -> float:
-    """One of ``--share`` processes: load the data, wait for the others, time the device path."""
+def die_with_parent() -> None:
+    """Have the kernel end this process when the one that started it ends (Linux): a ``--share`` run
+    whose parent a time limit killed must not go on holding the GPU and the parent's output pipe."""
+    import ctypes
+    import signal
+
+    try:
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def shared_rate(case: Case, batch: int, args: argparse.Namespace, barrier: Any, results: Any) -> None:
+    """One of ``--share`` processes: load the data, wait for the others, time the device path, put its
+    rate (or its error) on ``results``."""
     from repscope.data.registry import load_dataset
     from repscope.train.run import quiet_lightning
 
-    quiet_lightning()
-    if args.accelerator == "cpu":
-        torch.set_num_threads(1)
-    dataset = load_dataset(case.data, **case.data_params)
-    barrier.wait()  # the timed steps of the N runs overlap
-    return rate(case, dataset, batch, "device", args)[0]
+    die_with_parent()
+    try:
+        quiet_lightning()
+        if args.accelerator == "cpu":
+            torch.set_num_threads(1)
+        dataset = load_dataset(case.data, **case.data_params)
+        barrier.wait()  # the timed steps of the N runs overlap
+        results.put(rate(case, dataset, batch, "device", args)[0])
+    except BaseException as error:  # the parent waits for one answer per run
+        barrier.abort()
+        results.put(f"{type(error).__name__}: {error}")
 
 
 def share(case: Case, alone: float, batch: int, args: argparse.Namespace) -> str:
     """The ``--share`` row: ``args.share`` runs of ``case`` at once, each one's rate against ``alone``."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
 
     context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked child
-    with context.Manager() as manager, ProcessPoolExecutor(args.share, mp_context=context) as pool:
-        barrier = manager.Barrier(args.share)
-        rates = list(pool.map(shared_rate, *zip(*[(case, batch, args, barrier)] * args.share)))
+    barrier, results = context.Barrier(args.share), context.Queue()
+    # plain daemon processes, ended here once they answered: a process pool's shutdown could wait for
+    # ever on a child that tears down CUDA
+    runs = [
+        context.Process(target=shared_rate, args=(case, batch, args, barrier, results), daemon=True)
+        for _ in range(args.share)
+    ]
+    for run in runs:
+        run.start()
+    try:
+        answers = [results.get() for _ in runs]
+    finally:
+        for run in runs:
+            run.join(timeout=20)
+            if run.is_alive():
+                run.terminate()
+    errors = [answer for answer in answers if isinstance(answer, str)]
+    if errors:
+        raise SystemExit(f"{case.label}: a shared run failed: {errors[0]}")
+    rates = [float(answer) for answer in answers]
     each = sum(rates) / len(rates)
     label = f"  {args.share} at once, each"
     return f"{label:<30}{batch:>6}{each:>10.0f}{'':>10}{each / alone:>9.0%}{'':>7}  of its rate alone"

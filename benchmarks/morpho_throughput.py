@@ -3,7 +3,7 @@
 Both paths run in this one process on the same real digits (the embedded MNIST sample), so
 their ratio is meaningful on a shared, noisy machine; absolute digits/s are for orientation.
 
-    .venv/bin/python benchmarks/morpho_throughput.py [--digits 2000] [--reference-digits 400] [--jobs 2]
+    .venv/bin/python benchmarks/morpho_throughput.py [--digits 2000] [--reference-digits 400] [--workers 2]
 
 The baseline is the common per-image procedure: ``pyramid_expand``, ``distance_transform_edt``
 and ``medial_axis`` from scikit-image/SciPy for every digit (``method="reference"``), and for
@@ -94,19 +94,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--digits", type=int, default=2000, help="digits for the fast path")
     parser.add_argument("--reference-digits", type=int, default=300, help="digits for the per-image baseline")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=2, help="worker processes")
     parser.add_argument("--kinds", default="thin,thick,swel,frac")
     args = parser.parse_args()
 
     images = _digits(args.digits)
     reference_images = images[: args.reference_digits]
-    print(f"# Morpho-MNIST throughput, digits/s ({args.jobs} processes unless noted)")
+    print(f"# Morpho-MNIST throughput, digits/s ({args.workers} processes unless noted)")
     print(f"{'task':<22}{'fast':>10}{'reference':>12}{'ratio':>9}")
     fast1 = time_measure(images, "fast", 1)
     ref1 = time_measure(reference_images, "reference", 1)
     print(f"{'measure (1 process)':<22}{fast1:>10.0f}{ref1:>12.1f}{fast1 / ref1:>8.1f}x")
-    fast = time_measure(images, "fast", args.jobs)
-    ref = time_measure(reference_images, "reference", args.jobs)
+    fast = time_measure(images, "fast", args.workers)
+    ref = time_measure(reference_images, "reference", args.workers)
     print(f"{'measure':<22}{fast:>10.0f}{ref:>12.1f}{fast / ref:>8.1f}x")
     # --compat published: batched vs the same procedure image by image
     published1 = time_measure(images, "fast", 1, "published")
@@ -114,15 +114,16 @@ def main() -> None:
     print(
         f"{'published (1 process)':<22}{published1:>10.0f}{published_ref1:>12.1f}{published1 / published_ref1:>8.1f}x"
     )
-    published = time_measure(images, "fast", args.jobs, "published")
-    published_ref = time_measure(reference_images, "reference", args.jobs, "published")
+    published = time_measure(images, "fast", args.workers, "published")
+    published_ref = time_measure(reference_images, "reference", args.workers, "published")
     print(f"{'published':<22}{published:>10.0f}{published_ref:>12.1f}{published / published_ref:>8.1f}x")
     print(
-        f"# published / default, fast path: {published1 / fast1:.2f} (1 process), {published / fast:.2f} ({args.jobs})"
+        f"# published / default, fast path: {published1 / fast1:.2f} (1 process),"
+        f" {published / fast:.2f} ({args.workers} workers)"
     )
     for kind in args.kinds.split(","):
-        fast = time_perturb(images, kind, "fast", args.jobs)
-        ref = time_perturb(reference_images, kind, "reference", args.jobs)
+        fast = time_perturb(images, kind, "fast", args.workers)
+        ref = time_perturb(reference_images, kind, "reference", args.workers)
         print(f"{'build ' + kind:<22}{fast:>10.0f}{ref:>12.1f}{fast / ref:>8.1f}x")
 
 

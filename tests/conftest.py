@@ -17,18 +17,26 @@ TINY_COUNTS = {"train": 30, "t10k": 12}
 
 @pytest.fixture(scope="session", autouse=True)
 def one_torch_thread_per_test_worker():
-    """Under pytest-xdist, one torch thread per worker process.
+    """Under pytest-xdist, one torch (and BLAS, OpenMP) thread per worker process.
 
     ``make test`` runs two workers on two cores; with torch's default of one thread per core each,
     every parallel operator waits at a barrier for a thread the other worker has descheduled
     (:mod:`repscope.resources` measured 10.7-17.4 s instead of 1.3-1.5 s per 2,048 images beside a busy
     process). Measured here: single tests of the multimodal toy models took 6-100 s from run to run
     with two threads per worker. A test that needs another count sets it and restores this one.
+
+    The same holds for the other thread pools a worker runs: numpy's and scipy's OpenBLAS and
+    scikit-learn's OpenMP (t-SNE, Isomap, k-means, the MMD's matrix products), whose idle threads
+    spin as well; they are loaded here, so that the limit reaches them, and held to one thread.
     """
     if os.environ.get("PYTEST_XDIST_WORKER"):
+        import scipy.linalg  # noqa: F401 -- loads scipy's OpenBLAS before the limit
+        import sklearn.utils._openmp_helpers  # noqa: F401 -- loads scikit-learn's OpenMP runtime
         import torch
+        from threadpoolctl import threadpool_limits
 
         torch.set_num_threads(1)
+        threadpool_limits(limits=1)
 
 
 def make_tiny_mnist(seed: int = 0) -> dict[str, tuple[np.ndarray, np.ndarray]]:

@@ -1,5 +1,5 @@
 """The CLI conventions every verb follows: --out/-o and one rule for existing outputs, choices listed
-in --help, --jobs -1, --version, and Ctrl-C ending in one line with exit status 130."""
+in --help, --workers -1, --version, and Ctrl-C ending in one line with exit status 130."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def digits(tmp_path):
 
 
 # --------------------------------------------------------------------------------------------
-# --version, choices, --jobs
+# --version, choices, --workers
 
 
 def test_version():
@@ -85,22 +85,22 @@ def test_resolve_jobs():
     assert resolve_jobs(-1) == cores
     assert resolve_jobs(-2) == max(1, cores - 1)
     assert resolve_jobs(-1000) == 1
-    with pytest.raises(InvalidArgumentError, match="^--jobs: must be a positive"):
+    with pytest.raises(InvalidArgumentError, match="^--workers: must be a positive"):
         resolve_jobs(0)
     with pytest.raises(InvalidArgumentError, match="^-j: expected an integer"):
         resolve_jobs("two", name="-j")
 
 
-def test_jobs_zero_is_one_line_naming_the_option(digits, tmp_path, capsys):
+def test_workers_zero_is_one_line_naming_the_option(digits, tmp_path, capsys):
     with pytest.raises(SystemExit) as info:
-        main(["morpho", "measure", str(digits), "-o", str(tmp_path / "m.csv"), "--jobs", "0"])
+        main(["morpho", "measure", str(digits), "-o", str(tmp_path / "m.csv"), "--workers", "0"])
     assert info.value.code == 1
     err = capsys.readouterr().err.strip()
-    assert err.startswith("repscope: error: --jobs:") and "\n" not in err
+    assert err.startswith("repscope: error: --workers:") and "\n" not in err
 
 
-def test_jobs_minus_one_measures_like_one_job(digits, tmp_path):
-    assert invoke("morpho", "measure", digits, "-o", tmp_path / "a.csv", "--jobs", "-1").exit_code == 0
+def test_workers_minus_one_measures_like_one_worker(digits, tmp_path):
+    assert invoke("morpho", "measure", digits, "-o", tmp_path / "a.csv", "--workers", "-1").exit_code == 0
     assert invoke("morpho", "measure", digits, "-o", tmp_path / "b.csv").exit_code == 0
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
 
@@ -267,7 +267,7 @@ def test_ctrl_c_in_a_worker_pool_is_one_line_and_130(tmp_path):
     """SIGINT to the whole process group, as a terminal's Ctrl-C sends it, while two workers measure."""
     out = tmp_path / "m.csv"
     process = subprocess.Popen(
-        [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--jobs", "2"],
+        [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--workers", "2"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -305,7 +305,7 @@ def test_ctrl_c_under_a_live_bar_on_a_terminal(tmp_path):
     out = tmp_path / "m.csv"
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
-        [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--jobs", "2"],
+        [str(REPSCOPE), "morpho", "measure", "mnist-sample", "-o", str(out), "--workers", "2"],
         stdin=terminal,
         stdout=terminal,
         stderr=terminal,
@@ -412,7 +412,7 @@ def test_every_config_driven_command_offers_the_same_options():
         assert (TRAINER_OPTIONS <= options) == entry.trains and (TRAINER_OPTIONS & options) <= (
             TRAINER_OPTIONS if entry.trains else set()
         ), name
-        assert ("--max-epochs" in options) == entry.max_epochs, name
+        assert ("--epochs" in options) == (entry.max_epochs or any(a.key == "epochs" for a in entry.arguments)), name
         if entry.trains:  # the trainer flags are shown together
             params = [p for p in _click_command(entry.words).params if set(p.opts) & TRAINER_OPTIONS]
             assert {p.rich_help_panel for p in params} == {"Trainer"}, name
@@ -477,7 +477,7 @@ def test_train_prints_its_config_with_the_trainer_flags(tmp_path, capsys):
     config.write_text(yaml.safe_dump({"model": {"name": "mlp"}, "data": {"name": "digits"}}))
     with pytest.raises(SystemExit) as exit_info:
         main(
-            ["train", str(config), "--max-epochs", "3", "--precision", "bf16-mixed", "--compile", "reduce-overhead"]
+            ["train", str(config), "--epochs", "3", "--precision", "bf16-mixed", "--compile", "reduce-overhead"]
             + ["--print-config"]
         )
     assert exit_info.value.code in (0, None)
@@ -514,7 +514,8 @@ def test_repo_build_runs_through_the_builder_and_follows_the_output_rule(tmp_pat
     assert first.exit_code == 0, first.output
     assert "1 of 2 models built; failed: 0" in first.output and f"summary: {out / 'summary.csv'}" in first.output
     assert calls[0]["out"] == out and calls[0]["workers"] == 2 and calls[0]["backend"] == "local"
-    assert calls[0]["config"].count == 2 and calls[0]["config"].epochs == [1]  # --set, then --quick
+    # --set, then --quick (3 epochs: one left every CNN5 under-fitted)
+    assert calls[0]["config"].count == 2 and calls[0]["config"].epochs == [3]
     refused = invoke("invariance", "repo", "build", "-o", out)
     assert refused.exit_code == 1 and len(calls) == 1
     assert invoke("invariance", "repo", "build", "-o", out, "--resume").exit_code == 0 and calls[1]["out"] == out

@@ -61,6 +61,7 @@ TINY_MODELS: dict[str, dict[str, Any]] = {
     "attribute-cnn": {
         "data": ("cdsprites", {"level": 1, "train_size": 16, "val_size": 8, "test_size": 8, "target": "shape"})
     },
+    "factor-cnn": {"data": ("dsprites", {"train_size": 32, "test_size": 8, "target": "posX"})},
     "vgg13-bn": {"data": ("cifar10", {})},  # 32 pixels at least: the tiny CIFAR-10 folder below
 }
 
@@ -232,6 +233,39 @@ def test_every_model_builds_steps_saves_and_reloads(name, datasets, dataset_fold
     assert set(loaded_state) == set(task.state_dict())
     assert all(torch.equal(loaded_state[key], value) for key, value in task.state_dict().items())
     check_protocols(task, loaded, entry.family, dataset)
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_every_models_optimisers_take_the_device_options(name, datasets, dataset_folders, monkeypatch):
+    """Each optimiser a task makes gets :func:`~repscope.train.tasks.base.optimiser_options` (fused Adam on
+    CUDA: one kernel per step instead of several per tensor); a task that forgets it trains slower on a GPU
+    while every CPU number stays the same. The options are replaced by a marker here, wherever imported."""
+    import sys
+    import types
+
+    from repscope.train.tasks import base
+
+    marker, original = {"foreach": False}, base.optimiser_options  # torch's default foreach is None
+    for module in list(sys.modules.values()):
+        if getattr(module, "optimiser_options", None) is original:
+            monkeypatch.setattr(module, "optimiser_options", lambda module, marker=marker: dict(marker))
+    data_name, data_params = model_data(name, dataset_folders)
+    config = TrainConfig(
+        model=Named(name=name, params=TINY_MODELS.get(name, {}).get("params", {})),
+        data=Named(name=data_name, params=data_params),
+    )
+    task = build_task(config, datasets(data_name, data_params))
+    task._trainer = types.SimpleNamespace(estimated_stepping_batches=10)  # a schedule reads the run's length
+    configured = task.configure_optimizers()
+    found = []
+    for item in configured if isinstance(configured, (list, tuple)) else [configured]:
+        found.extend(item if isinstance(item, (list, tuple)) else [item])
+    optimisers = [item["optimizer"] if isinstance(item, dict) else item for item in found]
+    optimisers = [item for item in optimisers if isinstance(item, torch.optim.Optimizer)]
+    assert optimisers, f"{name}: configure_optimizers gave no optimiser"
+    for optimiser in optimisers:
+        kind = type(optimiser).__name__
+        assert optimiser.defaults.get("foreach") is False, f"{name}: {kind} without optimiser_options"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -246,7 +246,7 @@ def test_beta_vae_on_dsprites_trains_through_repscope_train_with_the_shipped_con
             str(shipped_config_path("train-beta-vae-dsprites")),
             "--out",
             str(out),
-            "--max-epochs",
+            "--epochs",
             "1",
             "--set",
             "data.params.train_size=256",

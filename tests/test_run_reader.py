@@ -97,6 +97,16 @@ def test_a_directory_without_config_yaml_is_not_a_run(tmp_path):
     (study / "config.yaml").write_text("source: mnist-sample\njobs: 2\n")
     with pytest.raises(InvalidArgumentError, match=r"study: not a run directory of repscope train \(config\.yaml"):
         open_run(study)
+    # a study that trained several models (disentangle, CANDLE) has a data section and models/<name> runs
+    many = tmp_path / "many"
+    for name in ("ss-beta-vae", "beta-vae", "notes"):
+        (many / "models" / name).mkdir(parents=True)
+    for name in ("ss-beta-vae", "beta-vae"):
+        (many / "models" / name / "config.yaml").write_text("model: {name: beta-vae}\ndata: {name: dsprites}\n")
+    (many / "config.yaml").write_text("data: {name: dsprites}\nmodels: [{label: beta-VAE, name: beta-vae}]\n")
+    with pytest.raises(InvalidArgumentError, match=r"study that trained 2 models, not of one training") as info:
+        open_run(many)
+    assert str(info.value).endswith(f"{many / 'models'}/<name> (beta-vae, ss-beta-vae)")
 
 
 @pytest.mark.parametrize(

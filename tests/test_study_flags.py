@@ -261,7 +261,10 @@ CASES = {
     "zeroshot evaluate": _zeroshot_evaluate,
     "sprites evaluate": _sprites_evaluate,
 }
-TRAINING = [" ".join(entry.words) for entry in COMMANDS if entry.trains]
+# the slowest cases run in `make test-all` (the same flag path as the rest; each trains a whole study)
+SLOW_TRAINING = {"morpho diversity", "morpho disentangle"}
+TRAINING_WORDS = [" ".join(entry.words) for entry in COMMANDS if entry.trains]
+TRAINING = [pytest.param(w, marks=pytest.mark.slow) if w in SLOW_TRAINING else w for w in TRAINING_WORDS]
 
 
 def _no_scores(run_dir, classifiers, config):
@@ -283,7 +286,7 @@ def _check(result, records: list[tuple[str, str]], expected: int) -> None:
 
 
 def test_every_registered_command_that_trains_has_a_case():
-    assert sorted(TRAINING) == sorted(CASES)
+    assert sorted(TRAINING_WORDS) == sorted(CASES)
 
 
 @pytest.mark.parametrize("command", TRAINING)

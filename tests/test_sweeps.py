@@ -26,10 +26,17 @@ TESTS_DIR = str(Path(__file__).resolve().parent)
 
 
 def record_point(
-    overrides: list[str], run_dir: Path, resume: bool, *, log: str, pause: float = 0.0, report_threads: bool = False
+    overrides: list[str],
+    run_dir: Path,
+    resume: bool,
+    *,
+    log: str,
+    pause: float = 0.0,
+    report_threads: bool = False,
+    config: dict | None = None,
 ) -> dict:
     """A tiny run: writes ``output.txt`` and returns ``score = 100 * level + seed`` (model 'bad' raises);
-    with ``report_threads`` also the torch thread count its process was given."""
+    with ``report_threads`` also the torch thread count its process was given; ``config`` is not read."""
     values = dict(item.split("=", 1) for item in overrides)
     with open(Path(log) / f"{run_dir.name}.calls", "a") as handle:
         handle.write(f"resume={resume}\n")
@@ -201,6 +208,40 @@ def test_restart_skips_finished_points_and_resumes_an_interrupted_one(tmp_path, 
     assert sum(len(calls(log, point.name)) for point in points) == 4
 
 
+def test_a_restart_with_other_settings_or_points_is_refused_naming_them(tmp_path, log):
+    points = expand_grid(["model=mvae", "seed=0,1"])
+    out = tmp_path / "sweep"
+    common = {"log": str(log), "config": {"lr": 0.1, "trainer": {"devices": 1}, "workers": 1}}
+    run_sweep(points, TARGET, out, common=common, progress=False)
+    before = {path: path.read_bytes() for path in out.rglob("*") if path.is_file()}
+    changed = {**common, "config": {**common["config"], "trainer": {"devices": 2}}}
+    with pytest.raises(InvalidArgumentError, match=r"was started with config\.trainer\.devices 1, not 2; use the"):
+        run_sweep(points, TARGET, out, common=changed, progress=False)
+    with pytest.raises(InvalidArgumentError, match="with the grid model=mvae seed=0,1, not model=mvae seed=0,2"):
+        run_sweep(expand_grid(["model=mvae", "seed=0,2"]), TARGET, out, common=common, progress=False)
+    assert {path: path.read_bytes() for path in out.rglob("*") if path.is_file()} == before  # nothing ran
+    assert sum(len(calls(log, point.name)) for point in points) == 2
+    # a caller's own identity, and what its messages call a setting
+    labels = {"lr": "the learning rate", "points": "--grid"}
+    run_sweep(points[:1], TARGET, tmp_path / "b", common=common, identity={"lr": 0.1}, labels=labels, progress=False)
+    with pytest.raises(InvalidArgumentError, match="started with the learning rate 0.1, not 0.5; use the"):
+        run_sweep(points[:1], TARGET, tmp_path / "b", common=common, identity={"lr": 0.5}, labels=labels)
+    with pytest.raises(InvalidArgumentError, match="started with --grid model=mvae seed=0, not model=mvae seed=0,1"):
+        run_sweep(points, TARGET, tmp_path / "b", common=common, identity={"lr": 0.1}, labels=labels)
+    # how the work is spread may change (at any depth), and so may the order of the points
+    spread = {**common, "config": {**common["config"], "workers": 4}}
+    again = run_sweep(points[::-1], TARGET, out, common=spread, progress=False)
+    assert again.ran == [] and sorted(again.reused) == sorted(point.name for point in points)
+    stored = json.loads((out / "sweep.json").read_text())
+    assert stored["identity"] == {"log": str(log), "config": {"lr": 0.1, "trainer": {"devices": 1}}}
+    # a record written before identities were stored is compared by its common arguments
+    del stored["identity"]
+    (out / "sweep.json").write_text(json.dumps(stored))
+    with pytest.raises(InvalidArgumentError, match=r"started with config\.lr 0.1, not 0.2; use the"):
+        run_sweep(points, TARGET, out, common={**common, "config": {**common["config"], "lr": 0.2}}, identity={"x": 1})
+    assert run_sweep(points, TARGET, out, common=common, identity={"x": 1}, progress=False).ran == []
+
+
 def test_failing_point_is_reported_and_the_others_finish(tmp_path, log):
     points = expand_grid(["model=mvae,bad", "seed=0,1"])
     out = tmp_path / "sweep"
@@ -352,8 +393,32 @@ def test_ray_backend_gives_the_local_summary(tmp_path, log, monkeypatch):
     assert (tmp_path / "ray" / "model-mvae_seed-1" / DONE_MARKER).exists()
     record = json.loads((tmp_path / "ray" / "sweep.json").read_text())
     assert record["backend"] == "ray" and record["counts"] == {"points": 4, "done": 2, "failed": 2}
-    # a restart on Ray skips the finished points (and starts no Ray at all when none is pending)
-    again = run_sweep(points[:2], TARGET, tmp_path / "ray", common={"log": str(log)}, backend="ray", progress=False)
+    # a restart with fewer points is refused before Ray starts; one with the same points skips the finished ones
+    with pytest.raises(InvalidArgumentError, match="with the grid model=mvae,bad seed=0,1, not model=mvae seed"):
+        run_sweep(points[:2], TARGET, tmp_path / "ray", common={"log": str(log)}, backend="ray", progress=False)
+    again = run_sweep(
+        points,
+        TARGET,
+        tmp_path / "ray",
+        common={"log": str(log)},
+        backend="ray",
+        runtime_env={"env_vars": {"PYTHONPATH": TESTS_DIR}},
+        progress=False,
+    )
     assert again.reused == ["model-mvae_seed-0", "model-mvae_seed-1"]
     assert calls(log, "model-mvae_seed-0") == ["resume=False", "resume=False"]  # local once, Ray once
     assert list(home.iterdir()) == []
+
+
+def test_a_ray_address_where_no_cluster_answers_is_one_line_naming_it(tmp_path, log, monkeypatch):
+    ray = pytest.importorskip("ray", reason="the Ray backend needs the optional extra: pip install 'repscope[ray]'")
+
+    def no_cluster(*args, **kwargs):  # what ray.init(address="auto") raises with no instance running
+        raise ConnectionError("Could not find any running Ray instance.")
+
+    monkeypatch.setattr(ray, "init", no_cluster)
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    points = expand_grid(["model=mvae", "seed=0"])
+    with pytest.raises(InvalidArgumentError, match=r"^--address auto: no Ray cluster answers there") as info:
+        run_sweep(points, TARGET, tmp_path / "out", common={"log": str(log)}, backend="ray", address="auto")
+    assert "ray start --head" in str(info.value) and "\n" not in str(info.value)

@@ -194,7 +194,7 @@ def test_cli_train_with_flags_and_one_line_errors(tmp_path, capsys):
             str(path),
             "--out",
             str(tmp_path / "run"),
-            "--max-epochs",
+            "--epochs",
             "1",
             "--set",
             "data.params.target=label",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import lightning.pytorch as pl
 import pandas as pd
+import pytest
 import torch
 from lightning.pytorch.loggers import CSVLogger
 
@@ -58,6 +59,7 @@ def train(task_class, dataset, folder) -> tuple[dict, pd.DataFrame, list]:
     return metrics, pd.read_csv(folder / "metrics.csv"), seen.seen
 
 
+@pytest.mark.slow  # 4 trainings beside Lightning's; run by make test-all and by tools/mutation_check.py
 def test_epoch_means_and_logged_rows_are_lightnings(tmp_path):
     dataset = load_dataset("digits", train_size=65, test_size=8, target="none")
     for ours_class, reference_class in ((VAETask, LightningLoggedVAE), (GANTask, LightningLoggedGAN)):

@@ -139,13 +139,13 @@ run(
 )
 out["supervised"] = json.loads((tmp / "sup" / "metrics.json").read_text())["table3"]
 
-run(["morpho", "measure", "mnist-sample", "-o", str(tmp / "m.csv"), "--jobs", "2"])
+run(["morpho", "measure", "mnist-sample", "-o", str(tmp / "m.csv"), "--workers", "2"])
 table = pd.read_csv(tmp / "m.csv")
 out["measure"] = {c: round(float(table[c].sum()), 9) for c in table.columns if table[c].dtype.kind == "f"}
 build = tmp / "build"
 run(
     ["morpho", "build", "--source", "mnist-sample", "--out", str(build), "--seed", "3"]
-    + ["--train-size", "300", "--test-size", "100", "--jobs", "2"]
+    + ["--train-size", "300", "--test-size", "100", "--workers", "2"]
 )
 out["build"] = {
     str(p.relative_to(build)): digest(p) for p in sorted(build.rglob("*")) if p.is_file() and p.name != "dataset.json"

@@ -204,13 +204,148 @@ def load_config(
     return validate_config(data, schema, source)
 
 
+SHIPPED_DIR = Path(__file__).parent / "configs"
+
+
+def shipped_config_names() -> list[str]:
+    """The names of the configs shipped inside the package (``repscope/configs/<name>.yaml``), sorted."""
+    return sorted(p.stem for p in SHIPPED_DIR.glob("*.yaml"))
+
+
+def _close_names(name: str) -> str:
+    """`` (close: a, b)`` naming the shipped configs spelt like ``name``, or ``""`` when none is."""
+    import difflib  # noqa: PLC0415
+
+    names = shipped_config_names()
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    close += [n for n in names if name and name in n and n not in close][: 3 - len(close)]
+    return f"; close: {', '.join(close)}" if close else ""
+
+
 def shipped_config_path(name: str) -> Path:
-    """Path of a config shipped inside the package (``repscope/configs/<name>.yaml``)."""
-    path = Path(__file__).parent / "configs" / f"{name}.yaml"
-    if not path.is_file():
-        available = sorted(p.stem for p in path.parent.glob("*.yaml"))
-        raise InvalidArgumentError(f"config {name!r}: no shipped config of that name; shipped: {', '.join(available)}")
+    """Path of a config shipped inside the package (``repscope/configs/<name>.yaml``).
+
+    Parameters
+    ----------
+    name : str
+        The config's name, with or without ``.yaml``.
+
+    Returns
+    -------
+    pathlib.Path
+        The shipped file.
+
+    Raises
+    ------
+    InvalidArgumentError
+        No shipped config of that name; the one-line message names the close ones.
+    """
+    stem = name.removesuffix(".yaml")
+    path = SHIPPED_DIR / f"{stem}.yaml"
+    if not stem or "/" in stem or "\\" in stem or not path.is_file():
+        raise InvalidArgumentError(
+            f"config {name!r}: no shipped config of that name{_close_names(stem)} (repscope configs lists them)"
+        )
     return path
+
+
+def resolve_config_path(path: str | Path) -> Path:
+    """CONFIG as a command reads it: a YAML file (relative to the working directory), else the name of a
+    shipped config (``train-cnn5`` or ``train-cnn5.yaml``: ``repscope configs`` lists them).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        What the command line gave.
+
+    Returns
+    -------
+    pathlib.Path
+        The file to read: ``path`` when it is a file, else the shipped config of that name.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Neither a file nor a shipped name: one line naming the close shipped names (and, for a path whose
+        file name is a shipped config's, that name).
+    """
+    given = Path(path)
+    if given.is_file():
+        return given
+    stem = given.name.removesuffix(".yaml")
+    shipped = SHIPPED_DIR / f"{stem}.yaml"
+    if str(given.parent) in ("", ".") and given.name and shipped.is_file():
+        return shipped
+    if given.is_dir():
+        raise InvalidArgumentError(f"config {path}: a folder, not a YAML file")
+    if shipped.is_file():  # a path from another working directory (the README's src/repscope/configs/...)
+        raise InvalidArgumentError(
+            f"config {path}: no such file (from {Path.cwd()}); for the shipped config of that file name give its "
+            f"name, {stem}"
+        )
+    raise InvalidArgumentError(
+        f"config {path}: no such file (from {Path.cwd()}) and no shipped config of that name{_close_names(stem)} "
+        "(repscope configs lists them)"
+    )
+
+
+def config_description(path: str | Path) -> str:
+    """What a config file says it is: the first sentence of its leading ``#`` comment, one line (without a
+    leading ``repscope <command>:``), cut to 100 characters; ``""`` when it starts with no comment.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        A YAML config.
+
+    Returns
+    -------
+    str
+        The description.
+    """
+    import re  # noqa: PLC0415
+
+    lines = []
+    for line in Path(path).read_text(encoding="utf-8-sig").splitlines():
+        if not line.startswith("#"):
+            break
+        lines.append(line.lstrip("#").strip())
+    text = " ".join(line for line in lines if line)
+    text = re.sub(r"^repscope [a-z -]+?: ", "", text)
+    # a full stop ends the sentence before a capital or the end, not after "et al" or "e.g"
+    sentence = re.split(r"(?<!\bal)(?<!e\.g)(?<!i\.e)\.(?=\s+[A-Z]|\s*$)", text, maxsplit=1)[0]
+    if len(sentence) > 100:
+        sentence = sentence[:97].rsplit(" ", 1)[0] + "..."
+    return sentence[:1].upper() + sentence[1:]
+
+
+def reapply_after_quick(config: Schema, overrides: Iterable[str], values: Mapping[str, Any], source: str) -> Schema:
+    """``config`` (shrunk by a ``--quick``) with the ``--set`` ``overrides`` and the command-line config
+    ``values`` set again, so that what the command line names wins over what ``--quick`` chose.
+
+    Parameters
+    ----------
+    config : pydantic.BaseModel
+        The shrunk config.
+    overrides : iterable of str
+        ``key=value`` strings, as :func:`apply_overrides` reads them.
+    values : mapping
+        Top-level config keys given as options, applied last.
+    source : str
+        Where the config came from, for error messages.
+
+    Returns
+    -------
+    pydantic.BaseModel
+        The config, of the same schema, validated again; ``config`` itself when nothing is to be set.
+    """
+    overrides = list(overrides)
+    if not overrides and not values:
+        return config
+    schema = type(config)
+    data = apply_overrides(config.model_dump(mode="json"), overrides, schema)
+    data.update(values)
+    return validate_config(data, schema, source)
 
 
 def signature_schema(function: Any, name: str, skip: Iterable[str] = ()) -> type[BaseModel]:

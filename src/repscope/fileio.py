@@ -18,9 +18,10 @@ import gzip
 import hashlib
 import io
 import json
+import math
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -132,7 +133,93 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
 
 
 def write_json_atomic(path: str | os.PathLike, obj: Any) -> None:
-    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=False, default=_json_default) + "\n")
+    """Write ``obj`` as strict JSON (see :func:`dumps_json`) through a temporary name."""
+    write_text_atomic(path, dumps_json(obj) + "\n")
+
+
+NOT_FINITE_SUFFIX = "_not_finite"
+
+
+def dumps_json(obj: Any, indent: int | None = 2) -> str:
+    """``obj`` as strict JSON, which every reader accepts.
+
+    Python's ``json`` writes NaN and infinities as the bare tokens ``NaN`` and ``Infinity``, which are
+    not JSON (other languages' readers, ``jq`` and browsers refuse the file). Here a non-finite number
+    becomes ``null``, and a key ``<name>_not_finite`` beside it says what it was: ``"nan"``, ``"inf"``
+    or ``"-inf"`` for a number, or, for a list holding some, the positions and values
+    (``{"[0][2]": "nan"}``). A bare non-finite number (not inside a mapping) is written as ``null``.
+
+    Parameters
+    ----------
+    obj : Any
+        Mappings, sequences, numbers, strings, numpy scalars and arrays, paths.
+    indent : int or None, default=2
+        Indentation, as ``json.dumps`` takes it.
+
+    Returns
+    -------
+    str
+        The JSON text (``allow_nan=False``: it never holds ``NaN`` or ``Infinity``).
+    """
+    return json.dumps(finite_json(obj), indent=indent, sort_keys=False, allow_nan=False)
+
+
+def finite_json(obj: Any) -> Any:
+    """``obj`` converted to plain JSON types with non-finite numbers as ``None`` and noted beside them.
+
+    Parameters
+    ----------
+    obj : Any
+        What :func:`dumps_json` accepts.
+
+    Returns
+    -------
+    Any
+        Dicts, lists, strings, ints, finite floats, bools and ``None`` only; see :func:`dumps_json`
+        for the ``<name>_not_finite`` notes.
+    """
+    value, _ = _finite(obj)
+    return value
+
+
+def _finite(obj: Any) -> tuple[Any, Any]:
+    """(``obj`` cleaned, note) where the note is None when every number in ``obj`` was finite."""
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str | int):
+        return obj, None
+    if isinstance(obj, float):
+        if math.isfinite(obj):
+            return obj, None
+        return None, "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, Mapping):
+        cleaned: dict[str, Any] = {}
+        names = {key if isinstance(key, str) else _json_key(key) for key in obj}
+        for key, item in obj.items():
+            value, note = _finite(item)
+            name = key if isinstance(key, str) else _json_key(key)
+            cleaned[name] = value
+            if note is not None and f"{name}{NOT_FINITE_SUFFIX}" not in names:
+                cleaned[f"{name}{NOT_FINITE_SUFFIX}"] = note  # right after the value it explains
+        return cleaned, None
+    if isinstance(obj, list | tuple):
+        items = []
+        positions: dict[str, Any] = {}
+        for index, item in enumerate(obj):
+            value, note = _finite(item)
+            items.append(value)
+            if isinstance(note, dict):
+                positions.update({f"[{index}]{where}": what for where, what in note.items()})
+            elif note is not None:
+                positions[f"[{index}]"] = note
+        return items, positions or None
+    converted = _json_default(obj)  # numpy scalars and arrays, paths; anything else is a TypeError
+    return _finite(converted)
+
+
+def _json_key(key: Any) -> str:
+    # json.dumps turns int, float, bool and None keys into strings; numpy scalars need .item() first
+    if hasattr(key, "item"):
+        key = key.item()
+    return json.dumps(key) if not isinstance(key, str) else key
 
 
 def _json_default(value: Any) -> Any:

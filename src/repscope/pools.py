@@ -7,16 +7,25 @@ waits for every queued task. Here the workers ignore SIGINT, and the parent, on 
 the tasks not started yet and terminates the workers, so the command ends within a moment; on
 any other exception it cancels the pending tasks and waits for the running ones. Results already
 saved by the caller (the build's chunks) stay, so an interrupted build resumes from them.
+
+A parent ended without a word (SIGTERM or SIGKILL from a job scheduler, a closed ssh session, a
+timeout) cannot stop its pool; the workers end with it instead: each asks the kernel for SIGTERM
+when its parent dies (:func:`repscope.resources.die_with_parent`, Linux), exits at once when the
+parent is already gone as it starts, and after each task when a library handled the SIGTERM.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import multiprocessing
+import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, TypeVar
+
+from repscope.resources import exit_if_orphaned, start_worker
 
 Result = TypeVar("Result")
 
@@ -64,9 +73,18 @@ def stop_now(executor: ProcessPoolExecutor) -> None:
         manager.join(timeout=5)
 
 
-def _ignore_interrupts() -> None:
+def _ignore_interrupts(parent_pid: int) -> None:
     # Ctrl-C is the parent's to handle: it stops handing out work (see the module docstring)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a SIGTERM or SIGKILL of the parent ends the worker too (it cannot stop the pool itself)
+    start_worker(parent_pid)
+
+
+def _call_in_worker(function: Callable[[Any], Result], task: Any) -> Result:
+    try:
+        return function(task)
+    finally:
+        exit_if_orphaned()  # the parent died while the task ran and the task outlived the SIGTERM
 
 
 @contextlib.contextmanager
@@ -81,7 +99,9 @@ def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: i
     A context rather than a generator so that a Ctrl-C raised anywhere in the ``with`` body (in a
     progress update as well as while waiting for a result) reaches the pool: the pending tasks are
     cancelled and the workers terminated. On leaving the context otherwise, pending tasks are
-    cancelled and running ones awaited.
+    cancelled and running ones awaited. The workers end with this process, also when it is killed
+    (see the module docstring); create the pool from the main thread, whose end the kernel's
+    parent-death signal follows.
 
     Parameters
     ----------
@@ -102,10 +122,13 @@ def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: i
         yield (function(task) for task in tasks)
         return
     executor = ProcessPoolExecutor(
-        max_workers=min(jobs, len(tasks)), mp_context=pool_context(), initializer=_ignore_interrupts
+        max_workers=min(jobs, len(tasks)),
+        mp_context=pool_context(),
+        initializer=_ignore_interrupts,
+        initargs=(os.getpid(),),
     )
     try:
-        yield executor.map(function, tasks)
+        yield executor.map(functools.partial(_call_in_worker, function), tasks)
     except KeyboardInterrupt:
         # stop at once: the running tasks' results are lost, never half-written (their writes
         # are atomic), and the results the caller saved stay for a resume

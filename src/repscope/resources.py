@@ -1,5 +1,5 @@
-"""CPU resources: how many worker processes (``--jobs``) and torch threads to use, and workers that
-leave Ctrl-C to their parent.
+"""CPU resources: how many worker processes (``--workers``) and torch threads to use, and workers that
+leave Ctrl-C to their parent and end with it.
 
 Why torch threads are chosen with care: torch runs its operators on an OpenMP pool of
 ``torch.get_num_threads()`` threads (all cores by default) that meet at a barrier after every
@@ -19,6 +19,7 @@ free right now for a user who prefers speed to identical bytes).
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import statistics
@@ -40,7 +41,7 @@ def usable_cores() -> int:
     return max(1, os.cpu_count() or 1)
 
 
-def resolve_jobs(jobs: int, name: str = "--jobs") -> int:
+def resolve_jobs(jobs: int, name: str = "--workers") -> int:
     """The number of worker processes that ``jobs`` asks for (scikit-learn's convention).
 
     ``jobs >= 1`` is that many workers; ``-1`` means every usable core, ``-2`` all but one, and
@@ -179,12 +180,119 @@ def ignore_interrupts() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+# prctl option of <linux/prctl.h>: the signal the kernel sends a process when its parent dies
+PR_SET_PDEATHSIG = 1
+# exit status of a worker that finds its parent gone: as if SIGTERM had ended it
+ORPHAN_EXIT_STATUS = 128 + int(signal.SIGTERM)
+# the pid of the process that started this worker (set by start_worker); None outside pool workers
+_worker_parent: int | None = None
+
+
+def die_with_parent(signum: int = signal.SIGTERM) -> bool:
+    """Ask the kernel to send this process ``signum`` when its parent dies (Linux ``PR_SET_PDEATHSIG``).
+
+    A worker process killed with its parent is the point: a parent ended by SIGTERM or SIGKILL (a
+    job scheduler, a closed ssh session, a timeout) runs no cleanup, and its workers, re-parented
+    to init, would go on computing for minutes. Called through ``ctypes`` on libc's ``prctl``; the
+    setting is not inherited by the worker's own children (a nested pool sets its own), and SIGTERM
+    at its default action ends the worker at once, even inside a long C call (a Blender render).
+
+    The kernel sends the signal when the *thread* that created this process ends, not the
+    process: the project's pools are created from the main thread of the CLI (whose end is the
+    process's end); a pool created from a short-lived thread would lose its workers with that
+    thread. A parent that died before this call is not signalled: :func:`start_worker` checks
+    that case.
+
+    Parameters
+    ----------
+    signum : int, default=signal.SIGTERM
+        The signal to receive, 1 to ``signal.NSIG - 1``.
+
+    Returns
+    -------
+    bool
+        True when the setting was made; False where it cannot be (not Linux, no libc or no
+        ``prctl``, or the call failed), leaving the process as it was.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``signum`` is not a signal number.
+    """
+    if isinstance(signum, bool) or not isinstance(signum, int) or not 1 <= signum < signal.NSIG:
+        raise InvalidArgumentError(f"signum: expected a signal number from 1 to {signal.NSIG - 1}, got {signum!r}")
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl  # the process's own symbols include libc's
+    except (OSError, AttributeError):
+        return False
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    return prctl(PR_SET_PDEATHSIG, int(signum), 0, 0, 0) == 0
+
+
+def start_worker(parent_pid: int) -> None:
+    """The lifetime part of a pool worker's initializer: end with the parent, or now if it is gone.
+
+    Sets :func:`die_with_parent` (SIGTERM), then closes the race it leaves open: a parent that
+    died between starting this worker and the call sends no signal, and the worker, re-parented,
+    sees another parent pid; it exits at once with status 143 (128 + SIGTERM). Also records
+    ``parent_pid`` for :func:`exit_if_orphaned`. For workers started by the ``fork`` or ``spawn``
+    methods (whose parent is the process that created the pool), not ``forkserver``.
+
+    Parameters
+    ----------
+    parent_pid : int
+        ``os.getpid()`` of the process that created the pool, passed through ``initargs``.
+    """
+    global _worker_parent
+    die_with_parent()
+    if _parent_gone(parent_pid):
+        os._exit(ORPHAN_EXIT_STATUS)
+    _worker_parent = parent_pid
+
+
+def exit_if_orphaned() -> None:
+    """In a worker set up by :func:`start_worker`: exit at once (status 143) when its parent is gone.
+
+    Called after each task. A library may turn the SIGTERM of :func:`die_with_parent` into a
+    graceful stop (Lightning's trainer, in the main thread, ends the training after the running
+    batch and raises); the worker would then wait forever for its next task from a dead parent.
+    Elsewhere (outside such a worker) it does nothing.
+    """
+    if _worker_parent is not None and _parent_gone(_worker_parent):
+        os._exit(ORPHAN_EXIT_STATUS)
+
+
+def _parent_gone(parent_pid: int) -> bool:
+    """Whether the process that started this worker has died or is dying.
+
+    Another parent pid means it died (this process was re-parented). A killed parent's threads do
+    not die at once: when the main thread (the one that started the worker) ends first, the
+    kernel sends the parent-death signal and hands the worker to one of the parent's remaining
+    threads, so ``os.getppid()`` still gives the parent's pid; its main thread then shows as a
+    zombie (state ``Z``) in ``/proc/<pid>/stat``, which no running process's main thread does.
+    """
+    if os.getppid() != parent_pid:
+        return True
+    try:
+        with open(f"/proc/{parent_pid}/stat", "rb") as handle:
+            state = handle.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False  # no /proc (not Linux): the parent pid alone tells
+    return state in (b"Z", b"X")
+
+
 __all__ = [
     "busy_cores",
     "configure_torch_threads",
+    "die_with_parent",
+    "exit_if_orphaned",
     "free_cores",
     "ignore_interrupts",
     "passive_wait",
     "resolve_jobs",
+    "start_worker",
     "usable_cores",
 ]

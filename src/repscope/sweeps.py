@@ -25,9 +25,19 @@ so a point interrupted (Ctrl-C, a killed worker) has none and runs again on the 
 ``resume=True`` when its directory holds anything (the function decides what it can continue); a
 point with the marker is skipped and its row re-used. A point whose function raises is recorded as
 failed (error type and message) and the others still run; it runs again on the next call.
+A sweep is continued only with the points and the settings it was started with (``identity`` of
+:func:`run_sweep`: ``common`` less how the work is spread); a change is refused naming the setting.
+
+The local workers end with the driver, also when it is killed (SIGTERM, SIGKILL) rather than
+interrupted: see :func:`repscope.resources.die_with_parent`. Ray ends its own trial processes.
 
 Applying the output rule (``--overwrite`` / ``--resume``) to ``out`` is the caller's job: this
 module always continues what ``out`` holds.
+
+Progress: one bar (lines when not on a terminal) counts the finished and failed points, starting at
+those a continued sweep skips, so that its time left follows the runs of this call only. A sweep
+stopped by Ctrl-C is noted (:func:`interrupted_sweeps`): the ``repscope`` command's last line then says
+``20 of 138 runs complete`` and how to go on with ``--resume``.
 """
 
 from __future__ import annotations
@@ -61,7 +71,14 @@ from repscope.fileio import check_writable_dir, write_json_atomic, write_text_at
 from repscope.pools import stop_now
 from repscope.progress import progress_bar, progress_mode
 from repscope.registry import resolve
-from repscope.resources import THREADS_ENV, configure_torch_threads, resolve_jobs, usable_cores
+from repscope.resources import (
+    THREADS_ENV,
+    configure_torch_threads,
+    exit_if_orphaned,
+    resolve_jobs,
+    start_worker,
+    usable_cores,
+)
 
 DONE_MARKER = "sweep-done.json"
 SWEEP_FILE = "sweep.json"
@@ -69,6 +86,8 @@ SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 RAY_DIR = "ray"
 FORMAT_VERSION = 1
+# settings of how the work is spread, which do not change a point's results: a continued sweep may change them
+SPREAD_KEYS = ("workers", "backend", "address", "cpus_per_run", "gpus_per_run")
 
 # columns the summary builds itself: a row may not use these names
 RESERVED_COLUMNS = ("name", "status")
@@ -133,8 +152,7 @@ def point_name(overrides: Sequence[tuple[str, str]]) -> str:
 
     A value holding characters outside ``A-Z a-z 0-9 . + = -`` is shown by its safe characters and
     ``~`` plus a hash of the exact value; a name longer than 180 characters is cut and ends with a hash
-    of all the overrides. The name depends only on the overrides, so it is stable across restarts
-    and when the grid grows.
+    of all the overrides. The name depends only on the overrides, so it is stable across restarts.
 
     Parameters
     ----------
@@ -214,6 +232,48 @@ class FailedPoint:
     overrides: tuple[tuple[str, str], ...]
     error_type: str
     message: str
+
+
+@dataclass(frozen=True)
+class InterruptedSweep:
+    """A sweep stopped by Ctrl-C: its directory and how many of its points had ended.
+
+    Attributes
+    ----------
+    out : Path
+        The sweep directory (absolute).
+    done, failed, total : int
+        Points finished (their ``sweep-done.json`` written, reused ones included), failed, and in all.
+    """
+
+    out: Path
+    done: int
+    failed: int
+    total: int
+
+    def counts_text(self) -> str:
+        """``20 of 138 runs complete`` (with ``, 2 failed`` when points failed; they run again on resume).
+
+        Returns
+        -------
+        str
+            The counts, for the command's last line.
+        """
+        return f"{self.done} of {self.total} runs complete" + (f", {self.failed} failed" if self.failed else "")
+
+
+_interrupted: list[InterruptedSweep] = []
+
+
+def interrupted_sweeps() -> list[InterruptedSweep]:
+    """The sweeps of this process stopped by Ctrl-C, in the order they stopped (the CLI names the last).
+
+    Returns
+    -------
+    list of InterruptedSweep
+        One entry per interrupted :func:`run_sweep` call.
+    """
+    return list(_interrupted)
 
 
 @dataclass
@@ -379,10 +439,90 @@ def _jsonable(value: Any) -> Any:
         return repr(value)
 
 
+def _without_spread_keys(value: Any) -> Any:
+    """``value`` without the keys of :data:`SPREAD_KEYS`, at any depth of its mappings."""
+    if isinstance(value, dict):
+        return {key: _without_spread_keys(item) for key, item in value.items() if key not in SPREAD_KEYS}
+    return value
+
+
+def _first_change(stored: Any, current: Any, path: str = "") -> tuple[str, Any, Any] | None:
+    """The first setting where ``current`` differs from ``stored``: ``(dotted key, stored, current)``, or None.
+
+    A key that ``stored`` lacks (a setting added to the package since the sweep started) is not compared."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        for key, value in current.items():
+            if key in stored:
+                change = _first_change(stored[key], value, f"{path}.{key}" if path else str(key))
+                if change is not None:
+                    return change
+        for key in stored:
+            if key not in current:
+                return (f"{path}.{key}" if path else str(key)), stored[key], None
+        return None
+    return None if stored == current else (path, stored, current)
+
+
+def _grid_text(overrides: Sequence[Mapping[str, str]]) -> str:
+    """Points as ``key=v1,v2 key=...`` (each key's values in the order they occur)."""
+    axes: dict[str, list[str]] = {}
+    for point in overrides:
+        for key, value in point.items():
+            if value not in axes.setdefault(key, []):
+                axes[key].append(value)
+    text = " ".join(f"{key}={','.join(values)}" for key, values in axes.items())
+    return text if len(text) <= 200 else text[:197] + "..."
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_same_sweep(
+    out: Path,
+    stored: Mapping[str, Any],
+    points: list[SweepPoint],
+    settings: Mapping[str, Any],
+    labels: Mapping[str, str],
+) -> None:
+    """Refuse to continue the sweep in ``out`` with other settings or other points than it was started with."""
+    again = "use the settings it was started with, or another --out"
+    if "identity" in stored:
+        recorded, current = stored["identity"], settings["identity"]
+    else:  # a sweep.json written before identities were stored: its common arguments
+        recorded, current = _without_spread_keys(stored.get("common")), _without_spread_keys(settings["common"])
+    if recorded is not None:
+        change = _first_change(recorded, current)
+        if change is not None:
+            key, before, now = change
+            raise InvalidArgumentError(
+                f"--resume: {out} was started with {labels.get(key, key)} {_shown(before)}, not {_shown(now)}; {again}"
+            )
+    entries = stored.get("points")
+    if isinstance(entries, list):
+        try:
+            before = [{str(k): str(v) for k, v in entry["overrides"].items()} for entry in entries]
+        except (AttributeError, KeyError, TypeError):
+            raise DataFormatError(f"{out / SWEEP_FILE}: its points are not readable; choose another --out") from None
+        now = [dict(point.overrides) for point in points]
+        if sorted(map(_sorted_items, before)) != sorted(map(_sorted_items, now)):
+            grid = labels.get("points", "the grid")
+            raise InvalidArgumentError(
+                f"--resume: {out} was started with {grid} {_grid_text(before)}, not {_grid_text(now)}; {again}"
+            )
+
+
+def _sorted_items(overrides: Mapping[str, str]) -> list[tuple[str, str]]:
+    return sorted(overrides.items())
+
+
 class _Record:
     """The status of every point, written to ``sweep.json`` whenever one ends."""
 
-    def __init__(self, out: Path, target: str, points: list[SweepPoint], settings: dict[str, Any]) -> None:
+    def __init__(
+        self, out: Path, target: str, points: list[SweepPoint], settings: dict[str, Any], labels: Mapping[str, str]
+    ) -> None:
         self.out, self.target, self.points = out, target, points
         self.settings = settings
         self.outcomes: dict[str, dict[str, Any]] = {}
@@ -401,6 +541,7 @@ class _Record:
                 raise InvalidArgumentError(
                     f"--out: {out} holds a sweep of {stored.get('target')!r}, not {target!r}; choose another --out"
                 )
+            _check_same_sweep(out, stored, points, settings, labels)
             self.created = stored.get("created", self.created)
 
     def reuse(self, point: SweepPoint, marker: dict[str, Any]) -> None:
@@ -507,12 +648,22 @@ def _worker_environment(threads: int) -> dict[str, str]:
     return env
 
 
-def _start_worker(env: dict[str, str]) -> None:
+def _start_worker(env: dict[str, str], parent_pid: int) -> None:
     # Ctrl-C is the driver's to handle: it stops the pool (as repscope.pools)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a SIGTERM or SIGKILL of the driver ends the worker too (see repscope.resources.die_with_parent)
+    start_worker(parent_pid)
     os.environ.update(env)
     if "torch" in sys.modules:
         configure_torch_threads()
+
+
+def _run_point_in_worker(target: str, point: SweepPoint, out: Path, common: dict) -> dict[str, Any]:
+    try:
+        return run_point(target, point, out, common)
+    finally:
+        # the driver died during the point, whose training turned the SIGTERM into a stop (Lightning)
+        exit_if_orphaned()
 
 
 def _run_local(pending: list[SweepPoint], target: str, out: Path, common: dict, workers: int, finish: Callable) -> None:
@@ -525,10 +676,10 @@ def _run_local(pending: list[SweepPoint], target: str, out: Path, common: dict, 
         max_workers=min(workers, len(pending)),
         mp_context=multiprocessing.get_context("spawn"),
         initializer=_start_worker,
-        initargs=(_worker_environment(threads),),
+        initargs=(_worker_environment(threads), os.getpid()),
     )
     try:
-        futures = {executor.submit(run_point, target, point, out, common): point for point in pending}
+        futures = {executor.submit(_run_point_in_worker, target, point, out, common): point for point in pending}
         waiting = set(futures)
         while waiting:
             ended, waiting = wait(waiting, return_when=FIRST_COMPLETED)
@@ -656,7 +807,13 @@ def _run_ray(
                 cpus = concurrent * cpus_per_run if concurrent else max(usable_cores(), cpus_per_run)
                 ray.init(num_cpus=max(1, math.ceil(cpus)), **options)
             else:
-                ray.init(address=address, **options)
+                try:
+                    ray.init(address=address, **options)
+                except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise
+                    raise InvalidArgumentError(
+                        f"--address {address}: no Ray cluster answers there ({exc}); start one first "
+                        "(`ray start --head` on its head machine) or leave --address out for a local instance"
+                    ) from None
             started_here = True
         try:
             storage = check_writable_dir(out / RAY_DIR)
@@ -708,6 +865,8 @@ def run_sweep(
     runtime_env: dict[str, Any] | None = None,
     description: str = "sweep",
     progress: bool | None = None,
+    identity: Mapping[str, Any] | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> SweepResult:
     """Run every point of a sweep that has not finished; write ``sweep.json`` and the summary.
 
@@ -748,6 +907,14 @@ def run_sweep(
         What the progress bar names (``"sweep"``; `` (2 failed)`` is added once runs fail).
     progress : bool, optional
         False shows no bar; None follows :func:`repscope.progress.progress_mode`.
+    identity : dict, optional
+        The settings the points' results depend on (JSON-able), stored in ``sweep.json``; default
+        ``common`` without the keys of :data:`SPREAD_KEYS` (at any depth). A sweep continued in ``out``
+        must have the identity and the points it was started with (in any order): the first setting
+        that differs (as a dotted key) or the grid is named, and nothing runs. A setting the stored
+        record lacks (added to the package since) is not compared.
+    labels : dict, optional
+        What the messages call a dotted key of ``identity``, and ``"points"`` (default ``"the grid"``).
 
     Returns
     -------
@@ -759,12 +926,13 @@ def run_sweep(
     InvalidArgumentError
         Naming the argument: a malformed or unimportable target, duplicate point names, a bad
         ``workers`` / ``backend`` / ``address`` / ``cpus_per_run``, Ray missing, ``out`` holding a
-        sweep of another target.
+        sweep of another target, or one started with another identity or other points.
     DataFormatError
         A point's ``sweep-done.json`` is unreadable or records other overrides.
     KeyboardInterrupt
         Ctrl-C: the workers are stopped, ``sweep.json`` and the summary record what finished
-        (``"interrupted": true``), and the interrupt propagates.
+        (``"interrupted": true``), the sweep is noted in :func:`interrupted_sweeps` (the command's
+        ``--resume`` hint), and the interrupt propagates.
     """
     points = list(points)
     if not isinstance(target, str) or not re.fullmatch(r"[\w.]+:[\w.]+", target):
@@ -807,8 +975,9 @@ def run_sweep(
         "cpus_per_run": cpus_per_run,
         "gpus_per_run": gpus_per_run,
         "common": _jsonable(common),
+        "identity": _jsonable(dict(identity)) if identity is not None else _without_spread_keys(_jsonable(common)),
     }
-    record = _Record(out, target, points, settings)
+    record = _Record(out, target, points, settings, dict(labels or {}))
     pending = []
     for point in points:
         marker = read_marker(out, point)
@@ -818,8 +987,9 @@ def run_sweep(
             record.reuse(point, marker)
 
     total = len(points)
-    # the bar and the lines show done/total themselves; the label adds the failures only
-    with progress_bar(description, total=total, enabled=progress) as update:
+    # the bar and the lines show done/total themselves; the label adds the failures only. The reused
+    # points start the count: the time left is estimated from the runs of this call
+    with progress_bar(description, total=total, enabled=progress, initial=len(record.reused)) as update:
 
         def finish(point: SweepPoint, outcome: dict[str, Any]) -> None:
             record.finish(point, outcome)
@@ -847,6 +1017,8 @@ def run_sweep(
                 )
         except KeyboardInterrupt:
             record.interrupted = True
+            done, failed = record.counts()
+            _interrupted.append(InterruptedSweep(out, done, failed, total))
             raise
         else:
             record.finished = _now()
@@ -868,9 +1040,11 @@ def run_sweep(
 __all__ = [
     "DONE_MARKER",
     "FailedPoint",
+    "InterruptedSweep",
     "SweepPoint",
     "SweepResult",
     "expand_grid",
+    "interrupted_sweeps",
     "point_name",
     "read_marker",
     "run_point",

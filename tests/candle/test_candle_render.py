@@ -52,7 +52,8 @@ def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cl
     assert "rendered 4 images (0 already there) of 4" in stdout
     data = read_folder(out, image_size=16)  # render.json is not an image record
     assert data["image"].shape == (4, 3, 16, 16)
-    assert data["factors"][:, 0].tolist() == [0, 0, 0, 0]  # the first 4 points of the sub-grid: cubes
+    # --limit 4 spreads over the 60-point sub-grid (positions 0, 15, 30, 45): two cubes, then two tori
+    assert data["factors"][:, 0].tolist() == [0, 0, 4, 4]
 
 
 def test_the_box_encloses_exactly_the_pixels_the_object_changes(tmp_path):

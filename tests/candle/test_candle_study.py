@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from browser_checks import assert_report_passes_browser_check  # tests/browser_checks.py
 from repscope.data.candle.dataset import read_folder
 from repscope.studies.candle.study import QUICK_GRID, CandleStudyConfig, quick, render_folder, run_candle_study
 from repscope.studies.common import MemberModel
@@ -15,9 +16,9 @@ from repscope.studies.common import MemberModel
 pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
 
 # every factor varies (a constant factor has no information to score), the images stay tiny: the
-# first 160 points of this sub-grid are the cubes and spheres, 64 of them in the confounded subset
-GRID = ["size=small,large", "rotation=0,45", "scene=indoor,outdoor", "light=left,right"]
-LIMIT = 160
+# 160 points of this sub-grid are the cubes and spheres in 5 colours, 64 of them in the confounded subset
+GRID = ["object=cube,sphere", "size=small,large", "rotation=0,45", "scene=indoor,outdoor", "light=left,right"]
+LIMIT = None
 
 
 def tiny_config() -> CandleStudyConfig:
@@ -50,6 +51,7 @@ def test_the_study_renders_once_trains_and_writes_the_candle_half_of_table_2(tmp
     # the render was found again, not redone
     assert {path.name: path.stat().st_mtime_ns for path in folder.glob("*.png")} == stamps
     assert "The paper&#x27;s Table 2, CANDLE half" in report.read_text()
+    assert_report_passes_browser_check(report)  # as a researcher sees it: tables fit, figures load
     table = pd.read_csv(tmp_path / "study" / "tables" / "table2.csv")
     assert table["model"].tolist() == ["beta-VAE", "SS-beta-VAE"]
     for column in ("irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 
 import pandas as pd
 
@@ -18,7 +19,11 @@ def test_the_study_trains_scores_and_writes_table_2(tmp_path):
         classifier_epochs=1,
     )
     config.training.trainer.max_epochs = 1
-    report = run_disentangle_study(config, out=tmp_path / "study")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        report = run_disentangle_study(config, out=tmp_path / "study")
+    # the weak judges are named once for the study, not again for each model scored
+    assert sum("CG judged by weak" in str(warning.message) for warning in caught) == 1
     # the paper's dSprites numbers sit beside ours in the report
     assert "The paper&#x27;s Table 2, dSprites half" in report.read_text()  # HTML-escaped apostrophe
     table = pd.read_csv(tmp_path / "study" / "tables" / "table2.csv")
@@ -29,6 +34,10 @@ def test_the_study_trains_scores_and_writes_table_2(tmp_path):
     assert 0.0 <= table["uc_rho1"].iloc[0] < 1.0 and 0.0 <= table["cg_rho1"].iloc[0] <= 1.0
     metrics = json.loads((tmp_path / "study" / "metrics.json").read_text())
     assert set(metrics["classifier_accuracy"]) == {"shape", "scale", "orientation", "posX", "posY"}
+    # one epoch on 256 images judges poorly: the study says so, by name, in its metrics and its report
+    weak = sorted(name for name, value in metrics["classifier_accuracy"].items() if value < 0.9)
+    assert weak and sorted(metrics["weak_judges"]) == weak and metrics["judge_ok"] is False
+    assert metrics["min_judge_accuracy"] == 0.9 and "below the 90% held-out accuracy" in report.read_text()
     assert (tmp_path / "study" / "figures" / "traversal_my-beta-vae.png").exists()  # a label with a space
     # --quick never grows the sizes
     shrunk = quick(DisentangleStudyConfig())

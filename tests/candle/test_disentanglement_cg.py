@@ -75,3 +75,39 @@ def test_bad_arguments_are_named():
         counterfactual_generativeness(factors, factors.astype(float), [[0], [5]], lambda z: z, classifier)
     with pytest.raises(InvalidArgumentError, match="predict_proba"):
         counterfactual_generativeness(factors, factors.astype(float), [[0], [1]], lambda z: z, lambda x: [x, x])
+
+
+def test_the_result_carries_its_judges_and_flags_a_weak_one():
+    factors = grid()
+    codes = factors.astype(float)
+    strong = counterfactual_generativeness(
+        factors, codes, [[0], [1]], lambda z: z, classifier, judge_accuracy=[0.99, 0.95]
+    )
+    assert strong["judge_accuracy"] == [0.99, 0.95] and strong["judge_ok"] is True and strong["weak_judges"] == []
+    assert strong["params"]["min_judge_accuracy"] == 0.9
+    # a judge of factor 1 near chance (1 / 4 classes): flagged, warned, CG still computed
+    with pytest.warns(RuntimeWarning, match=r"factor 1 0\.300"):
+        weak = counterfactual_generativeness(
+            factors, codes, [[0], [1]], lambda z: z, classifier, judge_accuracy=[0.95, 0.3]
+        )
+    assert weak["judge_ok"] is False and weak["weak_judges"] == [1] and weak["cg"] == strong["cg"]
+    # the threshold is the caller's: 0.95 passes 0.95 but not 0.96
+    at = counterfactual_generativeness(
+        factors, codes, [[0], [1]], lambda z: z, classifier, judge_accuracy=[0.95, 0.97], min_judge_accuracy=0.95
+    )
+    assert at["judge_ok"] is True
+    with pytest.warns(RuntimeWarning, match=r"factor 0 0\.950"):
+        above = counterfactual_generativeness(
+            factors, codes, [[0], [1]], lambda z: z, classifier, judge_accuracy=[0.95, 0.97], min_judge_accuracy=0.96
+        )
+    assert above["weak_judges"] == [0]
+    with pytest.raises(InvalidArgumentError, match="judge_accuracy"):
+        counterfactual_generativeness(
+            factors, codes, [[0], [1]], lambda z: z, classifier, judge_accuracy=[0.95, 0.3], refuse_weak_judges=True
+        )
+    with pytest.raises(InvalidArgumentError, match="judge_accuracy"):
+        counterfactual_generativeness(factors, codes, [[0], [1]], lambda z: z, classifier, judge_accuracy=[0.95])
+    with pytest.raises(InvalidArgumentError, match="min_judge_accuracy"):
+        counterfactual_generativeness(factors, codes, [[0], [1]], lambda z: z, classifier, min_judge_accuracy=95)
+    unknown = counterfactual_generativeness(factors, codes, [[0], [1]], lambda z: z, classifier)
+    assert unknown["judge_accuracy"] is None and unknown["judge_ok"] is None

@@ -93,7 +93,7 @@ def fake_repository(folder, count: int = 24, seed: int = 0):
 def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     import torch
 
-    from repscope.models.classifiers import CNN5
+    from repscope.models.simplenet import SimpleNet
 
     run = run_cli
     repo = fake_repository(tmp_path / "repo")
@@ -103,21 +103,17 @@ def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     human = pd.read_csv(tmp_path / "labels.csv")[["name", "label"]].rename(columns={"label": "ann1"})
     human["ann2"] = human["ann1"]
     human.loc[:3, "ann2"] = 1 - human.loc[:3, "ann2"]
-    human.to_csv(tmp_path / "human.csv", index=False)
-    code, out, err = run(
-        [
-            "invariance",
-            "repo",
-            "label",
-            str(repo),
-            "--out",
-            str(tmp_path / "l2.csv"),
-            "--human",
-            str(tmp_path / "human.csv"),
-        ]
-    )
+    # the annotators wrote the paper's coding (0 = invariant): read as such, ann1 agrees with the rules
+    paper_coded = human.assign(ann1=1 - human["ann1"], ann2=1 - human["ann2"])
+    paper_coded.to_csv(tmp_path / "human.csv", index=False)
+    label_args = ["invariance", "repo", "label", str(repo), "--human", str(tmp_path / "human.csv")]
+    code, out, err = run([*label_args, "--out", str(tmp_path / "l2.csv"), "--label-coding", "paper"])
     assert code == 0, err
     assert "Cohen's kappa ann1 vs rules: 1.000" in out and "Fleiss' kappa" in out
+    # a file that does not say its coding is refused in one line, before any labels are written
+    code, _, err = run([*label_args, "--out", str(tmp_path / "l3.csv")])
+    assert code == 1 and "label_coding" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "l3.csv").exists()
     code, out, err = run(["invariance", "assess", "train", str(repo), "--out", str(tmp_path / "assess")])
     assert code == 0, err
     table = pd.read_csv(tmp_path / "assess" / "table4.csv")
@@ -130,9 +126,9 @@ def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     )
     assert code == 1 and "tested with rotation" in err
     torch.manual_seed(0)
-    torch.save(CNN5().state_dict(), tmp_path / "cnn5.pt")
+    torch.save(SimpleNet().state_dict(), tmp_path / "cnn5.pt")
     args = ["invariance", "test", "--model", str(tmp_path / "cnn5.pt"), "--arch", "cnn5", "--data", "digits"]
     args += ["--data-param", "test_size=40", "--n", "20", "--steps", "5", "--range", "4", "--out", str(tmp_path / "t")]
-    code, out, err = run([*args, "--assessor", str(tmp_path / "assess" / "assessors.joblib")])
+    code, out, err = run([*args, "--assessor", str(tmp_path / "assess" / "assessors.skops")])
     assert code == 0, err
     assert "random forest: " in out and ("invariant" in out or "variant" in out)

@@ -168,11 +168,11 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, run
 
     import pandas as pd
 
-    from repscope.models.classifiers import CNN5
+    from repscope.models.simplenet import SimpleNet
 
     torch.manual_seed(0)
     weights = tmp_path / "cnn5.pt"
-    torch.save(CNN5().state_dict(), weights)
+    torch.save(SimpleNet().state_dict(), weights)
     out = tmp_path / "test"
     args = ["invariance", "test", "--model", str(weights), "--arch", "cnn5", "--data", "digits"]
     args += ["--data-param", "test_size=60", "--n", "40", "--range", "4", "--steps", "5", "--out", str(out)]
@@ -191,6 +191,16 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, run
     assert len(printed) == 15 and "sensitivity" not in printed
     for name, value in printed.items():
         assert value == pytest.approx(metrics["features"]["max@CONF"][name], rel=1e-12, abs=1e-15)
+    # --compat reference: the released code's modalities on the examples right at the identity, and its
+    # features beside the paper's
+    reference_out = tmp_path / "test-reference"
+    code, _, stderr = run_cli([*args[:-1], str(reference_out), "--compat", "reference"])
+    assert code == 0, stderr
+    reference = json.loads((reference_out / "metrics.json").read_text())
+    assert reference["compat"] == "reference" and metrics["compat"] == "paper"
+    assert reference["examples"] == round(metrics["accuracy"] * 40)  # correct at the identity only
+    assert "max_mean@CONV-1" in reference["features_reference"]
+    assert "max_mean@CONV-1" not in metrics["features"]
     # an existing output is refused; weights of another network are one clear line
     code, _, stderr = run_cli(args)
     assert code == 1 and "exists" in stderr

@@ -129,6 +129,9 @@ def test_a_traversal_changes_only_its_dimension_and_decodes_one_row_per_dimensio
     fig = traversal_figure(traversal["images"], values, traversal["dims"])
     assert len(fig.axes) == 4 * 5
     assert [fig.axes[5 * r].get_ylabel() for r in range(4)] == ["z0", "z1", "z2", "z3"]
+    assert fig._suptitle.get_text().startswith("Latent traversals")
+    titled = traversal_figure(traversal["images"], values, traversal["dims"], model="mopoe (level 2)")
+    assert titled._suptitle.get_text().startswith("mopoe (level 2): latent traversals")
 
 
 def test_joint_traversal_latents_walk_each_dimension_in_turn_from_zero():

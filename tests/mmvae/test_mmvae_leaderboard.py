@@ -150,6 +150,12 @@ def test_a_run_evaluated_before_metrics_json_is_read_from_its_coherency_json(tmp
 
 def test_mixed_up_inputs_are_refused_with_the_run_named(tmp_path):
     unevaluated = make_run(tmp_path / "fresh", "mmvae", 1, 0, evaluated=False)
+    # a training stopped half-way (an interrupted sweep): finish it, evaluating it would not help
+    with pytest.raises(SourceNotFoundError, match="training did not finish") as info:
+        read_evaluated_runs([unevaluated])
+    assert str(unevaluated) in str(info.value) and "--resume" in str(info.value)
+    assert "mmvae evaluate" not in str(info.value)
+    (unevaluated / "metrics.json").write_text("{}")  # trained, not evaluated
     with pytest.raises(SourceNotFoundError, match="repscope mmvae evaluate") as info:
         read_evaluated_runs([unevaluated])
     assert str(unevaluated) in str(info.value)

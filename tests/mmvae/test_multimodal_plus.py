@@ -36,7 +36,7 @@ def make_plus(shared: int = 2, private: int = 2) -> ModalitySpecificMixtureVAE:
     return plus
 
 
-@pytest.mark.parametrize("objective, k", [("elbo", 1), ("dreg", 4)])
+@pytest.mark.parametrize("objective, k", [("elbo", 1), pytest.param("dreg", 4, marks=pytest.mark.slow)])
 def test_mmvae_plus_learns_both_directions_through_its_shared_code(objective, k):
     net = make_plus()
     assert_both_directions(net, train_on_toy_pairs(net, objective, k))

@@ -12,16 +12,14 @@ The checks that read masks on the CPU are told they are on an accelerator (``may
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import lightning.pytorch as pl
 import numpy as np
 import pytest
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.data import DataLoader
 
+from host_reads import no_host_reads  # tests/host_reads.py (tests/ is on the path of its conftest)
 from repscope.data.sprites.datasets import cdsprites_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts
@@ -59,57 +57,6 @@ NETWORKS = {
         "pad_class": 0,
     },
 }
-HOST_READS = ("item", "__bool__", "tolist", "__int__", "__float__")
-# aten calls that make the host wait for the device: a scalar read, outputs sized by the data, torch's
-# multinomial (it checks its weights on the host)
-WAITING = {"_local_scalar_dense", "is_nonzero", "equal", "nonzero", "masked_select", "multinomial", "argwhere"}
-WAITING |= {"_unique2", "unique_dim", "unique_consecutive"}
-
-
-class DeviceReads(TorchDispatchMode):
-    """Records the aten calls of its block that wait for the device or copy between host and device."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls: list[str] = []
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        kwargs = kwargs or {}
-        name = func.overloadpacket.__name__
-        tensors = [a for a in args if isinstance(a, torch.Tensor)]
-        if name in WAITING or (name == "repeat_interleave" and func._overloadname != "self_int"):
-            self.calls.append(str(func))
-        elif name == "_to_copy" and "device" in kwargs and tensors and tensors[0].device != kwargs["device"]:
-            self.calls.append(f"{func} {tensors[0].device} -> {kwargs['device']}")
-        elif name == "copy_" and len(tensors) == 2 and tensors[0].device != tensors[1].device:
-            self.calls.append(f"{func} {tensors[1].device} -> {tensors[0].device}")
-        elif name in ("index", "index_put", "index_put_", "_index_put_impl_"):
-            indices = [i for i in args[1] if isinstance(i, torch.Tensor)]
-            if any(i.dtype == torch.bool or i.device != args[0].device for i in indices):
-                self.calls.append(f"{func} with a boolean or host index")
-        return func(*args, **kwargs)
-
-
-@contextmanager
-def no_host_reads() -> Iterator[DeviceReads]:
-    """The Python conversions of a tensor raise inside the block (restored after), and the aten calls that wait
-    for the device are recorded."""
-    saved = {name: getattr(torch.Tensor, name) for name in HOST_READS}
-
-    def refuse(name):
-        def method(*args, **kwargs):
-            raise AssertionError(f"a training step read a tensor on the host: Tensor.{name}")
-
-        return method
-
-    try:
-        for name in HOST_READS:
-            setattr(torch.Tensor, name, refuse(name))
-        with DeviceReads() as reads:
-            yield reads
-    finally:
-        for name, method in saved.items():
-            setattr(torch.Tensor, name, method)
 
 
 @pytest.fixture(scope="module")
@@ -216,7 +163,15 @@ def test_the_mixture_component_draw_is_torch_multinomial_without_its_host_checks
 # --------------------------------------------------------------------------------------------
 # the semi-supervised VAEs' supervised term (the step of the VAE family itself is not this module's)
 
-SMALL = {"latent_dim": 4, "supervised_factors": [1, 2], "factor_sizes": [1, 8, 8], "labelled_fraction": 0.3}
+# the batch-share supervision reads each batch's own labelled rows (the default stream's step is checked on
+# the meta device in tests/candle/test_semi_supervised_reference.py)
+SMALL = {
+    "latent_dim": 4,
+    "supervised_factors": [1, 2],
+    "factor_sizes": [1, 8, 8],
+    "labelled_fraction": 0.3,
+    "supervision": "batch_share",
+}
 
 
 def semi_batch(size: int = 32, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

@@ -80,7 +80,7 @@ def test_set_thickness_within_ten_percent(target):
     assert np.median(np.abs(after["slant"] - before["slant"])) < 0.03
 
 
-@pytest.mark.parametrize("factor", [0.8, 1.25])
+@pytest.mark.parametrize("factor", [pytest.param(0.8, marks=pytest.mark.slow), 1.25])  # 0.8: make test-all
 def test_set_width_within_ten_percent_keeping_slant(factor):
     images = stratified(50)
     before = measured(50)

@@ -165,7 +165,7 @@ def test_linear_test_calibration_on_one_distribution():
 
 
 def test_quadratic_test_detects_half_std_thickness_shift_at_n_2000():
-    rate = rejection_rate(mmd_quadratic_test, repeats=24, n=2000, shift=0.5, seed=20241, permutations=99)
+    rate = rejection_rate(mmd_quadratic_test, repeats=12, n=2000, shift=0.5, seed=20241, permutations=99)
     print(f"quadratic MMD test: power against a 0.5 std thickness shift, n = 2000: {rate:.3f}")
     assert rate >= 0.9
 

@@ -144,3 +144,15 @@ def test_traversal_grid(shape):
     np.testing.assert_array_equal(fig.axes[8].images[0].get_array(), images.reshape(21, 28, 28)[8])
     with pytest.raises(InvalidArgumentError, match=r"^col_labels: expected 7 labels"):
         traversal_grid(images, col_labels=labels[:3])
+
+
+def test_traversal_grid_title_names_what_it_traverses_and_fits_the_figure():
+    images = np.random.default_rng(1).uniform(size=(2, 4, 28, 28))
+    assert traversal_grid(images)._suptitle is None  # no title asked, none drawn
+    title = "InfoGAN-B: code c2 over the columns\neach row: one draw of the other codes and noise"
+    fig = traversal_grid(images, title=title)
+    shown = fig._suptitle.get_text()
+    assert shown.split() == title.split()  # every word kept, in order
+    # wrapped to the narrow figure (4 columns): no line longer than ~13 characters an inch
+    assert all(len(line) <= fig.get_figwidth() * 13 for line in shown.splitlines())
+    assert len(shown.splitlines()) > 2

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from browser_checks import assert_report_passes_browser_check  # tests/browser_checks.py
 from repscope.cli import app, main
 from repscope.config import load_config, shipped_config_path
 from repscope.studies.morpho.disentangle import DisentangleConfig, run_disentangle
-from repscope.studies.morpho.diversity import DiversityConfig, run_diversity
+from repscope.studies.morpho.diversity import DiversityConfig
 from repscope.studies.morpho.supervised import SupervisedConfig, run_supervised
 
 TINY_DATA = {"source": "mnist-sample", "seed": 0, "train_size": 300, "test_size": 120}
@@ -66,27 +67,6 @@ def test_supervised_study_fills_table_3(tmp_path):
     assert set(metrics["table3"]) == {"kNN", "SVM", "MLP", "LeNet-5"}
     assert (tmp_path / "run" / "models" / "lenet5-recognition" / "checkpoints" / "final.ckpt").exists()
     assert report.exists() and "Table 3" in report.read_text()
-
-
-def test_diversity_study_writes_mmd_table_and_pairplots(tmp_path):
-    config = DiversityConfig(
-        data=TINY_DATA,
-        training=TINY_TRAINING,
-        samples=300,
-        permutations=50,
-        models=[
-            {"label": "GAN 2-d", "name": "gan", "params": {"latent_dim": 2}},
-            {"label": "VAE 8-d", "name": "beta-vae", "params": {"latent_dim": 8}},
-        ],
-    )
-    run_diversity(config, out=tmp_path / "run")
-    metrics = json.loads((tmp_path / "run" / "metrics.json").read_text())
-    assert set(metrics["models"]) == {"GAN 2-d", "VAE 8-d"}
-    for model in metrics["models"].values():
-        assert 0.0 <= model["p_value"] <= 1.0 and 0.0 < model["quadratic_p_value"] <= 1.0
-        assert model["mmd2_std_error"] > 0
-    figures = {p.name for p in (tmp_path / "run" / "figures").iterdir()}
-    assert {"pairplot_test-digits.png", "pairplot_gan-2-d.png", "diversity_samples.png"} <= figures
 
 
 def test_disentangle_study_partial_correlation_matrices(tmp_path):
@@ -224,7 +204,8 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
             str(out),
             *SPLIT_OVERRIDES,
             "--set",
-            "models=[{label: VAE 4-d, name: beta-vae, params: {latent_dim: 4}}]",
+            "models=[{label: VAE 4-d, name: beta-vae, params: {latent_dim: 4}}, "
+            "{label: GAN 2-d, name: gan, params: {latent_dim: 2}}]",
             "--set",
             "training.trainer.max_epochs=1",
             "--set",
@@ -252,6 +233,14 @@ def test_diversity_compares_samples_with_the_test_digits(tmp_path):
         rng=0,
     )["mmd2"]
     assert metrics["models"]["VAE 4-d"]["quadratic_mmd2"] == pytest.approx(expected, rel=1e-9, abs=1e-12)
+    # every model gets its tests, a standard error and a pair plot beside the test digits
+    assert set(metrics["models"]) == {"VAE 4-d", "GAN 2-d"}
+    for model in metrics["models"].values():
+        assert 0.0 <= model["p_value"] <= 1.0 and 0.0 < model["quadratic_p_value"] <= 1.0
+        assert model["mmd2_std_error"] > 0
+    figures = {p.name for p in (out / "figures").iterdir()}
+    assert {"pairplot_test-digits.png", "pairplot_gan-2-d.png", "diversity_samples.png"} <= figures
+    assert_report_passes_browser_check(out / "report.html")  # as a researcher sees it: tables fit, figures load
 
 
 def test_each_trained_model_is_named_with_its_place_in_the_study(tmp_path, monkeypatch):

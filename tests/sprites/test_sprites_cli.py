@@ -157,6 +157,12 @@ def test_evaluate_reports_our_rules_and_the_toolkits_side_by_side(tmp_path):
 def test_evaluate_rejects_bad_folders(tmp_path):
     (tmp_path / "empty").mkdir()
     assert invoke("sprites", "evaluate", tmp_path / "empty", "--level", 1).exit_code == 1
+    # an evaluated MMVAE's run directory: the outputs are named where they are
+    (tmp_path / "run" / "evaluation" / "outputs" / "joint").mkdir(parents=True)
+    result = invoke("sprites", "evaluate", tmp_path / "run", "--level", 1)
+    assert result.exit_code == 1
+    message = f"{tmp_path / 'run'}: a run directory, not a folder of outputs; its evaluation's outputs are in "
+    assert str(result.exception) == message + str(tmp_path / "run" / "evaluation" / "outputs")
     folder = tmp_path / "o" / "image_to_text"
     folder.mkdir(parents=True)
     (folder / "truth.txt").write_text("square\nheart\n")

@@ -129,6 +129,8 @@ def test_bad_soft_labels_are_clear_errors(loo, full, message):
 
 def test_rank_correlation():
     assert rank_correlation([0.2, 0.5, 0.6, 0.7], [10, 20, 30, 40])["rho"] == pytest.approx(1.0)
+    # exact with 4 models: 2 of the 24 orderings are as extreme as a perfect order
+    assert rank_correlation([0.2, 0.5, 0.6, 0.7], [10, 20, 30, 40])["p_value"] == pytest.approx(2 / 24)
     assert rank_correlation([0.2, 0.5, 0.6], [30, 20, 10])["rho"] == pytest.approx(-1.0)
     assert math.isnan(rank_correlation([1, 1, 1], [1, 2, 3])["rho"])
     with pytest.raises(InvalidArgumentError, match="at least 3 models"):
@@ -146,7 +148,7 @@ def test_soft_label_file_round_trip(tmp_path):
         assert got == pytest.approx(want, abs=1e-7)
     with np.load(path) as archive:
         assert sorted(archive.files) == sorted(
-            [f"{k}_{i}" for k in ("loo", "full") for i in range(3)] + ["class_names"]
+            [f"{k}_{i}" for k in ("loo", "full") for i in range(3)] + ["class_names", "kind"]
         )
 
 
@@ -172,7 +174,7 @@ def test_soft_label_file_errors_name_the_key(tmp_path):
     with pytest.raises(DataFormatError, match="not an .npz archive"):
         read_soft_labels(tmp_path / "e.npy")
     (tmp_path / "f.npz").write_bytes(b"not a zip")
-    with pytest.raises(DataFormatError, match="not a readable"):
+    with pytest.raises(DataFormatError, match="f.npz: not an npz archive"):
         read_soft_labels(tmp_path / "f.npz")
     with pytest.raises(InvalidArgumentError, match="no such file"):
         read_soft_labels(tmp_path / "missing.npz")
@@ -249,8 +251,9 @@ def test_paper_findings_grade_each_finding_from_the_tables():
     from repscope.studies.zeroshot.study import correlation_table
 
     names = ["CapsNet", "AllConv", "ResNet", "NIN", "LeNet"]
-    # DBI ranks the architectures exactly as their attack successes (rho = 1), AM nearly so (0.9),
-    # and LeNet is the most attacked while NIN has a higher AM: the paper's three findings hold
+    # DBI ranks the architectures exactly as their attack successes (rho = 1, exact p = 2 / 120), AM nearly
+    # so (0.9: exact p = 10 / 120, not significant with 5 architectures), and LeNet is the most attacked
+    # while NIN has a higher AM
     representation = pd.DataFrame(
         {
             "architecture": names,
@@ -265,7 +268,8 @@ def test_paper_findings_grade_each_finding_from_the_tables():
     attacks["total"] = attacks["l0_total"] + attacks["linf_total"]
     findings = paper_findings(representation, attacks, correlation_table(representation, attacks, ["l0", "linf"]))
     held = dict(zip(findings["finding"].str.split(" ").str[0], findings["held"]))
-    assert held == {"CapsNet": "yes", "DBI": "yes", "AM": "yes", "LeNet": "yes"}
+    assert held == {"CapsNet": "yes", "DBI": "yes", "AM": "in sign only (not significant)", "LeNet": "yes"}
+    assert "p = 0.02" in findings["here"][1] and "p = 0.08" in findings["here"][2]
     assert "rho +1.00" in findings["here"][1] and "5 architectures" in findings["here"][1]
     assert findings["here"][2].endswith("without LeNet +1.00")  # AM without LeNet ranks 1 2 3 4 as attacks
 

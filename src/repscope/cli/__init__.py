@@ -7,7 +7,9 @@ any command is printed as one line on stderr and the process exits with status 1
 
 Conventions every verb follows (see ``repscope.outputs``): outputs are written with ``--out/-o``,
 an existing output is refused unless ``--overwrite`` (or ``--resume`` where the verb can resume)
-is given, choice options list their values in ``--help``, ``--jobs -1`` means all cores.
+is given, choice options list their values in ``--help``, ``--workers -1`` means all cores, ``--epochs``
+sets the epochs of what a command trains, CONFIG is a YAML file or a shipped config's name (``repscope
+configs``) and ``--set`` wins over ``--quick``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,7 @@ def _register_areas() -> None:
     from repscope.cli import sprites as sprites_cli
     from repscope.cli import train as train_cli
     from repscope.cli import zeroshot as zeroshot_cli
+    from repscope.cli.studies import configs_command
     from repscope.metrics.registry import metric_names
     from repscope.train.registry import MODELS
 
@@ -101,6 +104,32 @@ def _register_areas() -> None:
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)
+    app.command(name="configs", help=configs_command.__doc__)(configs_command)
+    app.add_typer(report_app, name="report", help="Reports: check a report.html in headless Chromium.")
+
+
+report_app = typer.Typer(no_args_is_help=True, add_completion=False, rich_markup_mode=None)
+
+
+@report_app.command(name="check")
+def _report_check(
+    reports: list[str] = typer.Argument(
+        ..., metavar="REPORT.html...", help="Report pages to check, or run directories (their report.html)."
+    ),
+) -> None:
+    """Open each report in headless Chromium (1280 px wide) as a reader would, and print one line per
+    problem: the page or a table wider than the window, an image that did not load, markup showing as
+    text. Exit status 1 when there is any. Needs Chromium (Debian: apt-get install chromium) and
+    playwright (the dev extra)."""
+    from repscope.report.browser import check_reports
+
+    results = check_reports(reports)
+    problems = [f"{path}: {problem}" for path, found in results.items() for problem in found]
+    for line in problems:
+        typer.echo(line)
+    if problems:
+        raise typer.Exit(1)
+    typer.echo(f"{len(results)} report(s) checked in Chromium: no problems")
 
 
 _register_areas()
@@ -143,12 +172,41 @@ def _interrupted_exit() -> SystemExit:
     from repscope.outputs import incomplete_outputs
 
     message = "repscope: interrupted"
-    for path, option, can_resume in incomplete_outputs()[-1:]:
+    incomplete = incomplete_outputs()[-1:]
+    sweeps = sys.modules.get("repscope.sweeps")  # loaded only if a sweep ran: no import at exit
+    stopped = sweeps.interrupted_sweeps()[-1:] if sweeps is not None else []
+    # with --overwrite the sweep ran in a temporary folder, removed on the interrupt: nothing to resume
+    sweep = stopped[0] if stopped and stopped[0].out.is_dir() else None
+    for path, option, can_resume in incomplete:
         # what the run wrote so far stays; the next run must resume or replace it explicitly
         how = "--resume to go on or --overwrite to replace it" if can_resume else "--overwrite to replace it"
-        message += f"; {option} {path} holds an incomplete output (pass {how})"
+        train_run = sys.modules.get("repscope.train.run")  # loaded only if a training ran: no import at exit
+        epoch = train_run.resume_epoch(path) if can_resume and train_run is not None else None
+        if epoch is not None:
+            how = f"--resume to go on from epoch {epoch} or --overwrite to replace it"
+        counts = ""
+        within = os.path.abspath(path)
+        if sweep is not None and can_resume and within in (str(sweep.out), *map(str, sweep.out.parents)):
+            counts = f": {sweep.counts_text()}"
+            how = f"--resume with the same {option} to go on or --overwrite to replace it"
+        message += f"; {option} {path} holds an incomplete output{counts} (pass {how})"
+    if not incomplete and sweep is not None:
+        # no --out given: name the folder the command made (a run directory holding the sweep, or the sweep's)
+        folder = sweep.out.parent if (sweep.out.parent / "config.yaml").is_file() else sweep.out
+        message += f"; {sweep.counts_text()} in {folder} (pass --resume --out {folder} to go on)"
     print(message, file=sys.stderr, flush=True)
     return SystemExit(130)
+
+
+def _command_words(argv: list[str]) -> str:
+    """``repscope zeroshot study`` from the command line: its leading words, up to the first option or
+    argument that is not a plain word (a path, a number)."""
+    words = []
+    for arg in argv[:3]:
+        if not arg.replace("-", "").isalpha() or arg.startswith("-"):
+            break
+        words.append(arg)
+    return " ".join(["repscope", *words])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -162,8 +220,12 @@ def main(argv: list[str] | None = None) -> None:
     from repscope.resources import wait_passively_when_busy
 
     wait_passively_when_busy()  # before torch loads (a training beside busy cores stays fast)
+    from repscope.progress import command_progress
+
     try:
-        app(args=argv, prog_name="repscope")
+        # bounds the silence of the whole command, not only of each bar
+        with command_progress(_command_words(sys.argv[1:] if argv is None else argv)):
+            app(args=argv, prog_name="repscope")
     except RepscopeError as exc:
         if _interrupted:
             raise _interrupted_exit() from None

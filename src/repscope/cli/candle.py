@@ -24,7 +24,12 @@ def render_command(
         "--grid",
         help="sub-grid, factor=v1,v2 (repeat): object, color, size, rotation (degrees), scene, light",
     ),
-    limit: Optional[int] = typer.Option(None, "--limit", help="the first N points of the (sub-)grid, in grid order"),
+    limit: Optional[int] = typer.Option(
+        None,
+        "--limit",
+        help="N points spread evenly over the whole (sub-)grid (every (n/N)-th point in grid order, the same on every "
+        "run), so each object and colour of --grid is kept when N allows",
+    ),
     subset: SUBSET_CHOICES = typer.Option(
         "all", "--subset", help="confounded: each object in its two colours only (the paper's study subset)"
     ),

@@ -16,7 +16,7 @@ def demo(
     train: int = typer.Option(600, help="training digits to build from"),
     test: int = typer.Option(200, help="test digits to build from"),
     seed: int = typer.Option(0, help="seed of every random choice"),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
+    workers: int = typer.Option(1, "--workers", help="worker processes; -1 all cores, -2 all but one"),
     diversity: bool = typer.Option(
         True, "--diversity/--no-diversity", help="include the small sample-diversity study (trains two VAEs)"
     ),
@@ -38,7 +38,7 @@ def demo(
         seed=seed,
         train_size=train,
         test_size=test,
-        jobs=resolve_jobs(jobs),
+        jobs=resolve_jobs(workers, name="--workers"),
         diversity=diversity,
         diversity_epochs=diversity_epochs,
         diversity_samples=diversity_samples,

@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import typer
 
 from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 from repscope.metrics.registry import ARRAY_INPUTS, metric_names
 
+# counterfactual.DEFAULT_MIN_JUDGE_ACCURACY, without importing numpy at start-up (tests/test_cli_rules.py checks)
+DEFAULT_MIN_JUDGE_ACCURACY = 0.9
+
 app = typer.Typer(no_args_is_help=True)
+
+COMPAT_CHOICES = Literal["paper", "reference", "both"]
 
 
 @app.command("score")
@@ -24,7 +29,10 @@ def score_command(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="result JSON (default: printed)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
     bootstrap: int = typer.Option(
-        0, "--bootstrap", help="B resamples of rows for a 95% percentile interval of every score"
+        0,
+        "--bootstrap",
+        help="B resamples of rows (0: none, else >= 2) for a 95% percentile interval of every score; the first "
+        "resample is timed and the estimate of the rest printed on stderr",
     ),
     seed: int = typer.Option(0, help="seed of the bootstrap (and of a run directory's draw)"),
     metric: List[str] = typer.Option(
@@ -33,20 +41,57 @@ def score_command(
     classifiers: Optional[Path] = typer.Option(
         None, "--classifiers", help="run directory: add CG at rho 1 and 2, judged by these factor classifiers"
     ),
+    compat: COMPAT_CHOICES = typer.Option(
+        "paper",
+        "--compat",
+        help="IRS and UC as printed (paper), as the authors' code computes them (reference: IRS on 20-bin "
+        "factors as disentanglement_lib, UC with the CANDLE fork's latent selection; keys *_reference), or both",
+    ),
+    min_judge_accuracy: float = typer.Option(
+        DEFAULT_MIN_JUDGE_ACCURACY,
+        "--min-judge-accuracy",
+        help="with --classifiers: least held-out accuracy of a CG judge",
+    ),
+    refuse_weak_judges: bool = typer.Option(
+        False, "--refuse-weak-judges", help="with --classifiers: fail instead of warning on a weak CG judge"
+    ),
 ) -> None:
     """Every registered metric of a (factors, codes) pair (--metric lists them), as JSON; CG with --classifiers."""
-    import json
+    import warnings
 
+    from repscope.fileio import dumps_json
     from repscope.outputs import prepare_output
+    from repscope.studies.disentangle.score import check_bootstrap
     from repscope.studies.disentangle.scoring import score_file, score_intervals
 
+    check_bootstrap(bootstrap)
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    result = score_file(
-        file, n=n, seed=seed, metrics=list(metric), bootstrap=bootstrap, classifiers=classifiers, out=out
-    )
+    with warnings.catch_warnings():
+        # the weak-judge warning becomes the one line printed below
+        warnings.simplefilter("ignore", RuntimeWarning)
+        result = score_file(
+            file,
+            n=n,
+            seed=seed,
+            metrics=list(metric),
+            bootstrap=bootstrap,
+            classifiers=classifiers,
+            out=out,
+            compat=compat,
+            min_judge_accuracy=min_judge_accuracy,
+            refuse_weak_judges=refuse_weak_judges,
+        )
+    cg = result["metrics"].get("cg")
+    if cg is not None and not cg["judge_ok"]:
+        weak = ", ".join(f"{name} {cg['judge_accuracy'][name]:.3f}" for name in cg["weak_judges"])
+        typer.echo(
+            f"warning: CG judged by factor classifiers below {cg['min_judge_accuracy']:g} held-out accuracy "
+            f"({weak}); its values measure the judges as much as the model",
+            err=True,
+        )
     if out is None:
-        typer.echo(json.dumps(result, indent=2, default=float))
+        typer.echo(dumps_json(result))
         return
     intervals = score_intervals(result)
     for name, value in result["scores"].items():
@@ -67,29 +112,63 @@ def classifiers_command(
     out: Path = typer.Option(..., "--out", "-o", help="folder of the classifiers (one training run per factor)"),
     data: str = typer.Option("dsprites", "--data", help="registered dataset with one categorical field per factor"),
     factor: List[str] = typer.Option(
-        [], "--factor", help="factors to classify (repeat; default dSprites' shape, scale, orientation, posX, posY)"
+        [], "--factor", help="factors to classify (repeat; default every factor of dsprites or candle)"
+    ),
+    data_param: List[str] = typer.Option(
+        [], "--data-param", help="dataset parameter key=value (repeat), e.g. data_dir=DIR subset=confounded"
     ),
     train_size: Optional[int] = typer.Option(None, "--train-size", help="training images (default: the dataset's)"),
     test_size: Optional[int] = typer.Option(None, "--test-size", help="test images"),
     epochs: int = typer.Option(3, "--epochs", help="epochs per classifier"),
+    model: str = typer.Option(
+        "attribute-cnn", "--model", help="registered supervised model of every classifier (factor-cnn: full resolution)"
+    ),
     seed: int = typer.Option(0, help="seed of the training"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy."""
+    """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy
+    (raw, and identifiable: up to what the images can show)."""
+    from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target, prepare_output
-    from repscope.studies.disentangle.cg import train_factor_classifiers
+    from repscope.studies.disentangle.cg import judge_records, train_factor_classifiers
+    from repscope.train.registry import MODELS
 
-    names = list(factor) or ["shape", "scale", "orientation", "posX", "posY"]
-    params = {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
+    if model not in MODELS or not MODELS[model].supervised:
+        classifiers = ", ".join(sorted(name for name, entry in MODELS.items() if entry.supervised))
+        raise InvalidArgumentError(f"--model: {model!r} is not a registered classifier; registered: {classifiers}")
+
+    from repscope.config import parse_assignments
+    from repscope.data.candle.dataset import FACTOR_NAMES as CANDLE_FACTORS
+    from repscope.studies.disentangle.study import DSPRITES_FACTORS
+
+    defaults = {"dsprites": DSPRITES_FACTORS, "candle": list(CANDLE_FACTORS)}
+    if not factor and data not in defaults:
+        raise InvalidArgumentError(f"--factor: name the factors of {data!r} to classify (repeat --factor)")
+    names = list(factor) or list(defaults[data])
+    params = parse_assignments(data_param, "--data-param")
+    params.update(
+        {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
+    )
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         accuracies = train_factor_classifiers(
-            data, names, target, data_params=params, epochs=epochs, seed=seed, trainer=trainer
+            data, names, target, data_params=params, epochs=epochs, seed=seed, trainer=trainer, model=model
         )
-    for name, accuracy in accuracies.items():
-        typer.echo(f"{name}: test accuracy {accuracy:.3f}")
+    for name, record in judge_records(out).items():
+        typer.echo(
+            f"{name}: test accuracy {record['accuracy']:.3f}, identifiable {record['identifiable_accuracy']:.3f} "
+            f"({record['rule']})"
+        )
+    weak = [name for name, accuracy in accuracies.items() if not accuracy >= DEFAULT_MIN_JUDGE_ACCURACY]
+    if weak:
+        typer.echo(
+            f"warning: {', '.join(weak)} below {DEFAULT_MIN_JUDGE_ACCURACY:g} test accuracy: CG judged by them "
+            "flags judge_ok false "
+            "(the CANDLE paper's classifiers reached 0.989 and 0.995)",
+            err=True,
+        )
     typer.echo(f"written: {out}")
 
 

@@ -20,20 +20,63 @@ def features_command(
     matrix: Path = typer.Argument(..., help="a square variance matrix saved with numpy.save (.npy)"),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON of the features (default: printed)"),
     tau: float = typer.Option(0.15, "--tau", help="threshold of the significant-variance feature"),
+    compat: Literal["paper", "reference"] = typer.Option(
+        "paper",
+        "--compat",
+        help="paper: the printed formulas; reference: the authors' released code (keys end in _reference)",
+    ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """The 16 features of a variance matrix (sensitivity needs the model, so 15 here), as JSON."""
-    import json
-
+    from repscope.fileio import dumps_json
     from repscope.outputs import prepare_output
-    from repscope.studies.invariance.commands import matrix_file_features
+    from repscope.studies.invariance.commands import matrix_file_features, read_variance_matrix
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file")
-    features = matrix_file_features(matrix, tau=tau, out=out)
+    if compat == "reference":
+        from repscope.fileio import write_json_atomic
+        from repscope.metrics.invariance.features import matrix_features
+
+        values = matrix_features(read_variance_matrix(matrix), tau=tau, compat="reference")
+        features = {"file": str(matrix), "tau": tau, "compat": compat, "features": values}
+        if out is not None:
+            write_json_atomic(out, features)
+    else:
+        features = matrix_file_features(matrix, tau=tau, out=out)
     if out is None:
-        typer.echo(json.dumps(features, indent=2))
+        typer.echo(dumps_json(features))
         return
+    typer.echo(f"written: {out}")
+
+
+@app.command("correlate")
+def correlate_command(
+    repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build), 3 models or more"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder: correlations.csv, table5.csv, correlations.json"),
+    compat: Literal["paper", "reference"] = typer.Option(
+        "paper",
+        "--compat",
+        help="paper: the features of features.json; reference: the released code's, from the matrix files",
+    ),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
+) -> None:
+    """Table V: each feature's correlation (Pearson, Spearman) with robust accuracy and accuracy over the models."""
+    from repscope.outputs import output_target
+    from repscope.studies.invariance.correlate import PAPER_TABLE5, correlate_repository
+
+    with output_target(out, overwrite=overwrite, kind="directory") as target:
+        result = correlate_repository(repo, target, compat=compat)
+    table = result["table5"].set_index(["target", "statistic"])
+    typer.echo(f"Table V over {result['models']} models (compat {result['compat']}): r Pearson, rho Spearman")
+    typer.echo(f"{'feature':46}{'robust r':>10}{'rho':>8}{'acc. r':>10}{'rho':>8}   paper r (robust / acc.)")
+    for cell in table.columns:
+        modality, feature = cell.split(":", 1)
+        paper = PAPER_TABLE5.get(feature.removesuffix("_reference"), {}).get(modality.split("@")[-1])
+        line = f"{cell:46}"
+        for target in ("robust_accuracy", "accuracy"):
+            line += f"{table.loc[(target, 'pearson'), cell]:>10.2f}{table.loc[(target, 'spearman'), cell]:>8.2f}"
+        typer.echo(line + (f"{paper[0]:>+9.2f} / {paper[1]:+.2f}" if paper else ""))
     typer.echo(f"written: {out}")
 
 
@@ -56,7 +99,13 @@ def test_command(
     batch_size: int = typer.Option(500, "--batch-size", help="images per forward pass"),
     seed: int = typer.Option(0, "--seed", help="seed of the draw and the sensitivity subsample"),
     assessor: Optional[Path] = typer.Option(
-        None, "--assessor", help="assessors.joblib of repscope invariance assess train (a pickle: trusted files only)"
+        None, "--assessor", help="assessors.skops of repscope invariance assess train"
+    ),
+    compat: Literal["paper", "reference"] = typer.Option(
+        "paper",
+        "--compat",
+        help="reference: the released code's modalities (max_mean at the convolutions), correct examples only, "
+        "and its features beside the paper's",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
@@ -68,7 +117,20 @@ def test_command(
     params = parse_assignments(data_param, "--data-param")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         metrics = run_invariance_test(
-            model, target, transform, arch, data, params, n, half_range, steps, correct_only, batch_size, seed, assessor
+            model,
+            target,
+            transform,
+            arch,
+            data,
+            params,
+            n,
+            half_range,
+            steps,
+            correct_only,
+            batch_size,
+            seed,
+            assessor,
+            compat=compat,
         )
     typer.echo(
         f"robust accuracy {metrics['robust_accuracy']:.3f} (accuracy {metrics['accuracy']:.3f}) "
@@ -79,6 +141,7 @@ def test_command(
     typer.echo(f"report: {Path(out) / 'report.html'}")
 
 
+ASSESS_LABEL_CODINGS = Literal["ours", "paper"]  # 1 = invariant, or the ML4ML paper's 0 = invariant
 repo_app = typer.Typer(no_args_is_help=True, help="The model repository: build it.")
 app.add_typer(repo_app, name="repo")
 
@@ -99,12 +162,19 @@ repo_app.command("build")(config_command(command("invariance", "repo build"), sh
 @repo_app.command("label")
 def repo_label_command(
     repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build)"),
-    out: Path = typer.Option(..., "--out", "-o", help="CSV: name, label (1 invariant, 0 variant), reasons"),
+    out: Path = typer.Option(
+        ..., "--out", "-o", help="CSV: name, label (1 invariant, 0 variant), reasons, label_coding (ours)"
+    ),
     human: Optional[Path] = typer.Option(
         None, "--human", help="CSV of human labels (name + one column per annotator): adds Cohen's and Fleiss' kappa"
     ),
     min_accuracy: float = typer.Option(
         0.8, "--min-accuracy", help="below this test accuracy a model under-fits (MNIST: 0.8; lower for harder data)"
+    ),
+    label_coding: Optional[ASSESS_LABEL_CODINGS] = typer.Option(
+        None,
+        "--label-coding",
+        help="coding of --human without a label_coding column: ours (1 = invariant) or paper (0 = invariant)",
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
@@ -113,7 +183,7 @@ def repo_label_command(
     from repscope.studies.invariance.commands import label_repository
 
     prepare_output(out, overwrite=overwrite, kind="file")
-    result = label_repository(repo, out, human=human, min_accuracy=min_accuracy)
+    result = label_repository(repo, out, human=human, min_accuracy=min_accuracy, label_coding=label_coding)
     labels = result["labels"]
     typer.echo(f"{int(labels['label'].sum())} of {len(labels)} models invariant by the rules; written: {out}")
     if "agreement" in result:
@@ -122,6 +192,7 @@ def repo_label_command(
         typer.echo(f"Fleiss' kappa: {result['agreement']['fleiss']:.3f}")
 
 
+ASSESS_COMPAT = Literal["paper", "reference"]
 assess_app = typer.Typer(no_args_is_help=True, help="ML4ML assessors: train them on a repository.")
 app.add_typer(assess_app, name="assess")
 
@@ -130,17 +201,38 @@ app.add_typer(assess_app, name="assess")
 def assess_train_command(
     repo: Path = typer.Argument(..., help="a repository folder (repscope invariance repo build)"),
     transform: TRANSFORM_CHOICES = typer.Option("rotation", "--transform", help="the family the repository tested"),
-    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.joblib, report"),
-    labels: Optional[Path] = typer.Option(None, "--labels", help="CSV name,label (default: the rule labels)"),
+    out: Path = typer.Option(..., "--out", "-o", help="folder: table4.csv, labels.csv, assessors.skops, report"),
+    labels: Optional[Path] = typer.Option(
+        None, "--labels", help="CSV name,label[,label_coding] (default: the rule labels)"
+    ),
+    label_coding: Optional[ASSESS_LABEL_CODINGS] = typer.Option(
+        None,
+        "--label-coding",
+        help="coding of --labels without a label_coding column: ours (1 = invariant) or paper (0 = invariant)",
+    ),
+    compat: ASSESS_COMPAT = typer.Option(
+        "paper",
+        "--compat",
+        help="paper: balanced 10 x 3-fold CV, mean +/- std; reference: the authors' ML4MLassessor.py protocol "
+        "(fixed hold-out fold, mean +/- max deviation, linear regression on L2-normalised rows)",
+    ),
+    holdout: List[str] = typer.Option(
+        [], "--holdout", help="with --compat reference: a hold-out model's name (repeat; default the last third)"
+    ),
+    repeats: int = typer.Option(10, "--repeats", help="repeats of the 3-fold protocol (paper: 10)"),
     seed: int = typer.Option(0, "--seed", help="seed of the folds and balanced draws"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """Decision tree, random forest, AdaBoost, linear regression against the robust-accuracy baseline (Table IV)."""
+    from repscope.errors import InvalidArgumentError
     from repscope.outputs import output_target
     from repscope.studies.invariance.assess import train_assessors
 
+    if holdout and compat != "reference":
+        raise InvalidArgumentError("--holdout: only the reference protocol (--compat reference) has a hold-out fold")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
-        table = train_assessors(repo, target, transform, labels, seed)
+        table = train_assessors(repo, target, transform, labels, seed, compat, label_coding, holdout or None, repeats)
+    spread = "std" if compat == "paper" else "max_deviation"
     for _, row in table.iterrows():
-        typer.echo(f"{row['assessor']}: {row['mean']:.3f} +/- {row['std']:.3f}")
+        typer.echo(f"{row['assessor']}: {row['mean']:.3f} +/- {row[spread]:.3f} ({spread})")
     typer.echo(f"written: {out}")

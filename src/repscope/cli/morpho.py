@@ -31,7 +31,7 @@ def measure_command(
     ),
     split: SPLIT_CHOICES = typer.Option("all", help="train, t10k, or all (train then t10k)"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
+    workers: int = typer.Option(1, "--workers", help="worker processes; -1 all cores, -2 all but one"),
     method: METHOD_CHOICES = typer.Option("fast", help="fast (batched) or reference (per-image scikit-image)"),
     compat: COMPAT_CHOICES = typer.Option(
         "none",
@@ -43,6 +43,7 @@ def measure_command(
 ) -> None:
     """Measure area, stroke length and thickness, slant, width and height of every digit."""
     from repscope.errors import InvalidArgumentError
+    from repscope.resources import resolve_jobs
     from repscope.studies.morpho.measure import measure_source
 
     if out is None:
@@ -52,7 +53,7 @@ def measure_command(
         out,
         split=split,
         data_dir=data_dir,
-        jobs=jobs,
+        jobs=resolve_jobs(workers, name="--workers"),
         method=method,
         compat=compat,
         limit=limit,
@@ -84,7 +85,7 @@ def build_command(
         "digits take (the published recipe); source-bytes: the source's bytes",
     ),
     compat: COMPAT_CHOICES = typer.Option("none", help="measurement mode of the morpho.csv files (see morpho measure)"),
-    jobs: int = typer.Option(1, "--jobs", "-j", help="worker processes; -1 all cores, -2 all but one"),
+    workers: int = typer.Option(1, "--workers", help="worker processes; -1 all cores, -2 all but one"),
     resume: bool = typer.Option(False, "--resume", help="finish an interrupted build in OUT"),
     overwrite: bool = typer.Option(
         False, "--overwrite", help="replace OUT if it holds files (once the new build is complete)"
@@ -96,7 +97,7 @@ def build_command(
     from repscope.progress import progress_bar
     from repscope.resources import resolve_jobs
 
-    jobs = resolve_jobs(jobs)
+    jobs = resolve_jobs(workers, name="--workers")
     config = BuildConfig(
         source=source,
         data_dir=None if data_dir is None else str(data_dir),

@@ -84,8 +84,11 @@ def generate_command(
 
         kind = "file" if out.suffix == ".npz" else "directory"
         with output_target(out, overwrite=overwrite, kind=kind) as target:
-            with progress_bar(f"generating {n or TOTAL} dSprites images", total=n or TOTAL) as update:
-                generate_dsprites(target, n, seed=seed, progress=update)
+            if kind == "file":  # drawing, then compressing: a bar each
+                generate_dsprites(target, n, seed=seed, show_progress=True)
+            else:
+                with progress_bar(f"generating {n or TOTAL} dSprites images", total=n or TOTAL) as update:
+                    generate_dsprites(target, n, seed=seed, progress=update)
         typer.echo(f"wrote {n or TOTAL} dSprites images -> {out}")
 
 

@@ -33,6 +33,9 @@ TRAINER_FLAGS = (
 )
 COMPILE_CHOICES = Literal["off", "default", "reduce-overhead", "max-autotune"]
 
+# CONFIG of every config-driven command: a file (relative to the working directory) or a shipped config's name
+CONFIG_HELP = "config: a YAML file or a shipped config's name (repscope configs lists them)"
+
 # what the CLI prints once a command has run: show(config, result, out) with the run function's result
 # and --out as given (None: the run chose its own place)
 Show = Callable[[Any, Any, Optional[Path]], None]
@@ -95,7 +98,10 @@ def trainer_parameters(with_max_epochs: bool = False) -> list[inspect.Parameter]
         ),
     ]
     if with_max_epochs:
-        params.append(_option("max_epochs", Optional[int], None, "--max-epochs", help="epochs to train", **panel))
+        # one name for the epochs of what a command trains: --epochs (tests/test_cli_rules.py)
+        params.append(
+            _option("max_epochs", Optional[int], None, "--epochs", help="epochs to train (trainer.max_epochs)", **panel)
+        )
     return params
 
 
@@ -163,7 +169,8 @@ def _common_parameters(entry: CommandEntry) -> list[inspect.Parameter]:
         params.append(
             _option("quick", bool, False, "--quick", help=words.get("quick", "shrink to minutes on 2 CPU cores"))
         )
-    print_help = f"print the config as it would run (after --set{' and --quick' if entry.quick else ''}) and exit"
+    order = "--quick, then --set: --set wins" if entry.quick else "after --set"
+    print_help = f"print the config as it would run ({order}) and exit"
     params += [
         _option(
             "out",
@@ -245,11 +252,13 @@ def config_command(entry: CommandEntry, show: Show = show_report) -> Any:
     keyword = inspect.Parameter.KEYWORD_ONLY
     params = [_argument_parameter(a, bool(positional)) for a in positional]
     if entry.config_required:
-        config_help = "config (YAML)"
+        config_help = CONFIG_HELP + "; --print-config shows its keys"
     elif entry.shipped:
-        config_help = "study config (YAML); default: the shipped config of the paper's setting"
+        config_help = (
+            f"{CONFIG_HELP}; default: the shipped {entry.shipped} (the paper's setting); --print-config shows its keys"
+        )
     else:
-        config_help = "study config (YAML) holding the keys below"
+        config_help = CONFIG_HELP + "; default: the settings --print-config shows with every key"
     config_help = entry.option_help.get("config", config_help)
     if positional:  # CONFIG is then an option
         params.append(
@@ -306,9 +315,30 @@ def add_study_commands(app: typer.Typer, area: str) -> None:
         app.command(entry.name, help=command.__doc__)(command)
 
 
+def configs_command() -> None:
+    """List the configs shipped with repscope: name, the commands that take it, what it holds.
+
+    A config-driven command takes the name in place of a path (``repscope train train-cnn5``);
+    ``--print-config`` prints it whole.
+    """
+    from repscope.config import SHIPPED_DIR, config_description, shipped_config_names
+    from repscope.studies.registry import config_takers
+
+    rows = [
+        (name, ", ".join(config_takers(name)) or "-", config_description(SHIPPED_DIR / f"{name}.yaml"))
+        for name in shipped_config_names()
+    ]
+    widths = [max(len(row[i]) for row in [("name", "command", ""), *rows]) for i in range(2)]
+    for name, takers, description in [("name", "command", "description"), *rows]:
+        typer.echo(f"{name:<{widths[0]}}  {takers:<{widths[1]}}  {description}".rstrip())
+    typer.echo(f"files: {SHIPPED_DIR}")
+
+
 __all__ = [
+    "CONFIG_HELP",
     "add_study_commands",
     "config_command",
+    "configs_command",
     "run_config_command",
     "show_report",
     "trainer_overrides",

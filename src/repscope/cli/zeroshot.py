@@ -14,13 +14,16 @@ app = typer.Typer(no_args_is_help=True)
 
 @app.command("metrics")
 def metrics_command(
-    soft_labels: Path = typer.Argument(..., help="softlabels.npz: loo_<i> (m_i, n-1) and full_<i> (m_i, n) per class"),
+    soft_labels: Path = typer.Argument(
+        ...,
+        help="softlabels.npz: loo_<i> (m_i, n-1) and full_<i> (m_i, n) per class; kind: probabilities (default) "
+        "or capsule_lengths (a CapsNet's raw lengths); the result's soft_label_kind says which was read",
+    ),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="JSON of the metrics (default: printed)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """Soft-label metrics of a softlabels.npz: the paper's DBI and Amalgam Metric, the standard Davies-Bouldin index."""
-    import json
-
+    from repscope.fileio import dumps_json
     from repscope.outputs import prepare_output
     from repscope.studies.zeroshot.scoring import score_soft_labels_file
 
@@ -28,11 +31,12 @@ def metrics_command(
         prepare_output(out, overwrite=overwrite, kind="file")
     result = score_soft_labels_file(soft_labels, out=out)
     if out is None:
-        typer.echo(json.dumps(result, indent=2))
+        typer.echo(dumps_json(result))
         return
     typer.echo(
         f"DBI {result['dbi']:.4f} +/- {result['dbi_std']:.4f}, Davies-Bouldin {result['davies_bouldin']:.4f}, "
-        f"AM {result['am']:.4f} +/- {result['am_std']:.4f} (per image {result['am_per_image']:.4f})"
+        f"AM {result['am']:.4f} +/- {result['am_std']:.4f} (per image {result['am_per_image']:.4f}), "
+        f"on {result['soft_label_kind']}"
     )
     typer.echo(f"written: {out}")
 
@@ -47,18 +51,28 @@ def attack_command(
     norm: List[str] = typer.Option(["l0", "linf"], "--norm", help="l0 (pixels) or linf (repeat)", metavar="[l0|linf]"),
     threshold: List[int] = typer.Option([1, 3, 5, 10], "--threshold", help="pixels (l0) or 0-255 levels (linf)"),
     n: int = typer.Option(100, "--n", help="test images attacked (a seeded draw of correctly classified ones)"),
-    budget: int = typer.Option(100, "--budget", help="CMA-ES generations per image and threshold"),
+    budget: int = typer.Option(100, "--budget", help="CMA-ES generations per image and threshold (--search art)"),
+    search: str = typer.Option(
+        "art",
+        "--search",
+        help="art: the adversarial-robustness-toolbox's search (up to --budget generations); dqa: the authors' "
+        "DQA search, one CMA-ES generation of 400 candidates (the paper's Table 1)",
+        metavar="[art|dqa]",
+    ),
     seed: int = typer.Option(0, "--seed", help="seed of the image draw and of CMA-ES"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
     from repscope.config import parse_assignments
     from repscope.outputs import output_target
-    from repscope.studies.zeroshot.attack import attack_classifier
+    from repscope.studies.zeroshot.attack import attack_classifier, check_search
 
     params = parse_assignments(data_param, "--data-param")
+    check_search(search)
     with output_target(out, overwrite=overwrite, kind="directory") as target:
-        counts = attack_classifier(model, target, arch, data, params, list(norm), list(threshold), n, budget, seed)
+        counts = attack_classifier(
+            model, target, arch, data, params, list(norm), list(threshold), n, budget, seed, search=search
+        )
     for _, row in counts.iterrows():
         typer.echo(f"{row['norm']} threshold {row['threshold']}: {row['successes']} of {row['images']} succeeded")
     typer.echo(f"written: {out}")

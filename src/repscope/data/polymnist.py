@@ -41,14 +41,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
 
 from repscope.data.datasets import Dataset, FieldSpec, GeneratorSplit
 from repscope.data.datasets import _check_indices as check_indices
+from repscope.data.imagefile import read_image
 from repscope.data.morpho.training_sets import load_digits
 from repscope.data.sprites.cdsprites import counter_uniforms, stream_key
-from repscope.data.sprites.textures import PHOTO_SUFFIXES, TEXTURE_FAMILIES, procedural_photo
-from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
+from repscope.data.sprites.textures import MAX_PHOTO_PIXELS, PHOTO_SUFFIXES, TEXTURE_FAMILIES, procedural_photo
+from repscope.errors import InvalidArgumentError, SourceNotFoundError
 
 SIDE = 28  # pixels of a digit and of a modality's image
 DIGIT_THRESHOLD = 128  # a digit pixel is on at this grey level or above
@@ -159,7 +159,9 @@ def load_backgrounds(background_dir: str | Path, modalities: int = DEFAULT_MODAL
     InvalidArgumentError
         When it holds fewer than ``modalities`` images, or an image is smaller than 28x28 (the file named).
     DataFormatError
-        When an image file cannot be read (the file named).
+        When an image file cannot be read (truncated, corrupt, not an image) or its header declares more
+        than :data:`~repscope.data.sprites.textures.MAX_PHOTO_PIXELS` pixels (refused before decoding;
+        the file named).
     """
     folder = Path(background_dir)
     if not folder.is_dir():
@@ -172,11 +174,7 @@ def load_backgrounds(background_dir: str | Path, modalities: int = DEFAULT_MODAL
         )
     backgrounds = []
     for path in files[:modalities]:
-        try:
-            with Image.open(path) as image:
-                background = np.asarray(image.convert("RGB"), dtype=np.uint8)
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DataFormatError(f"background_dir: {path} is not a readable image ({exc})") from None
+        background = read_image(path, "RGB", MAX_PHOTO_PIXELS, "background_dir: ")
         if background.shape[0] < SIDE or background.shape[1] < SIDE:
             raise InvalidArgumentError(
                 f"background_dir: {path} is {background.shape[1]}x{background.shape[0]} pixels; "

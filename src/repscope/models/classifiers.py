@@ -19,6 +19,7 @@ from sklearn.svm import SVC, SVR
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.models.inputs import check_input_range, scaled_inputs
 
 KINDS = ("classification", "regression")
 
@@ -133,12 +134,17 @@ class VGG13BN(nn.Module):
     Ten 3x3 convolutions in five blocks of two (64, 128, 256, 512, 512 maps), each followed by batch
     normalisation and ReLU, a 2x2 max pooling after each block (32 -> 1), then a linear layer
     ``512 -> num_outputs`` (the CIFAR variant of VGG; the ImageNet one has three 4096-wide layers).
+    ``input_range="symmetric"`` maps the [0, 1] images to [-1, 1] first, as the ML4ML reference
+    normalises them (:mod:`repscope.models.inputs`).
     """
 
     BLOCKS = (64, 128, 256, 512, 512)
 
-    def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (3, 32, 32)) -> None:
+    def __init__(
+        self, num_outputs: int = 10, image_shape: tuple[int, ...] = (3, 32, 32), input_range: str = "unit"
+    ) -> None:
         super().__init__()
+        self.input_range = check_input_range(input_range)
         if int(num_outputs) < 1:
             raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
         channels, height, width = _image_shape(image_shape, minimum=32)
@@ -153,7 +159,7 @@ class VGG13BN(nn.Module):
         self.classifier = nn.Linear(512 * (height // 32) * (width // 32), self.num_outputs)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return self.classifier(self.features(images).flatten(1))
+        return self.classifier(self.features(scaled_inputs(images, self.input_range)).flatten(1))
 
 
 def _image_shape(image_shape: tuple[int, ...], minimum: int = 1) -> tuple[int, int, int]:

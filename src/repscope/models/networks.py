@@ -26,9 +26,11 @@ from repscope.models.all_conv import AllConvNet
 from repscope.models.capsnet import CapsNet
 from repscope.models.classifiers import CNN5, MLP, VGG13BN, LeNet5
 from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
+from repscope.models.factor_cnn import FactorCNN
 from repscope.models.mnist_gan import Encoder, Generator
 from repscope.models.network_in_network import NetworkInNetwork
 from repscope.models.resnet import ResNet
+from repscope.models.simplenet import SimpleNet
 from repscope.models.sprite_cnn import AttributeCNN
 
 
@@ -36,12 +38,18 @@ def _lenet5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return LeNet5(num_outputs, image_shape=image_shape)
 
 
-def _cnn5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+def _cnn5(image_shape: tuple[int, ...], num_outputs: int, input_range: str = "unit") -> nn.Module:
+    # the ML4ML authors' CNN5 (their model.py: SimpleNet)
+    return SimpleNet(num_outputs, image_shape=image_shape, input_range=input_range)
+
+
+def _cnn5_compact(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
+    # the network cnn5 named before the reference's was followed (3x3 convolutions, padding 1)
     return CNN5(num_outputs, image_shape=image_shape)
 
 
-def _vgg13_bn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    return VGG13BN(num_outputs, image_shape=image_shape)
+def _vgg13_bn(image_shape: tuple[int, ...], num_outputs: int, input_range: str = "unit") -> nn.Module:
+    return VGG13BN(num_outputs, image_shape=image_shape, input_range=input_range)
 
 
 def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
@@ -50,6 +58,12 @@ def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
 
 def _attribute_cnn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return AttributeCNN(num_outputs, image_shape=image_shape)
+
+
+def _factor_cnn(
+    image_shape: tuple[int, ...], num_outputs: int, width: int = 16, hidden: int = 256, dropout: float = 0.2
+) -> nn.Module:
+    return FactorCNN(num_outputs, image_shape=image_shape, width=width, hidden=hidden, dropout=dropout)
 
 
 def _allconv(
@@ -106,9 +120,11 @@ def _conv64(image_shape: tuple[int, ...], latent_dim: int) -> tuple[nn.Module, n
 CLASSIFIERS: dict[str, Callable[..., nn.Module]] = {
     "lenet5": _lenet5,
     "cnn5": _cnn5,
+    "cnn5-compact": _cnn5_compact,
     "vgg13-bn": _vgg13_bn,
     "mlp": _mlp,
     "attribute-cnn": _attribute_cnn,
+    "factor-cnn": _factor_cnn,
     "allconv": _allconv,
     "nin": _nin,
     "resnet": _resnet,

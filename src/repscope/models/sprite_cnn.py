@@ -26,6 +26,37 @@ def _block(in_channels: int, out_channels: int) -> list[nn.Module]:
     ]
 
 
+def checked_classes_and_shape(num_classes: int, image_shape: tuple[int, ...]) -> tuple[int, int, int]:
+    """The image shape of a classifier with four halvings, checked with its class count.
+
+    Parameters
+    ----------
+    num_classes : int
+        Classes (an integer of at least 2).
+    image_shape : tuple of int
+        ``(channels, height, width)`` with sides that are multiples of 16.
+
+    Returns
+    -------
+    tuple of int
+        ``image_shape`` as ints.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``num_classes`` or ``image_shape`` and what is wrong.
+    """
+    if isinstance(num_classes, bool) or int(num_classes) != num_classes or num_classes < 2:
+        raise InvalidArgumentError(f"num_classes: must be an integer of at least 2, got {num_classes!r}")
+    shape = tuple(int(s) for s in image_shape)
+    if len(shape) != 3 or shape[1] % 16 or shape[2] % 16 or shape[1] < 16 or shape[2] < 16:
+        raise InvalidArgumentError(
+            f"image_shape: expected (channels, height, width) with sides that are multiples of 16, got "
+            f"{tuple(image_shape)}"
+        )
+    return shape  # type: ignore[return-value]
+
+
 class AttributeCNN(nn.Module):
     """Four stride-2 convolution blocks and a linear read-out of *what* and *where*.
 
@@ -49,14 +80,7 @@ class AttributeCNN(nn.Module):
 
     def __init__(self, num_classes: int, image_shape: tuple[int, ...] = (3, IMAGE_SIZE, IMAGE_SIZE)) -> None:
         super().__init__()
-        if isinstance(num_classes, bool) or int(num_classes) != num_classes or num_classes < 2:
-            raise InvalidArgumentError(f"num_classes: must be an integer of at least 2, got {num_classes!r}")
-        shape = tuple(int(s) for s in image_shape)
-        if len(shape) != 3 or shape[1] % 16 or shape[2] % 16 or shape[1] < 16 or shape[2] < 16:
-            raise InvalidArgumentError(
-                f"image_shape: expected (channels, height, width) with sides that are "
-                f"multiples of 16, got {tuple(image_shape)}"
-            )
+        shape = checked_classes_and_shape(num_classes, image_shape)
         self.num_classes = int(num_classes)
         layers: list[nn.Module] = []
         channels = (shape[0], *CHANNELS[1:])
@@ -71,4 +95,4 @@ class AttributeCNN(nn.Module):
         return self.classifier(torch.cat([maps.flatten(1), maps.amax(dim=(2, 3))], dim=1))
 
 
-__all__ = ["AttributeCNN", "IMAGE_SIZE"]
+__all__ = ["AttributeCNN", "IMAGE_SIZE", "checked_classes_and_shape"]

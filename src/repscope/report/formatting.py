@@ -1,6 +1,8 @@
 """Text of numbers in reports: metrics, table cells and p-values (no HTML here).
 
-:func:`format_number` writes floats with a few significant digits; :func:`format_p_value` writes
+:func:`format_number` writes floats with a few significant digits (scientific notation below 1e-3
+and from 1e6 on, so a small value never reads 0); :func:`readable_label` turns a raw key into a
+column label; :func:`format_p_value` writes
 p-values so that they never read as zero and a permutation p-value at its floor reads
 ``<= 1/(B+1)``; the private helpers match p-value names, permutation counts and baselines for
 :class:`repscope.report.Report`.
@@ -22,11 +24,23 @@ MAX_SEQUENCE_ITEMS = 20
 
 
 def format_number(value: Any, digits: int = 4) -> str:
-    """A number as text with ``digits`` significant digits for floats.
+    """A number as text that keeps ``digits`` significant digits.
 
-    Integers are written whole; floats use ``digits`` significant digits without trailing zeros,
-    in plain notation from 1e-4 up to 1e6 (``12345.678`` -> ``12346``) and in scientific
-    notation outside it. NaN and infinities are written ``NaN``, ``inf``, ``-inf``.
+    Parameters
+    ----------
+    value
+        An int, a float or a numpy scalar; anything else is returned as ``str(value)``.
+    digits
+        Significant digits of a float.
+
+    Returns
+    -------
+    str
+        Integers whole (``12345678``). Floats with ``digits`` significant digits and no trailing
+        zeros: in plain notation for magnitudes from 1e-3 up to 1e6 (``0.001234``, ``12345.678`` ->
+        ``12346``), in scientific notation below 1e-3 and from 1e6 on, with a short exponent
+        (``1.5e-7``, ``3.2e9``), so a small value never reads ``0``. An exact zero is ``0``; NaN and
+        infinities are ``NaN``, ``inf``, ``-inf``.
     """
     if isinstance(value, np.generic):
         value = value.item()
@@ -34,6 +48,8 @@ def format_number(value: Any, digits: int = 4) -> str:
         return str(value)
     if isinstance(value, int):
         return str(value)
+    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
+        raise InvalidArgumentError(f"digits: expected a positive integer, got {digits!r}")
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
@@ -41,12 +57,26 @@ def format_number(value: Any, digits: int = 4) -> str:
     if value == 0:
         return "0"
     magnitude = abs(value)
-    if 1e-4 <= magnitude < 1e6 and math.floor(math.log10(magnitude)) >= digits:
+    if not PLAIN_FROM <= magnitude < PLAIN_BELOW:
+        return _scientific(value, digits)
+    if math.floor(math.log10(magnitude)) >= digits:
         return f"{value:.0f}"  # more integer digits than significant ones: round to a whole number
     text = f"{value:.{digits}g}"
-    if "e" in text and 1e-4 <= magnitude < 1e6:
-        text = f"{value:.{digits - 1 - math.floor(math.log10(magnitude))}f}"
+    if "e" in text:  # rounding carried into the next power of ten (9999.7 -> 1e+04)
+        text = f"{value:.{max(0, digits - 1 - math.floor(math.log10(magnitude)))}f}"
     return text
+
+
+# plain notation for magnitudes in [PLAIN_FROM, PLAIN_BELOW), scientific outside
+PLAIN_FROM = 1e-3
+PLAIN_BELOW = 1e6
+
+
+def _scientific(value: float, digits: int) -> str:
+    mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
+    if "." in mantissa:
+        mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"{mantissa}e{int(exponent)}"
 
 
 QUICK_RUN_TEXT = "Quick run: shrunk to minutes on 2 CPU cores; numbers are not the paper's setting."
@@ -95,6 +125,86 @@ def _plain_or_scientific(p: float, digits: int) -> str:
         return format_number(p, 3)
     mantissa, exponent = f"{p:.{max(1, digits) - 1}e}".split("e")
     return f"{mantissa}e{int(exponent)}"
+
+
+# words written upper-case in a readable label (the metrics and models of the five papers)
+ACRONYMS = frozenset(
+    "ae am auc bvae cg cnn cka dbi dci elbo fid gan irs jsd kl lda loo mi mig mlp mmd mmvae mopoe mse mvae pca "
+    "rmse sap svm uc vae".split()
+)
+# keys whose readable form is not the key with spaces; callers add their own through ``labels``
+LABELS: dict[str, str] = {
+    "p": "p",
+    "p_value": "p-value",
+    "pvalue": "p-value",
+    "n": "n",
+    "tsne": "t-SNE",
+    "std": "std",
+    "knn": "kNN",
+    "lenet5": "LeNet-5",
+    "n_train": "training examples",
+    "n_val": "validation examples",
+    "n_test": "test examples",
+}
+
+
+def readable_label(key: Any) -> str:
+    """A readable label for a raw key such as a JSON metric name or a table column.
+
+    Parameters
+    ----------
+    key
+        The key; a tuple (a column of a MultiIndex) is joined with `` / ``.
+
+    Returns
+    -------
+    str
+        :data:`LABELS` ``[key]`` where the key is listed there; otherwise the key with ``_`` and ``-``
+        as spaces and ``.`` (a nested metric) as `` / ``, each word that is in :data:`ACRONYMS`
+        upper-case, a ``p_value`` word as ``p-value``: ``dci_disentanglement`` -> ``DCI disentanglement``,
+        ``text_to_image_strict`` -> ``text to image strict``, ``mig.mean`` -> ``MIG / mean``.
+    """
+    if isinstance(key, tuple):
+        return " / ".join(readable_label(part) for part in key)
+    text = str(key)
+    if text in LABELS:
+        return LABELS[text]
+    if "." in text:
+        return " / ".join(readable_label(part) for part in text.split("."))
+    text = re.sub(r"(?i)(?<![a-z0-9])p_?value(?![a-z0-9])", "p-value", text)
+    words = [word for word in re.split(r"[_\s]+", text) if word]
+    shown = []
+    for word in words:
+        parts = word.split("-")
+        shown.append("-".join(part.upper() if part.lower() in ACRONYMS else part for part in parts))
+    return " ".join(shown) if shown else text
+
+
+def resolve_label(key: Any, labels: Mapping[Any, str] | bool | None) -> str:
+    """The label shown for ``key``: ``labels[key]`` from a mapping (else :func:`readable_label`),
+    :func:`readable_label` for ``True``, the raw key for ``None`` or ``False``.
+
+    Parameters
+    ----------
+    key
+        A column name, an index name or a metric name.
+    labels
+        A mapping key -> label, ``True`` or ``None``/``False``.
+
+    Returns
+    -------
+    str
+        The label text (not escaped).
+    """
+    if labels is None or labels is False:
+        return " / ".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
+    if isinstance(labels, Mapping):
+        if key in labels:
+            return str(labels[key])
+        return readable_label(key)
+    if labels is True:
+        return readable_label(key)
+    raise InvalidArgumentError(f"labels: expected a mapping key -> label, True or None, got {type(labels).__name__}")
 
 
 def flatten_metrics(metrics: Mapping[str, Any], separator: str = ".") -> dict[str, Any]:

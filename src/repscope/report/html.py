@@ -3,7 +3,11 @@
 The page needs nothing but itself: the style sheet is inline, figures are embedded as base64 PNG
 ``data:`` URIs, and there is no script. Every piece of text a caller passes (titles, paragraphs,
 metric names, table cells, captions, code) is HTML-escaped, so a value read from a data file can
-never inject markup.
+never inject markup. Prose (headings, paragraphs, captions, warnings) often comes from docstrings:
+its reStructuredText inline markup is turned into HTML (:func:`inline_html`), so the page never
+shows raw double backticks or ``:func:`` roles. Wide tables get a smaller font, headers that break
+inside long keys and the whole page width, so that every column shows without scrolling sideways
+(``repscope report check`` verifies it in a browser).
 """
 
 from __future__ import annotations
@@ -40,6 +44,8 @@ from repscope.report.formatting import (  # noqa: F401  (format_value and MAX_SE
     format_p_value,
     format_value,
     is_p_value_name,
+    readable_label,
+    resolve_label,
 )
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
@@ -56,14 +62,29 @@ h2 { font-size: 1.35rem; margin-top: 2.2rem; border-bottom: 1px solid #d0d7de; p
 h3 { font-size: 1.1rem; margin-top: 1.6rem; }
 nav ol { margin: 0 0 1.5rem; padding-left: 1.4rem; color: #57606a; }
 nav a { color: #0b5cad; text-decoration: none; }
-table { border-collapse: collapse; margin: .5rem 0 1.2rem; font-size: .88rem; }
+table { border-collapse: collapse; margin: .5rem 0 1.2rem; font-size: .88rem; max-width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: .25rem .6rem; text-align: left; vertical-align: top; }
+th, td { overflow-wrap: break-word; }
 thead th { background: #f3f5f7; }
 tbody tr:nth-child(even) { background: #fafbfc; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
-.table-wrap { overflow-x: auto; }
-caption, figcaption, .note { color: #57606a; font-size: .85rem; }
+td.num { white-space: nowrap; overflow-wrap: normal; }
+td.long { overflow-wrap: anywhere; }  /* a token too long for any column (a path, a decoded caption) */
+.table-wrap { overflow-x: auto; max-width: 100%; }
+/* a table of many columns: smaller type, and the whole window's width rather than the text column's */
+.table-wrap.wide { width: calc(100vw - 2rem); max-width: none; position: relative; left: calc(50% - 50vw + 1rem); }
+table.wide { font-size: .76rem; }
+table.wide th, table.wide td { padding: .2rem .35rem; }
+table.wider { font-size: .64rem; }
+table.wider th, table.wider td { padding: .12rem .2rem; }
+table.widest { font-size: .56rem; }
+table.widest th, table.widest td { padding: .1rem .15rem; }
+caption, figcaption, .note { color: #57606a; font-size: .85rem; overflow-wrap: break-word; }
 caption { caption-side: bottom; text-align: left; padding-top: .3rem; }
+.wide caption { font-size: .85rem; }
+code { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: .92em;
+       background: #f3f5f7; border-radius: 3px; padding: 0 .2em; overflow-wrap: anywhere; }
+pre code { background: none; padding: 0; }
 figure { margin: 1rem 0 1.6rem; }
 figure img { max-width: 100%; height: auto; display: block; }
 pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; padding: .7rem .9rem;
@@ -71,6 +92,8 @@ pre { background: #f6f8fa; border: 1px solid #d0d7de; border-radius: 4px; paddin
 .banner, .warning { border-radius: 4px; padding: .6rem .9rem; margin: 0 0 1rem; }
 .banner { background: #fff8c5; border: 1px solid #d4a72c; }
 .warning { background: #ffebe9; border: 1px solid #cf222e; }
+.warnings ul { margin: .3rem 0 0; padding-left: 1.3rem; }
+.warnings a { color: #82071e; }
 td.below-baseline { background: #ffebe9; font-weight: 600; }
 footer { margin-top: 3rem; border-top: 1px solid #d0d7de; padding-top: .6rem; color: #57606a;
          font-size: .8rem; }
@@ -80,12 +103,96 @@ footer { margin-top: 3rem; border-top: 1px solid #d0d7de; padding-top: .6rem; co
   figure, table, pre { break-inside: avoid; page-break-inside: avoid; }
   h2, h3 { break-after: avoid; page-break-after: avoid; }
   .table-wrap { overflow: visible; }
+  .table-wrap.wide { width: auto; left: 0; }
 }
 """.strip()
 
 
 def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
+
+
+# reStructuredText inline markup in prose taken from docstrings, in the order it is matched
+_RST_INLINE = re.compile(
+    r"``(?P<literal>.+?)``"  # ``x``
+    r"|:(?:[a-z]+:)?[a-z]+:`(?P<role>[^`]+)`"  # :func:`x`, :py:mod:`x`, :data:`~a.b`, :ref:`text <target>`
+    r"|`(?P<link>[^`<]+?)(?:\s*<[^`>]+>)?`__?"  # `text <https://...>`_
+    r"|(?<![\w`])`(?P<interpreted>[^`\s][^`]*?)`(?![\w`])"  # `x` (the default role)
+    r"|(?<![\w*])\*\*(?P<strong>\S(?:.*?\S)?)\*\*(?![\w*])"  # **x**
+    r"|(?<![\w*])\*(?P<em>[^\s*](?:[^*]*?[^\s*])?)\*(?![\w*])",  # *x*
+    re.DOTALL,
+)
+
+
+def _role_text(target: str) -> str:
+    """What Sphinx shows for a role's content: ``text`` of ``text <target>``, the last part of ``~a.b``."""
+    named = re.fullmatch(r"(.*?)\s*<[^<>]+>", target, re.DOTALL)
+    if named and named.group(1).strip():
+        return named.group(1).strip()
+    target = target.strip()
+    if target.startswith("~"):
+        return target[1:].rsplit(".", 1)[-1]
+    return target.lstrip("!")
+
+
+def inline_html(text: Any) -> str:
+    """Prose as HTML: escaped, with reStructuredText inline markup turned into tags.
+
+    Parameters
+    ----------
+    text
+        Text, often from a docstring; it is HTML-escaped, so it cannot inject markup.
+
+    Returns
+    -------
+    str
+        The escaped text in which an inline literal (``x`` between double backticks), a role such as
+        ``:func:`` or ``:mod:`` (``:func:`~a.b``` shows ``b``, ``:ref:`text <target>``` shows ``text``)
+        and the default role (single backticks) become ``<code>x</code>``, a hyperlink reference
+        becomes its text, ``**x**`` becomes ``<strong>x</strong>`` and ``*x*`` ``<em>x</em>``.
+    """
+    text = str(text)
+    out = []
+    last = 0
+    for match in _RST_INLINE.finditer(text):
+        out.append(_esc(text[last : match.start()]))
+        kind = match.lastgroup
+        inner = match.group(kind)
+        if kind == "literal":
+            out.append(f"<code>{_esc(inner)}</code>")
+        elif kind == "role":
+            out.append(f"<code>{_esc(_role_text(inner))}</code>")
+        elif kind == "interpreted":
+            out.append(f"<code>{_esc(inner)}</code>")
+        elif kind == "link":
+            out.append(_esc(inner.strip()))
+        elif kind == "strong":
+            out.append(f"<strong>{_esc(inner)}</strong>")
+        else:
+            out.append(f"<em>{_esc(inner)}</em>")
+        last = match.end()
+    out.append(_esc(text[last:]))
+    return "".join(out)
+
+
+def _breakable(text: str) -> str:
+    """Escaped header text that may break after ``_`` and ``.`` (the long raw keys of wide tables)."""
+    return re.sub(r"([_.])(?=[^_.])", r"\1<wbr>", _esc(text))
+
+
+# a cell holding a word longer than this may break inside it (td.long), so that it cannot widen its table
+LONG_TOKEN = 24
+
+
+def _has_long_token(text: str) -> bool:
+    return any(len(token) > LONG_TOKEN for token in str(text).split())
+
+
+# a table of more columns than this gets the .wide style (smaller type, the whole window's width)
+WIDE_COLUMNS = 7
+WIDER_COLUMNS = 12
+WIDEST_COLUMNS = 20
+_WIDTH_CLASSES = (("wide", WIDE_COLUMNS), ("wider", WIDER_COLUMNS), ("widest", WIDEST_COLUMNS))
 
 
 def _slug(text: str, taken: set[str]) -> str:
@@ -111,7 +218,7 @@ class Report:
         self.title = str(title)
         self.subtitle = None if subtitle is None else str(subtitle)
         self._quick: str | None = QUICK_RUN_TEXT if quick else None
-        self._warnings: list[str] = []
+        self._warnings: list[tuple[str, str | None]] = []  # (text, anchor of its box in the body or None)
         self._blocks: list[str] = []
         self._sections: list[tuple[str, str]] = []  # (anchor, text) of level-2 headings
         self._anchors: set[str] = set()
@@ -129,13 +236,36 @@ class Report:
         return self._quick is not None
 
     def add_warning(self, text: str) -> None:
-        """A warning shown at the top of the page, under the title (e.g. a result below a constant
-        baseline); warnings keep the order they were added in."""
-        self._warnings.append(str(text))
+        """A warning listed in the "Warnings" box at the top of the page, under the title (e.g. a
+        result below a constant baseline); warnings keep the order they were added in.
+
+        Parameters
+        ----------
+        text
+            The warning (prose: escaped, reStructuredText inline markup shown as HTML).
+        """
+        self._warnings.append((str(text), None))
+
+    def warning(self, text: str) -> None:
+        """A warning box at this place of the page (next to the number it concerns), also listed,
+        with a link to it, in the "Warnings" box at the top of the page.
+
+        Use it when a number in the report is meaningless, e.g. a judge classifier whose accuracy is
+        at chance makes the metric computed with it unreadable.
+
+        Parameters
+        ----------
+        text
+            The warning (prose: escaped, reStructuredText inline markup shown as HTML).
+        """
+        anchor = _slug(f"warning-{len(self._warnings) + 1}", self._anchors)
+        self._warnings.append((str(text), anchor))
+        self._blocks.append(f'<div class="warning" id="{anchor}" role="alert">Warning: {inline_html(text)}</div>')
 
     @property
     def warnings(self) -> list[str]:
-        return list(self._warnings)
+        """The warnings in the order they were added (:meth:`add_warning` and :meth:`warning`)."""
+        return [text for text, _ in self._warnings]
 
     # -- blocks -----------------------------------------------------------------------------
 
@@ -146,13 +276,17 @@ class Report:
         anchor = _slug(str(text), self._anchors)
         if level == 2:
             self._sections.append((anchor, str(text)))
-        self._blocks.append(f'<h{level} id="{anchor}">{_esc(text)}</h{level}>')
+        self._blocks.append(f'<h{level} id="{anchor}">{inline_html(text)}</h{level}>')
 
     def add_paragraph(self, text: str) -> None:
-        """A paragraph of plain text (escaped; blank lines start new paragraphs)."""
+        """Paragraphs of text (escaped; blank lines start new paragraphs).
+
+        Text from a docstring may hold reStructuredText inline markup (double backticks, ``:mod:``
+        roles, ``**bold**``): it is shown as HTML (:func:`inline_html`).
+        """
         for part in re.split(r"\n\s*\n", str(text)):
             if part.strip():
-                self._blocks.append(f"<p>{_esc(part.strip())}</p>")
+                self._blocks.append(f"<p>{inline_html(part.strip())}</p>")
 
     def add_metrics(
         self,
@@ -160,8 +294,13 @@ class Report:
         title: str | None = None,
         float_format: Callable[[float], str] | str | None = None,
         permutations: int | Mapping[str, int] | None = None,
+        labels: Mapping[str, str] | bool | None = None,
     ) -> None:
         """A two-column table of metrics; nested mappings are flattened to ``a.b`` names.
+
+        ``labels`` shows readable names instead of the raw keys: a mapping flattened name -> label
+        (names it lacks get :func:`readable_label`), ``True`` for :func:`readable_label` of every name,
+        ``None`` for the raw keys. A relabelled row keeps its raw key as its tooltip.
 
         Floats are written with 4 significant digits (:func:`format_number`) unless
         ``float_format`` says otherwise. p-values (names as :func:`is_p_value_name`) are written by
@@ -179,8 +318,10 @@ class Report:
             else:
                 text = format_value(value, fmt)
             numeric = isinstance(value, (int, float, np.number)) and not isinstance(value, bool)
-            cell_class = ' class="num"' if numeric else ""
-            rows.append(f'<tr><th scope="row">{_esc(name)}</th><td{cell_class}>{_esc(text)}</td></tr>')
+            cell_class = ' class="num"' if numeric else ' class="long"' if _has_long_token(text) else ""
+            label = resolve_label(name, labels)
+            tip = f' title="{_esc(name)}"' if label != name else ""
+            rows.append(f'<tr><th scope="row"{tip}>{_esc(label)}</th><td{cell_class}>{_esc(text)}</td></tr>')
         if title is not None:
             self.add_heading(title, level=3)
         body = "\n".join(rows) if rows else '<tr><td colspan="2" class="note">no metrics</td></tr>'
@@ -201,8 +342,13 @@ class Report:
         baseline: float | Mapping[str, float] | None = None,
         higher_is_better: bool = True,
         baseline_label: str = "constant baseline",
+        labels: Mapping[Any, str] | bool | None = None,
     ) -> None:
         """A pandas DataFrame as an HTML table.
+
+        A table of more than :data:`WIDE_COLUMNS` columns (index included) is set in smaller type
+        across the whole window, with headers that may break inside long keys, so that no column hides
+        behind a sideways scroll.
 
         Parameters
         ----------
@@ -231,6 +377,12 @@ class Report:
             Direction of the comparison with ``baseline`` (false for errors such as RMSE).
         baseline_label
             What the baseline is, for the caption and the warning.
+        labels
+            Readable headers instead of the raw keys: a mapping key -> label for column names, index
+            names and text index values (keys it lacks get :func:`readable_label`), ``True`` for
+            :func:`readable_label` of every one, ``None`` (default) for the raw keys. Index values
+            are relabelled only by a mapping that lists them. A relabelled header keeps its raw key
+            as its tooltip.
         """
         if not isinstance(df, pd.DataFrame):
             raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
@@ -245,17 +397,35 @@ class Report:
             pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) for dtype in df.dtypes
         ]
 
-        def column_name(column: Any) -> str:
-            if isinstance(column, tuple):
-                return " / ".join(str(part) for part in column)
-            return str(column)
+        if labels is not None and not isinstance(labels, (Mapping, bool)):
+            raise InvalidArgumentError(
+                f"labels: expected a mapping key -> label, True or None, got {type(labels).__name__}"
+            )
+
+        # in a wide table a raw key such as horizontal_gradient_row_std may break after each "_"
+        shown_text = _breakable if 1 + len(df.columns) > WIDE_COLUMNS else _esc
+
+        def header_cell(key: Any, attrs: str = "") -> str:
+            raw = " / ".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
+            label = resolve_label(key, labels)
+            tip = f' title="{_esc(raw)}"' if label != raw else ""
+            return f"<th{attrs}{tip}>{shown_text(label)}</th>"
+
+        def row_label(value: Any) -> str:
+            if isinstance(labels, Mapping) and isinstance(value, str) and value in labels:
+                return f'<th scope="row" title="{_esc(value)}">{_esc(str(labels[value]))}</th>'
+            if labels is True and isinstance(value, str):
+                label = readable_label(value)
+                tip = f' title="{_esc(value)}"' if label != value else ""
+                return f'<th scope="row"{tip}>{_esc(label)}</th>'
+            return f'<th scope="row">{_esc(format_value(value, fmt))}</th>'
 
         header = []
         if show_index:
-            index_name = " / ".join(str(n) for n in df.index.names if n is not None)
-            header.append(f"<th>{_esc(index_name)}</th>")
+            names = [n for n in df.index.names if n is not None]
+            header.append(header_cell(tuple(names) if len(names) > 1 else (names[0] if names else "")))
         for column, numeric in zip(df.columns, numeric_columns):
-            header.append(f"<th{_NUM if numeric else ''}>{_esc(column_name(column))}</th>")
+            header.append(header_cell(column, _NUM if numeric else ""))
 
         p_columns = [is_p_value_name(column) for column in df.columns]
         baselines = _column_baselines(df.columns, numeric_columns, p_columns, baseline)
@@ -268,7 +438,7 @@ class Report:
         for position, (index_value, row) in enumerate(zip(shown.index, shown.itertuples(index=False, name=None))):
             cells = []
             if show_index:
-                cells.append(f'<th scope="row">{_esc(format_value(index_value, fmt))}</th>')
+                cells.append(row_label(index_value))
             for column, value, numeric, is_p in zip(df.columns, row, numeric_columns, p_columns):
                 # a missing value in a text column reads better blank than "NaN"
                 missing = value is None or (not numeric and isinstance(value, float) and math.isnan(value))
@@ -278,7 +448,7 @@ class Report:
                     text = format_p_value(value, _table_permutations(column, permutations, row_permutations, position))
                 else:
                     text = format_value(value, fmt)
-                classes = ["num"] if numeric else []
+                classes = ["num"] if numeric else ["long"] if _has_long_token(text) else []
                 limit = baselines.get(column)
                 if limit is not None and _is_number(value):
                     compared += 1
@@ -300,7 +470,7 @@ class Report:
             self.add_heading(title, level=3)
         notes = []
         if caption is not None:
-            notes.append(_esc(caption))
+            notes.append(inline_html(caption))
         if len(shown) < len(df):
             notes.append(f"Showing the first {len(shown):,} of {len(df):,} rows.")
         if baselines:
@@ -312,8 +482,11 @@ class Report:
                     f"{title or 'A table'}: {worse} of {compared} values {side} the {baseline_label} ({described})."
                 )
         caption_html = f"<caption>{' '.join(notes)}</caption>\n" if notes else ""
+        width = len(header)
+        wide = "".join(f" {name}" for name, limit in _WIDTH_CLASSES if width > limit)
+        wrap = "table-wrap wide" if wide else "table-wrap"
         self._blocks.append(
-            '<div class="table-wrap"><table class="data">\n'
+            f'<div class="{wrap}"><table class="data{wide}">\n'
             f"{caption_html}<thead><tr>{''.join(header)}</tr></thead>\n"
             "<tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
         )
@@ -335,7 +508,7 @@ class Report:
         if alt is None:
             alt = caption if caption is not None else f"Figure {self._figure_count}"
         encoded = base64.b64encode(data).decode("ascii")
-        caption_html = f"\n<figcaption>{_esc(caption)}</figcaption>" if caption is not None else ""
+        caption_html = f"\n<figcaption>{inline_html(caption)}</figcaption>" if caption is not None else ""
         self._blocks.append(
             f'<figure><img src="data:image/png;base64,{encoded}" alt="{_esc(alt)}">{caption_html}</figure>'
         )
@@ -415,10 +588,18 @@ class Report:
         parts.append("</header>")
         if self._quick is not None:
             parts.append(f'<div class="banner" role="note"><strong>{_esc(self._quick)}</strong></div>')
-        for warning in self._warnings:
-            parts.append(f'<div class="warning" role="alert">Warning: {_esc(warning)}</div>')
+        if self._warnings:
+            items = []
+            for text, anchor in self._warnings:
+                where = f' <a href="#{anchor}">(in the report)</a>' if anchor is not None else ""
+                items.append(f"<li>Warning: {inline_html(text)}{where}</li>")
+            count = len(self._warnings)
+            parts.append(
+                '<section class="warning warnings" role="alert" aria-label="Warnings">'
+                f"<strong>Warnings ({count})</strong><ul>{''.join(items)}</ul></section>"
+            )
         if len(self._sections) >= 3:
-            links = "".join(f'<li><a href="#{anchor}">{_esc(text)}</a></li>' for anchor, text in self._sections)
+            links = "".join(f'<li><a href="#{anchor}">{inline_html(text)}</a></li>' for anchor, text in self._sections)
             parts.append(f'<nav aria-label="Contents"><ol>{links}</ol></nav>')
         parts.append("<main>")
         parts.extend(self._blocks)
@@ -441,6 +622,8 @@ __all__ = [
     "format_number",
     "format_p_value",
     "format_value",
+    "inline_html",
     "is_p_value_name",
+    "readable_label",
     "PNG_SIGNATURE",
 ]

@@ -25,6 +25,116 @@ from repscope.report.morpho_figures import traversal_grid
 RECON_PREFIX = "val_recon_"
 KL_PREFIX = "val_kl_"
 
+# the evaluation's settings among the numbers of its metrics.json: shown apart from the results
+SETTING_KEYS = (
+    "level",
+    "n",
+    "seed",
+    "training_seed",
+    "k",
+    "n_analysis",
+    "batch_size",
+    "batch_size_log_likelihood",
+    "joint_traversal_steps",
+    "seconds",
+)
+DIRECTION_LABELS = {
+    "text_to_image": "Text \u2192 image",
+    "image_to_text": "Image \u2192 text",
+    "joint": "Joint",
+    "joint_traversal": "Joint (traversals)",
+}
+SCORE_LABELS = {"strict": "Strict (%)", "features": "Features (right attributes)", "letters": "Letters (%)"}
+SETTING_LABELS = {
+    "level": "CdSprites+ level",
+    "n": "test samples per direction",
+    "seed": "seed",
+    "training_seed": "training seed",
+    "k": "importance samples K",
+    "n_analysis": "samples analysed (log-likelihood, probes, t-SNE)",
+    "batch_size": "batch size",
+    "batch_size_log_likelihood": "batch size (log-likelihood)",
+    "joint_traversal_steps": "traversal steps",
+    "seconds": "seconds",
+}
+
+
+TABLE_COLUMN_LABELS = {
+    "strict_percent": "Strict (%)",
+    "features": "Features",
+    "letters_percent": "Letters (%)",
+    "mean_nats": "mean (nats)",
+    "std_nats": "std (nats)",
+    "sem_nats": "standard error (nats)",
+    "n_train": "fitted on",
+    "n_test": "tested on",
+}
+
+
+def readable_columns(table: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with readable column names for the page (the CSV files keep theirs):
+    :data:`TABLE_COLUMN_LABELS`, and ``<attribute>_percent`` -> ``<attribute> (%)``.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        A table of the evaluation (coherency, log-likelihood, linear probes).
+
+    Returns
+    -------
+    pandas.DataFrame
+        A renamed copy.
+    """
+
+    def label(column: Any) -> Any:
+        name = str(column)
+        if name in TABLE_COLUMN_LABELS:
+            return TABLE_COLUMN_LABELS[name]
+        if name.endswith("_percent"):
+            return f"{name[: -len('_percent')].replace('_', ' ')} (%)"
+        return column
+
+    return table.rename(columns=label)
+
+
+def headline_label(key: str) -> str:
+    """A readable label of one of the evaluation's metric names (``metrics.json`` keys).
+
+    ``<direction>_<score>[_toolkit]`` -> ``Text \u2192 image coherency, Strict (%)`` (``, toolkit's rules``);
+    ``log_likelihood_<estimate>`` -> ``Log-likelihood, <estimate> (nats per example)``;
+    ``linear_<attribute>[_<modality>|_chance]`` -> ``Linear probe accuracy, <attribute> (joint posterior)``
+    (``(posterior of <modality>)``, ``(chance)``); a setting's own label (:data:`SETTING_LABELS`); any
+    other key with its underscores as spaces.
+
+    Parameters
+    ----------
+    key : str
+        The metric's name.
+
+    Returns
+    -------
+    str
+        The label.
+    """
+    toolkit = key.endswith("_toolkit")
+    core = key[: -len("_toolkit")] if toolkit else key
+    for direction, label in sorted(DIRECTION_LABELS.items(), key=lambda item: -len(item[0])):
+        for score, score_label in SCORE_LABELS.items():
+            if core == f"{direction}_{score}":
+                return f"{label} coherency, {score_label}" + (", toolkit's rules" if toolkit else "")
+    if key.startswith("log_likelihood_"):
+        return f"Log-likelihood, {key[len('log_likelihood_') :].replace('_', ' ')} (nats per example)"
+    if key.startswith("linear_"):
+        parts = key[len("linear_") :].split("_", 1)
+        attribute, rest = parts[0], (parts[1] if len(parts) > 1 else "")
+        if rest == "chance":
+            return f"Linear probe chance, {attribute}"
+        where = f"posterior of {rest.replace('_', ' ')}" if rest else "joint posterior"
+        return f"Linear probe accuracy, {attribute} ({where})"
+    if key in SETTING_LABELS:
+        return SETTING_LABELS[key]
+    return key.replace("_", " ")
+
 
 def loss_term_columns(curves: pd.DataFrame) -> dict[str, dict[str, str]]:
     """The per-modality columns of a run's ``training_curves.csv``: ``{"reconstruction": {modality:
@@ -134,7 +244,9 @@ def tsne_figure(
     return fig
 
 
-def traversal_figure(images: Any, values: Sequence[float], dims: Sequence[int] | None = None) -> Figure:
+def traversal_figure(
+    images: Any, values: Sequence[float], dims: Sequence[int] | None = None, model: str | None = None
+) -> Figure:
     """Latent traversals as an image grid: one row per latent dimension, one column per value.
 
     Parameters
@@ -145,6 +257,8 @@ def traversal_figure(images: Any, values: Sequence[float], dims: Sequence[int] |
         The S values of the traversed dimension (column labels).
     dims : sequence of int, optional
         The R traversed dimensions (row labels ``z<d>``); default 0..R-1.
+    model : str, optional
+        The model's name (and level), named in the title above the grid.
 
     Returns
     -------
@@ -154,7 +268,14 @@ def traversal_figure(images: Any, values: Sequence[float], dims: Sequence[int] |
     if images.ndim != 5:
         raise InvalidArgumentError(f"images: expected shape (rows, values, H, W, C), got {images.shape}")
     dims = list(range(images.shape[0])) if dims is None else list(dims)
-    return traversal_grid(images, row_labels=[f"z{d}" for d in dims], col_labels=[f"{v:g}" for v in values])
+    # two short lines: a title wider than a small grid would be cut at the figure's edge
+    title = f"{model}: latent traversals" if model else "Latent traversals"
+    return traversal_grid(
+        images,
+        row_labels=[f"z{d}" for d in dims],
+        col_labels=[f"{v:g}" for v in values],
+        title=f"{title}\nrow z<d> varies latent d over the columns' values, the others fixed",
+    )
 
 
 def traversal_caption_table(
@@ -214,12 +335,14 @@ def evaluation_report(
     )
     for warning in warnings:
         report.add_warning(warning)
-    headline = {
-        key: value
-        for key, value in summary.items()
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and key != "seconds"
+    numbers = {
+        key: value for key, value in summary.items() if isinstance(value, (int, float)) and not isinstance(value, bool)
     }
+    headline = {headline_label(key): value for key, value in numbers.items() if key not in SETTING_KEYS}
     report.add_metrics(headline, title="Headline numbers")
+    settings = {headline_label(key): numbers[key] for key in SETTING_KEYS if key in numbers and key != "seconds"}
+    if settings:
+        report.add_metrics(settings, title="Settings")
 
     report.add_heading("Cross- and joint-coherency")
     report.add_paragraph(
@@ -230,7 +353,7 @@ def evaluation_report(
         "(Sejnova et al., Sec. 3.3)."
     )
     if "coherency" in tables:
-        report.add_table(tables["coherency"], title="Coherency")
+        report.add_table(readable_columns(tables["coherency"]), title="Coherency")
     _add_figure(report, figures, "text_to_image", "Text -> image: images generated from the test captions (titles)")
     _add_figure(report, figures, "image_to_text", "Image -> text: test images titled with the generated captions")
     _add_figure(report, figures, "joint_samples", "Joint: image and caption decoded from the same prior sample")
@@ -244,7 +367,7 @@ def evaluation_report(
             "Joint: every modality given and scored; a modality: given and scored alone. Captions are scored on "
             "their characters and the two spaces that end them."
         )
-        report.add_table(tables["log_likelihood"], title="Log-likelihood (nats per example)")
+        report.add_table(readable_columns(tables["log_likelihood"]), title="Log-likelihood (nats per example)")
     elif "log_likelihood" in notes:
         report.add_heading("Test log-likelihood")
         report.add_paragraph(notes["log_likelihood"])
@@ -267,7 +390,7 @@ def evaluation_report(
             "answering the commonest class of the fitted part. Posterior: the latents from every modality "
             "(joint) or from one alone."
         )
-        report.add_table(tables["linear_factorisation"], title="Linear probe accuracy", max_rows=None)
+        report.add_table(readable_columns(tables["linear_factorisation"]), title="Linear probe accuracy", max_rows=None)
     if "tsne" in figures:
         report.add_heading("t-SNE of the latents")
         report.add_figure(figures["tsne"], caption="t-SNE of the joint posterior means, coloured by each attribute")
@@ -293,7 +416,10 @@ def evaluation_report(
 
 
 __all__ = [
+    "SETTING_KEYS",
     "evaluation_report",
+    "headline_label",
+    "readable_columns",
     "loss_term_columns",
     "loss_terms_figure",
     "traversal_caption_table",

@@ -6,6 +6,7 @@ Drawn on :class:`matplotlib.figure.Figure` objects from :func:`repscope.report.f
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -279,6 +280,7 @@ def traversal_grid(
     row_labels: Sequence[str] | None = None,
     col_labels: Sequence[str] | None = None,
     cell_inches: float = 0.7,
+    title: str | None = None,
 ) -> Figure:
     """Latent traversals as an image grid (Castro et al., Fig. 7): one row per traversal.
 
@@ -294,6 +296,9 @@ def traversal_grid(
         One label per column (e.g. the code value), above the first row.
     cell_inches
         Size of one cell in inches.
+    title
+        Above the grid: which model and which latent the grid traverses (a bare grid of images does not
+        say).
 
     Returns
     -------
@@ -320,6 +325,11 @@ def traversal_grid(
     if col_labels is not None:
         for ax, label in zip(fig.axes[:cols], col_labels):
             ax.set_title(str(label), fontsize=7, pad=2)
+    if title:
+        # wrapped to the figure's width (about 13 characters an inch at 9 pt): a longer line is cut off
+        width = max(int(fig.get_figwidth() * 13), 20)
+        lines = [wrapped for line in title.splitlines() for wrapped in textwrap.wrap(line, width) or [""]]
+        fig.suptitle("\n".join(lines), fontsize=9)
     return fig
 
 

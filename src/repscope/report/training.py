@@ -78,7 +78,7 @@ def training_report(
                 f"{name} {score:.4g} is no better than always predicting the commonest class / "
                 f"the mean ({value:.4g}): the model has not learnt the target."
             )
-    report.add_metrics(headline, title="Test metrics")
+    report.add_metrics(headline, title="Test metrics", labels=True)
     if len(curves) and "epoch" in curves:
         report.add_figure(_curves_figure(curves), caption="Losses and validation metrics per epoch")
     if images_in_and_out and "test" in dataset.splits and "image" in dataset.fields and len(dataset.split("test")):

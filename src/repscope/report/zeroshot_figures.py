@@ -13,6 +13,7 @@ from sklearn.manifold import TSNE, Isomap
 
 from repscope.data.softlabels import SoftLabels
 from repscope.metrics.zeroshot import amalgam_histograms
+from repscope.progress import progress_bar
 from repscope.report.figures import new_figure
 
 PANEL = 1.25  # inches per panel
@@ -54,18 +55,24 @@ def projection_grid(
     # clusters are tighter (the paper's reading of Fig. 2); t-SNE's distances are not comparable
     shared = method == "isomap"
     axes = fig.subplots(len(labels), classes, squeeze=False, sharex=shared, sharey=shared)
-    for row, label in enumerate(labels):
-        for i, points in enumerate(soft_labels[label].loo):
-            ax = axes[row, i]
-            ax.set_xticks([])
-            ax.set_yticks([])
-            sample = _draw(points, limit, seed + i)
-            if len(sample) >= 4:
-                ax.scatter(*_project(sample, method, seed).T, s=2, alpha=0.6, color=f"C{row}")
-            if row == 0:
-                ax.set_title(soft_labels[label].class_names[i], fontsize=7)
-            if i == 0:
-                ax.set_ylabel(label, fontsize=8)
+    panels = sum(len(soft_labels[label].loo) for label in labels)
+    name = "Isomap" if method == "isomap" else "t-SNE"
+    with progress_bar(f"{name} projections of the unknown classes' soft-labels (panels)", total=panels) as update:
+        done = 0
+        for row, label in enumerate(labels):
+            for i, points in enumerate(soft_labels[label].loo):
+                ax = axes[row, i]
+                ax.set_xticks([])
+                ax.set_yticks([])
+                sample = _draw(points, limit, seed + i)
+                if len(sample) >= 4:
+                    ax.scatter(*_project(sample, method, seed).T, s=2, alpha=0.6, color=f"C{row}")
+                if row == 0:
+                    ax.set_title(soft_labels[label].class_names[i], fontsize=7)
+                if i == 0:
+                    ax.set_ylabel(label, fontsize=8)
+                done += 1
+                update(done)
     fig.suptitle(f"{'Isomap' if method == 'isomap' else 't-SNE'} of the unknown classes' soft-labels", fontsize=9)
     return fig
 
@@ -102,11 +109,13 @@ def amalgam_histogram_grid(soft_labels: Mapping[str, SoftLabels], difference: bo
     """
     labels = list(soft_labels)
     classes = max(s.num_classes for s in soft_labels.values())
-    fig = new_figure(PANEL * classes + 0.8, PANEL * len(labels) + 0.8)
+    # room under the bottom row for the known classes' names, written upright
+    longest = max(len(name) for s in soft_labels.values() for name in s.class_names)
+    fig = new_figure(PANEL * classes + 0.8, PANEL * len(labels) + 1.0 + 0.055 * longest)
     axes = fig.subplots(len(labels), classes, squeeze=False, sharey="row")
     for row, label in enumerate(labels):
         data = soft_labels[label]
-        h_prime, h = amalgam_histograms(data.loo, data.full)
+        h_prime, h = amalgam_histograms(data.loo, data.full, data.kind)
         counts = np.array([len(e) for e in data.loo], dtype=np.float64)[:, None]
         h_prime, h = h_prime / counts, h / counts
         for i in range(data.num_classes):
@@ -117,15 +126,21 @@ def amalgam_histogram_grid(soft_labels: Mapping[str, SoftLabels], difference: bo
             else:
                 ax.bar(known - 0.2, h_prime[i], width=0.4, color="0.6", label="h' (full model)")
                 ax.bar(known + 0.2, h[i], width=0.4, color=f"C{row}", label="h (without the class)")
-            ax.set_xticks([])
-            ax.tick_params(labelsize=6)
+            # the bars are the known classes of the model without class i, in base order (i left out)
+            if row == len(labels) - 1:
+                ax.set_xticks(known)
+                ax.set_xticklabels([n for k, n in enumerate(data.class_names) if k != i], rotation=90, fontsize=5)
+            else:
+                ax.set_xticks([])
+            ax.tick_params(axis="y", labelsize=6)
             if row == 0:
-                ax.set_title(data.class_names[i], fontsize=7)
+                ax.set_title(f"without {data.class_names[i]}", fontsize=7)
             if i == 0:
                 ax.set_ylabel(label, fontsize=8)
+    fig.supxlabel("known classes (each column: the model trained without the class above it)", fontsize=7)
     if not difference:
         handles, names = axes[0, 0].get_legend_handles_labels()
-        fig.legend(handles, names, fontsize=7, loc="outside lower center", ncols=2)
+        fig.legend(handles, names, fontsize=7, loc="outside upper right", ncols=2)
     what = "|h' - h| per known class (Fig. 6)" if difference else "h' (grey, full model) and h (without the class)"
     fig.suptitle(f"Amalgam histograms per image: {what}", fontsize=9)
     return fig

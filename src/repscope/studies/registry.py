@@ -4,7 +4,9 @@ is one module (config schema, run function, quick variant) plus one line here; t
 command of this module with one builder (:func:`repscope.cli.studies.config_command`).
 
 Every command runs as ``repscope [<area>] <name> [CONFIG] [--quick] [--out DIR] [--overwrite] [--resume]
-[--set key=value ...] [--print-config]`` plus the Lightning flags where it trains: CONFIG defaults to the
+[--set key=value ...] [--print-config]`` plus the Lightning flags where it trains: CONFIG (a YAML file, or a
+shipped config's name: ``repscope configs`` lists them, :func:`config_takers` says which command takes which;
+``--set`` and the config keys given as options win over ``--quick``) defaults to the
 shipped config of the paper's setting (``shipped``), else to the schema's defaults, unless the command
 needs one (``config_required``); ``--quick`` shrinks it with the module's ``quick(config)``; the run
 function writes a run directory whose ``metrics.json`` holds the headline numbers by name. ``arguments``
@@ -75,7 +77,7 @@ class CommandEntry:
     arguments: tuple[CommandArgument, ...] = ()
     trains: bool = True  # takes the Lightning flags, written under ``trainer_key`` of its config
     trainer_key: str = "training.trainer"
-    max_epochs: bool = False  # also takes --max-epochs (into ``<trainer_key>.max_epochs``)
+    max_epochs: bool = False  # also takes --epochs (into ``<trainer_key>.max_epochs``)
     # takes --resume: its run function continues an output (``run(..., resume=True)``)
     resumable: bool = False
     config_required: bool = False  # CONFIG is a required argument
@@ -118,9 +120,10 @@ class CommandEntry:
         values: Mapping[str, Any] | None = None,
         quick: bool = False,
     ) -> tuple[Any, str]:
-        """The command's config: ``path`` (default: the shipped config, else the schema's defaults), the
-        ``--set`` ``overrides``, then the command-line ``values`` (config keys; None values are left out),
-        validated against the schema and shrunk by ``quick``.
+        """The command's config: ``path`` (a file, or a shipped config's name; default: the shipped config,
+        else the schema's defaults), the ``--set`` ``overrides``, then the command-line ``values`` (config
+        keys; None values are left out), validated against the schema and shrunk by ``quick``; the
+        overrides and values are then set again, so that they win over what ``quick`` chose.
 
         Returns
         -------
@@ -136,6 +139,8 @@ class CommandEntry:
         from repscope.config import (  # noqa: PLC0415
             apply_overrides,
             read_yaml_mapping,
+            reapply_after_quick,
+            resolve_config_path,
             shipped_config_path,
             validate_config,
         )
@@ -143,12 +148,18 @@ class CommandEntry:
         overrides = list(overrides)
         given = {key: value for key, value in (values or {}).items() if value is not None}
         if self.loader:
+            # the loader shrinks by quick itself (and sets the overrides again after it)
             loader = getattr(importlib.import_module(self.module), self.loader)
             return loader(path, overrides, given, quick)
         if path is None and self.config_required:
-            raise InvalidArgumentError(f"{' '.join(self.words)}: CONFIG missing; name the config (YAML) to run")
+            raise InvalidArgumentError(
+                f"{' '.join(self.words)}: CONFIG missing; name the config (YAML) to run, or a shipped config's name "
+                "(repscope configs lists them)"
+            )
         schema, _, shrink = self.load()
-        if path is None and self.shipped:
+        if path is not None:
+            path = resolve_config_path(path)
+        elif self.shipped:
             path = shipped_config_path(self.shipped)
         data = read_yaml_mapping(path) if path is not None else {}
         source = f"config {path}" if path is not None else " ".join(self.words)
@@ -158,7 +169,8 @@ class CommandEntry:
         data.update(given)
         config = validate_config(data, schema, source)
         if quick and shrink is not None:
-            config = shrink(config)
+            # --set and the config keys given as options win over what --quick chose
+            config = reapply_after_quick(shrink(config), overrides, given, source)
         return config, source
 
     def call_run(self, config: Any, out: Path | None = None, **offered: Any) -> Any:
@@ -199,6 +211,8 @@ STUDIES: tuple[CommandEntry, ...] = (
         "DisentangleStudyConfig",
         "run_disentangle_study",
         "Disentanglement VAEs on dSprites scored on IRS, UC and CG (rho 1, 2), MIG, DCI, SAP: the CANDLE Table 2.",
+        resumable=True,
+        option_help={"resume": "continue the study in --out: models trained and scored there are kept"},
     ),
     CommandEntry(
         "candle",
@@ -207,6 +221,8 @@ STUDIES: tuple[CommandEntry, ...] = (
         "CandleStudyConfig",
         "run_candle_study",
         "The disentanglement study on CANDLE's confounded subset (renders it first): IRS, UC, CG (Table 2).",
+        resumable=True,
+        option_help={"resume": "continue the study in --out: the render, and the models trained and scored there"},
     ),
     CommandEntry(
         "morpho",
@@ -216,6 +232,7 @@ STUDIES: tuple[CommandEntry, ...] = (
         "run_diversity",
         "Sample diversity: train generators, compare their samples' morphometrics with the test digits by MMD.",
         shipped="morpho-diversity",
+        resumable=True,
     ),
     CommandEntry(
         "morpho",
@@ -225,6 +242,7 @@ STUDIES: tuple[CommandEntry, ...] = (
         "run_disentangle",
         "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative.",
         shipped="morpho-disentangle",
+        resumable=True,
     ),
     CommandEntry(
         "morpho",
@@ -234,6 +252,7 @@ STUDIES: tuple[CommandEntry, ...] = (
         "run_supervised",
         "Supervised tasks: digit recognition, abnormality detection, thickness regression (Table 3).",
         shipped="morpho-supervised",
+        resumable=True,
     ),
     CommandEntry(
         "sprites",
@@ -296,7 +315,8 @@ STUDIES: tuple[CommandEntry, ...] = (
 )
 
 _MMVAE_CONFIG_HELP = (
-    "config (YAML) or a shipped config's name (mmvae-cdsprites-paper); default the CPU config mmvae-cdsprites"
+    "config (YAML) or a shipped config's name (mmvae-cdsprites-paper); default the CPU config mmvae-cdsprites; "
+    "--print-config shows its keys"
 )
 _BACKEND = Literal["local", "ray"]
 
@@ -315,7 +335,8 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
         resumable=True,
         config_required=True,
         option_help={
-            "config": "training config (YAML): model, data, trainer, batch_size, seed",
+            "config": "training config: a YAML file or a shipped config's name (repscope configs lists them) holding "
+            "model, data, trainer, batch_size, seed, ... (--print-config shows every key)",
             "set": "override a config key, e.g. --set trainer.max_epochs=5",
             "resume": "continue the run in --out from its last checkpoint",
         },
@@ -421,7 +442,8 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
             ),
         ),
         option_help={
-            "config": "repository config (YAML); default: 60 CNN5 models on digits",
+            "config": "repository config: a YAML file or a shipped config's name; default: 60 CNN5 models on digits "
+            "(--print-config shows every key)",
             "set": "override a config key, e.g. --set count=100",
             "quick": "6 short models, to try it out",
             "out": "repository folder: one run directory per model",
@@ -431,6 +453,31 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
 )
 
 COMMANDS: tuple[CommandEntry, ...] = TRAINING_COMMANDS + STUDIES
+
+# the commands that take a shipped config by its name's prefix (besides a study's own ``shipped`` config)
+SHIPPED_PREFIXES: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("train-", ("train",)),
+    ("mmvae-", ("mmvae train", "mmvae sweep")),
+)
+
+
+def config_takers(name: str) -> list[str]:
+    """The commands that run the shipped config ``name`` (``["train"]``, ``["morpho diversity"]``): those of
+    its prefix (:data:`SHIPPED_PREFIXES`) and those whose default it is, in registry order.
+
+    Parameters
+    ----------
+    name : str
+        A shipped config's name (``repscope/configs/<name>.yaml``).
+
+    Returns
+    -------
+    list of str
+        The command lines without ``repscope``; empty when no command claims it.
+    """
+    takers = [taker for prefix, names in SHIPPED_PREFIXES if name.startswith(prefix) for taker in names]
+    takers += [" ".join(entry.words) for entry in COMMANDS if entry.shipped == name]
+    return list(dict.fromkeys(takers))
 
 
 def studies(area: str | None = None) -> list[CommandEntry]:
@@ -479,8 +526,10 @@ __all__ = [
     "CommandEntry",
     "STUDIES",
     "TRAINING_COMMANDS",
+    "SHIPPED_PREFIXES",
     "command",
     "commands",
+    "config_takers",
     "studies",
     "study",
 ]

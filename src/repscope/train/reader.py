@@ -191,7 +191,8 @@ def open_run(path: Path | str) -> TrainedRun:
     ------
     InvalidArgumentError
         When ``path`` holds no ``config.yaml``, or one without ``model`` and ``data`` sections (the run
-        directory of a study, not of a training).
+        directory of a study, not of a training; a study's folder with a ``models/`` subfolder gets the
+        names of its models' runs).
     DataFormatError
         When ``config.yaml`` is unreadable, not a mapping, or not a valid training config (an unknown
         key, a missing ``model`` or ``data``, a wrong type: the message names the file and the key), or
@@ -203,6 +204,15 @@ def open_run(path: Path | str) -> TrainedRun:
         raise InvalidArgumentError(f"{root}: no {CONFIG_FILE}; not a run directory of repscope train")
     stored = read_config(root)
     body = {key: value for key, value in stored.items() if key not in RECORD_KEYS}
+    models = root / "models"
+    if "model" not in body and models.is_dir():
+        # a study that trained several models keeps each one's run under models/: name them
+        names = sorted(p.name for p in models.iterdir() if (p / CONFIG_FILE).is_file())
+        shown = ", ".join(names[:8]) + (" ..." if len(names) > 8 else "")
+        raise InvalidArgumentError(
+            f"{root}: the run directory of a study that trained {len(names)} models, not of one training; "
+            f"give one of its models' runs: {models}/<name> ({shown})"
+        )
     if "model" not in body and "data" not in body:
         # a study's or a command's run directory (its config is its own schema), not a training run
         raise InvalidArgumentError(

@@ -60,7 +60,11 @@ MODELS: dict[str, ModelEntry] = {
     "gan": ModelEntry("repscope.train.tasks.gan:GANTask", "gan"),
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
+    # cnn5: the ML4ML authors' CNN5 (their SimpleNet); cnn5-compact: the 3x3 network cnn5 named before
     "cnn5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "cnn5"}),
+    "cnn5-compact": ModelEntry(
+        "repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "cnn5-compact"}
+    ),
     "vgg13-bn": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "vgg13-bn"}),
     "mlp": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "mlp"}),
     # the Raw Zero-Shot classifiers (with lenet5); network_params shrinks them, e.g. {width: 0.25}
@@ -79,6 +83,13 @@ MODELS: dict[str, ModelEntry] = {
         "repscope.train.tasks.supervised:SupervisedTask",
         "supervised",
         {"network": "attribute-cnn"},
+        {"lr": 2e-3, "schedule": "cosine"},
+    ),
+    # the factor classifiers CG judges with (dSprites, CANDLE): full-resolution first layer, coordinates
+    "factor-cnn": ModelEntry(
+        "repscope.train.tasks.supervised:SupervisedTask",
+        "supervised",
+        {"network": "factor-cnn"},
         {"lr": 2e-3, "schedule": "cosine"},
     ),
 }

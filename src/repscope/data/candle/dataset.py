@@ -21,6 +21,12 @@ light           left, middle, right (the artificial light's position)
 
 ``bounds`` is the object's bounding box in pixels of the stored image, top-left corner first; it is
 scaled with the image to the served size and served as the ``box`` field (:mod:`repscope.data.boxes`).
+A box must not be inverted (``x1 >= x0`` and ``y1 >= y0``) and must overlap the image
+(``x0 < W``, ``y0 < H``, ``x1 > 0``, ``y1 > 0`` for a ``W x H`` image); a box partly outside the image
+is served as stored, not clipped (our renderer keeps every box a margin inside the frame; a published
+object cut by the frame's edge may extend past it). Every number of a JSON file must be finite: the
+bare ``NaN`` / ``Infinity`` tokens Python's ``json`` accepts are refused, naming the key. An image may
+hold at most :data:`MAX_IMAGE_PIXELS` pixels, checked from its header before it is decoded.
 The paper's observed-confounding subset keeps each object in two colours only (:data:`CONFOUNDED_COLORS`).
 """
 
@@ -36,6 +42,7 @@ from PIL import Image
 
 from repscope.data.boxes import BOX_NAMES
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
+from repscope.data.imagefile import read_image
 from repscope.errors import DataFormatError, InvalidArgumentError
 
 OBJECTS: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "torus")
@@ -45,6 +52,10 @@ ROTATIONS: tuple[int, ...] = (0, 15, 30, 45, 60, 90)
 SCENES: tuple[str, ...] = ("indoor", "playground", "outdoor")
 LIGHTS: tuple[str, ...] = ("left", "middle", "right")
 FACTOR_NAMES: tuple[str, ...] = ("object", "color", "size", "rotation", "scene", "light")
+# most pixels of one CANDLE image: the published renders and ours are 320x240 by default; a `candle render
+# --resolution` of up to 8192x8192 (200 MB decoded) is read, a larger header is refused as a corrupt file or a
+# decompression bomb before its pixels are decoded
+MAX_IMAGE_PIXELS = 8192 * 8192
 # the paper's section 5: "cube in red and blue, sphere in blue and yellow, cylinder in yellow and purple,
 # cone in purple and orange and torus in orange and red"
 CONFOUNDED_COLORS: dict[str, tuple[str, str]] = {
@@ -69,6 +80,23 @@ def _class(value: Any, choices: tuple[Any, ...], key: str, path: Path) -> int:
     return choices.index(word)
 
 
+def _non_finite_key(value: Any, key: str) -> str | None:
+    """The dotted key of the first NaN or infinite number in a parsed JSON value, else None."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return key
+    if isinstance(value, dict):
+        children = ((f"{key}.{name}" if key else str(name), child) for name, child in value.items())
+    elif isinstance(value, list):
+        children = ((f"{key}[{i}]", child) for i, child in enumerate(value))
+    else:
+        return None
+    for child_key, child in children:
+        found = _non_finite_key(child, child_key)
+        if found is not None:
+            return found
+    return None
+
+
 def read_record(path: str | Path) -> dict[str, Any]:
     """The factors and the bounding box of one CANDLE JSON file.
 
@@ -86,14 +114,18 @@ def read_record(path: str | Path) -> dict[str, Any]:
     Raises
     ------
     DataFormatError
-        When the file is not JSON, a key is missing, it holds no object or more than one, or a value
-        has the wrong type.
+        When the file is not JSON, a number anywhere in it is NaN or infinite (the key named), a key is
+        missing, it holds no object or more than one, a value has the wrong type, or ``bounds`` is
+        inverted (``x1 < x0`` or ``y1 < y0``).
     """
     path = Path(path)
     try:
         record = json.loads(path.read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise DataFormatError(f"{path}: not a readable JSON file ({error})") from None
+    bad_key = _non_finite_key(record, "")
+    if bad_key is not None:
+        raise DataFormatError(f"{path}: {bad_key}: NaN or infinite number; CANDLE annotations hold finite numbers")
     if not isinstance(record, dict):
         raise DataFormatError(f"{path}: expected a JSON object with keys scene, lights, objects")
     objects = _field(record, "objects", path)
@@ -110,6 +142,10 @@ def read_record(path: str | Path) -> dict[str, Any]:
         box = np.empty(0)
     if box.shape != (4,) or not np.all(np.isfinite(box)):
         raise DataFormatError(f"{path}: bounds must be [[x0, y0], [x1, y1]] in pixels, got {item['bounds']!r}")
+    if box[2] < box[0] or box[3] < box[1]:
+        raise DataFormatError(
+            f"{path}: bounds {item['bounds']!r} is inverted; expected [[x0, y0], [x1, y1]] with x0 <= x1, y0 <= y1"
+        )
     rotation = _field(item, "rotation", path)
     if isinstance(rotation, bool) or not isinstance(rotation, int | float) or rotation != int(rotation):
         raise DataFormatError(f"{path}: rotation must be whole degrees, got {rotation!r}")
@@ -197,7 +233,23 @@ def folder_records(data_dir: str | Path) -> dict[str, Any]:
     return {"files": files, "factors": factors, "bounds": bounds, "scenes": scenes}
 
 
-def _image_of(path: Path) -> Path:
+def image_of(path: Path) -> Path:
+    """The image beside a CANDLE JSON file: the same name with ``.png``, ``.jpg`` or ``.jpeg``.
+
+    Parameters
+    ----------
+    path : pathlib.Path
+        The JSON file.
+
+    Returns
+    -------
+    pathlib.Path
+
+    Raises
+    ------
+    DataFormatError
+        When no image is beside it.
+    """
     for suffix in (".png", ".jpg", ".jpeg"):
         if path.with_suffix(suffix).exists():
             return path.with_suffix(suffix)
@@ -227,20 +279,25 @@ def read_folder(data_dir: str | Path, image_size: int = 64) -> dict[str, np.ndar
     InvalidArgumentError
         When ``data_dir`` is not a folder or holds no JSON file.
     DataFormatError
-        Naming the file: a JSON without its image, an unreadable image, a bad key or value.
+        Naming the file: a JSON without its image, an unreadable image or one of more than
+        :data:`MAX_IMAGE_PIXELS` pixels, a bad key or value, bounds inverted or entirely outside the
+        image (a box partly outside is served as stored).
     """
     records = folder_records(data_dir)
     files = records["files"]
     images = np.empty((len(files), 3, image_size, image_size), np.uint8)
     boxes = np.empty((len(files), 4), np.float32)
     for row, path in enumerate(files):
-        image_path = _image_of(path)
-        try:
-            with Image.open(image_path) as image:
-                width, height = image.size
-                resized = image.convert("RGB").resize((image_size, image_size), Image.Resampling.BILINEAR)
-        except OSError as error:
-            raise DataFormatError(f"{image_path}: not a readable image ({error})") from None
+        image_path = image_of(path)
+        pixels = read_image(image_path, "RGB", MAX_IMAGE_PIXELS)
+        height, width = pixels.shape[:2]
+        x0, y0, x1, y1 = records["bounds"][row]
+        if x0 >= width or y0 >= height or x1 <= 0 or y1 <= 0:
+            raise DataFormatError(
+                f"{path}: bounds [[{x0:g}, {y0:g}], [{x1:g}, {y1:g}]] lie outside its {width}x{height} image "
+                f"{image_path.name}"
+            )
+        resized = Image.fromarray(pixels).resize((image_size, image_size), Image.Resampling.BILINEAR)
         images[row] = np.asarray(resized).transpose(2, 0, 1)
         scale_x, scale_y = image_size / width, image_size / height
         boxes[row] = records["bounds"][row] * np.array([scale_x, scale_y, scale_x, scale_y])
@@ -301,7 +358,7 @@ def pair_table(
     words = (OBJECTS, COLORS, SIZES, tuple(map(str, ROTATIONS)), tuple(records["scenes"]), LIGHTS)
     table: dict[str, Any] = {}
     for side, column in (("first", 0), ("second", 1)):
-        table[side] = [str(_image_of(records["files"][i]).relative_to(data_dir)) for i in pairs[:, column]]
+        table[side] = [str(image_of(records["files"][i]).relative_to(data_dir)) for i in pairs[:, column]]
     for k, name in enumerate(FACTOR_NAMES):
         for side, column in (("first", 0), ("second", 1)):
             table[f"{name}_{side}"] = [words[k][c] for c in records["factors"][pairs[:, column], k]]
@@ -468,7 +525,9 @@ def candle_dataset(
 __all__ = [
     "CONFOUNDED_COLORS",
     "FACTOR_NAMES",
+    "MAX_IMAGE_PIXELS",
     "candle_dataset",
+    "image_of",
     "confounded_mask",
     "folder_records",
     "pair_table",

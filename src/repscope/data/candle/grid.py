@@ -84,7 +84,9 @@ def grid_points(grid: dict[str, tuple[Any, ...]] | None = None, limit: int | Non
     grid : dict, optional
         Values per factor (:func:`parse_grid`); default the full grid.
     limit : int, optional
-        Keep the first ``limit`` points, in grid order.
+        Keep ``limit`` points spread evenly over the (sub-)grid, in grid order: of its ``n`` points, those
+        at positions ``k * n // limit`` for ``k = 0 .. limit - 1`` (every point when ``limit >= n``), so
+        that each value of a slow factor (``object``, ``color``) is kept when ``limit`` allows it.
 
     Returns
     -------
@@ -110,7 +112,10 @@ def grid_points(grid: dict[str, tuple[Any, ...]] | None = None, limit: int | Non
     sizes = [len(values) for values in GRID_FACTORS.values()]
     mesh = np.stack(np.meshgrid(*positions, indexing="ij"), axis=-1).reshape(-1, len(sizes))
     indices = np.ravel_multi_index(tuple(mesh.T), sizes)
-    order = np.argsort(indices, kind="stable")[: None if limit is None else int(limit)]
+    order = np.argsort(indices, kind="stable")
+    if limit is not None and int(limit) < len(order):
+        # evenly spread, deterministic: the first of each of `limit` equal stretches of the grid order
+        order = order[(np.arange(int(limit)) * len(order)) // int(limit)]
     names = list(GRID_FACTORS)
     return [
         {"index": int(indices[row]), **{name: GRID_FACTORS[name][mesh[row, k]] for k, name in enumerate(names)}}

@@ -127,15 +127,17 @@ def select_points(
     subset: Literal["all", "confounded"] = "all",
     shard: str | None = None,
 ) -> list[dict[str, Any]]:
-    """The grid points a render covers: the ``--grid`` sub-grid, its first ``limit`` points, the
-    confounded subset if asked, then shard ``i`` of ``n``.
+    """The grid points a render covers: the ``--grid`` sub-grid, ``limit`` of its points spread evenly
+    over it, the confounded subset if asked, then shard ``i`` of ``n``.
 
     Parameters
     ----------
     grid : sequence of str
         ``--grid factor=v1,v2`` options (:func:`repscope.data.candle.grid.parse_grid`).
     limit : int, optional
-        The first ``limit`` points of the sub-grid, in grid order.
+        ``limit`` points of the sub-grid spread evenly over it (:func:`repscope.data.candle.grid.grid_points`:
+        positions ``k * n // limit`` of its ``n`` points, in grid order), so every object of ``--grid`` is
+        rendered when ``limit`` allows it.
     subset : {"all", "confounded"}
         ``confounded`` keeps each object in its two colours of the paper's observed-confounding
         subset (:data:`repscope.data.candle.dataset.CONFOUNDED_COLORS`), 1,620 of the 4,050 points.

@@ -40,7 +40,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -101,11 +101,43 @@ def import_bpy() -> Any:
     try:
         import bpy  # noqa: PLC0415 -- optional extra, ~1 GB, loaded only to render
     except ImportError as exc:
-        raise InvalidArgumentError(
-            "candle render: Blender's bpy module is not installed; pip install 'repscope[candle]' "
-            f"(bpy wheels need Python 3.11 for Blender 4.1-5.0) ({exc})"
-        ) from None
+        raise InvalidArgumentError(missing_bpy_message(sys.version_info, exc)) from None
     return bpy
+
+
+# the one Python version the bpy wheels of Blender 4.1-5.0 are built for
+BPY_PYTHON = (3, 11)
+
+
+def missing_bpy_message(version: Sequence[int], error: BaseException | str) -> str:
+    """The one line that says bpy is missing: the running Python, and that the ``candle`` extra needs 3.11.
+
+    Parameters
+    ----------
+    version : sequence of int
+        The running Python's version (``sys.version_info``).
+    error : BaseException or str
+        The ``ImportError`` of ``import bpy``, quoted at the end.
+
+    Returns
+    -------
+    str
+        E.g. ``candle: Blender's bpy module is not installed and cannot be under Python 3.12: the candle
+        extra needs Python 3.11 exactly (bpy has wheels for 3.11 only); ...``.
+    """
+    running = f"{version[0]}.{version[1]}"
+    needed = f"{BPY_PYTHON[0]}.{BPY_PYTHON[1]}"
+    detail = str(error).splitlines()[0] if str(error) else type(error).__name__
+    if tuple(version[:2]) != BPY_PYTHON:
+        return (
+            f"candle: Blender's bpy module is not installed and cannot be under Python {running}: the candle extra "
+            f"needs Python {needed} exactly (bpy wheels exist for {needed} only); create a Python {needed} "
+            f"environment and pip install 'repscope[candle]' there ({detail})"
+        )
+    return (
+        f"candle: Blender's bpy module is not installed in this Python {running}: pip install 'repscope[candle]' "
+        f"(the candle extra needs Python {needed} exactly) ({detail})"
+    )
 
 
 @contextlib.contextmanager
@@ -687,4 +719,13 @@ def _scale_matrix(factor: float) -> Any:
     return Matrix.Scale(factor, 4)
 
 
-__all__ = ["COLOR_RGB", "LIGHT_OFFSETS", "SIZE_METRES", "CandleStage", "hdri_files", "import_bpy"]
+__all__ = [
+    "BPY_PYTHON",
+    "COLOR_RGB",
+    "LIGHT_OFFSETS",
+    "SIZE_METRES",
+    "CandleStage",
+    "hdri_files",
+    "import_bpy",
+    "missing_bpy_message",
+]

@@ -368,7 +368,8 @@ def measure(
     chunk_size : int, default=500
         Digits per batch handed to a worker.
     progress : callable, optional
-        Called with the number of digits finished after each chunk.
+        Called after each chunk with the number of digits finished so far (a running total, as a
+        progress bar's update takes it), ending at ``len(images)``.
 
     Returns
     -------
@@ -408,11 +409,13 @@ def measure(
     starts = list(range(0, n, chunk_size))
     tasks = [(images[s : s + chunk_size], config, method, compat) for s in starts]
     frames: list[pd.DataFrame] = []
+    finished = 0
     with ordered_map(_measure_chunk, tasks, jobs) as results:
         for task, frame in zip(tasks, results):
             frames.append(frame)
+            finished += len(task[0])
             if progress:
-                progress(len(task[0]))
+                progress(finished)
     for start, frame in zip(starts, frames):
         frame["index"] += start
     return pd.concat(frames, ignore_index=True)

@@ -419,7 +419,7 @@ def metadata() -> dict[str, Any]:
     }
 
 
-def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> Path:
+def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192, progress: bool | None = False) -> Path:
     """Write the original dSprites layout (compressed ``.npz``), atomically.
 
     Keys: ``imgs`` uint8 (N, 64, 64) (values 0 and 1), ``latents_values`` float64 (N, 6),
@@ -434,6 +434,10 @@ def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> 
         Grid indices to write, in that order; default the whole grid (737,280 images).
     batch_size : int, default=8192
         Images drawn at a time.
+    progress : bool or None, default=False
+        Show the two long steps (drawing the images, then compressing them into the file) as two bars
+        of :func:`repscope.progress.progress_bar`, each counting images (None or True: as the progress
+        mode says; False: silent).
 
     Returns
     -------
@@ -450,20 +454,40 @@ def write_npz(path: str | Path, indices: Any = None, batch_size: int = 8192) -> 
     path = Path(path)
     check_writable_dir(path.parent)  # before a minute of drawing, not after
     indices = np.arange(TOTAL) if indices is None else np.asarray(indices, dtype=np.int64)
-    images = np.empty((len(indices), IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
-    classes = np.empty((len(indices), len(FACTOR_SIZES)), dtype=np.int64)
-    for k, (batch_images, batch_classes) in enumerate(DSprites().batches(indices, batch_size)):
-        images[k * batch_size : k * batch_size + len(batch_images)] = batch_images
-        classes[k * batch_size : k * batch_size + len(batch_classes)] = batch_classes
-    path = Path(path)
+    from repscope.progress import progress_bar  # noqa: PLC0415
+
+    count = len(indices)
+    enabled = None if progress is True else progress
+    images = np.empty((count, IMAGE_SIZE, IMAGE_SIZE), dtype=np.uint8)
+    classes = np.empty((count, len(FACTOR_SIZES)), dtype=np.int64)
+    with progress_bar(f"drawing {count} dSprites images", total=count, enabled=enabled) as update:
+        done = 0
+        for batch_images, batch_classes in DSprites().batches(indices, batch_size):
+            images[done : done + len(batch_images)] = batch_images
+            classes[done : done + len(batch_classes)] = batch_classes
+            done += len(batch_images)
+            update(done)
+    # what np.savez_compressed writes (the same members, zip64, deflated), with the images written a
+    # chunk at a time so that the minute of compression can show its count
+    members = {
+        "latents_values": classes_to_values(classes),
+        "latents_classes": classes,
+        "metadata": np.array(metadata(), dtype=object),
+    }
+    chunk = max(1, (16 << 20) // (IMAGE_SIZE * IMAGE_SIZE))
     with atomic_write(path, "wb") as handle:
-        np.savez_compressed(
-            handle,
-            imgs=images,
-            latents_values=classes_to_values(classes),
-            latents_classes=classes,
-            metadata=np.array(metadata(), dtype=object),
-        )
+        with zipfile.ZipFile(handle, mode="w", compression=zipfile.ZIP_DEFLATED, allowZip64=True) as archive:
+            with progress_bar(
+                f"compressing {count} dSprites images into {path.name}", total=count, enabled=enabled
+            ) as update:
+                with archive.open("imgs.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array_header_1_0(member, np.lib.format.header_data_from_array_1_0(images))
+                    for start in range(0, count, chunk):
+                        member.write(images[start : start + chunk].tobytes())
+                        update(min(start + chunk, count))
+            for name, array in members.items():
+                with archive.open(f"{name}.npy", "w", force_zip64=True) as member:
+                    np.lib.format.write_array(member, array, allow_pickle=array.dtype == object)
     return path
 
 

@@ -164,7 +164,9 @@ def import_h5(
         When ``out`` exists and is not an empty directory.
     DataFormatError
         When ``in_h5`` is not readable HDF5, lacks ``image`` or ``text`` of the shapes above, holds no
-        images, or a caption is not text or not a caption of ``level``.
+        images, a chunk of ``image`` or ``text`` cannot be read (a corrupt gzip chunk or a truncated
+        file: the file, dataset and rows named; ``out`` is then not created), or a caption is not text or
+        not a caption of ``level``.
     OutputWriteError
         When ``out`` cannot be written.
     """
@@ -188,8 +190,9 @@ def import_h5(
         def batches() -> Iterator[tuple[np.ndarray, list[str], pd.DataFrame]]:
             for start in range(0, n, chunk):
                 stop = min(start + chunk, n)
-                rgb = np.ascontiguousarray(image[start:stop][..., ::-1])
-                captions = [_decode_caption(value, in_h5, start + i) for i, value in enumerate(text[start:stop])]
+                rgb = np.ascontiguousarray(_read_rows(image, start, stop, in_h5)[..., ::-1])
+                rows = _read_rows(text, start, stop, in_h5)
+                captions = [_decode_caption(value, in_h5, start + i) for i, value in enumerate(rows)]
                 table = np.empty((stop - start, len(columns)), dtype=np.int64)
                 for i, caption in enumerate(captions):
                     classes = attrs.parse_caption(level, caption)
@@ -235,6 +238,18 @@ def _check_h5_layout(handle: Any, in_h5: Path) -> tuple[Any, Any]:
     if text.dtype.kind not in "SUO":
         raise DataFormatError(f"{in_h5}: dataset '{H5_TEXT}' holds {text.dtype}; expected strings")
     return image, text
+
+
+def _read_rows(node: Any, start: int, stop: int, in_h5: Path) -> np.ndarray:
+    # a corrupt compressed chunk (gzip, szip, a filter missing here) or a truncated file fails only when
+    # its rows are read: HDF5 reports it as an OSError ("Can't read data (...)"), named here by file and dataset
+    try:
+        return node[start:stop]
+    except (OSError, RuntimeError, ValueError) as error:
+        raise DataFormatError(
+            f"{in_h5}: dataset '{node.name.lstrip('/')}' rows {start}-{stop - 1} cannot be read "
+            f"(corrupt or truncated data: {error})"
+        ) from None
 
 
 def _decode_caption(value: Any, in_h5: Path, row: int) -> str:

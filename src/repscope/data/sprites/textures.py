@@ -28,18 +28,29 @@ DTD's.
 
 A :class:`TextureBank` precomputes, per texture, the three 64x64 forms a sample needs: the shape
 texture (float), the ``light`` and the ``dark`` background (uint8).
+
+Drawing the procedural bank takes seconds, so :func:`texture_bank` keeps it twice: once per process,
+and on disk under ``$REPSCOPE_HOME/textures/`` (:func:`bank_cache_path`), keyed by the seed, the
+textures per family and :data:`BANK_CACHE_VERSION` (raised whenever the drawing changes). A cached
+file is trusted only when its stored key matches and the SHA-256 of its arrays matches the digest
+stored beside them; anything else (truncated, corrupt, another version) is drawn again and replaced.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import io
+import json
+import zipfile
+import zlib
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, UnidentifiedImageError
-from scipy import ndimage
 
-from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
+from repscope.data.imagefile import read_image
+from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError, SourceNotFoundError
 
 IMAGE_SIZE = 64
 PHOTO_SIZE = 192
@@ -50,6 +61,13 @@ DEFAULT_PER_FAMILY = 64
 BRIGHTEN_BY = 125
 DARKEN_BELOW = 200
 PHOTO_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".tif", ".tiff", ".webp")
+# most pixels of one photograph read from a texture_dir (or a PolyMNIST background): DTD's photographs
+# are 300-640 pixels a side and a 16-megapixel camera's (4928x3264) still fits; more is a corrupt file
+# or a decompression bomb (a few kilobytes declaring gigabytes of pixels), refused from the header
+MAX_PHOTO_PIXELS = 4096 * 4096
+# raise when anything that changes the procedural textures' pixels changes: older cache files are redrawn
+BANK_CACHE_VERSION = 1
+BANK_ARRAYS = ("shape", "light", "dark", "family")
 
 
 # --------------------------------------------------------------------------------------------
@@ -191,6 +209,8 @@ def _rotated(size: int, angle: float) -> tuple[np.ndarray, np.ndarray]:
 
 def _value_noise(rng: np.random.Generator, size: int, cells: tuple[int, ...], stretch_range=(0.5, 2.0)) -> np.ndarray:
     """Standardised sum of octaves of smooth Gaussian noise on grids of ``cells`` columns."""
+    from scipy import ndimage  # noqa: PLC0415 -- only when drawing a bank, not when it is read from its cache
+
     pattern = np.zeros((size, size))
     for count in cells:
         # anisotropic grids give streaks; random weights decide which scale dominates
@@ -323,7 +343,8 @@ def load_photos(texture_dir: str | Path) -> list[np.ndarray]:
     SourceNotFoundError
         When ``texture_dir`` is not a folder.
     DataFormatError
-        When it holds no images or an image cannot be read.
+        When it holds no images, or an image (named) cannot be read (truncated, corrupt, not an image)
+        or its header declares more than :data:`MAX_PHOTO_PIXELS` pixels (refused before decoding).
     """
     folder = Path(texture_dir)
     if not folder.is_dir():
@@ -331,14 +352,8 @@ def load_photos(texture_dir: str | Path) -> list[np.ndarray]:
     files = sorted(p for p in folder.iterdir() if p.suffix.lower() in PHOTO_SUFFIXES)
     if not files:
         raise DataFormatError(f"texture_dir: {folder} holds no images ({', '.join(PHOTO_SUFFIXES)})")
-    photos = []
-    for path in files:
-        try:
-            with Image.open(path) as image:
-                photos.append(stretch(np.asarray(image.convert("L"), dtype=np.uint8)))
-        except (UnidentifiedImageError, OSError) as exc:
-            raise DataFormatError(f"texture_dir: {path} is not a readable image ({exc})") from None
-    return photos
+    # each file's header is checked before its pixels are decoded (read_image)
+    return [stretch(read_image(path, "L", MAX_PHOTO_PIXELS, "texture_dir: ")) for path in files]
 
 
 class TextureBank:
@@ -384,12 +399,18 @@ class TextureBank:
         self.seed, self.per_family = int(seed), int(per_family)
         self.texture_dir = None if texture_dir is None else str(texture_dir)
         if self.texture_dir is None:
+            from repscope.progress import progress_bar  # noqa: PLC0415
+
             self.family_names = TEXTURE_FAMILIES
             photos, family = [], []
-            for index, name in enumerate(TEXTURE_FAMILIES):
-                for k in range(self.per_family):
-                    photos.append(procedural_photo(name, np.random.default_rng([self.seed, 7331, index, k])))
-                    family.append(index)
+            count = len(TEXTURE_FAMILIES) * self.per_family
+            # seconds on 2 cores, once per cache (cached_procedural_bank): the first call says what it waits for
+            with progress_bar(f"drawing the texture bank ({count} procedural textures)", total=count) as update:
+                for index, name in enumerate(TEXTURE_FAMILIES):
+                    for k in range(self.per_family):
+                        photos.append(procedural_photo(name, np.random.default_rng([self.seed, 7331, index, k])))
+                        family.append(index)
+                        update(len(photos))
         else:
             self.family_names = (PHOTO_FAMILY,)
             photos = load_photos(self.texture_dir)
@@ -399,6 +420,48 @@ class TextureBank:
         self.shape = np.stack(bright).astype(np.float32)
         self.light = np.clip(np.rint(np.stack(bright)), 0, 255).astype(np.uint8)
         self.dark = np.stack([np.clip(np.rint(resize(darken(photo))), 0, 255) for photo in photos]).astype(np.uint8)
+
+    @classmethod
+    def from_arrays(cls, seed: int, per_family: int, arrays: dict[str, np.ndarray]) -> TextureBank:
+        """A procedural bank made of arrays drawn before (a cache file), without drawing again.
+
+        Parameters
+        ----------
+        seed : int
+            Seed the arrays were drawn with.
+        per_family : int
+            Procedural textures per family they hold.
+        arrays : dict of str to numpy.ndarray
+            ``shape`` float32, ``light`` and ``dark`` uint8 ``(T, 64, 64)`` and ``family`` int64 ``(T,)``,
+            ``T = 6 * per_family``.
+
+        Returns
+        -------
+        TextureBank
+            The bank (its arrays are the ones given).
+
+        Raises
+        ------
+        DataFormatError
+            When a shape or dtype is not that of a procedural bank of ``per_family`` textures per family.
+        """
+        count = len(TEXTURE_FAMILIES) * int(per_family)
+        expected = {
+            "shape": ((count, IMAGE_SIZE, IMAGE_SIZE), np.float32),
+            "light": ((count, IMAGE_SIZE, IMAGE_SIZE), np.uint8),
+            "dark": ((count, IMAGE_SIZE, IMAGE_SIZE), np.uint8),
+            "family": ((count,), np.int64),
+        }
+        for name, (shape, dtype) in expected.items():
+            array = arrays.get(name)
+            if array is None or array.shape != shape or array.dtype != dtype:
+                found = "missing" if array is None else f"{array.dtype} {array.shape}"
+                raise DataFormatError(f"texture bank: {name} must be {np.dtype(dtype)} {shape}, got {found}")
+        bank = cls.__new__(cls)
+        bank.seed, bank.per_family, bank.texture_dir = int(seed), int(per_family), None
+        bank.family_names = TEXTURE_FAMILIES
+        bank.family, bank.shape, bank.light, bank.dark = (arrays[name] for name in ("family", "shape", "light", "dark"))
+        return bank
 
     def __len__(self) -> int:
         return len(self.family)
@@ -455,4 +518,187 @@ def texture_bank(seed: int = 0, per_family: int = DEFAULT_PER_FAMILY, texture_di
     SourceNotFoundError, DataFormatError
         When ``texture_dir`` is given and unusable.
     """
-    return TextureBank(seed, per_family, texture_dir)
+    if texture_dir is not None:
+        return TextureBank(seed, per_family, texture_dir)  # the user's photographs may change: never cached on disk
+    return cached_procedural_bank(seed, per_family)
+
+
+@lru_cache(maxsize=1)
+def _source_digest() -> str:
+    try:
+        return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    except OSError:  # no source beside the compiled module: the version alone keys the cache
+        return ""
+
+
+def bank_cache_key(seed: int, per_family: int) -> dict[str, object]:
+    """What a cached procedural bank is drawn from: stored in the cache file and compared when read.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the procedural photographs.
+    per_family : int
+        Procedural textures per family.
+
+    Returns
+    -------
+    dict
+        ``version`` (:data:`BANK_CACHE_VERSION`), ``seed``, ``per_family``, ``families``,
+        ``photo_size``, ``image_size`` and ``source`` (the SHA-256 of this module's code, which draws the
+        textures: an edited recipe never reads a bank drawn by the old one).
+    """
+    return {
+        "version": BANK_CACHE_VERSION,
+        "seed": int(seed),
+        "per_family": int(per_family),
+        "families": list(TEXTURE_FAMILIES),
+        "photo_size": PHOTO_SIZE,
+        "image_size": IMAGE_SIZE,
+        "source": _source_digest(),
+    }
+
+
+def bank_cache_path(seed: int, per_family: int, home: str | Path | None = None) -> Path:
+    """The cache file of a procedural bank: ``$REPSCOPE_HOME/textures/procedural-v{V}-seed{S}-per{P}.npz``.
+
+    Parameters
+    ----------
+    seed : int
+        Seed of the procedural photographs.
+    per_family : int
+        Procedural textures per family.
+    home : str or pathlib.Path, optional
+        Cache root (default ``$REPSCOPE_HOME``, see :func:`repscope.data.sources.repscope_home`).
+
+    Returns
+    -------
+    pathlib.Path
+        The file (it may not exist).
+    """
+    if home is None:
+        from repscope.data.sources import repscope_home  # noqa: PLC0415 -- pandas only when a bank is cached
+
+        home = repscope_home()
+    name = f"procedural-v{BANK_CACHE_VERSION}-seed{int(seed)}-per{int(per_family)}.npz"
+    return Path(home) / "textures" / name
+
+
+def _arrays_digest(key: dict[str, object], arrays: dict[str, np.ndarray]) -> str:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode())
+    for name in BANK_ARRAYS:
+        array = np.ascontiguousarray(arrays[name])
+        digest.update(f"{name}:{array.dtype.str}:{array.shape}".encode())
+        digest.update(array.data)
+    return digest.hexdigest()
+
+
+def read_bank_cache(path: str | Path, seed: int, per_family: int) -> TextureBank | None:
+    """The bank stored in cache file ``path``, or None when it is missing, unreadable or not the one asked for.
+
+    A file is used only when its stored key equals :func:`bank_cache_key` of ``(seed, per_family)`` and
+    the SHA-256 of its arrays equals the stored digest (a truncated or altered file is not trusted).
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The cache file.
+    seed : int
+        Seed of the procedural photographs.
+    per_family : int
+        Procedural textures per family.
+
+    Returns
+    -------
+    TextureBank or None
+        The bank, or None (then draw it again).
+    """
+    key = bank_cache_key(seed, per_family)
+    try:
+        with np.load(Path(path), allow_pickle=False) as archive:
+            meta = json.loads(bytes(archive["meta"]).decode("utf-8"))
+            arrays = {name: archive[name] for name in BANK_ARRAYS}
+        if not isinstance(meta, dict) or meta.get("key") != key:
+            return None
+        if meta.get("sha256") != _arrays_digest(key, arrays):
+            return None
+        return TextureBank.from_arrays(seed, per_family, arrays)
+    except (OSError, ValueError, KeyError, EOFError, TypeError, zipfile.BadZipFile, zlib.error, DataFormatError):
+        return None
+
+
+def write_bank_cache(path: str | Path, bank: TextureBank) -> Path:
+    """Store a procedural bank in cache file ``path`` (atomically), with its key and the digest of its arrays.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The cache file (replaced when it exists).
+    bank : TextureBank
+        A procedural bank (no ``texture_dir``).
+
+    Returns
+    -------
+    pathlib.Path
+        ``path``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``bank`` was made from a ``texture_dir``.
+    """
+    from repscope.fileio import atomic_write  # noqa: PLC0415
+
+    if bank.texture_dir is not None:
+        raise InvalidArgumentError("bank: only procedural banks are cached (this one holds photographs)")
+    key = bank_cache_key(bank.seed, bank.per_family)
+    arrays = {name: getattr(bank, name) for name in BANK_ARRAYS}
+    meta = json.dumps({"key": key, "sha256": _arrays_digest(key, arrays)}).encode("utf-8")
+    buffer = io.BytesIO()
+    np.savez(buffer, meta=np.frombuffer(meta, dtype=np.uint8), **arrays)
+    with atomic_write(Path(path), "wb") as handle:
+        handle.write(buffer.getvalue())
+    return Path(path)
+
+
+def cached_procedural_bank(
+    seed: int = 0, per_family: int = DEFAULT_PER_FAMILY, home: str | Path | None = None
+) -> TextureBank:
+    """The procedural bank of ``(seed, per_family)``, read from its cache file or drawn and stored there.
+
+    Processes that ask at once wait for one another (a file lock beside the cache file): the bank is
+    drawn once. A cache folder that cannot be written only costs the drawing, every time.
+
+    Parameters
+    ----------
+    seed : int, default=0
+        Seed of the procedural photographs.
+    per_family : int, default=64
+        Procedural textures per family.
+    home : str or pathlib.Path, optional
+        Cache root (default ``$REPSCOPE_HOME``).
+
+    Returns
+    -------
+    TextureBank
+        Identical to ``TextureBank(seed, per_family)``.
+    """
+    if isinstance(per_family, bool) or int(per_family) != per_family or per_family < 1:
+        raise InvalidArgumentError(f"per_family: must be a positive integer, got {per_family!r}")
+    path = bank_cache_path(seed, per_family, home)
+    bank = read_bank_cache(path, seed, per_family)
+    if bank is not None:
+        return bank
+    from repscope.cache import exclusive_lock  # noqa: PLC0415
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(exclusive_lock(path))
+        except OSError:  # no writable cache: draw it here
+            return TextureBank(seed, per_family)
+        bank = read_bank_cache(path, seed, per_family)  # another process may have stored it meanwhile
+        if bank is None:
+            bank = TextureBank(seed, per_family)
+            with contextlib.suppress(OSError, RepscopeError):
+                write_bank_cache(path, bank)
+        return bank

@@ -19,6 +19,7 @@ train on the first rows) see a random split on each resample, as on a shuffled d
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -86,7 +87,54 @@ def bootstrap_interval(
         When ``resamples < 2``, ``level`` is outside (0, 1), the arrays' row counts differ, or every
         resample failed.
     """
-    if int(resamples) < 2:
+    return bootstrap_intervals({"metric": (metric, params)}, factors, codes, resamples, seed=seed, level=level)[
+        "metric"
+    ]
+
+
+def bootstrap_intervals(
+    metrics: dict[str, tuple[Callable[..., dict[str, Any]], dict[str, Any]]],
+    factors: np.ndarray,
+    codes: np.ndarray,
+    resamples: int,
+    seed: int = 0,
+    level: float = 0.95,
+    on_first: Callable[[float], None] | None = None,
+) -> dict[str, dict[str, dict[str, float]]]:
+    """:func:`bootstrap_interval` of several metrics on the same resamples, one resample at a time.
+
+    Resample ``b`` draws its rows from ``numpy.random.default_rng(seed)`` as :func:`bootstrap_interval`
+    does, so each metric's interval equals the one :func:`bootstrap_interval` gives it alone. After the
+    first resample (every metric on it), ``on_first`` receives the seconds it took, before the others run:
+    the whole bootstrap takes about ``resamples`` times that.
+
+    Parameters
+    ----------
+    metrics : dict
+        ``name -> (metric, params)``, each called as ``metric(factors, codes, **params) -> dict``.
+    factors, codes : numpy.ndarray
+        ``(N, K)`` factors and ``(N, L)`` codes (row counts checked here, the rest by each metric).
+    resamples : int
+        ``B`` (>= 2).
+    seed : int, default=0
+        Seed of the resampling.
+    level : float, default=0.95
+        Coverage of the interval, in (0, 1).
+    on_first : callable, optional
+        Called once with the seconds of the first resample.
+
+    Returns
+    -------
+    dict
+        ``name -> {score: {"low", "high", "mean", "level", "resamples", "failed"}}`` (:func:`bootstrap_interval`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``resamples`` is not an integer >= 2, ``level`` is outside (0, 1), the row counts differ, or a
+        metric failed on every resample.
+    """
+    if isinstance(resamples, bool) or not isinstance(resamples, int | np.integer) or int(resamples) < 2:
         raise InvalidArgumentError(f"--bootstrap: needs at least 2 resamples, got {resamples}")
     if not 0.0 < float(level) < 1.0:
         raise InvalidArgumentError(f"level: must be in (0, 1), got {level}")
@@ -95,19 +143,30 @@ def bootstrap_interval(
         raise InvalidArgumentError(f"factors and codes: {len(factors)} and {len(codes)} rows; they must match")
     rng = np.random.default_rng(seed)
     n = len(codes)
-    values: dict[str, list[float]] = {}
-    failed = 0
-    last_error: InvalidArgumentError | None = None
-    for _ in range(int(resamples)):
+    values: dict[str, dict[str, list[float]]] = {name: {} for name in metrics}
+    failed = dict.fromkeys(metrics, 0)
+    last_error: dict[str, InvalidArgumentError | None] = dict.fromkeys(metrics)
+    for b in range(int(resamples)):
+        started = time.perf_counter()
         rows = rng.integers(0, n, size=n)
-        try:
-            scores = scalar_scores(metric(factors[rows], codes[rows], **params))
-        except InvalidArgumentError as error:
-            failed += 1
-            last_error = error
-            continue
-        for key, value in scores.items():
-            values.setdefault(key, []).append(value)
+        for name, (metric, params) in metrics.items():
+            try:
+                scores = scalar_scores(metric(factors[rows], codes[rows], **params))
+            except InvalidArgumentError as error:
+                failed[name] += 1
+                last_error[name] = error
+                continue
+            for key, value in scores.items():
+                values[name].setdefault(key, []).append(value)
+        if b == 0 and on_first is not None:
+            on_first(time.perf_counter() - started)
+    return {name: _intervals(values[name], failed[name], last_error[name], int(resamples), level) for name in metrics}
+
+
+def _intervals(
+    values: dict[str, list[float]], failed: int, last_error: Exception | None, resamples: int, level: float
+) -> dict[str, dict[str, float]]:
+    """The percentile intervals of one metric's resampled scores (:func:`bootstrap_interval`)."""
     if not values:
         raise InvalidArgumentError(
             f"--bootstrap: the metric failed on every one of the {resamples} resamples (the last: {last_error})"
@@ -127,10 +186,10 @@ def bootstrap_interval(
             "high": float(high),
             "mean": float(mean),
             "level": level,
-            "resamples": int(resamples),
+            "resamples": resamples,
             "failed": bad,
         }
     return out
 
 
-__all__ = ["bootstrap_interval", "scalar_scores"]
+__all__ = ["bootstrap_interval", "bootstrap_intervals", "scalar_scores"]

@@ -11,6 +11,12 @@ Both follow the metric convention of the package, ``metric(factors, codes, **par
 :func:`repscope.validation.check_factors_codes`: a constant factor, which is never intervened on, is
 refused; a constant latent is dropped, step 1 of :func:`irs`), and the dict carries the parameters used
 under ``"params"``.
+
+Both take ``compat``: ``"paper"`` (the default) follows the printed definitions; ``"reference"``
+reproduces the released code whose numbers the CANDLE paper reports -- the factors binned as
+disentanglement_lib's ``compute_irs`` bins them (:func:`histogram_discretize`) and, for UC, the latents
+chosen as the CANDLE fork's ``scalable_disentanglement_score`` chooses them (:func:`reference_selection`).
+Values of that mode carry a ``_reference`` suffix and ``params["compat"] = "reference"``.
 """
 
 from __future__ import annotations
@@ -26,7 +32,12 @@ from repscope.errors import InvalidArgumentError
 from repscope.resources import usable_cores
 from repscope.validation import as_array, check_factors_codes
 
-__all__ = ["irs", "uc_from_irs_matrix", "unique_capture"]
+__all__ = ["histogram_discretize", "irs", "reference_selection", "uc_from_irs_matrix", "unique_capture"]
+
+COMPAT_MODES = ("paper", "reference")
+# disentanglement_lib's IRS configuration (config/unsupervised_study_v1/metric_configs/irs.gin, and the
+# CANDLE fork's examples/example.py): discretizer.num_bins = 20, discretizer_fn = @histogram_discretizer
+REFERENCE_NUM_BINS = 20
 
 # above this many distinct values of a factor, sorting within groups is done without a loop over them
 _MAX_GROUPS_LOOPED = 1000
@@ -42,6 +53,66 @@ def _check_inputs(factors: Any, codes: Any) -> tuple[np.ndarray, np.ndarray]:
     """int64 ``factors`` and float64 ``codes`` after the rule every factor/code metric shares
     (:func:`repscope.validation.check_factors_codes`)."""
     return check_factors_codes(factors, codes)
+
+
+def _check_compat(compat: Any) -> str:
+    if compat not in COMPAT_MODES:
+        raise InvalidArgumentError(f"compat: must be one of {', '.join(COMPAT_MODES)}, got {compat!r}")
+    return str(compat)
+
+
+def _check_reference_inputs(factors: Any, codes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The shared rule with any real factors (they are binned), then the factors binned."""
+    factors, codes = check_factors_codes(factors, codes, discrete_factors=False)
+    return histogram_discretize(factors), codes
+
+
+def histogram_discretize(factors: Any, num_bins: int = REFERENCE_NUM_BINS) -> np.ndarray:
+    """Bin each factor column as disentanglement_lib's histogram discretiser does before IRS.
+
+    For each column ``g``: ``edges = numpy.histogram(g, num_bins)[1]`` (``num_bins + 1`` equally spaced
+    edges from ``min(g)`` to ``max(g)``) and the bin of a value is ``numpy.digitize(g, edges[:-1])``, a
+    number in ``1..num_bins`` (the last bin is closed: ``max(g)`` falls in bin ``num_bins``). Values
+    that share a bin become one factor value, so a factor with more than ``num_bins`` values (dSprites'
+    40 orientations, 32 positions) or with unevenly spaced values is merged into coarser groups; a factor
+    whose distinct values all fall in distinct bins keeps its grouping (only the labels change).
+
+    Parameters
+    ----------
+    factors : array-like of shape (N, K)
+        Real factor values, one column per factor.
+    num_bins : int, default 20
+        Bins per factor (disentanglement_lib's IRS configuration uses 20).
+
+    Returns
+    -------
+    numpy.ndarray of shape (N, K)
+        int64 bin numbers in ``1..num_bins``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``factors`` is not a finite 2-D real array or ``num_bins`` not a positive integer.
+
+    References
+    ----------
+    google-research/disentanglement_lib, ``disentanglement_lib/evaluation/metrics/utils.py``,
+    ``make_discretizer`` and ``_histogram_discretize`` (rows there are factors; columns here), called by
+    ``compute_irs`` in ``evaluation/metrics/irs.py`` (and in the CANDLE fork's copy of that file).
+    """
+    if isinstance(num_bins, bool) or not isinstance(num_bins, numbers.Integral) or num_bins < 1:
+        raise InvalidArgumentError(f"num_bins: expected a positive integer, got {num_bins!r}")
+    array = as_array(factors, "factors")
+    if array.ndim != 2 or array.dtype.kind not in "biuf":
+        raise InvalidArgumentError(f"factors: expected a 2-D real array (N, K), got shape {array.shape}, {array.dtype}")
+    if not np.all(np.isfinite(array)):
+        raise InvalidArgumentError("factors: holds NaN or infinity")
+    array = array.astype(np.float64, copy=False)
+    binned = np.empty(array.shape, dtype=np.int64)
+    for column in range(array.shape[1]):
+        edges = np.histogram(array[:, column], int(num_bins))[1]
+        binned[:, column] = np.digitize(array[:, column], edges[:-1])
+    return binned
 
 
 def _check_quantile(diff_quantile: Any) -> float:
@@ -217,7 +288,14 @@ def _assemble(
     }
 
 
-def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]:
+def _reference_keys(result: dict[str, Any], keys: Sequence[str], num_bins: int) -> dict[str, Any]:
+    """``result`` with ``keys`` renamed ``<key>_reference`` and the mode written into its params."""
+    renamed = {f"{key}_reference" if key in keys else key: value for key, value in result.items()}
+    renamed["params"] = {**result["params"], "compat": "reference", "num_bins": num_bins}
+    return renamed
+
+
+def irs(factors: Any, codes: Any, diff_quantile: float = 0.99, compat: str = "paper") -> dict[str, Any]:
     """Interventional Robustness Score (Suter et al. 2019), as computed by disentanglement_lib.
 
     With ``z_l`` the ``l``-th latent (column of ``codes``) and ``g_i`` the ``i``-th factor:
@@ -240,7 +318,12 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
     disentanglement_lib's "parents" of a latent (the other factors) do not enter the score: each
     factor is intervened on alone, grouping the rows by its value. Its ``compute_irs`` draws
     ``num_train`` points and discretises the factors into histogram bins first; this function takes
-    the rows it is given and the factor values as they are.
+    the rows it is given and, by default, the factor values as they are.
+
+    ``compat="reference"`` bins the factors first, as ``compute_irs`` of disentanglement_lib's
+    ``evaluation/metrics/irs.py`` (and the CANDLE fork's copy, causal-disentanglement/disentanglement_lib,
+    same file and function) does with its IRS configuration: :func:`histogram_discretize` with 20 bins;
+    steps 1-7 then group the rows by bin. Factors may then be any finite reals.
 
     Parameters
     ----------
@@ -251,10 +334,15 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
         Finite real latent codes of the same N samples.
     diff_quantile : float, default 0.99
         Quantile in (0, 1] of the within-group deviations (step 3); 1.0 for the paper's maximum.
+    compat : {"paper", "reference"}, default "paper"
+        ``"reference"``: group by the 20-bin histogram bins of each factor (disentanglement_lib).
 
     Returns
     -------
     dict
+        With ``compat="reference"`` the keys ``irs``, ``irs_per_latent`` and ``irs_matrix`` are named
+        ``irs_reference``, ``irs_per_latent_reference`` and ``irs_matrix_reference``, and ``"params"``
+        adds ``"compat": "reference"`` and ``"num_bins": 20``.
         ``"irs"``: the weighted average score (step 7), a float.
         ``"irs_per_latent"``: list of L floats (step 6), NaN for a dropped constant latent.
         ``"irs_matrix"``: L lists of K floats (latents x factors, step 5), a row of NaN for a dropped
@@ -268,7 +356,8 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
     InvalidArgumentError
         When ``factors`` is not a 2-D integer-valued array, ``codes`` not a 2-D finite real array,
         their row counts differ or are below 2, a factor is constant
-        (:func:`repscope.validation.check_factors_codes`), or ``diff_quantile`` is outside (0, 1].
+        (:func:`repscope.validation.check_factors_codes`), ``diff_quantile`` is outside (0, 1] or
+        ``compat`` is not a mode.
 
     References
     ----------
@@ -276,14 +365,21 @@ def irs(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]
     validating deep representations for interventional robustness, ICML 2019; disentanglement_lib,
     ``evaluation/metrics/irs.py``.
     """
-    factors, codes = _check_inputs(factors, codes)
+    compat = _check_compat(compat)
+    if compat == "reference":
+        factors, codes = _check_reference_inputs(factors, codes)
+    else:
+        factors, codes = _check_inputs(factors, codes)
     diff_quantile = _check_quantile(diff_quantile)
     mask, active = _active_latents(codes)
     if mask.any():
         matrix_active, max_dev_active = _irs_active(factors, active, diff_quantile)
     else:
         matrix_active, max_dev_active = np.empty((0, factors.shape[1])), np.empty(0)
-    return _assemble(matrix_active, max_dev_active, mask, factors.shape[1], diff_quantile)
+    result = _assemble(matrix_active, max_dev_active, mask, factors.shape[1], diff_quantile)
+    if compat == "reference":
+        return _reference_keys(result, ("irs", "irs_per_latent", "irs_matrix"), REFERENCE_NUM_BINS)
+    return result
 
 
 def _irs_reference(factors: Any, codes: Any, diff_quantile: float = 0.99) -> dict[str, Any]:
@@ -345,7 +441,92 @@ def _uc(matrix: np.ndarray, rho: int) -> float:
     return float(1.0 - jaccard[upper].mean())
 
 
-def uc_from_irs_matrix(matrix: Any, rho: int) -> float:
+def reference_selection(column: Any, rho: int) -> list[int]:
+    """The latents the CANDLE fork attributes to one factor: ``np.argpartition(column, -1)[::-rho][:rho]``.
+
+    ``column`` is one factor's column of the latents x factors IRS matrix (one entry per latent). The
+    fork's expression takes every ``rho``-th entry, counting back from the last, of numpy's
+    ``argpartition`` order and keeps the first ``rho`` of them; that order only guarantees that its last
+    entry is the argmax, so beside the argmax the selection holds whatever latents numpy's partition left
+    at those positions, not the next-best ones. The order is that of numpy's introselect (numpy 1.x, the
+    numpy the fork ran on), for float entries and ``kth = n - 1``:
+
+    * ``n >= 4`` latents: the identity order ``0, 1, ..., n - 1`` with the last position swapped with the
+      position of the maximum (the *last* index holding the maximum value, as numpy's scan keeps a later
+      entry that is not smaller);
+    * ``n <= 3``: a selection sort, ascending (position ``i`` takes the first smallest of the rest).
+
+    The selection is then the entries at positions ``n - 1, n - 1 - rho, n - 1 - 2 rho, ...`` of that
+    order, at most ``rho`` of them: for ``rho = 2`` and ``n >= 4``, the argmax ``m`` and latent ``n - 3``
+    (``n - 1`` when ``m = n - 3``), whatever their IRS; for ``rho = 2`` and ``n = 2``, the argmax alone.
+    The rule is written out here rather than read from the installed numpy: a numpy build that hands
+    ``argpartition`` to a SIMD selection (x86-simd-sort on AVX-512 machines) may order the other entries
+    differently, and the fork's numbers came from the introselect order.
+
+    Parameters
+    ----------
+    column : array-like of shape (L,)
+        Finite IRS entries of one factor, one per latent.
+    rho : int
+        The fork's ``rho``, 1 <= rho <= L.
+
+    Returns
+    -------
+    list of int
+        The selected latents (indices into ``column``), the argmax first; at most ``rho`` of them.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``column`` is not a finite non-empty 1-D array or ``rho`` is not an integer in [1, L].
+
+    References
+    ----------
+    causal-disentanglement/disentanglement_lib (the CANDLE authors' fork),
+    ``disentanglement_lib/evaluation/metrics/irs.py``, ``scalable_disentanglement_score`` ("UC score
+    start"); numpy 1.x ``core/src/npysort/selection.cpp``, ``introselect_`` and ``dumb_select_``.
+    """
+    values = as_array(column, "column")
+    if values.ndim != 1 or values.size < 1 or values.dtype.kind not in "iuf":
+        raise InvalidArgumentError(f"column: expected a non-empty 1-D real array, got {values.shape}, {values.dtype}")
+    values = values.astype(np.float64, copy=False)
+    if not np.all(np.isfinite(values)):
+        raise InvalidArgumentError("column: holds NaN or infinity")
+    rho = _check_rho(rho, values.size, what="entries in column")
+    return _reference_selection(values, rho)
+
+
+def _reference_selection(values: np.ndarray, rho: int) -> list[int]:
+    """:func:`reference_selection` on a checked float64 vector."""
+    count = values.size
+    order = np.arange(count)
+    if count <= 3:
+        # numpy's argpartition takes kth = count - 1 < 3 by selection sort
+        for position in range(count):
+            smallest = position + int(np.argmin(values[order[position:]]))
+            order[[position, smallest]] = order[[smallest, position]]
+    else:
+        # float data and kth = count - 1: numpy swaps the last maximum into the last position
+        last_max = count - 1 - int(np.argmax(values[::-1]))
+        order[[last_max, count - 1]] = order[[count - 1, last_max]]
+    return order[::-1][::rho][:rho].tolist()
+
+
+def _uc_reference(matrix: np.ndarray, rho: int) -> tuple[float, list[list[int]]]:
+    """UC and the selections of the CANDLE fork (:func:`uc_from_irs_matrix` with ``compat="reference"``)."""
+    selections = [_reference_selection(matrix[:, factor], rho) for factor in range(matrix.shape[1])]
+    num_factors = len(selections)
+    if num_factors < 2:
+        return 1.0, selections
+    sets = [set(selection) for selection in selections]
+    total = 0.0
+    for first in range(num_factors - 1):
+        for second in range(first + 1, num_factors):
+            total += len(sets[first] & sets[second]) / len(sets[first] | sets[second])
+    return 1.0 - total / (num_factors * (num_factors - 1) / 2), selections
+
+
+def uc_from_irs_matrix(matrix: Any, rho: int, compat: str = "paper") -> float:
     """Unconfoundedness (CANDLE, Eq. 1) of a latents-by-factors IRS matrix.
 
     ``Q_i`` is the set of the ``rho`` latents (rows) with the largest entries in column ``i`` (ties go
@@ -359,6 +540,13 @@ def uc_from_irs_matrix(matrix: Any, rho: int) -> float:
     definition. The expectation over ``x`` in Eq. 1 is taken by the IRS matrix itself, computed on all
     the rows.
 
+    ``compat="reference"`` takes ``Q_i`` as the CANDLE fork does (:func:`reference_selection`: at
+    ``rho >= 2`` the argmax and latents that numpy's partition order puts at fixed positions, not the
+    top ``rho``; a set may hold fewer than ``rho`` latents) and averages the same Jaccard indices over
+    the pairs, as ``scalable_disentanglement_score`` of causal-disentanglement/disentanglement_lib
+    (``disentanglement_lib/evaluation/metrics/irs.py``) does. With one factor the fork divides by zero;
+    this mode returns 1.0 there, as the default does.
+
     Parameters
     ----------
     matrix : array-like of shape (L, K)
@@ -366,6 +554,8 @@ def uc_from_irs_matrix(matrix: Any, rho: int) -> float:
         of constant latents).
     rho : int
         Number of latents attributed to each factor, 1 <= rho <= L.
+    compat : {"paper", "reference"}, default "paper"
+        How ``Q_i`` is chosen: the top ``rho`` latents, or the CANDLE fork's selection.
 
     Returns
     -------
@@ -375,15 +565,19 @@ def uc_from_irs_matrix(matrix: Any, rho: int) -> float:
     Raises
     ------
     InvalidArgumentError
-        When ``matrix`` is not a finite non-empty 2-D array or ``rho`` is not an integer in [1, L].
+        When ``matrix`` is not a finite non-empty 2-D array, ``rho`` is not an integer in [1, L] or
+        ``compat`` is not a mode.
 
     References
     ----------
     A. G. Reddy, B. Godfrey L, V. N. Balasubramanian, On causally disentangled representations
     (CANDLE), section 4.1, Eq. 1.
     """
+    compat = _check_compat(compat)
     matrix = _check_matrix(matrix)
     rho = _check_rho(rho, matrix.shape[0], what="rows in matrix")
+    if compat == "reference":
+        return float(_uc_reference(matrix, rho)[0])
     return _uc(matrix, rho)
 
 
@@ -392,11 +586,19 @@ def unique_capture(
     codes: Any,
     rho: int | Sequence[int] = (1, 2),
     diff_quantile: float = 0.99,
+    compat: str = "paper",
 ) -> dict[str, Any]:
     """Unconfoundedness (CANDLE, Eq. 1) of codes, with the factor-to-latent sets taken from IRS.
 
     Computes the IRS matrix of :func:`irs` (constant latents dropped), then for each ``rho`` the UC of
     :func:`uc_from_irs_matrix` on the non-constant latents.
+
+    ``compat="reference"`` reproduces the UC of the CANDLE authors' code
+    (causal-disentanglement/disentanglement_lib, ``disentanglement_lib/evaluation/metrics/irs.py``:
+    ``compute_irs`` and ``scalable_disentanglement_score``): the IRS matrix of the factors binned into
+    20 histogram bins (:func:`irs` with ``compat="reference"``) and each factor's latents chosen by
+    :func:`reference_selection` (at ``rho = 2``: the argmax and one latent fixed by numpy's partition
+    order, not the second best).
 
     Parameters
     ----------
@@ -409,6 +611,8 @@ def unique_capture(
         Number(s) of latents attributed to each factor; each in [1, number of non-constant latents].
     diff_quantile : float, default 0.99
         Quantile of the within-group deviations of IRS, in (0, 1].
+    compat : {"paper", "reference"}, default "paper"
+        ``"reference"``: binned factors and the CANDLE fork's selection (above).
 
     Returns
     -------
@@ -418,19 +622,26 @@ def unique_capture(
         columns of ``codes`` (constant latents never appear), best first.
         ``"active_latents"``: indices of the non-constant latents.
         ``"params"``: ``{"rho": [...], "diff_quantile": ...}``.
+        With ``compat="reference"``: ``"uc_rho<r>_reference"`` and ``"q_sets_reference"`` (the fork's
+        selections, argmax first) instead, and ``"params"`` adds ``"compat": "reference"`` and
+        ``"num_bins": 20``.
 
     Raises
     ------
     InvalidArgumentError
-        On invalid ``factors``, ``codes`` or ``diff_quantile`` (see :func:`irs`), or a ``rho`` that is
-        not a positive integer or exceeds the number of non-constant latents.
+        On invalid ``factors``, ``codes``, ``diff_quantile`` or ``compat`` (see :func:`irs`), or a
+        ``rho`` that is not a positive integer or exceeds the number of non-constant latents.
 
     References
     ----------
     A. G. Reddy, B. Godfrey L, V. N. Balasubramanian, On causally disentangled representations
     (CANDLE), section 4.1; Suter et al., ICML 2019 for IRS.
     """
-    factors, codes = _check_inputs(factors, codes)
+    compat = _check_compat(compat)
+    if compat == "reference":
+        factors, codes = _check_reference_inputs(factors, codes)
+    else:
+        factors, codes = _check_inputs(factors, codes)
     diff_quantile = _check_quantile(diff_quantile)
     if isinstance(rho, numbers.Integral) and not isinstance(rho, bool):
         rhos = [rho]
@@ -445,9 +656,16 @@ def unique_capture(
     result: dict[str, Any] = {}
     q_sets: dict[str, list[list[int]]] = {}
     for r in rhos:
-        result[f"uc_rho{r}"] = _uc(matrix, r)
-        q_sets[f"rho{r}"] = active_index[_top_latents(matrix, r)].tolist()
+        if compat == "reference":
+            value, selections = _uc_reference(matrix, r)
+            result[f"uc_rho{r}"] = float(value)
+            q_sets[f"rho{r}"] = [active_index[selection].tolist() for selection in selections]
+        else:
+            result[f"uc_rho{r}"] = _uc(matrix, r)
+            q_sets[f"rho{r}"] = active_index[_top_latents(matrix, r)].tolist()
     result["q_sets"] = q_sets
     result["active_latents"] = active_index.tolist()
     result["params"] = {"rho": rhos, "diff_quantile": diff_quantile}
+    if compat == "reference":
+        return _reference_keys(result, [*(f"uc_rho{r}" for r in rhos), "q_sets"], REFERENCE_NUM_BINS)
     return result

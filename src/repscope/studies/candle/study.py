@@ -12,16 +12,21 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+import numpy as np
+from PIL import Image
 from pydantic import Field
 
 from repscope.cache import exclusive_lock
-from repscope.data.candle.dataset import FACTOR_NAMES
+from repscope.data.candle.dataset import FACTOR_NAMES, folder_records, image_of, read_record
 from repscope.data.candle.render import RenderSettings, parse_resolution, render_grid, select_points
 from repscope.data.candle.scene import import_bpy
 from repscope.data.sources import repscope_home
+from repscope.report import Report
+from repscope.report.disentangle_figures import FLAT_STD, near_constant, sample_figure
 from repscope.studies.common import MemberModel, TrainingSection
 from repscope.studies.disentangle.study import (
     PAPER_TABLE2_CANDLE,
@@ -112,18 +117,112 @@ def render_folder(section: CandleRenderSection, home: Path | None = None) -> Pat
     return folder
 
 
+SAMPLE_IMAGES = 12
+
+
+def rendered_sample(folder: Path, n: int = SAMPLE_IMAGES) -> tuple[np.ndarray, list[str]]:
+    """``n`` images of a CANDLE folder spread evenly over its sorted files (rows ``k * N // n``), as RGB
+    arrays of one size, and their titles (object, colour, size, rotation, scene, light).
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        A CANDLE folder (ours or the published files).
+    n : int
+        Images wanted (all of them when the folder has fewer).
+
+    Returns
+    -------
+    (numpy.ndarray, list of str)
+        ``(n, H, W, 3)`` uint8 images (resized to the first one's size) and one title each.
+    """
+    files = folder_records(folder)["files"]
+    count = min(int(n), len(files))
+    rows = (np.arange(count) * len(files)) // count
+    images, titles, size = [], [], None
+    for row in rows:
+        record = read_record(files[row])
+        with Image.open(image_of(files[row])) as image:
+            rgb = image.convert("RGB")
+            size = size or rgb.size
+            images.append(np.asarray(rgb.resize(size)))
+        titles.append(
+            f"{record['object']} {record['color']} {record['size']}\n{record['rotation']}\u00b0 {record['scene']} "
+            f"{record['light']}"
+        )
+    return np.stack(images), titles
+
+
+def _sample_block(folder: Path) -> Callable[[Report], None]:
+    def add(report: Report) -> None:
+        images, titles = rendered_sample(folder)
+        flat = near_constant(images)
+        report.add_heading("The rendered images")
+        report.add_figure(
+            sample_figure(images, titles),
+            caption=f"{len(images)} of the study's images ({folder}), spread evenly over its files",
+        )
+        if flat.all():
+            report.add_warning(
+                f"The {len(images)} rendered images shown are flat (pixel standard deviation below {FLAT_STD:g}): "
+                "the render shows no object; check the render settings."
+            )
+
+    return add
+
+
 def run_candle_study(
     config: CandleStudyConfig,
     out: Path | None = None,
     root: Path = Path("runs"),
     source: str = "config",
     quick: bool = False,
+    resume: bool = False,
 ) -> Path:
-    """Render (or find) the images, then run the disentanglement study on them; returns the report."""
+    """Render (or find) the images, then run the disentanglement study on them (in ``candle-study-<time>``
+    by default); returns the report.
+
+    Parameters
+    ----------
+    config : CandleStudyConfig
+        The study.
+    out : pathlib.Path, optional
+        Its folder (default ``root/candle-study-<time>``).
+    root : pathlib.Path
+        Parent of the default folder.
+    source : str
+        Named in error messages.
+    quick : bool
+        A ``--quick`` run.
+    resume : bool
+        Continue the study in ``out`` (:func:`repscope.studies.disentangle.study.run_disentangle_study`); the
+        render is continued too.
+
+    Returns
+    -------
+    pathlib.Path
+        The report.
+    """
     folder = render_folder(config.render)
     ready = config.model_copy(deep=True)
     ready.data.params = {**ready.data.params, "data_dir": str(folder)}
-    return run_disentangle_study(ready, out=out, root=root, source=source, quick=quick)
+    return run_disentangle_study(
+        ready,
+        out=out,
+        root=root,
+        source=source,
+        quick=quick,
+        resume=resume,
+        kind="candle-study",
+        add_intro=_sample_block(folder),
+    )
 
 
-__all__ = ["PAPER_TABLE2_CANDLE", "CandleStudyConfig", "quick", "render_folder", "run_candle_study"]
+__all__ = [
+    "PAPER_TABLE2_CANDLE",
+    "CandleStudyConfig",
+    "quick",
+    "render_folder",
+    "rendered_sample",
+    "run_candle_study",
+]

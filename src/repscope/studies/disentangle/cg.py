@@ -2,24 +2,47 @@
 
 CG (:func:`repscope.metrics.disentanglement.counterfactual.counterfactual_generativeness`) judges the
 images a model decodes after an intervention on its latents with a classifier of every factor. The
-classifiers are the framework's supervised models (``attribute-cnn``), one per factor, trained on the
+classifiers are the framework's supervised models (``attribute-cnn`` by default; ``factor-cnn``,
+:class:`repscope.models.factor_cnn.FactorCNN`, keeps the full resolution at 4.6 times the multiply-adds), one
+per factor, trained on the
 same dataset by :func:`repscope.train.run.fit` into ``DIR/<factor>/`` (a run directory each, with its
-test accuracy; the CANDLE paper's classifier reached 98.9%), on the trainer of the study or command that
-asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to factor
-``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
+test accuracy; the CANDLE paper's classifiers reached 98.9% and 99.5%), on the trainer of the study or
+command that asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to
+factor ``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
+
+A judge is measured on what the images show: besides its raw test accuracy, each classifier's
+``judge.json`` holds its *identifiable* accuracy (:func:`repscope.data.symmetries.identifiable_hits`): a
+prediction naming a value that renders as the same image counts as right (a square turned by 90
+degrees), and examples whose factor the image does not show are left out (a sphere's rotation). No
+classifier can be right about what the image does not show, so that accuracy is the one a judge is held
+to. A CG result carries its judges: each classifier's identifiable accuracy (the raw test accuracy of
+``metrics.json`` for a folder trained before ``judge.json`` existed), ``judge_ok`` (every one at least
+``min_judge_accuracy``, default 0.9) and the weak ones by name; a weak judge gives a ``RuntimeWarning``,
+or an error with ``refuse_weak_judges``
+(:func:`repscope.metrics.disentanglement.counterfactual.check_judges`).
 """
 
 from __future__ import annotations
 
+import json
+import shutil
+import warnings
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from repscope.errors import InvalidArgumentError
-from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
+from repscope.data.symmetries import has_symmetry_rule, identifiable_hits, rule_description
+from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.fileio import write_json_atomic
+from repscope.metrics.disentanglement.counterfactual import (
+    DEFAULT_MIN_JUDGE_ACCURACY,
+    check_judges,
+    counterfactual_generativeness,
+)
 from repscope.metrics.disentanglement.irs import unique_capture
+from repscope.progress import progress_bar
 from repscope.runs import CONFIG_FILE, METRICS_FILE, read_metrics
 from repscope.studies.common import auxiliary_trainer
 from repscope.studies.disentangle.score import codes_of_run
@@ -28,6 +51,47 @@ from repscope.train.reader import open_run
 from repscope.train.run import fit
 
 CLASSIFIER_MODEL = "attribute-cnn"
+JUDGE_FILE = "judge.json"
+
+
+def judge_record(
+    data: str, factor: str, factors: np.ndarray, truth: np.ndarray, predicted: np.ndarray
+) -> dict[str, Any]:
+    """How well one factor classifier judges: raw and identifiable accuracy on held-out images.
+
+    Parameters
+    ----------
+    data : str
+        The registered dataset (its symmetry rules: :mod:`repscope.data.symmetries`).
+    factor : str
+        The factor the classifier predicts.
+    factors : numpy.ndarray
+        int ``(n, K)`` every factor's true classes of the held-out images.
+    truth, predicted : numpy.ndarray
+        int ``(n,)`` the factor's true and predicted classes.
+
+    Returns
+    -------
+    dict
+        ``accuracy`` (raw), ``identifiable_accuracy`` (hits over the counted examples; the raw accuracy
+        where the factor has no symmetry rule), ``counted`` (examples whose image shows the factor),
+        ``n`` and ``rule`` (in words).
+    """
+    truth, predicted = np.asarray(truth), np.asarray(predicted)
+    raw = float(np.mean(predicted == truth))
+    if has_symmetry_rule(data, factor):
+        hits, counted = identifiable_hits(data, factor, factors, predicted)
+        identifiable = float(hits[counted].mean()) if counted.any() else float("nan")
+    else:
+        counted = np.ones(len(truth), dtype=bool)
+        identifiable = raw
+    return {
+        "accuracy": raw,
+        "identifiable_accuracy": identifiable,
+        "counted": int(counted.sum()),
+        "n": int(len(truth)),
+        "rule": rule_description(data, factor),
+    }
 
 
 def train_factor_classifiers(
@@ -38,8 +102,11 @@ def train_factor_classifiers(
     data_params: dict[str, Any] | None = None,
     epochs: int = 3,
     batch_size: int = 128,
+    model: str = CLASSIFIER_MODEL,
+    model_params: dict[str, Any] | None = None,
     seed: int = 0,
     trainer: TrainerSection | None = None,
+    resume: bool = False,
 ) -> dict[str, float]:
     """One classifier per factor of a dataset, each a training run in ``out/<factor>/``.
 
@@ -55,28 +122,85 @@ def train_factor_classifiers(
         Further parameters of the dataset (``size``, ``test_size``, ...).
     epochs, batch_size, seed
         Training settings of every classifier.
+    model : str, default="attribute-cnn"
+        The registered supervised model of every classifier (``factor-cnn``: the full-resolution one).
+    model_params : dict, optional
+        Its parameters (``lr``, ``network_params``, ...).
     trainer : TrainerSection, optional
         Where and how they train (accelerator, devices, precision, ..., logger): a study's trainer, or
         the command's flags; their ``max_epochs`` is ``epochs``. Default: the defaults (CPU).
+    resume : bool, default=False
+        Continue a folder written before (a resumed study): a classifier with its ``judge.json`` is kept
+        as it is, one stopped during its training goes on from its ``checkpoints/last.ckpt``, one stopped
+        before its first checkpoint trains again.
 
     Returns
     -------
     dict of str to float
-        Test accuracy per factor.
+        Identifiable test accuracy per factor (:func:`judge_record`; also in ``out/<factor>/judge.json``
+        with the raw accuracy).
     """
     out = Path(out)
     accuracies = {}
-    for factor in factors:
-        config = TrainConfig(
-            model=Named(name=CLASSIFIER_MODEL),
-            data=Named(name=data, params={**(data_params or {}), "target": factor}),
-            trainer=auxiliary_trainer(trainer, max_epochs=int(epochs)),
-            batch_size=int(batch_size),
-            seed=int(seed),
-        )
-        outcome = fit(config, out=out / factor, description=f"{factor} classifier on {data}")
-        accuracies[factor] = float(outcome.metrics.get("test_accuracy", float("nan")))
-    return accuracies
+    kept = [f for f in factors if resume and (out / f / JUDGE_FILE).is_file()]
+    for factor in kept:
+        accuracies[factor] = _read_judge(out / factor / JUDGE_FILE)["identifiable_accuracy"]
+    # each training has its bar; this one counts them (and gives a line every few seconds between them)
+    with progress_bar(f"{len(factors)} factor classifiers ({model})", total=len(factors), initial=len(kept)) as update:
+        for k, factor in enumerate(factors, start=1):
+            if factor in kept:
+                continue
+            accuracies[factor] = _train_one(
+                data,
+                factor,
+                k,
+                factors,
+                out,
+                data_params,
+                epochs,
+                batch_size,
+                model,
+                model_params,
+                seed,
+                trainer,
+                resume,
+            )
+            update(len(accuracies))
+    return {factor: accuracies[factor] for factor in factors}
+
+
+def _train_one(
+    data: str,
+    factor: str,
+    k: int,
+    factors: list[str],
+    out: Path,
+    data_params: dict[str, Any] | None,
+    epochs: int,
+    batch_size: int,
+    model: str,
+    model_params: dict[str, Any] | None,
+    seed: int,
+    trainer: TrainerSection | None,
+    resume: bool,
+) -> float:
+    """Train the classifier of one factor into ``out/<factor>``; its identifiable test accuracy."""
+    config = TrainConfig(
+        model=Named(name=model, params=dict(model_params or {})),
+        data=Named(name=data, params={**(data_params or {}), "target": factor}),
+        trainer=auxiliary_trainer(trainer, max_epochs=int(epochs)),
+        batch_size=int(batch_size),
+        seed=int(seed),
+    )
+    description = f"{factor} classifier on {data} ({k} of {len(factors)})"
+    again = resume and (out / factor / "checkpoints" / "last.ckpt").is_file()
+    if resume and not again and (out / factor).exists():
+        shutil.rmtree(out / factor)  # stopped before its first checkpoint: nothing to continue
+    outcome = fit(config, out=out / factor, resume=again, description=description)
+    test = outcome.data.arrays("test", ["image", "factors", "target"])
+    record = judge_record(data, factor, test["factors"], test["target"], outcome.task.predict(test["image"]))
+    write_json_atomic(out / factor / JUDGE_FILE, record)
+    return float(record["identifiable_accuracy"])
 
 
 def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
@@ -90,7 +214,13 @@ def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
 
 
 def cg_of_run(
-    run_dir: str | Path, classifiers: str | Path, n: int = 1000, seed: int = 0, rho: tuple[int, ...] = (1, 2)
+    run_dir: str | Path,
+    classifiers: str | Path,
+    n: int = 1000,
+    seed: int = 0,
+    rho: tuple[int, ...] = (1, 2),
+    min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
+    refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
     """CG at each rho of a VAE run, judged by the factor classifiers in ``classifiers``.
 
@@ -106,37 +236,123 @@ def cg_of_run(
         Seed of the draw.
     rho : tuple of int, default=(1, 2)
         Latents attributed to each factor.
+    min_judge_accuracy : float, default=0.9
+        The least held-out accuracy of a factor classifier for ``judge_ok``.
+    refuse_weak_judges : bool, default=False
+        Raise, before any decoding, when a classifier is below ``min_judge_accuracy`` (otherwise a
+        ``RuntimeWarning``).
 
     Returns
     -------
     dict
-        ``cg_rho<r>`` per rho, the per-rho results of the metric, and the factors' names.
+        ``cg_rho<r>`` per rho, ``details`` (the per-rho results of the metric), ``factor_names``,
+        ``judge_accuracy`` (factor name -> held-out accuracy of its classifier), ``judge_ok``,
+        ``weak_judges`` (names) and ``min_judge_accuracy``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a factor has no classifier run, or a judge is weak and ``refuse_weak_judges`` is set.
     """
     factors, codes, names = codes_of_run(run_dir, n=n, seed=seed)
     models = _load_classifiers(Path(classifiers), names)
+    measured = classifier_accuracies(classifiers)
+    accuracies = [measured.get(name, float("nan")) for name in names]
+    judges = check_judges(accuracies, names, min_judge_accuracy, refuse=refuse_weak_judges)
     task = open_run(run_dir).task()
 
     def predict_proba(images: np.ndarray) -> list[np.ndarray]:
         return [torch.softmax(model.outputs(images), dim=1).numpy() for model in models]
 
     capture = unique_capture(factors, codes, rho=rho)
-    out: dict[str, Any] = {"factor_names": names, "details": {}}
-    for value in capture["params"]["rho"]:
-        result = counterfactual_generativeness(
-            factors, codes, capture["q_sets"][f"rho{value}"], task.decode, predict_proba
-        )
-        out[f"cg_rho{value}"] = result["cg"]
-        out["details"][f"rho{value}"] = result
+    out: dict[str, Any] = {
+        "factor_names": names,
+        "judge_accuracy": dict(zip(names, judges["judge_accuracy"])),
+        "judge_ok": judges["judge_ok"],
+        "weak_judges": judges["weak_judges"],
+        "min_judge_accuracy": float(min_judge_accuracy),
+        "details": {},
+    }
+    with warnings.catch_warnings():
+        # check_judges above has warned once already; the per-rho results only record the accuracies
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for value in capture["params"]["rho"]:
+            result = counterfactual_generativeness(
+                factors,
+                codes,
+                capture["q_sets"][f"rho{value}"],
+                task.decode,
+                predict_proba,
+                judge_accuracy=judges["judge_accuracy"],
+                min_judge_accuracy=min_judge_accuracy,
+            )
+            out[f"cg_rho{value}"] = result["cg"]
+            out["details"][f"rho{value}"] = result
     return out
 
 
 def classifier_accuracies(folder: str | Path) -> dict[str, float]:
-    """The test accuracy of every classifier run in ``folder`` (from its metrics.json)."""
-    accuracies = {}
+    """The accuracy every classifier run in ``folder`` is held to as a judge.
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder :func:`train_factor_classifiers` wrote.
+
+    Returns
+    -------
+    dict of str to float
+        Factor name (the run's folder name) -> identifiable accuracy from its ``judge.json``; for a run
+        without one (trained before it existed), the raw test accuracy of its ``metrics.json`` (NaN when
+        the run recorded none).
+    """
+    return {name: record["identifiable_accuracy"] for name, record in judge_records(folder).items()}
+
+
+def _read_judge(path: Path) -> dict[str, Any]:
+    try:
+        record = json.loads(path.read_text())
+        record["accuracy"], record["identifiable_accuracy"] = (
+            float(record["accuracy"]),
+            float(record["identifiable_accuracy"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        raise DataFormatError(f"{path}: not a judge record ({exc})") from None
+    return record
+
+
+def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
+    """Every classifier run's :func:`judge_record` in ``folder`` (raw and identifiable accuracy).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The folder :func:`train_factor_classifiers` wrote.
+
+    Returns
+    -------
+    dict of str to dict
+        Factor name -> the run's ``judge.json``; a run without one gets its raw test accuracy as both
+        accuracies and ``rule`` ``"raw test accuracy (no judge.json)"``.
+
+    Raises
+    ------
+    DataFormatError
+        A ``judge.json`` that is not a JSON object with numeric accuracies, naming the file.
+    """
+    records = {}
     for run in sorted(Path(folder).iterdir()):
-        if (run / METRICS_FILE).is_file():
-            accuracies[run.name] = float(read_metrics(run).get("test_accuracy", float("nan")))
-    return accuracies
+        path = run / JUDGE_FILE
+        if path.is_file():
+            records[run.name] = _read_judge(path)
+        elif (run / METRICS_FILE).is_file():
+            raw = float(read_metrics(run).get("test_accuracy", float("nan")))
+            records[run.name] = {
+                "accuracy": raw,
+                "identifiable_accuracy": raw,
+                "rule": "raw test accuracy (no judge.json)",
+            }
+    return records
 
 
-__all__ = ["train_factor_classifiers", "cg_of_run", "classifier_accuracies"]
+__all__ = ["train_factor_classifiers", "cg_of_run", "classifier_accuracies", "judge_record", "judge_records"]

@@ -3,7 +3,8 @@
 The file is an ``.npz`` written by anyone (``numpy.savez(path, factors=..., codes=...)``): ``factors``
 ``(N, K)`` integer factor classes (or ``(N,)`` for one factor), ``codes`` ``(N, L)`` finite floats, and
 optionally ``factor_sizes`` ``(K,)``. It is read with ``allow_pickle=False``: an object array (which only
-unpickling could read) is refused, never executed.
+unpickling could read) or a member that is not a ``.npy`` array (a pickle, text) is refused, never executed.
+A factor whose classes leave fewer than 2 rows per class on average is refused (:func:`check_factor_classes`).
 
 Rows are used in the order given: DCI and SAP train on the first 80% of them, as disentanglement_lib
 does, so shuffle a dataset stored in grid order before writing it (or use ``--bootstrap``, whose
@@ -12,16 +13,20 @@ resamples are shuffled).
 
 from __future__ import annotations
 
+import inspect
+import sys
 import time
-import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from repscope.data.npzfile import read_npz_arrays
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
-from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, scalar_scores
+from repscope.metrics.disentanglement.bootstrap import bootstrap_intervals, scalar_scores
 from repscope.metrics.registry import ARRAY_INPUTS, metric, metric_entry, metric_names
+from repscope.progress import format_seconds, progress_bar
 from repscope.train.reader import open_run
 from repscope.train.registry import model_entry
 from repscope.train.tasks.base import Encoder
@@ -45,25 +50,18 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     SourceNotFoundError
         When the file does not exist.
     DataFormatError
-        When it is not an npz, holds object arrays, misses ``factors`` or ``codes``, or their shapes,
-        values or types are wrong (the message names the file and the key).
+        When it is not an npz (text, a pickle, a single ``.npy``), a member is not a ``.npy`` array (raw
+        bytes) or holds object arrays, it misses ``factors`` or ``codes``, or their shapes, values or types
+        are wrong, ``factor_sizes`` included (the message names the file and the member).
     """
     path = Path(path)
     if not path.is_file():
         raise SourceNotFoundError(f"{path}: no such file")
-    try:
-        with np.load(path, allow_pickle=False) as archive:
-            if not hasattr(archive, "files"):
-                raise DataFormatError(f"{path}: a single .npy array, not an .npz with 'factors' and 'codes'")
-            arrays = {key: archive[key] for key in archive.files}
-    except DataFormatError:
-        raise
-    except ValueError as exc:
-        if "allow_pickle" in str(exc) or "Object arrays" in str(exc):
-            raise DataFormatError(f"{path}: holds object arrays, which only unpickling could read; refused") from None
-        raise DataFormatError(f"{path}: not a readable .npz ({exc})") from None
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataFormatError(f"{path}: not a readable .npz ({exc})") from None
+    arrays = read_npz_arrays(
+        path,
+        "'factors' (N, K) integer classes and 'codes' (N, L), optionally 'factor_sizes' (K,): "
+        "numpy.savez(path, factors=..., codes=...)",
+    )
     missing = [key for key in ("factors", "codes") if key not in arrays]
     if missing:
         raise DataFormatError(f"{path}: no {missing[0]!r} array (has: {', '.join(sorted(arrays)) or 'nothing'})")
@@ -87,9 +85,19 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
         bad = int(np.argmax(~np.isfinite(codes).all(axis=1)))
         raise DataFormatError(f"{path}: 'codes' holds NaN or infinite values (first in row {bad})")
     factors = factors.astype(np.int64)
+    try:
+        check_factor_classes(factors, where=str(path))
+    except InvalidArgumentError as exc:
+        raise DataFormatError(str(exc)) from None
     sizes = arrays.get("factor_sizes")
     if sizes is not None:
         sizes = np.asarray(sizes).reshape(-1)
+        if not np.issubdtype(sizes.dtype, np.integer) and not (
+            np.issubdtype(sizes.dtype, np.floating) and np.all(np.isfinite(sizes) & (sizes == np.round(sizes)))
+        ):
+            raise DataFormatError(
+                f"{path}: 'factor_sizes' must hold whole numbers (classes per factor), got dtype {sizes.dtype}"
+            )
         if len(sizes) != factors.shape[1]:
             raise DataFormatError(f"{path}: 'factor_sizes' has {len(sizes)} entries for {factors.shape[1]} factors")
         sizes = sizes.astype(np.int64)
@@ -153,14 +161,175 @@ def codes_of_run(
     return factors[:, varying], codes, [name for name, keep in zip(names, varying) if keep]
 
 
+COMPAT_CHOICES = ("paper", "reference", "both")
+
+
+def has_reference_mode(name: str) -> bool:
+    """Whether the registered metric ``name`` takes ``compat`` (it has a mode that follows its authors' code).
+
+    Parameters
+    ----------
+    name : str
+        A registered metric name.
+
+    Returns
+    -------
+    bool
+        True when the metric's function has a ``compat`` parameter (IRS and UC).
+    """
+    return "compat" in inspect.signature(metric(name)).parameters
+
+
+MIN_ROWS_PER_CLASS = 2.0
+MANY_CLASSES = 256
+
+
+def check_factor_classes(factors: np.ndarray, where: str = "factors") -> None:
+    """Refuse factors whose classes are too many for their rows.
+
+    The rule, per factor column ``k`` with ``C_k`` distinct classes over ``N`` rows:
+
+    * ``C_k == N`` (each class a single row) is refused: no metric can compare rows within a class (IRS
+      then reads 1.0 and the information metrics NaN, whatever the codes);
+    * ``N / C_k < 2`` (fewer than 2 rows per class on average) is refused: most classes are single rows.
+
+    :func:`read_codes_npz` applies it to every file; a run directory's draw (``--n``) is not checked.
+
+    Parameters
+    ----------
+    factors : numpy.ndarray
+        ``(N, K)`` integer factor classes.
+    where : str, default="factors"
+        Named in the message (the file).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the factor column, its classes and the rows.
+    """
+    factors = np.asarray(factors)
+    rows = len(factors)
+    if rows == 0:
+        raise InvalidArgumentError(f"{where}: 'factors' has no rows")
+    for column in range(factors.shape[1]):
+        classes = len(np.unique(factors[:, column]))
+        if rows > 1 and classes == rows:
+            raise InvalidArgumentError(
+                f"{where}: 'factors' column {column} has {classes} classes over {rows} rows, each class a single "
+                "row; no metric can compare rows within a class (drop the column or bin it)"
+            )
+        per_class = rows / classes
+        if per_class < MIN_ROWS_PER_CLASS:
+            raise InvalidArgumentError(
+                f"{where}: 'factors' column {column} has {classes} classes over {rows} rows ({per_class:.2f} rows "
+                f"per class); at least {MIN_ROWS_PER_CLASS:g} rows per class on average are needed (bin the factor "
+                "or add rows)"
+            )
+
+
+def many_class_warnings(factors: np.ndarray) -> list[str]:
+    """A warning line per factor with more than ``MANY_CLASSES`` (256) classes.
+
+    DCI and SAP fit a classifier over every class of a factor, so their time grows with its classes (a
+    3,000-class factor took 146 s in DCI); such a factor is scored, after the warning.
+
+    Parameters
+    ----------
+    factors : numpy.ndarray
+        ``(N, K)`` integer factor classes.
+
+    Returns
+    -------
+    list of str
+        One ``warning: ...`` line per such factor column (empty when none).
+    """
+    factors = np.asarray(factors)
+    lines = []
+    for column in range(factors.shape[1]):
+        classes = len(np.unique(factors[:, column]))
+        if classes > MANY_CLASSES:
+            lines.append(
+                f"warning: factors: column {column} has {classes} classes (over {MANY_CLASSES}): DCI and SAP fit a "
+                "classifier over every class, expect minutes (a 3,000-class factor took 146 s in DCI)"
+            )
+    return lines
+
+
+def _stderr_line(line: str) -> None:
+    """Print one line on stderr (the default ``notify`` of :func:`score_arrays`)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def check_bootstrap(bootstrap: Any) -> int:
+    """``--bootstrap``: 0 (no interval) or a number of resamples >= 2.
+
+    Parameters
+    ----------
+    bootstrap : int
+        The value given.
+
+    Returns
+    -------
+    int
+        The value.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When it is not an integer, negative, or 1 (a percentile interval needs at least 2 resamples).
+    """
+    if isinstance(bootstrap, bool) or not isinstance(bootstrap, int | np.integer):
+        raise InvalidArgumentError(f"--bootstrap: must be a whole number of resamples, got {bootstrap!r}")
+    if bootstrap < 0 or bootstrap == 1:
+        raise InvalidArgumentError(
+            f"--bootstrap: must be 0 (no interval) or at least 2 resamples (a few hundred for a stable interval), "
+            f"got {bootstrap}"
+        )
+    return int(bootstrap)
+
+
+def _counted_jobs(jobs: dict[str, tuple[Any, dict[str, Any]]], update: Any) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """The bootstrap's jobs with the last one counting the resamples: each resample runs every job once,
+    in order, so the k-th return (or failure) of the last job is the end of resample k."""
+    if not jobs:
+        return jobs
+    last = list(jobs)[-1]
+    function, params = jobs[last]
+    done = 0
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal done
+        try:
+            return function(*args, **kwargs)
+        finally:
+            done += 1
+            update(done)
+
+    return {**jobs, last: (counted, params)}
+
+
 def score_arrays(
     factors: np.ndarray,
     codes: np.ndarray,
     metrics: list[str] | None = None,
     bootstrap: int = 0,
     seed: int = 0,
+    compat: str = "paper",
+    notify: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Every metric (or the ones named) of ``(factors, codes)``, with bootstrap intervals when asked.
+
+    Before any metric runs, ``bootstrap`` is checked (:func:`check_bootstrap`) and a factor with more than
+    256 classes gets a warning line (:func:`many_class_warnings`). With ``bootstrap``, the first resample
+    is timed and one line with the estimate of the rest is given to ``notify`` before the others run.
+
+    ``compat`` chooses the mode of the metrics that have two (:func:`has_reference_mode`: IRS and UC):
+    ``"paper"`` the printed definitions, ``"reference"`` the authors' code (IRS on 20-bin histogram
+    factors as disentanglement_lib's ``compute_irs``; UC as the CANDLE fork's
+    ``scalable_disentanglement_score`` selects latents: :mod:`repscope.metrics.disentanglement.irs`),
+    ``"both"`` each. A reference result is stored under ``<name>_reference`` (``metrics["irs_reference"]``)
+    and its scores carry the suffix (``irs_reference``, ``uc_rho2_reference``); the other metrics have one
+    mode and are computed once whatever ``compat``.
 
     Parameters
     ----------
@@ -173,13 +342,27 @@ def score_arrays(
         Resamples of the percentile interval (0: none).
     seed : int, default=0
         Seed of the bootstrap.
+    compat : {"paper", "reference", "both"}, default="paper"
+        Mode of the metrics that have a reference mode (above).
+    notify : callable, optional
+        Receives the warning and estimate lines (default: printed on stderr).
 
     Returns
     -------
     dict
-        ``{"n", "factors", "latents", "metrics": {name: result}, "seconds": {name: s}}``; with
+        ``{"n", "factors", "latents", "compat", "metrics": {name: result}, "seconds": {name: s}}``; with
         ``bootstrap``, each result gains ``"bootstrap": {score: {"low", "high", ...}}``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        On an unknown metric, one that needs more than factors and codes, an unknown ``compat``, a
+        ``bootstrap`` that is negative or 1.
     """
+    if compat not in COMPAT_CHOICES:
+        raise InvalidArgumentError(f"--compat: must be one of {', '.join(COMPAT_CHOICES)}, got {compat!r}")
+    check_bootstrap(bootstrap)
+    say = _stderr_line if notify is None else notify
     scorable = metric_names(ARRAY_INPUTS)
     names = scorable if metrics is None else list(metrics)
     for name in names:
@@ -189,16 +372,51 @@ def score_arrays(
             further = [key for key in metric_entry(name).inputs if key not in ARRAY_INPUTS]
             raise InvalidArgumentError(f"--metric: {name!r} needs {', '.join(further)} besides factors and codes")
         raise InvalidArgumentError(f"--metric: unknown {name!r}; choose from {', '.join(scorable)}")
-    out: dict[str, Any] = {"n": int(len(codes)), "factors": int(factors.shape[1]), "latents": int(codes.shape[1])}
-    results, seconds = {}, {}
+    out: dict[str, Any] = {
+        "n": int(len(codes)),
+        "factors": int(factors.shape[1]),
+        "latents": int(codes.shape[1]),
+        "compat": compat,
+    }
+    runs: list[tuple[str, str, dict[str, Any]]] = []  # (result name, metric, parameters)
     for name in names:
+        if not has_reference_mode(name):
+            runs.append((name, name, {}))
+            continue
+        if compat in ("paper", "both"):
+            runs.append((name, name, {}))
+        if compat in ("reference", "both"):
+            runs.append((f"{name}_reference", name, {"compat": "reference"}))
+    for line in many_class_warnings(factors):
+        say(line)
+    results, seconds = {}, {}
+    described = f"scoring {len(codes)} rows"
+    with progress_bar(described, total=len(runs)) as update:
+        for done, (key, name, params) in enumerate(runs):
+            update(done, description=f"{described}: {key}")
+            started = time.perf_counter()
+            results[key] = metric(name)(factors, codes, **params)
+            seconds[key] = time.perf_counter() - started
+        update(len(runs), description=described)
+    if bootstrap:
         started = time.perf_counter()
-        function = metric(name)
-        result = function(factors, codes)
-        if bootstrap:
-            result["bootstrap"] = bootstrap_interval(function, factors, codes, bootstrap, seed=seed)
-        results[name] = result
-        seconds[name] = round(time.perf_counter() - started, 3)
+
+        def estimate(first: float) -> None:
+            say(
+                f"bootstrap: the first of {bootstrap} resamples of {len(codes)} rows took {format_seconds(first)}; "
+                f"about {format_seconds(first * (bootstrap - 1))} more for the rest"
+            )
+
+        with progress_bar(f"bootstrap: {bootstrap} resamples of {len(codes)} rows", total=bootstrap) as update:
+            jobs = _counted_jobs({key: (metric(name), params) for key, name, params in runs}, update)
+            intervals = bootstrap_intervals(jobs, factors, codes, bootstrap, seed=seed, on_first=estimate)
+        spent = time.perf_counter() - started
+        total = sum(seconds.values()) or 1.0
+        for key in results:
+            results[key]["bootstrap"] = intervals[key]
+            # the bootstrap ran metric by metric within each resample: its time is shared as the scores' time
+            seconds[key] += spent * seconds[key] / total
+    seconds = {key: round(value, 3) for key, value in seconds.items()}
     out["metrics"] = results
     out["seconds"] = seconds
     return out
@@ -223,4 +441,14 @@ def headline(scores: dict[str, Any]) -> dict[str, float]:
     return flat
 
 
-__all__ = ["codes_of_run", "read_codes_npz", "score_arrays", "headline"]
+__all__ = [
+    "COMPAT_CHOICES",
+    "check_bootstrap",
+    "check_factor_classes",
+    "codes_of_run",
+    "many_class_warnings",
+    "has_reference_mode",
+    "read_codes_npz",
+    "score_arrays",
+    "headline",
+]

@@ -19,6 +19,9 @@ def score_file(
     bootstrap: int = 0,
     classifiers: str | Path | None = None,
     out: str | Path | None = None,
+    compat: str = "paper",
+    min_judge_accuracy: float = 0.9,
+    refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
     """Score a ``(factors, codes)`` pair read from ``file`` on the disentanglement metrics.
 
@@ -42,6 +45,15 @@ def score_file(
         (:func:`repscope.studies.disentangle.cg.cg_of_run`).
     out : str or pathlib.Path, optional
         JSON file to write the result to (atomically).
+    compat : {"paper", "reference", "both"}, default="paper"
+        Mode of IRS and UC (:func:`repscope.studies.disentangle.score.score_arrays`): ``"reference"``
+        scores them as the authors' code does (IRS on 20-bin factors as disentanglement_lib, UC at rho 1
+        and 2 with the CANDLE fork's latent selection), under ``irs_reference``, ``uc_rho1_reference``,
+        ``uc_rho2_reference``; ``"both"`` gives both sets.
+    min_judge_accuracy : float, default=0.9
+        With ``classifiers``: the least held-out accuracy of a factor classifier for ``judge_ok``.
+    refuse_weak_judges : bool, default=False
+        With ``classifiers``: refuse (raise) instead of warning when a classifier is below it.
 
     Returns
     -------
@@ -49,14 +61,18 @@ def score_file(
         ``file``, ``repscope_version``, ``factor_sizes`` (npz), ``factor_names`` (run), ``bootstrap``
         (its settings or None), ``scores`` (every scalar score by name, flat) and what
         :func:`repscope.studies.disentangle.score.score_arrays` returns (``n``, ``factors``, ``latents``,
-        ``metrics``, ``seconds``); with ``classifiers``, ``metrics["cg"]`` and the ``cg_rho<r>`` scores.
+        ``compat``, ``metrics``, ``seconds``); with ``classifiers``, ``metrics["cg"]`` (with its judges'
+        accuracies and ``judge_ok``: :func:`repscope.studies.disentangle.cg.cg_of_run`) and the
+        ``cg_rho<r>`` scores.
 
     Raises
     ------
     InvalidArgumentError
-        ``classifiers`` with an npz (CG needs a decoder), an unknown metric.
+        ``classifiers`` with an npz (CG needs a decoder), an unknown metric or ``compat``, a weak judge
+        with ``refuse_weak_judges``.
     """
     from repscope import __version__  # noqa: PLC0415
+    from repscope.progress import progress_bar  # noqa: PLC0415
     from repscope.studies.disentangle.score import (  # noqa: PLC0415
         codes_of_run,
         headline,
@@ -70,10 +86,11 @@ def score_file(
     names = None
     sizes = None
     if file.is_dir():
-        factors, codes, names = codes_of_run(file, n=n, seed=seed)
+        with progress_bar(f"encoding up to {n} test images of {file.name}"):  # a line every few seconds
+            factors, codes, names = codes_of_run(file, n=n, seed=seed)
     else:
         factors, codes, sizes = read_codes_npz(file)
-    scores = score_arrays(factors, codes, metrics=metrics or None, bootstrap=bootstrap, seed=seed)
+    scores = score_arrays(factors, codes, metrics=metrics or None, bootstrap=bootstrap, seed=seed, compat=compat)
     result = {
         "file": str(file),
         "repscope_version": __version__,
@@ -86,7 +103,15 @@ def score_file(
     if classifiers is not None:
         from repscope.studies.disentangle.cg import cg_of_run  # noqa: PLC0415
 
-        cg = cg_of_run(file, classifiers, n=n, seed=seed)
+        with progress_bar(f"CG of {file.name} at rho 1 and 2 (decoding counterfactuals, judging them)"):
+            cg = cg_of_run(
+                file,
+                classifiers,
+                n=n,
+                seed=seed,
+                min_judge_accuracy=min_judge_accuracy,
+                refuse_weak_judges=refuse_weak_judges,
+            )
         result["metrics"]["cg"] = cg
         result["scores"].update({key: value for key, value in cg.items() if key.startswith("cg_rho")})
     if out is not None:

@@ -13,6 +13,15 @@ Fleiss' kappa over all say how far they agree.
 on the 5 x 16 features, by the paper's protocol: 3-fold cross-validation repeated 10 times on a
 balanced draw (as many variant as invariant models), mean and std of the test-fold accuracy. The
 baseline is the robust accuracy (Eq. 1) with a threshold chosen by a greedy search on the training folds.
+
+**Label coding.** Ours codes 1 = invariant, as Eq. 1 scores robustness (1 fully invariant); the paper
+(Sec. VI-A) codes 0 = invariant, 1 = variant. The assessors' accuracy does not care, but the
+robust-accuracy baseline predicts 1 for a high robust accuracy, so labels in the paper's coding read as
+ours would invert it. Every label file written here carries a ``label_coding`` column (``ours``); a file
+read with ``--labels`` must say its coding, by that column or by ``label_coding``, and is converted to ours.
+
+**Reference protocol** (``compat="reference"``): the authors' released code's cross-validation, in
+:mod:`repscope.studies.invariance.assess_reference`.
 """
 
 from __future__ import annotations
@@ -27,13 +36,16 @@ import pandas as pd
 from repscope.errors import DataFormatError, InvalidArgumentError
 
 
-def read_repository(repo: str | Path) -> pd.DataFrame:
+def read_repository(repo: str | Path, features_file: str = "features.json") -> pd.DataFrame:
     """One row per finished model of a repository: its name, settings, accuracies, curves and features.
 
     Parameters
     ----------
     repo : str or Path
         A folder written by ``repscope invariance repo build``.
+    features_file : str, default "features.json"
+        Each model's features: ``features.json`` (the paper's), or ``features_reference.json`` (the
+        released code's, of a repository built with ``compat: reference``).
 
     Returns
     -------
@@ -53,7 +65,7 @@ def read_repository(repo: str | Path) -> pd.DataFrame:
     for folder in sorted(p for p in repo.glob("*/metadata.json")):
         try:
             metadata = json.loads(folder.read_text())
-            features = json.loads((folder.parent / "features.json").read_text())
+            features = json.loads((folder.parent / features_file).read_text())
         except (OSError, ValueError) as exc:
             raise DataFormatError(f"{folder.parent}: unreadable metadata or features ({exc})") from None
         row = {"name": folder.parent.name, **metadata["settings"]}
@@ -85,7 +97,8 @@ def rule_labels(
     Returns
     -------
     pandas.DataFrame
-        ``name``, ``label`` and ``reasons`` (``;``-separated failed rules).
+        ``name``, ``label`` (1 invariant, 0 variant), ``reasons`` (``;``-separated failed rules) and
+        ``label_coding`` (``ours``).
     """
     labels = []
     for _, row in table.iterrows():
@@ -101,8 +114,10 @@ def rule_labels(
             reasons.append("over-fits")
         if row.get("max@CONF:mean", 0.0) > max_conf_mean:
             reasons.append("max@CONF matrix not normal")
-        labels.append({"name": row["name"], "label": int(not reasons), "reasons": "; ".join(reasons)})
-    return pd.DataFrame(labels)
+        labels.append(
+            {"name": row["name"], "label": int(not reasons), "reasons": "; ".join(reasons), "label_coding": "ours"}
+        )
+    return pd.DataFrame(labels, columns=["name", "label", "reasons", "label_coding"])
 
 
 def fleiss_kappa(ratings: Any) -> float:
@@ -232,19 +247,24 @@ def evaluate_assessors(
             f"{folds}-fold assessment needs {folds} of each (build a larger repository, or relabel it: "
             "repscope invariance repo label --min-accuracy for a harder dataset, then --labels)"
         )
+    from repscope.progress import progress_bar  # noqa: PLC0415
+
     scores: dict[str, list[float]] = {name: [] for name in [*assessors(), "robust accuracy (baseline)"]}
-    for repeat in range(repeats):
-        rng = np.random.default_rng([seed, repeat])
-        rows = np.concatenate([rng.choice(np.flatnonzero(labels == c), per_class, replace=False) for c in (0, 1)])
-        splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed * 1000 + repeat)
-        for train, test in splitter.split(rows, labels[rows]):
-            train, test = rows[train], rows[test]
-            for name, model in assessors(seed + repeat).items():
-                fitted = clone(model).fit(features[train], labels[train])
-                scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
-            threshold = greedy_threshold(robust[train], labels[train])
-            baseline = (robust[test] >= threshold).astype(int)
-            scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))
+    description = f"cross-validating {len(scores) - 1} assessors on {2 * per_class} models ({repeats} x {folds} folds)"
+    with progress_bar(description, total=repeats * folds) as update:
+        for repeat in range(repeats):
+            rng = np.random.default_rng([seed, repeat])
+            rows = np.concatenate([rng.choice(np.flatnonzero(labels == c), per_class, replace=False) for c in (0, 1)])
+            splitter = StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed * 1000 + repeat)
+            for train, test in splitter.split(rows, labels[rows]):
+                train, test = rows[train], rows[test]
+                for name, model in assessors(seed + repeat).items():
+                    fitted = clone(model).fit(features[train], labels[train])
+                    scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
+                threshold = greedy_threshold(robust[train], labels[train])
+                baseline = (robust[test] >= threshold).astype(int)
+                scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))
+                update(len(scores["robust accuracy (baseline)"]))
     return pd.DataFrame(
         [
             {"assessor": name, "mean": np.mean(v), "std": np.std(v), "folds": len(v), "balanced_models": 2 * per_class}
@@ -253,24 +273,144 @@ def evaluate_assessors(
     )
 
 
-def repository_labels(repo: Path, table: pd.DataFrame, labels_file: Path | None = None) -> pd.DataFrame:
-    """The labels to train with: ``labels_file`` (``name``, ``label``), else the rules."""
+LABEL_CODINGS: dict[str, int] = {"ours": 1, "paper": 0}  # coding -> the value that means invariant
+
+
+def to_our_coding(labels: Any, label_coding: str) -> np.ndarray:
+    """Labels in ``label_coding`` as ours (1 invariant, 0 variant).
+
+    Parameters
+    ----------
+    labels : array-like
+        0 / 1 labels.
+    label_coding : {"ours", "paper"}
+        ``ours``: 1 = invariant (kept); ``paper``: 0 = invariant (flipped).
+
+    Returns
+    -------
+    numpy.ndarray
+        int labels, 1 = invariant.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown coding, or a label that is not 0 or 1.
+    """
+    if label_coding not in LABEL_CODINGS:
+        raise InvalidArgumentError(f"label_coding: expected one of {', '.join(LABEL_CODINGS)}, got {label_coding!r}")
+    values = np.asarray(labels)
+    numeric = pd.to_numeric(pd.Series(values.ravel()), errors="coerce").to_numpy()
+    bad = ~np.isin(numeric, [0, 1])
+    if bad.any():
+        raise InvalidArgumentError(f"label: expected 0 or 1, got {values.ravel()[np.flatnonzero(bad)[0]]!r}")
+    labels01 = numeric.astype(int).reshape(values.shape)
+    return labels01 if LABEL_CODINGS[label_coding] == 1 else 1 - labels01
+
+
+def file_label_coding(given: pd.DataFrame, label_coding: str | None, source: str) -> str:
+    """The coding of a label table: its ``label_coding`` column, or ``label_coding``; they must agree.
+
+    Parameters
+    ----------
+    given : pandas.DataFrame
+        The labels as read.
+    label_coding : {"ours", "paper"}, optional
+        The coding the caller states.
+    source : str
+        How messages name the file (e.g. ``--labels FILE``).
+
+    Returns
+    -------
+    str
+        ``ours`` or ``paper``.
+
+    Raises
+    ------
+    DataFormatError
+        Neither says a coding, the column holds mixed or unknown codings, or it contradicts
+        ``label_coding``.
+    """
+    if label_coding is not None and label_coding not in LABEL_CODINGS:
+        raise InvalidArgumentError(f"label_coding: expected one of {', '.join(LABEL_CODINGS)}, got {label_coding!r}")
+    stated = None
+    if "label_coding" in given.columns:
+        codings = sorted({str(c).strip() for c in given["label_coding"]})
+        if len(codings) != 1 or codings[0] not in LABEL_CODINGS:
+            raise DataFormatError(
+                f"{source}: column label_coding must hold one of {', '.join(LABEL_CODINGS)} on every row, "
+                f"got {', '.join(codings)}"
+            )
+        stated = codings[0]
+    if stated is not None and label_coding is not None and stated != label_coding:
+        raise DataFormatError(
+            f"{source}: its label_coding column says {stated}, but the label coding given is {label_coding}"
+        )
+    coding = stated or label_coding
+    if coding is None:
+        raise DataFormatError(
+            f"{source}: say how its labels are coded (a label_coding column, or --label-coding): ours "
+            "(1 = invariant) or paper (0 = invariant, as the ML4ML paper codes them)"
+        )
+    return coding
+
+
+def repository_labels(
+    repo: Path, table: pd.DataFrame, labels_file: Path | None = None, label_coding: str | None = None
+) -> pd.DataFrame:
+    """The labels to train with, in our coding: ``labels_file`` (``name``, ``label``), else the rules.
+
+    Parameters
+    ----------
+    repo : Path
+        The repository (named in messages).
+    table : pandas.DataFrame
+        :func:`read_repository`.
+    labels_file : Path, optional
+        CSV with ``name`` and ``label``, and a ``label_coding`` column unless ``label_coding`` is given.
+    label_coding : {"ours", "paper"}, optional
+        The file's coding (:func:`file_label_coding`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``name``, ``label`` (1 invariant) and ``label_coding`` (``ours``); the rule labels also keep
+        ``reasons``.
+
+    Raises
+    ------
+    DataFormatError
+        An unreadable file, missing columns, a model without a label, or no coding said.
+    """
     if labels_file is None:
         return rule_labels(table)
+    source = f"--labels {labels_file}"
     try:
         given = pd.read_csv(labels_file)
     except (OSError, ValueError) as exc:
-        raise DataFormatError(f"--labels {labels_file}: not a readable CSV ({exc})") from None
+        raise DataFormatError(f"{source}: not a readable CSV ({exc})") from None
     if not {"name", "label"} <= set(given.columns):
-        raise DataFormatError(f"--labels {labels_file}: needs the columns name and label")
+        raise DataFormatError(f"{source}: needs the columns name and label")
+    coding = file_label_coding(given, label_coding, source)
     missing = sorted(set(table["name"]) - set(given["name"]))
     if missing:
-        raise DataFormatError(f"--labels {labels_file}: no label for model {missing[0]} (and {len(missing) - 1} more)")
-    return given[["name", "label"]]
+        raise DataFormatError(f"{source}: no label for model {missing[0]} (and {len(missing) - 1} more)")
+    try:
+        ours = to_our_coding(given["label"].to_numpy(), coding)
+    except InvalidArgumentError as exc:
+        raise DataFormatError(f"{source}: {exc}") from None
+    return pd.DataFrame({"name": given["name"], "label": ours, "label_coding": "ours"})
 
 
 def train_assessors(
-    repo: str | Path, out: Path, transform: str, labels_file: Path | None = None, seed: int = 0
+    repo: str | Path,
+    out: Path,
+    transform: str,
+    labels_file: Path | None = None,
+    seed: int = 0,
+    compat: str = "paper",
+    label_coding: str | None = None,
+    holdout: Any = None,
+    repeats: int = 10,
 ) -> pd.DataFrame:
     """Evaluate the assessors on a repository (Table IV), then fit each on every labelled model and save it.
 
@@ -279,21 +419,31 @@ def train_assessors(
     repo : str or Path
         The repository.
     out : Path
-        Folder for ``table4.csv``, ``labels.csv``, ``assessors.joblib`` and ``assessors.json``.
+        Folder for ``table4.csv``, ``labels.csv``, ``assessors.skops`` and ``assessors.json``.
     transform : str
         The family the repository was tested with (checked against it).
     labels_file : Path, optional
-        Human labels (``name``, ``label``); default the rule labels.
+        Human labels (``name``, ``label``, and ``label_coding`` unless ``label_coding`` says it); default
+        the rule labels.
     seed : int
         Seed of the protocol.
+    compat : {"paper", "reference"}
+        ``paper``: 10 x 3-fold cross-validation on balanced draws, mean and std
+        (:func:`evaluate_assessors`); ``reference``: the released code's protocol, mean and max deviation
+        (:func:`evaluate_assessors_reference`), and its linear regression on L2-normalised rows for the
+        saved assessors too.
+    label_coding : {"ours", "paper"}, optional
+        The coding of ``labels_file`` when it has no ``label_coding`` column.
+    holdout : array-like of str, optional
+        ``compat="reference"``: the names of the hold-out models (default :func:`reference_holdout`).
+    repeats : int, default 10
+        Repeats of the 3-fold protocol (the paper's 10).
 
     Returns
     -------
     pandas.DataFrame
-        The Table IV rows.
+        The Table IV rows (with a ``compat`` column).
     """
-    import joblib  # noqa: PLC0415 -- scikit-learn's own persistence
-
     from repscope.fileio import write_json_atomic, write_text_atomic  # noqa: PLC0415
 
     repo = Path(repo)
@@ -304,30 +454,76 @@ def train_assessors(
     )
     if stored.get("transform", transform) != transform:
         raise InvalidArgumentError(f"--transform {transform}: repository {repo} was tested with {stored['transform']}")
+    if compat not in ("paper", "reference"):
+        raise InvalidArgumentError(f"--compat {compat}: expected paper or reference")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise InvalidArgumentError(f"--repeats {repeats}: expected a positive integer")
+    repository_compat = stored.get("compat", "paper")
     table = read_repository(repo)
-    labels = repository_labels(repo, table, labels_file)
+    labels = repository_labels(repo, table, labels_file, label_coding)
+    feature_source = "features.json"
+    if compat == "reference" and all(
+        (p.parent / "features_reference.json").exists() for p in repo.glob("*/metadata.json")
+    ):
+        # a repository built with compat reference: the released code's features (the rules read the paper's)
+        feature_source = "features_reference.json"
+        table = read_repository(repo, feature_source)
     merged = table.merge(labels[["name", "label"]], on="name")
     features, columns = feature_matrix(merged)
-    result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], seed=seed)
+    if compat == "reference":
+        from repscope.studies.invariance.assess_reference import (  # noqa: PLC0415
+            evaluate_assessors_reference,
+            reference_assessors,
+            reference_holdout,
+        )
+
+        if holdout is None:
+            mask = reference_holdout(merged["name"])
+        else:
+            unknown = sorted(set(holdout) - set(merged["name"]))
+            if unknown:
+                raise InvalidArgumentError(f"holdout: no model {unknown[0]} in repository {repo}")
+            mask = merged["name"].isin(set(holdout)).to_numpy()
+        result = evaluate_assessors_reference(
+            features, merged["label"], merged["robust_accuracy"], mask, repeats=repeats, seed=seed
+        )
+        models = reference_assessors(seed)
+    else:
+        result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], repeats=repeats, seed=seed)
+        result["compat"] = "paper"
+        models = assessors(seed)
     out.mkdir(parents=True, exist_ok=True)
     write_text_atomic(out / "table4.csv", result.to_csv(index=False))
     write_text_atomic(out / "labels.csv", labels.to_csv(index=False))
-    fitted = {name: model.fit(features, merged["label"]) for name, model in assessors(seed).items()}
-    joblib.dump({"assessors": fitted, "columns": columns, "transform": transform}, out / "assessors.joblib")
-    write_json_atomic(
-        out / "assessors.json",
-        {"transform": transform, "columns": columns, "models": len(merged), "invariant": int(merged["label"].sum())},
+    fitted = {name: model.fit(features, merged["label"]) for name, model in models.items()}
+    save_assessors(
+        out / ASSESSOR_FILE, {"assessors": fitted, "columns": columns, "transform": transform, "compat": compat}
     )
+    summary = {"transform": transform, "columns": columns, "models": len(merged)}
+    summary.update(invariant=int(merged["label"].sum()), compat=compat, repository_compat=repository_compat)
+    summary["features"] = feature_source
+    summary["label_coding"] = "ours"
+    if compat == "reference":
+        summary["holdout_models"] = sorted(merged["name"][mask].tolist())
+    write_json_atomic(out / "assessors.json", summary)
     from repscope.report import Report  # noqa: PLC0415
 
     report = Report(f"ML4ML assessors: {transform}", subtitle=f"repository {repo}, {len(merged)} models")
+    protocol = (
+        f"Accuracy over {repeats} repeats of 3-fold cross-validation on balanced draws (mean and std of the "
+        f"{3 * repeats} fold accuracies)"
+        if compat == "paper"
+        else f"The released code's protocol (compat reference): {int(mask.sum())} fixed hold-out models as one "
+        f"fold, the others cut into two random halves, {repeats} repeats; mean of the per-repeat 3-fold means and "
+        "their largest deviation from it"
+    )
     report.add_paragraph(
         f"{int(merged['label'].sum())} of {len(merged)} models labelled invariant "
-        f"({'from ' + str(labels_file) if labels_file else 'by the rules'}). Accuracy over 10 repeats of "
-        "3-fold cross-validation on balanced draws; the baseline thresholds the robust accuracy (Eq. 1) "
-        "by a greedy search on the training folds."
+        f"({'from ' + str(labels_file) if labels_file else 'by the rules'}; 1 = invariant). {protocol}; the "
+        "baseline thresholds the robust accuracy (Eq. 1) by a greedy search on the training folds. Features: "
+        f"{feature_source} of a repository built with compat {repository_compat}."
     )
-    report.add_table(result.round(3), title="Table IV layout")
+    report.add_table(result, title="Table IV layout")
     if "reasons" in labels.columns:
         reasons = labels["reasons"].fillna("").str.split("; ").explode()
         counts = reasons[reasons != ""].value_counts().rename_axis("rule failed").reset_index(name="models")
@@ -336,25 +532,188 @@ def train_assessors(
     return result
 
 
+ASSESSOR_FILE = "assessors.skops"
+"""File name of the saved assessors (skops format: loads only allow-listed types, runs no code)."""
+
+# Types outside skops' default allow-list that the four assessors hold (the fitted trees of the decision
+# tree, the random forest and AdaBoost); everything else in a saved file must be on skops' default list.
+TRUSTED_TYPES = ("sklearn.tree._tree.Tree",)
+
+
+def save_assessors(path: str | Path, payload: dict[str, Any]) -> Path:
+    """Write fitted assessors in the skops format, atomically (a temporary file, then a rename).
+
+    Parameters
+    ----------
+    path : str or Path
+        The file to write (``assessors.skops``).
+    payload : dict
+        ``assessors`` (name to fitted estimator), ``columns``, ``transform`` and ``compat``.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
+    import os  # noqa: PLC0415
+    import tempfile  # noqa: PLC0415
+    import zipfile  # noqa: PLC0415
+
+    import skops.io as sio  # noqa: PLC0415
+
+    path = Path(path)
+    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(descriptor)
+    try:
+        sio.dump(payload, temporary, compression=zipfile.ZIP_DEFLATED)
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+    return path
+
+
+def load_assessors(assessor_file: str | Path) -> dict[str, Any]:
+    """Read assessors written by :func:`save_assessors`, refusing any file that is not one.
+
+    Only the types of :data:`TRUSTED_TYPES` and skops' default allow-list are loaded, so a crafted file
+    cannot run code; pickles (the former ``assessors.joblib``) are refused.
+
+    Parameters
+    ----------
+    assessor_file : str or Path
+        The ``assessors.skops`` of ``repscope invariance assess train``.
+
+    Returns
+    -------
+    dict
+        ``assessors`` (name to fitted estimator), ``columns`` (list of str), ``transform`` and ``compat``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        A missing file.
+    DataFormatError
+        An empty file, a pickle, a file of another format, types outside the allow-list, or a payload
+        without the expected keys.
+    """
+    import zipfile  # noqa: PLC0415
+
+    import skops.io as sio  # noqa: PLC0415
+
+    path = Path(assessor_file)
+    rerun = "re-run `repscope invariance assess train` to write assessors.skops"
+    if not path.is_file():
+        raise InvalidArgumentError(f"--assessor {path}: no such file")
+    if path.stat().st_size == 0:
+        raise DataFormatError(f"--assessor {path}: the file is empty; {rerun}")
+    if not zipfile.is_zipfile(path):
+        with path.open("rb") as handle:
+            head = handle.read(2)
+        kind = "a pickle (joblib), which can run code" if head[:1] == b"\x80" else "not a skops file"
+        raise DataFormatError(f"--assessor {path}: {kind}; {rerun}")
+    try:
+        untrusted = sio.get_untrusted_types(file=path)
+    except Exception as exc:  # noqa: BLE001 -- any unreadable archive is one message
+        raise DataFormatError(f"--assessor {path}: not a skops file ({' '.join(str(exc).split())[:200]})") from None
+    extra = sorted(set(untrusted) - set(TRUSTED_TYPES))
+    if extra:
+        raise DataFormatError(f"--assessor {path}: holds type {extra[0]}, which assessors never hold; {rerun}")
+    try:
+        saved = sio.load(path, trusted=list(TRUSTED_TYPES))
+    except Exception as exc:  # noqa: BLE001 -- a damaged archive is one message
+        raise DataFormatError(f"--assessor {path}: unreadable ({' '.join(str(exc).split())[:200]})") from None
+    if (
+        not isinstance(saved, dict)
+        or not isinstance(saved.get("assessors"), dict)
+        or not saved["assessors"]
+        or not all(hasattr(model, "predict") for model in saved["assessors"].values())
+        or not isinstance(saved.get("columns"), list)
+        or not all(isinstance(c, str) for c in saved["columns"])
+        or not isinstance(saved.get("transform"), str)
+    ):
+        raise DataFormatError(f"--assessor {path}: not assessors of `repscope invariance assess train`; {rerun}")
+    return saved
+
+
 def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], transform: str) -> dict[str, int]:
     """Each saved assessor's verdict (1 invariant, 0 variant) on one model's features.
 
-    ``assessors.joblib`` is a pickle: load only files you made or trust.
-    """
-    import joblib  # noqa: PLC0415
+    Parameters
+    ----------
+    assessor_file : str or Path
+        ``assessors.skops`` (read by :func:`load_assessors`: no code runs).
+    features : dict
+        Modality to feature name to value.
+    transform : str
+        The family the model was tested with (checked against the assessors').
 
-    saved = joblib.load(assessor_file)
-    if saved.get("transform") != transform:
-        raise InvalidArgumentError(f"--assessor {assessor_file}: trained for {saved.get('transform')}, not {transform}")
+    Returns
+    -------
+    dict of str to int
+        Assessor name to verdict.
+    """
+    saved = load_assessors(assessor_file)
+    check_assessors(assessor_file, saved, transform)
     flat = {f"{m}:{k}": v for m, values in features.items() for k, v in values.items()}
     missing = [c for c in saved["columns"] if c not in flat]
     if missing:
-        raise InvalidArgumentError(f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks")
+        hint = (
+            " (assessors of compat reference need a test with compat reference)"
+            if "max_mean@" in missing[0] or missing[0].endswith("_reference")
+            else ""
+        )
+        raise InvalidArgumentError(
+            f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks{hint}"
+        )
     row = np.nan_to_num(np.array([[flat[c] for c in saved["columns"]]], dtype=np.float64), posinf=0.0, neginf=0.0)
     return {name: int(_predict(model, row)[0]) for name, model in saved["assessors"].items()}
 
 
+def check_assessors(assessor_file: str | Path, saved: dict[str, Any], transform: str, modalities: Any = None) -> None:
+    """Refuse assessors trained for another family, or on modalities the test does not measure.
+
+    Parameters
+    ----------
+    assessor_file : str or Path
+        The file (for the message).
+    saved : dict
+        As :func:`load_assessors` returns.
+    transform : str
+        The family of the test.
+    modalities : iterable of str, optional
+        The modalities the test measures (e.g. ``max@CONF``); each column ``modality:feature`` of the
+        assessors must name one of them.
+
+    Returns
+    -------
+    None
+    """
+    if saved.get("transform") != transform:
+        raise InvalidArgumentError(f"--assessor {assessor_file}: trained for {saved.get('transform')}, not {transform}")
+    if modalities is not None:
+        measured = set(modalities)
+        missing = [c for c in saved["columns"] if c.split(":", 1)[0] not in measured]
+        if missing:
+            hint = (
+                " (assessors of compat reference need a test with compat reference)"
+                if "max_mean@" in missing[0]
+                else " (assessors of compat paper need a test with compat paper)"
+            )
+            raise InvalidArgumentError(
+                f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks{hint}"
+            )
+
+
 __all__ = [
+    "ASSESSOR_FILE",
+    "TRUSTED_TYPES",
+    "check_assessors",
+    "load_assessors",
+    "save_assessors",
+    "LABEL_CODINGS",
+    "file_label_coding",
+    "to_our_coding",
     "agreement",
     "repository_labels",
     "train_assessors",

@@ -8,10 +8,20 @@ paper's five modalities give five variance matrices (:func:`repscope.metrics.inv
 variance_matrix`), each with its 16 features (:mod:`repscope.metrics.invariance.features`, sensitivity
 against a seeded 90% subsample of the examples), and the robust accuracy of Eq. 1 (the fraction of
 examples classified correctly under every transformation).
+
+**Reference compat** (``compat="reference"``, the authors' released code, Zukang-Liao/ML4ML-invariance-testing):
+``save_invariance_results.py``, ``robostacc`` (its ``act_overll_metrics``) keeps, at the two convolution
+layers it measures, the overall ``max`` and ``max_mean`` (each channel's maximum over its positions, then
+the mean over the channels) where the paper prints ``max`` and ``mean``; ``datamat.py``,
+``load_actoverall`` / ``get_corr_incorr_split`` split the examples by whether they are classified
+correctly at the identity, and ``ML4MLassessor.py``, ``prepare_dataset`` (``corrs = ["corr"]``) reads
+only the features of the correctly classified ones. :data:`REFERENCE_MODALITIES` and ``correct_only``
+reproduce both.
 """
 
 from __future__ import annotations
 
+import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,7 +36,7 @@ from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import save_npy_atomic
 from repscope.metrics.invariance.features import matrix_features
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
-from repscope.models.probes import resolve_positions, signal_sets
+from repscope.models.probes import recording, resolve_positions
 from repscope.progress import progress_bar
 
 # the paper's five matrices (Sec. V): max@CONF, max@CONV-1, mean@CONV-1, max@CONV-2, mean@CONV-2
@@ -37,7 +47,68 @@ PAPER_MODALITIES: tuple[tuple[str, str], ...] = (
     ("max", "CONV-2"),
     ("mean", "CONV-2"),
 )
+# the released code's five matrices: max_mean where the paper has mean at the convolutions
+REFERENCE_MODALITIES: tuple[tuple[str, str], ...] = (
+    ("max", "CONF"),
+    ("max", "CONV-1"),
+    ("max_mean", "CONV-1"),
+    ("max", "CONV-2"),
+    ("max_mean", "CONV-2"),
+)
+COMPAT_MODES = ("paper", "reference")
+# statistics of a flattened signal set (B, n_signals)
 STATISTICS = {"max": lambda s: s.amax(dim=1), "mean": lambda s: s.mean(dim=1)}
+# statistics of a position's output as the layer gives it, (B, C, ...): channels on dim 1
+CHANNEL_STATISTICS = {"max_mean": lambda s: channel_max_mean(s)}
+
+
+def channel_max_mean(output: torch.Tensor) -> torch.Tensor:
+    """``max_mean`` of the released code: each channel's maximum over its positions, then their mean.
+
+    For a convolution's ``(B, C, H, W)`` output, ``mean_c max_{h,w} output[b, c, h, w]`` (the reference's
+    ``np.mean(np.max(mat.reshape(B, C, -1), axis=2), axis=1)``); a ``(B, C)`` output has one position per
+    channel, so its ``max_mean`` is the mean.
+
+    Parameters
+    ----------
+    output : torch.Tensor
+        ``(B, C, ...)``, at least 2-d.
+
+    Returns
+    -------
+    torch.Tensor
+        ``(B,)``.
+    """
+    if output.ndim < 2:
+        raise InvalidArgumentError(f"output: max_mean needs (batch, channels, ...), got shape {tuple(output.shape)}")
+    return output.reshape(output.shape[0], output.shape[1], -1).amax(dim=2).mean(dim=1)
+
+
+def compat_modalities(compat: str) -> tuple[tuple[str, str], ...]:
+    """The five modalities of a compat mode: the paper's, or the released code's.
+
+    Parameters
+    ----------
+    compat : {"paper", "reference"}
+        ``paper``: :data:`PAPER_MODALITIES`; ``reference``: :data:`REFERENCE_MODALITIES`.
+
+    Returns
+    -------
+    tuple of (statistic, position)
+    """
+    if compat not in COMPAT_MODES:
+        raise InvalidArgumentError(f"compat: expected one of {', '.join(COMPAT_MODES)}, got {compat!r}")
+    return PAPER_MODALITIES if compat == "paper" else REFERENCE_MODALITIES
+
+
+def _position_outputs(
+    model: nn.Module, images: torch.Tensor, positions: dict[str, str | None]
+) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
+    """One forward pass: logits and each position's output in the layer's own shape (CONF: the softmax)."""
+    names = [name for name in positions.values() if name is not None]
+    with torch.no_grad(), recording(model, names) as outputs:
+        logits = model(images)
+    return logits, {p: torch.softmax(logits, dim=1) if n is None else outputs[n] for p, n in positions.items()}
 
 
 def modality_name(statistic: str, position: str) -> str:
@@ -91,7 +162,8 @@ def model_signals(
     family : TransformFamily
         The transformations.
     modalities : tuple of (statistic, position)
-        Statistics ``max`` / ``mean`` at positions ``CONF``, ``CONV-1``, ``CONV-2`` or module names.
+        Statistics ``max`` / ``mean`` (of the flattened signal set) or ``max_mean`` (:func:`channel_max_mean`)
+        at positions ``CONF``, ``CONV-1``, ``CONV-2`` or module names.
     batch_size : int
         Images per forward pass.
     correct_only : bool
@@ -109,8 +181,9 @@ def model_signals(
         A bad statistic or position, images and labels of different lengths, or no example left.
     """
     for statistic, _ in modalities:
-        if statistic not in STATISTICS:
-            raise InvalidArgumentError(f"modality: statistic {statistic!r} is not one of {', '.join(STATISTICS)}")
+        if statistic not in STATISTICS and statistic not in CHANNEL_STATISTICS:
+            known = ", ".join([*STATISTICS, *CHANNEL_STATISTICS])
+            raise InvalidArgumentError(f"modality: statistic {statistic!r} is not one of {known}")
     positions = resolve_positions(model, list(dict.fromkeys(position for _, position in modalities)))
     pixels = torch.as_tensor(np.asarray(images))
     pixels = pixels.float() / 255.0 if pixels.dtype == torch.uint8 else pixels.float()
@@ -129,10 +202,14 @@ def model_signals(
             batch = pixels[start : start + batch_size].to(device)
             rows = slice(start, start + len(batch))
             for step in range(steps):
-                logits, signals = signal_sets(model, family.transform(batch, step), positions)
+                logits, outputs = _position_outputs(model, family.transform(batch, step), positions)
                 correct[rows, step] = (logits.argmax(dim=1).cpu() == targets[rows]).numpy()
                 for statistic, position in modalities:
-                    summary = STATISTICS[statistic](signals[position].double())
+                    output = outputs[position].double()
+                    if statistic in CHANNEL_STATISTICS:
+                        summary = CHANNEL_STATISTICS[statistic](output)
+                    else:
+                        summary = STATISTICS[statistic](output.reshape(output.shape[0], -1))
                     values[modality_name(statistic, position)][rows, step] = summary.cpu().numpy()
             update(rows.stop)
     identity = steps // 2
@@ -187,6 +264,47 @@ def matrices_and_features(
     return matrices, features
 
 
+def reference_features(
+    signals: InvarianceSignals, subsample_fraction: float = 0.9, seed: int = 0, tau: float = 0.15
+) -> dict[str, dict[str, float]]:
+    """Each modality's features as the authors' released code computes them (keys ``<feature>_reference``).
+
+    The features are :func:`repscope.metrics.invariance.features.reference_matrix_features`. Their
+    sensitivity follows ``datamat.py``, ``get_corr_incorr_split`` / ``load_actoverall``: the subsample
+    of ``r = 0.9`` is drawn from *all* the test examples, and the examples kept (correct at the identity,
+    with ``correct_only``) are then taken from it; the paper's subsample (:func:`matrices_and_features`)
+    is drawn from the kept examples.
+
+    Parameters
+    ----------
+    signals : InvarianceSignals
+        :func:`model_signals`.
+    subsample_fraction : float, default 0.9
+        The released code's ``r``.
+    seed : int, default 0
+        Seed of the subsample (over all examples).
+    tau : float, default 0.15
+        The significant-variance threshold.
+
+    Returns
+    -------
+    dict
+        Modality -> features.
+    """
+    from repscope.metrics.invariance.features import matrix_features as features_of  # noqa: PLC0415
+
+    drawn = subsample_rows(len(signals.kept), subsample_fraction, seed)
+    rows = np.flatnonzero(np.isin(np.flatnonzero(signals.kept), drawn))
+    if len(rows) < 2:
+        raise InvalidArgumentError(
+            f"subsample_fraction: {len(rows)} kept example(s) in the subsample; the sensitivity needs 2 or more"
+        )
+    return {
+        name: features_of(variance_matrix(values), variance_matrix(values[rows]), tau=tau, compat="reference")
+        for name, values in signals.values.items()
+    }
+
+
 def load_classifier(
     model: str | Path, arch: str | None = None, data: str | None = None, data_params: dict[str, Any] | None = None
 ) -> tuple[nn.Module, str, dict[str, Any]]:
@@ -215,7 +333,8 @@ def load_classifier(
     InvalidArgumentError
         A missing file, a state_dict without ``arch`` and ``data``, a run without a dataset.
     DataFormatError
-        An unreadable checkpoint or weights that do not fit the network.
+        An empty file, a file torch will not load with ``weights_only=True`` or that holds no state_dict
+        (refused before the dataset loads), an unreadable checkpoint, or weights that do not fit the network.
     """
     from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.models.networks import build_classifier  # noqa: PLC0415
@@ -225,6 +344,8 @@ def load_classifier(
     path = Path(model)
     if not path.exists():
         raise InvalidArgumentError(f"--model {path}: no such file or run directory")
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataFormatError(f"--model {path}: the file is empty")
     params = dict(data_params or {})
     if path.is_dir():
         run = open_run(path)
@@ -240,10 +361,18 @@ def load_classifier(
         return task.network.eval(), load_dataset(data, **params), data, params
     if arch is None or data is None:
         raise InvalidArgumentError(f"--model {path}: a state_dict file needs --arch (a network) and --data")
+    try:  # read the weights before the dataset: a file that is no state_dict is refused at once
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, EOFError, RuntimeError, OSError, ValueError, AttributeError, TypeError) as exc:
+        raise DataFormatError(
+            f"--model {path}: not a state_dict file torch loads with weights_only=True "
+            f"({' '.join(str(exc).split())[:200]})"
+        ) from None
+    if not isinstance(state, dict) or not state:
+        raise DataFormatError(f"--model {path}: not a state_dict (a mapping of parameter names to tensors)")
     dataset = load_dataset(data, **params)
     network = build_classifier(arch, dataset.field("image").shape, dataset.num_classes or 1)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
         network.load_state_dict(state.get("state_dict", state) if isinstance(state, dict) else state)
     except (RuntimeError, OSError, AttributeError, KeyError, ValueError) as exc:
         raise DataFormatError(
@@ -288,6 +417,7 @@ def run_invariance_test(
     batch_size: int = 500,
     seed: int = 0,
     assessor: str | Path | None = None,
+    compat: str = "paper",
 ) -> dict[str, Any]:
     """Test one classifier: matrices (``matrices/*.npy``), features, robust accuracy, heat maps, report.
 
@@ -310,33 +440,48 @@ def run_invariance_test(
     seed : int
         Seed of the draw and of the sensitivity subsample.
     assessor : str or Path, optional
-        ``assessors.joblib`` of ``repscope invariance assess train``: adds each assessor's verdict.
+        ``assessors.skops`` of ``repscope invariance assess train``: adds each assessor's verdict. Read,
+        and checked against ``transform`` and the modalities, before the test runs.
+    compat : {"paper", "reference"}
+        ``paper``: the paper's five modalities; ``reference``: the released code's
+        (:data:`REFERENCE_MODALITIES`, correctly classified examples only), as a repository built with
+        ``compat: reference`` has them.
 
     Returns
     -------
     dict
         The metrics written to ``metrics.json``: ``robust_accuracy``, ``accuracy`` (at the identity),
-        ``examples``, and ``features`` per modality.
+        ``examples``, ``compat`` and ``features`` per modality; with ``compat="reference"`` also
+        ``features_reference`` (:func:`reference_features`).
     """
     from repscope.data.invariance_transforms import transform_family  # noqa: PLC0415
     from repscope.report import Report  # noqa: PLC0415
     from repscope.report.figures import variance_heatmap  # noqa: PLC0415
     from repscope.runs import RunDirectory  # noqa: PLC0415
 
+    modalities = compat_modalities(compat)
+    correct_only = correct_only or compat == "reference"
     family = transform_family(transform, half_range, steps)
+    if assessor is not None:  # a broken or mismatched file is refused before the test runs
+        from repscope.studies.invariance.assess import check_assessors, load_assessors  # noqa: PLC0415
+
+        check_assessors(
+            assessor, load_assessors(assessor), transform, [modality_name(*modality) for modality in modalities]
+        )
     network, dataset, data_name, params = load_classifier(model, arch, data, data_params)
     if dataset.target_kind != "classification":
         raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
     batch = draw_test_examples(dataset, n, seed)
     rows = batch["index"]
     signals = model_signals(
-        network, batch["image"], batch["target"], family, batch_size=batch_size, correct_only=correct_only
+        network, batch["image"], batch["target"], family, modalities, batch_size=batch_size, correct_only=correct_only
     )
     matrices, features = matrices_and_features(signals, seed=seed)
     run = RunDirectory.create("invariance-test", out=out)
     run.write_config(
         {"model": str(model), "arch": arch, "data": {"name": data_name, "params": params}, "transform": transform,
-         "values": list(family.values), "n": len(rows), "correct_only": correct_only, "seed": seed}
+         "values": list(family.values), "n": len(rows), "correct_only": correct_only, "seed": seed,
+         "compat": compat}
     )  # fmt: skip
     for name, matrix in matrices.items():
         save_npy_atomic(run.path("matrices", f"{name.replace('@', '_at_')}.npy"), matrix)
@@ -346,12 +491,16 @@ def run_invariance_test(
         "accuracy": float(signals.correct[:, identity].mean()),
         "examples": int(signals.kept.sum()),
         "transform": transform,
+        "compat": compat,
         "features": features,
     }
+    if compat == "reference":
+        metrics["features_reference"] = reference_features(signals, seed=seed)
     if assessor is not None:
         from repscope.studies.invariance.assess import verdict  # noqa: PLC0415
 
-        metrics["verdict"] = verdict(assessor, features, transform)
+        both = {m: {**v, **metrics.get("features_reference", {}).get(m, {})} for m, v in features.items()}
+        metrics["verdict"] = verdict(assessor, both, transform)
     run.write_metrics(metrics)
     table = pd.DataFrame(features).T.rename_axis("modality").reset_index()
     run.write_table("features", table)
@@ -368,19 +517,26 @@ def run_invariance_test(
     for name, matrix in matrices.items():
         figure = variance_heatmap(matrix, family.values, title=name, unit=family.unit)
         report.add_figure(run.save_figure(f"matrix_{name.replace('@', '_at_')}", figure), caption=name)
-    report.add_table(table.round(4), title="The 16 features of each variance matrix")
+    report.add_table(table, title="The 16 features of each variance matrix")
     metrics["report"] = str(run.write_report(report))
     return metrics
 
 
 __all__ = [
+    "CHANNEL_STATISTICS",
+    "COMPAT_MODES",
     "PAPER_MODALITIES",
+    "REFERENCE_MODALITIES",
+    "STATISTICS",
+    "channel_max_mean",
+    "compat_modalities",
     "load_classifier",
     "run_invariance_test",
     "draw_test_examples",
     "InvarianceSignals",
     "matrices_and_features",
     "model_signals",
+    "reference_features",
     "modality_name",
     "robust_accuracy",
 ]

@@ -11,7 +11,13 @@ from typing import Any, Literal
 
 from repscope.errors import InvalidArgumentError
 from repscope.outputs import prepare_output
-from repscope.studies.mmvae.train import MultimodalConfig, load_multimodal_config, quick_config, train_multimodal
+from repscope.studies.mmvae.train import (
+    MultimodalConfig,
+    check_evaluation_before_training,
+    load_multimodal_config,
+    quick_config,
+    train_multimodal,
+)
 from repscope.sweeps import expand_grid
 from repscope.sweeps import run_sweep as run_points
 
@@ -111,7 +117,8 @@ def run_sweep(
     quick : bool, default=False
         ``--quick`` for every point.
     resume : bool, default=False
-        Continue the sweep in ``out``: finished points are skipped.
+        Continue the sweep in ``out``: finished points are skipped. Another base config (a changed CONFIG,
+        ``--set`` or ``--quick``) or another grid is refused, naming the first setting that differs.
     workers, backend, address, cpus_per_run, gpus_per_run
         Where the points run (:func:`repscope.sweeps.run_sweep`): with ``--accelerator gpu``, local
         ``workers`` share the GPUs they see; Ray trials need ``gpus_per_run`` (0.25: four on one GPU).
@@ -124,13 +131,15 @@ def run_sweep(
     Raises
     ------
     InvalidArgumentError
-        No grid axis, a point with a bad config, ``resume`` without ``out``.
+        No grid axis, a point with a bad config, ``resume`` without ``out`` or with other settings.
     """
     if not grid:
         raise InvalidArgumentError("--grid: give at least one axis, e.g. --grid model=mvae,mmvae")
     points = expand_grid(list(grid))
-    for point in points:  # every point's config must be valid before anything runs
-        load_multimodal_config(config_file, [*overrides, *point.as_set_arguments()], quick)
+    for point in points:  # every point's config, and its evaluation, must be valid before anything runs
+        loaded, source = load_multimodal_config(config_file, [*overrides, *point.as_set_arguments()], quick)
+        if loaded.evaluation.enabled and loaded.data.name == "cdsprites":
+            check_evaluation_before_training(loaded, source, device=False)  # points may run elsewhere (Ray)
     if resume and out is None:
         raise InvalidArgumentError("--resume: continuing a sweep needs --out, the sweep folder to continue")
     if out is None:
@@ -151,6 +160,10 @@ def run_sweep(
         cpus_per_run=cpus_per_run,
         gpus_per_run=gpus_per_run,
         description="sweep mmvae",
+        # what the points' results depend on: the base config as validated (CONFIG, --set, --quick); a
+        # continued sweep must have it and the grid it was started with
+        identity=config.model_dump(mode="json"),
+        labels={"points": "--grid"},
     )
 
 

@@ -36,10 +36,13 @@ examples for the log-likelihoods, 256 elsewhere, the numbers of every earlier ev
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shutil
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +53,9 @@ import torch
 from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, level_attributes
 from repscope.data.sprites.captions import decode_captions
 from repscope.data.sprites.datasets import cdsprites_dataset
-from repscope.errors import InvalidArgumentError
+from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_bytes_atomic, write_json_atomic
-from repscope.outputs import output_target, prepare_output
+from repscope.outputs import TEMP_PREFIX, prepare_output, replace_output
 from repscope.progress import progress_bar
 from repscope.report.mmvae_report import (
     evaluation_report,
@@ -81,6 +84,15 @@ DEFAULT_N_ANALYSIS = 1000
 PAPER_TRAVERSAL_STEPS = 1000  # A.2.3: 1,000 traversal samples per latent dimension
 TRAVERSAL_CHUNK = 4096  # latents decoded and written at a time (32,000 float images would take 1.5 GB)
 MIN_N_ANALYSIS = 20  # a linear probe and a t-SNE need some rows
+# what the messages call each setting of evaluate_run: the options of repscope mmvae evaluate
+CLI_OPTIONS = {
+    "n": "--n",
+    "k": "--k",
+    "n_analysis": "--n-analysis",
+    "batch_size": "--batch-size",
+    "joint_traversal_steps": "--joint-traversal-steps",
+    "accelerator": "--accelerator",
+}
 SHOWN = 8  # examples per direction in the report
 ANALYSIS_METHODS = ("encode", "decode", "log_likelihood")
 ACCELERATORS = ("cpu", "gpu", "cuda", "mps", "auto")  # Lightning's names of the devices torch can reach
@@ -121,6 +133,89 @@ def evaluation_device(accelerator: str) -> torch.device:
             "use --accelerator cpu or auto"
         )
     return torch.device("cpu")
+
+
+def check_evaluation_settings(
+    *,
+    n: int,
+    k: int,
+    analysis: bool,
+    n_analysis: int,
+    batch_size: int | None = None,
+    joint_traversal_steps: int | None = None,
+    joint_traversal_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE,
+    accelerator: str = "cpu",
+    names: Mapping[str, str] | None = None,
+) -> tuple[torch.device, int]:
+    """Check the settings of an evaluation before any work (also before the training of ``repscope mmvae train``).
+
+    Parameters
+    ----------
+    n, k, analysis, n_analysis, batch_size, joint_traversal_steps, joint_traversal_range, accelerator
+        As :func:`evaluate_run`.
+    names : dict, optional
+        What the messages call each setting: :data:`CLI_OPTIONS` (``--n-analysis``) updated by these
+        (``{"n_analysis": "evaluation.n_analysis"}`` for a config's key).
+
+    Returns
+    -------
+    (torch.device, int)
+        The device (:func:`evaluation_device`) and the joint traversal steps (``min(n, 1000)`` when None).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the setting: ``n``, ``k`` or ``batch_size`` below 1, ``n_analysis`` below
+        :data:`MIN_N_ANALYSIS` with the analysis, negative ``joint_traversal_steps``, a range that is not
+        ``(low, high)``, an unknown or absent accelerator.
+    """
+    named = {**CLI_OPTIONS, **dict(names or {})}
+    if n < 1:
+        raise InvalidArgumentError(f"{named['n']}: must be >= 1, got {n}")
+    if analysis and k < 1:
+        raise InvalidArgumentError(f"{named['k']}: must be >= 1, got {k}")
+    if analysis and n_analysis < MIN_N_ANALYSIS:
+        raise InvalidArgumentError(f"{named['n_analysis']}: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
+    if batch_size is not None and int(batch_size) < 1:
+        raise InvalidArgumentError(f"{named['batch_size']}: must be >= 1, got {batch_size}")
+    if joint_traversal_steps is None:
+        joint_traversal_steps = min(int(n), PAPER_TRAVERSAL_STEPS)
+    if int(joint_traversal_steps) < 0:
+        raise InvalidArgumentError(f"{named['joint_traversal_steps']}: must be >= 0, got {joint_traversal_steps}")
+    mmvae_analysis.joint_traversal_latents(1, 1, joint_traversal_range)  # a bad range is refused before the work
+    try:
+        device = evaluation_device(accelerator)
+    except InvalidArgumentError as exc:
+        message = str(exc)
+        if message.startswith(CLI_OPTIONS["accelerator"]):
+            message = named["accelerator"] + message.removeprefix(CLI_OPTIONS["accelerator"])
+        raise InvalidArgumentError(message) from None
+    return device, int(joint_traversal_steps)
+
+
+def check_finite_weights(task: Any, checkpoint: str | Path) -> None:
+    """Refuse a model whose weights hold NaN or infinite values (a training that diverged).
+
+    Parameters
+    ----------
+    task : torch.nn.Module
+        The trained task.
+    checkpoint : str or pathlib.Path
+        The file its weights came from, for the message.
+
+    Raises
+    ------
+    DataFormatError
+        Naming the checkpoint and the first tensor of the state dict that is not finite.
+    """
+    state = task.state_dict() if hasattr(task, "state_dict") else {}
+    for name, tensor in state.items():
+        if torch.is_tensor(tensor) and tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise DataFormatError(
+                f"checkpoint {checkpoint}: weight {name} holds {bad} NaN or infinite value(s) (the training "
+                "diverged); nothing was evaluated: retrain, e.g. with a lower lr"
+            )
 
 
 def _batch_sizes(batch_size: int | None, device: torch.device) -> dict[str, int]:
@@ -330,6 +425,7 @@ def evaluate_run(
     trainer: Any = None,
     joint_traversal_steps: int | None = None,
     joint_traversal_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE,
+    setting_names: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Coherency and (``analysis``) the dataset-independent analysis of a trained multimodal VAE run.
 
@@ -369,6 +465,9 @@ def evaluate_run(
         default ``min(n, 1000)``; 0 leaves it out.
     joint_traversal_range : (float, float), default=(-1.0, 1.0)
         Range of the traversed dimension (the authors' toolkit's).
+    setting_names : dict, optional
+        What the messages call the settings (default the command's options, :data:`CLI_OPTIONS`); e.g.
+        ``{"n_analysis": "evaluation.n_analysis"}`` where they come from a config.
 
     Returns
     -------
@@ -390,24 +489,29 @@ def evaluate_run(
         ``joint_traversal_range`` not ``(low, high)``, the accelerator unknown or absent, or
         the run is not a multimodal VAE on CdSprites+ (or its model lacks the analysis methods while
         ``analysis``).
+    DataFormatError
+        When the checkpoint's weights hold NaN or infinite values (:func:`check_finite_weights`).
     OutputExistsError
         When ``out`` holds files and ``overwrite`` is false.
+
+    Notes
+    -----
+    The evaluation is built in a temporary sibling folder (``.tmp-<name>.*``) that takes the place of ``out``
+    only once it is complete: a failed or interrupted evaluation leaves ``out`` as it was (missing, or the
+    previous evaluation), so the corrected re-run is not blocked.
     """
     run_dir = Path(run_dir)
-    if n < 1:
-        raise InvalidArgumentError(f"--n: must be >= 1, got {n}")
-    if analysis and k < 1:
-        raise InvalidArgumentError(f"--k: must be >= 1, got {k}")
-    if analysis and n_analysis < MIN_N_ANALYSIS:
-        raise InvalidArgumentError(f"--n-analysis: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
-    if batch_size is not None and int(batch_size) < 1:
-        raise InvalidArgumentError(f"--batch-size: must be >= 1, got {batch_size}")
-    if joint_traversal_steps is None:
-        joint_traversal_steps = min(int(n), PAPER_TRAVERSAL_STEPS)
-    if int(joint_traversal_steps) < 0:
-        raise InvalidArgumentError(f"--joint-traversal-steps: must be >= 0, got {joint_traversal_steps}")
-    mmvae_analysis.joint_traversal_latents(1, 1, joint_traversal_range)  # a bad range is refused before the work
-    device = evaluation_device(accelerator)
+    device, joint_traversal_steps = check_evaluation_settings(
+        n=n,
+        k=k,
+        analysis=analysis,
+        n_analysis=n_analysis,
+        batch_size=batch_size,
+        joint_traversal_steps=joint_traversal_steps,
+        joint_traversal_range=joint_traversal_range,
+        accelerator=accelerator,
+        names=setting_names,
+    )
     run = open_cdsprites_run(run_dir)
     level = cdsprites_level(run)
     out = Path(out) if out is not None else run_dir / "evaluation"
@@ -415,6 +519,7 @@ def evaluate_run(
     if os.environ.get(THREADS_ENV, "").strip():
         configure_torch_threads()  # the user chose torch's thread count, as for training
     task = run.task()
+    check_finite_weights(task, run.checkpoint)  # before anything is written
     if hasattr(task, "to"):
         task = task.to(device)  # every model step runs there (module docstring)
     batches = _batch_sizes(None if batch_size is None else int(batch_size), device)
@@ -450,7 +555,7 @@ def evaluate_run(
     traverse = int(joint_traversal_steps) > 0
     total = 3 + int(traverse) + (1 + len(modalities) + 3 if analysis else 0)
     started = time.perf_counter()
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    with _built_beside(out, overwrite) as target:
         run = RunDirectory.create("mmvae-evaluate", out=target)
         run.write_config({"study": "mmvae evaluate", **summary})
         with progress_bar(f"evaluating {model} on level {level}", total=total) as update:
@@ -500,6 +605,21 @@ def evaluate_run(
         summary["seconds_by_step"] = steps.seconds
         run.write_metrics(summary)
     return summary
+
+
+@contextlib.contextmanager
+def _built_beside(out: Path, overwrite: bool) -> Iterator[Path]:
+    """A new temporary folder beside ``out`` to write the evaluation in: it takes the place of ``out`` when the
+    block ends without error (the output rule checked again), and is removed otherwise."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    target = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{out.name}.", dir=out.parent))
+    try:
+        yield target
+        prepare_output(out, overwrite=overwrite, kind="directory")  # written meanwhile by another process?
+        replace_output(target, out)
+    except BaseException:
+        shutil.rmtree(target, ignore_errors=True)
+        raise
 
 
 def _sample_figures(run: RunDirectory, folder: Path, test: dict[str, np.ndarray]) -> dict[str, Path]:
@@ -613,7 +733,13 @@ def _analyse(
     base = joint[0]
     traversal = mmvae_analysis.latent_traversals(task, base, batch_size=batches["forward"])
     figures["traversals"] = run.save_figure(
-        "traversals", traversal_figure(traversal["images"], traversal["values"], traversal["dims"])
+        "traversals",
+        traversal_figure(
+            traversal["images"],
+            traversal["values"],
+            traversal["dims"],
+            model=f"{summary['model']} (level {level})",
+        ),
     )
     captions = traversal_caption_table(traversal["captions"], traversal["values"], traversal["dims"])
     run.write_table("traversal_captions", captions, index=True)

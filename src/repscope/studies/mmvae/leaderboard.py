@@ -245,8 +245,13 @@ def read_evaluated_run(run_dir: str | Path) -> dict[str, Any]:
     }
 
 
+def _shown(runs: list[Path]) -> str:
+    return ", ".join(str(run) for run in runs[:5]) + (" ..." if len(runs) > 5 else "")
+
+
 def read_evaluated_runs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
-    """:func:`read_evaluated_run` of every run of :func:`find_run_dirs`; one error names every run that
+    """:func:`read_evaluated_run` of every run of :func:`find_run_dirs`; one error names every run whose
+    training did not finish (no ``metrics.json``: an interrupted training or sweep), or else every run that
     is not evaluated yet."""
     records, unevaluated = [], []
     for run in find_run_dirs(paths):
@@ -254,8 +259,16 @@ def read_evaluated_runs(paths: Iterable[str | Path]) -> list[dict[str, Any]]:
             records.append(read_evaluated_run(run))
         except SourceNotFoundError:
             unevaluated.append(run)
+    # evaluating a training that stopped half-way cannot help: say what to finish first
+    unfinished = [run for run in unevaluated if not (Path(run) / "metrics.json").is_file()]
+    if unfinished:
+        raise SourceNotFoundError(
+            f"{len(unfinished)} run(s) whose training did not finish (no metrics.json: an interrupted training "
+            f"or sweep): {_shown(unfinished)}; finish them (`repscope mmvae sweep ... --resume` with the same "
+            "--out, or `repscope mmvae train ... --resume`), or give the leaderboard the finished runs' folders only"
+        )
     if unevaluated:
-        shown = ", ".join(str(run) for run in unevaluated[:5]) + (" ..." if len(unevaluated) > 5 else "")
+        shown = _shown(unevaluated)
         raise SourceNotFoundError(
             f"{len(unevaluated)} run(s) not evaluated (no evaluation/metrics.json): {shown}; "
             + EVALUATE_HINT.format(run="RUN_DIR")

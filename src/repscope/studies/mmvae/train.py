@@ -32,13 +32,21 @@ import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, ValidationInfo, field_validator
 
-from repscope.config import Section, apply_overrides, read_yaml_mapping, shipped_config_path, validate_config
+from repscope.config import (
+    Section,
+    apply_overrides,
+    read_yaml_mapping,
+    reapply_after_quick,
+    shipped_config_path,
+    validate_config,
+)
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal.networks import MODALITY_NETWORKS
-from repscope.studies.mmvae.evaluate import evaluate_run
+from repscope.studies.mmvae.evaluate import ACCELERATORS as EVALUATION_ACCELERATORS
+from repscope.studies.mmvae.evaluate import MIN_N_ANALYSIS, check_evaluation_settings, evaluate_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.run import fit
 from repscope.train.tasks.multimodal import multimodal_models
@@ -67,6 +75,16 @@ CDSPRITES_LEVELS = (1, 2, 3, 4, 5)
 # what ``per_model`` may set: the model settings and what a model's networks and training depend on
 PER_MODEL_KEYS = (*MODEL_SETTINGS, "batch_size", "epochs")
 ORIGIN_COMMAND = "mmvae train"
+# what the evaluation's messages call its settings when they come from the config
+EVALUATION_SETTING_NAMES = {
+    "n": "evaluation.n",
+    "k": "evaluation.k",
+    "n_analysis": "evaluation.n_analysis",
+    "joint_traversal_steps": "evaluation.joint_traversal_steps",
+    "accelerator": "trainer.accelerator",
+}
+EVALUATED_MODALITIES = ("image", "text")  # what the CdSprites+ evaluation reads
+REQUIRED_KEYS = ("model", "data")  # what a config file (with --set) must name, as repscope train's
 
 
 class ModalitySection(Section):
@@ -153,6 +171,16 @@ class EvaluationSection(Section):
     # joint coherency by traversals (A.2.3): values per latent dimension; None: min(n, 1000), 0: none
     joint_traversal_steps: int | None = Field(None, ge=0)
 
+    @field_validator("n_analysis")
+    @classmethod
+    def _enough_for_the_analysis(cls, value: int, info: ValidationInfo) -> int:
+        # the evaluation's own rule (evaluate.check_evaluation_settings), checked here before any training
+        if info.data.get("analysis", True) and value < MIN_N_ANALYSIS:
+            raise ValueError(
+                f"must be >= {MIN_N_ANALYSIS} (a linear probe and a t-SNE need rows), or set evaluation.analysis: false"
+            )
+        return value
+
 
 class MultimodalConfig(Section):
     """A multimodal VAE run (module docstring). ``epochs`` sets the trainer's ``max_epochs``."""
@@ -193,6 +221,16 @@ class MultimodalConfig(Section):
         models = multimodal_models()
         if value not in models:
             raise ValueError(f"unknown multimodal model {value!r}; registered: {', '.join(models)}")
+        return value
+
+    @field_validator("modalities")
+    @classmethod
+    def _some_modalities(cls, value: dict[str, ModalitySection] | None) -> dict[str, ModalitySection] | None:
+        if value is not None and not value:
+            raise ValueError(
+                "names no modality; give each one (image: {network: fc-image, ...}, text: ...), or leave the key "
+                "out for the model's own"
+            )
         return value
 
     @field_validator("epochs")
@@ -355,7 +393,8 @@ def load_multimodal_config(
     Raises
     ------
     InvalidArgumentError
-        On an unknown key, a wrong type, or a data key the dataset does not take.
+        On an unknown key, a wrong type, a missing ``model`` or ``data``, an empty ``modalities``, an
+        evaluation setting the evaluation would refuse, or a data key the dataset does not take.
     """
     path = resolve_config_path(path)
     data = read_yaml_mapping(path)
@@ -364,15 +403,67 @@ def load_multimodal_config(
     if overrides:
         data = apply_overrides(data, overrides, MultimodalConfig)
         source += " with --set " + " ".join(overrides)
+    # as repscope train: a config names what it trains on what (an empty file would train every default)
+    missing = [key for key in REQUIRED_KEYS if key not in data]
+    if missing:
+        raise InvalidArgumentError(
+            f"{source}: " + "; ".join(f"missing key {key}" for key in missing) + f" (or leave CONFIG out for the "
+            f"shipped {SHIPPED_CONFIG})"
+        )
     config = validate_config(data, MultimodalConfig, source)
-    if quick:
-        config = quick_config(config)
+    if quick:  # --set wins over what --quick chose
+        config = reapply_after_quick(quick_config(config), overrides or [], {}, source)
     try:
         config.train_config().check_params(source)
     except InvalidArgumentError as exc:
         message = str(exc)
         raise InvalidArgumentError(message if message.startswith(source) else f"{source}: {message}") from None
     return config, source
+
+
+def check_evaluation_before_training(config: MultimodalConfig, source: str = "config", device: bool = True) -> None:
+    """Refuse, before any training, a run whose evaluation would fail: its settings
+    (:func:`~repscope.studies.mmvae.evaluate.check_evaluation_settings`, named by their config keys) and
+    modalities other than CdSprites+'s image and text.
+
+    Parameters
+    ----------
+    config : MultimodalConfig
+        The run.
+    source : str, default="config"
+        Where the config came from, for the messages.
+    device : bool, default=True
+        Also check that torch sees the accelerator here; False checks its name only (a sweep's driver,
+        whose points may run on other machines).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``source`` and the config key.
+    """
+    evaluation = config.evaluation
+    accelerator = config.trainer.accelerator
+    if not device and accelerator in EVALUATION_ACCELERATORS:
+        accelerator = "cpu"  # a known name: whether this machine has it is not checked
+    try:
+        check_evaluation_settings(
+            n=evaluation.n,
+            k=evaluation.k,
+            analysis=evaluation.analysis,
+            n_analysis=evaluation.n_analysis,
+            joint_traversal_steps=evaluation.joint_traversal_steps,
+            accelerator=accelerator,
+            names=EVALUATION_SETTING_NAMES,
+        )
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(
+            f"{source}: {exc} (checked before training starts, for the evaluation after it)"
+        ) from None
+    if config.modalities is not None and sorted(config.modalities) != sorted(EVALUATED_MODALITIES):
+        raise InvalidArgumentError(
+            f"{source}: modalities: the CdSprites+ evaluation reads {' and '.join(EVALUATED_MODALITIES)}, not "
+            f"{', '.join(config.modalities)}; rename them, or set evaluation.enabled=false (--no-evaluate)"
+        )
 
 
 def train_multimodal(
@@ -405,6 +496,10 @@ def train_multimodal(
         coherency results, or None).
     """
     train_config = config.train_config()
+    if evaluate is None:
+        evaluate = config.evaluation.enabled and config.data.name == "cdsprites"
+    if evaluate:
+        check_evaluation_before_training(config, source)
     outcome = fit(
         train_config,
         out=out,
@@ -417,8 +512,6 @@ def train_multimodal(
     )
     run_dir = Path(outcome.run.root)
     evaluation = None
-    if evaluate is None:
-        evaluate = config.evaluation.enabled and config.data.name == "cdsprites"
     if evaluate:
         # a run trained just now: an evaluation left by an interrupted earlier attempt is stale
         evaluation = evaluate_run(
@@ -434,6 +527,7 @@ def train_multimodal(
             # where the run trained (a CPU stays a CPU: the same numbers as before)
             accelerator=config.trainer.accelerator,
             trainer=config.trainer,
+            setting_names=EVALUATION_SETTING_NAMES,
         )
     return {"run": run_dir, "metrics": outcome.metrics, "evaluation": evaluation}
 
@@ -521,6 +615,7 @@ __all__ = [
     "load_multimodal_config",
     "quick_config",
     "train_multimodal",
+    "check_evaluation_before_training",
     "sweep_point",
     "summary_row",
     "MODEL_SETTINGS",

@@ -22,6 +22,7 @@ from repscope.config import Section
 from repscope.data import idx
 from repscope.data.morpho.build import SETS, BuildConfig, build_dataset
 from repscope.data.morpho.morphometrics import MORPHOMETRICS
+from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.report.figures import distributions_by_class, image_grid
 from repscope.runs import RunDirectory
@@ -156,7 +157,9 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
 
     started = time.perf_counter()
     dataset_dir = run.path("dataset")
-    manifest = build_dataset(dataset_dir, build_config, jobs=config.jobs)
+    # the build is the demo's longest step: counted digit by digit (every set of every digit)
+    with progress_bar(f"building the Morpho-MNIST sets from {config.source}") as update:
+        manifest = build_dataset(dataset_dir, build_config, jobs=config.jobs, progress=update)
     build_seconds = time.perf_counter() - started
     digits_built = sum(c["train"] + c["t10k"] for c in manifest["counts"].values())
 
@@ -227,7 +230,7 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
         f"({metrics['build_digits_per_second']:.0f} digits/s, every perturbation measured), "
         f"and measured area, stroke length and thickness, slant, width and height of every digit."
     )
-    report.add_metrics(metrics, title="Headline numbers")
+    report.add_metrics(metrics, title="Headline numbers", labels=True)
     report.add_heading("Morphometrics of the plain training digits, per class")
     report.add_figure(
         fig_classes, caption="Distribution of each morphometric per digit class (cf. the paper's Fig. 3)."

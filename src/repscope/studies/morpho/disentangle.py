@@ -24,14 +24,14 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from repscope.data.morpho import measure
 from repscope.data.morpho.training_sets import load_morpho_mnist
 from repscope.metrics.partial_correlations import code_partial_correlations
 from repscope.models.codes import INFOGAN_SETTINGS
 from repscope.report import Report
 from repscope.report.morpho_figures import partial_correlation_circles, traversal_grid
-from repscope.runs import RunDirectory
-from repscope.studies.common import DataSection, MemberModel, TrainingSection, train_or_load
+from repscope.studies.common import DataSection, MemberModel, TrainingSection
+from repscope.studies.morpho.diversity import measured
+from repscope.studies.morpho.resume import load_step, open_study_run, save_step, train_member
 from repscope.train.config import Named, Section, TrainerSection
 
 FACTORS = ("length", "thickness", "slant", "width", "height")
@@ -107,15 +107,64 @@ def traversals(task: Any, codes: Any, code: str, config: DisentangleConfig, seed
     return np.stack(rows), labels
 
 
+def _add_setting_section(report: Any, run: Any, setting: InfoGANSetting, config: DisentangleConfig) -> None:
+    """The report's section of one InfoGAN setting, read from the tables and figures the run wrote."""
+    codes = INFOGAN_SETTINGS[setting.setting]
+    tag = setting.label.lower()
+    report.add_heading(f"{setting.label}: {codes.describe()} on {SETTING_SETS[setting.setting]}")
+    report.add_figure(
+        run.path("figures", f"{tag}_inferential.png"),
+        caption="Inferential: partial correlation of each inferred code with each "
+        "morphometric of the test digits (cf. Figs. 5 and 8). Blue positive, red negative.",
+    )
+    report.add_figure(
+        run.path("figures", f"{tag}_generative.png"),
+        caption=f"Generative: {config.generated_samples} sampled codes vs the morphometrics "
+        "of the digits generated from them (cf. Fig. 6).",
+    )
+    for kind in ("inferential", "generative"):
+        table = pd.read_csv(run.path("tables", f"{tag}_{kind}_partial_correlations.csv"))
+        report.add_table(table, title=f"{kind.capitalize()} partial correlations")
+    for code in codes.code_columns():
+        report.add_figure(
+            run.path("figures", f"{tag}_traversal_{code}.png"),
+            caption=f"Traversal of {code}; each row keeps the other codes and the noise (cf. Fig. 7).",
+        )
+
+
 def run_disentangle(
     config: DisentangleConfig,
     out: Path | None = None,
     root: Path = Path("runs"),
     source: str = "config",
     quick: bool = False,
+    resume: bool = False,
 ) -> Path:
-    run = RunDirectory.create("morpho-disentangle", out=out, root=root)
-    run.write_config(config.model_dump(mode="json"))
+    """Run the study and return the path of its ``report.html``.
+
+    Parameters
+    ----------
+    config : DisentangleConfig
+        The study's config.
+    out : pathlib.Path, optional
+        The run directory (default ``root/morpho-disentangle-<time>``).
+    root : pathlib.Path
+        Parent of the default run directory.
+    source : str
+        Where the config came from, for messages.
+    quick : bool
+        A ``--quick`` run (said at the top of the report).
+    resume : bool
+        Continue the run in ``out``: each setting whose tables and figures were written (``steps/``) is
+        kept, a training that stopped continues from its last checkpoint; the config must be the one the
+        run started with.
+
+    Returns
+    -------
+    pathlib.Path
+        The report.
+    """
+    run = open_study_run("morpho-disentangle", config, out, root, resume)
     report = Report(
         "Morpho-MNIST disentanglement (InfoGAN)", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick
     )
@@ -123,6 +172,12 @@ def run_disentangle(
     metrics: dict[str, Any] = {"settings": {}}
     data_params = config.data.params()
     for k, setting in enumerate(config.settings):
+        step = f"disentangle-{setting.label.lower()}"
+        done = load_step(run, step, resume)
+        if done is not None:  # its tables and figures were written before this run was resumed
+            metrics["settings"][setting.label] = done
+            _add_setting_section(report, run, setting, config)
+            continue
         codes = INFOGAN_SETTINGS[setting.setting]
         set_name = SETTING_SETS[setting.setting]
         member = MemberModel(
@@ -132,7 +187,7 @@ def run_disentangle(
             checkpoint=setting.checkpoint,
         )
         data_named = Named(name="morpho-mnist", params={**data_params, "set": set_name, "target": "none"})
-        task, train_metrics = train_or_load(
+        task, train_metrics = train_member(
             member,
             data_named,
             config.training,
@@ -140,6 +195,7 @@ def run_disentangle(
             run.path("models", setting.label.lower()),
             source,
             position=(k + 1, len(config.settings)),
+            resume=resume,
         )
         data = load_morpho_mnist(set=set_name, target="none", **data_params)
         categorical = codes.categorical_columns()
@@ -159,7 +215,7 @@ def run_disentangle(
 
         images, sampled = task.sample_with_codes(config.generated_samples, seed=config.seed + 2000 + k)
         sampled = _with_all_categories(sampled, codes)
-        generated_morpho = measure(images)
+        generated_morpho = measured(images, f"measuring {len(images)} digits generated by {setting.label}")
         ok = generated_morpho["valid"].astype(bool).to_numpy()
         generative = code_partial_correlations(
             {name: np.asarray(sampled[name])[ok] for name in codes.code_columns()},
@@ -169,20 +225,18 @@ def run_disentangle(
         tag = setting.label.lower()
         run.write_table(f"{tag}_inferential_partial_correlations", inferential.rename_axis("factor").reset_index())
         run.write_table(f"{tag}_generative_partial_correlations", generative.rename_axis("factor").reset_index())
-        fig_inf = run.save_figure(
+        run.save_figure(
             f"{tag}_inferential",
             partial_correlation_circles(inferential, title=f"{setting.label}: inferred codes vs test morphometrics"),
         )
-        fig_gen = run.save_figure(
+        run.save_figure(
             f"{tag}_generative",
             partial_correlation_circles(generative, title=f"{setting.label}: sampled codes vs generated morphometrics"),
         )
-        traversal_figures = []
         for c, code in enumerate(codes.code_columns()):
             grid, labels = traversals(task, codes, code, config, seed=config.seed + 3000 + c)
-            traversal_figures.append(
-                (code, run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels)))
-            )
+            title = f"{setting.label}: code {code} over the columns\neach row: one draw of the other codes and noise"
+            run.save_figure(f"{tag}_traversal_{code}", traversal_grid(grid, col_labels=labels, title=title))
 
         common = [c for c in inferential.columns if c in generative.columns]
         rows = [f for f in FACTORS if f in inferential.index and f in generative.index]
@@ -200,27 +254,8 @@ def run_disentangle(
             "inferential_generative_agreement_r": agreement,
             "training": {key: train_metrics.get(key) for key in ("epochs", "fit_seconds") if key in train_metrics},
         }
-        report.add_heading(f"{setting.label}: {codes.describe()} on {set_name}")
-        report.add_figure(
-            fig_inf,
-            caption="Inferential: partial correlation of each inferred code with each "
-            "morphometric of the test digits (cf. Figs. 5 and 8). Blue positive, red negative.",
-        )
-        report.add_figure(
-            fig_gen,
-            caption=f"Generative: {config.generated_samples} sampled codes vs the morphometrics "
-            "of the digits generated from them (cf. Fig. 6).",
-        )
-        report.add_table(
-            inferential.round(3).rename_axis("factor").reset_index(), title="Inferential partial correlations"
-        )
-        report.add_table(
-            generative.round(3).rename_axis("factor").reset_index(), title="Generative partial correlations"
-        )
-        for code, path in traversal_figures:
-            report.add_figure(
-                path, caption=f"Traversal of {code}; each row keeps the other codes and the noise (cf. Fig. 7)."
-            )
+        save_step(run, step, metrics["settings"][setting.label])
+        _add_setting_section(report, run, setting, config)
     run.write_metrics(metrics)
-    report.add_metrics(metrics, title="Headline numbers")
+    report.add_metrics(metrics, title="Headline numbers", labels=True)
     return run.write_report(report)

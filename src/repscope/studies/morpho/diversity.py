@@ -18,13 +18,15 @@ from pydantic import Field
 
 from repscope.data.morpho import measure
 from repscope.data.morpho.training_sets import load_digits
+from repscope.fileio import save_npy_atomic
 from repscope.metrics.mmd import mmd_linear_test, mmd_quadratic_test
 from repscope.metrics.replicas import near_replicas
+from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.report.figures import image_grid
 from repscope.report.morpho_figures import morphometric_pairplot
-from repscope.runs import RunDirectory
-from repscope.studies.common import DataSection, MemberModel, TrainingSection, slug, train_or_load
+from repscope.studies.common import DataSection, MemberModel, TrainingSection, slug
+from repscope.studies.morpho.resume import STEPS, load_step, open_study_run, save_step, train_member
 from repscope.train.config import Named, Section, TrainerSection
 
 # Fig. 4 and Table 1 use these five (area is nearly a function of length and thickness)
@@ -59,6 +61,26 @@ def quick(config: DiversityConfig) -> DiversityConfig:
     return out
 
 
+def measured(images: np.ndarray, description: str) -> pd.DataFrame:
+    """The morphometrics of ``images`` (:func:`repscope.data.morpho.measure`), counted digit by digit on
+    the progress display (10,000 samples take tens of seconds).
+
+    Parameters
+    ----------
+    images : numpy.ndarray
+        Digits ``(N, 28, 28)``.
+    description : str
+        What the progress says (``measuring 10000 samples of GAN 2-d``).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per digit, as :func:`repscope.data.morpho.measure` gives.
+    """
+    with progress_bar(description, total=len(images)) as update:
+        return measure(images, progress=update)  # measure() reports the running total, as the bar takes it
+
+
 def compare_morphometrics(
     reference: pd.DataFrame, sample: pd.DataFrame, columns: list[str], config: DiversityConfig, seed: int
 ) -> dict[str, Any]:
@@ -90,31 +112,83 @@ def run_diversity(
     root: Path = Path("runs"),
     source: str = "config",
     quick: bool = False,
+    resume: bool = False,
 ) -> Path:
-    """Run the study in its own run directory and return the path of its ``report.html``."""
-    run = RunDirectory.create("morpho-diversity", out=out, root=root)
-    run.write_config(config.model_dump(mode="json"))
+    """Run the study in its own run directory and return the path of its ``report.html``.
+
+    Parameters
+    ----------
+    config : DiversityConfig
+        The study's config.
+    out : pathlib.Path, optional
+        The run directory (default ``root/morpho-diversity-<time>``).
+    root : pathlib.Path
+        Parent of the default run directory.
+    source : str
+        Where the config came from, for messages.
+    quick : bool
+        A ``--quick`` run (said at the top of the report).
+    resume : bool
+        Continue the run in ``out``: each model whose samples were measured and compared (``steps/``) is
+        kept, a training that stopped continues from its last checkpoint; the config must be the one the
+        run started with.
+
+    Returns
+    -------
+    pathlib.Path
+        The report.
+    """
+    run = open_study_run("morpho-diversity", config, out, root, resume)
     report = Report("Morpho-MNIST sample diversity", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
-    metrics = add_diversity(config, run, report, source)
+    metrics = add_diversity(config, run, report, source, resume=resume)
     run.write_metrics(metrics)
     # only the quadratic test's p-values come from permutations (the linear-time test's are asymptotic)
     permuted = {f"models.{name}.quadratic_p_value": config.permutations for name in metrics["models"]}
-    report.add_metrics(metrics, title="Headline numbers", permutations=permuted)
+    report.add_metrics(metrics, title="Headline numbers", permutations=permuted, labels=True)
     return run.write_report(report)
 
 
-def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = "config") -> dict[str, Any]:
+def add_diversity(
+    config: DiversityConfig, run: Any, report: Any, source: str = "config", resume: bool = False
+) -> dict[str, Any]:
     """Train, sample, measure and compare; write tables and figures into ``run``, add a section to
-    ``report`` and return the headline metrics (the demo adds this section to its own report)."""
+    ``report`` and return the headline metrics (the demo adds this section to its own report).
+
+    Parameters
+    ----------
+    config : DiversityConfig
+        The study's config.
+    run : RunDirectory
+        Where tables, figures and models go.
+    report : Report
+        The report the section is added to.
+    source : str
+        Where the config came from, for messages.
+    resume : bool
+        Keep each model already compared in ``run`` (its ``steps/`` record, samples table and examples).
+
+    Returns
+    -------
+    dict
+        The headline metrics.
+    """
     data_params = config.data.params()
     digits = load_digits(**data_params, target="none")
-    test_morpho = measure(digits.test_images)
+    test_morpho = measured(digits.test_images, f"measuring {len(digits.test_images)} test digits")
     tables = {"test digits": test_morpho}
     rows, examples, train_metrics = [], [], {}
     columns = list(config.morphometrics)
     reference_replicas = compare_morphometrics(test_morpho, test_morpho, columns, config, config.seed)
     for k, member in enumerate(config.models):
-        task, metrics = train_or_load(
+        step = f"diversity-{slug(member.label)}"
+        done = load_step(run, step, resume)
+        if done is not None:  # compared before this run was resumed: its samples' table and examples are kept
+            train_metrics[member.label] = done["training"]
+            tables[member.label] = pd.read_csv(run.path("tables", f"samples_{slug(member.label)}_morphometrics.csv"))
+            rows.append(done["row"])
+            examples.append(np.load(run.path(STEPS, f"{step}-examples.npy")))
+            continue
+        task, metrics = train_member(
             member,
             Named(name="digits", params={**data_params, "target": "none"}),
             config.training,
@@ -122,12 +196,13 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
             run.path("models", slug(member.label)),
             source,
             position=(k + 1, len(config.models)),
+            resume=resume,
         )
         train_metrics[member.label] = {
             key: metrics.get(key) for key in ("epochs", "fit_seconds", "test_loss") if key in metrics
         }
         images = task.sample(config.samples, seed=config.seed + 1000 + k)
-        morpho = measure(images)
+        morpho = measured(images, f"measuring {len(images)} samples of {member.label}")
         tables[member.label] = morpho
         run.write_table(f"samples_{slug(member.label)}_morphometrics", morpho)
         row = {
@@ -138,6 +213,9 @@ def add_diversity(config: DiversityConfig, run: Any, report: Any, source: str = 
         }
         rows.append(row)
         examples.append(images[:12])
+        run.path(STEPS).mkdir(parents=True, exist_ok=True)
+        save_npy_atomic(run.path(STEPS, f"{step}-examples.npy"), np.asarray(images[:12]))
+        save_step(run, step, {"row": row, "training": train_metrics[member.label]})
     table = pd.DataFrame(rows)
     run.write_table("diversity_mmd", table)
 

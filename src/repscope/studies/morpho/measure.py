@@ -76,14 +76,7 @@ def measure_source(
     data = load_source(source, split=split, data_dir=data_dir)
     images = data.images if limit is None else data.images[:limit]
     with progress_bar(f"measuring {len(images)} digits of {source}", total=len(images)) as update:
-        finished = 0
-
-        def advance(count: int) -> None:
-            nonlocal finished
-            finished += count
-            update(finished)
-
-        table = measure(images, method=method, compat=compat, jobs=jobs, progress=advance)
+        table = measure(images, method=method, compat=compat, jobs=jobs, progress=update)
     if data.labels is not None:
         table.insert(1, "label", np.asarray(data.labels[: len(images)]).astype(int))
     with output_target(out, overwrite=overwrite) as target:

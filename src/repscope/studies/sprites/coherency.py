@@ -249,6 +249,11 @@ def evaluate_outputs(
     parts = {name: folder / name for name in ("text_to_image", "image_to_text", "joint", "joint_traversal")}
     present = {name: path for name, path in parts.items() if path.is_dir()}
     if not present:
+        evaluated = folder / "evaluation" / "outputs"
+        if evaluated.is_dir():  # the run directory of an evaluated MMVAE: its outputs are one level down
+            raise SourceNotFoundError(
+                f"{folder}: a run directory, not a folder of outputs; its evaluation's outputs are in {evaluated}"
+            )
         raise SourceNotFoundError(
             f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})"
         )

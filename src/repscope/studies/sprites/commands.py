@@ -11,7 +11,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -24,10 +24,11 @@ from repscope.data.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import write_bytes_atomic, write_json_atomic
 from repscope.outputs import prepare_output
-from repscope.report.figures import save_png_bytes
-from repscope.report.sprite_figures import captioned_grid
-from repscope.studies.sprites.classifiers import load_classifiers
-from repscope.train.config import TrainerSection
+
+# `sprites generate` needs neither torch, Lightning nor matplotlib: the verbs that do import them
+# inside (start-up of a generate call: benchmarks/startup.py)
+if TYPE_CHECKING:
+    from repscope.train.config import TrainerSection
 
 GENERATE_BATCH = 4096
 Progress = Callable[[int], None]
@@ -89,10 +90,15 @@ def generate_cdsprites(
     )
 
 
-def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0, progress: Progress | None = None) -> Path:
+def generate_dsprites(
+    out: str | Path, n: int | None = None, seed: int = 0, progress: Progress | None = None, show_progress: bool = False
+) -> Path:
     """Write dSprites images: the whole grid in its order (``n`` None) or ``n`` distinct images drawn
     with ``seed``. ``out`` ending in ``.npz`` writes the original single-file layout instead of a
-    dataset directory."""
+    dataset directory.
+
+    ``progress(done)`` is called after each batch written to a dataset directory; ``show_progress``
+    shows the ``.npz`` layout's two steps (drawing, compressing) as two bars of their own."""
     if n is not None and not 1 <= int(n) <= dsprites.TOTAL:
         raise InvalidArgumentError(f"--n: must lie in 1..{dsprites.TOTAL} for dsprites, got {n}")
     indices = (
@@ -104,7 +110,7 @@ def generate_dsprites(out: str | Path, n: int | None = None, seed: int = 0, prog
     if out.suffix == ".npz":
         if out.exists():
             raise OutputExistsError(f"--out {out}: exists; choose a new file")
-        return dsprites.write_npz(out, indices)
+        return dsprites.write_npz(out, indices, progress=show_progress)
 
     def batches():
         for start in range(0, len(indices), GENERATE_BATCH):
@@ -139,6 +145,9 @@ def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncol
     out = Path(out)
     if out.exists():
         raise OutputExistsError(f"--out {out}: exists; choose a new file")
+    from repscope.report.figures import save_png_bytes  # noqa: PLC0415 -- matplotlib only when drawing
+    from repscope.report.sprite_figures import captioned_grid  # noqa: PLC0415
+
     chosen = np.sort(np.random.default_rng(seed).choice(len(data), size=min(count, len(data)), replace=False))
     if data.captions is not None:
         titles = [data.captions[k] for k in chosen]
@@ -152,6 +161,8 @@ def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncol
 
 def cdsprites_panel(seed: int = 0, per_level: int = 8) -> Any:
     """A grid of ``per_level`` samples of every level (one row each), titled with their captions."""
+    from repscope.report.sprite_figures import captioned_grid  # noqa: PLC0415 -- matplotlib only when drawing
+
     images, captions = [], []
     for level in LEVELS:
         batch_images, batch_captions, _ = CdSpritesPlus(level, size=per_level, seed=seed, split="test").batch(
@@ -237,6 +248,8 @@ def _classify_into(
     taken = [str(p) for p in targets if p.exists()]
     if taken:
         raise OutputExistsError(f"{', '.join(taken)}: exists; pass another --out")
+    from repscope.studies.sprites.classifiers import load_classifiers  # noqa: PLC0415 -- torch only here
+
     classifiers = load_classifiers(level, trainer=trainer)
     predicted = np.empty((len(data), level), dtype=np.int64)
     confidence = np.empty((len(data), level), dtype=np.float64)

@@ -5,10 +5,14 @@ For every architecture, ``n + 1`` classifiers train on the dataset: one without 
 class ``i``'s test images and its soft-labels are kept, with the full model's on the same images
 (``softlabels/<architecture>.npz``, the layout of :mod:`repscope.data.softlabels`). They are scored by
 the paper's DBI (Eq. 3, a within-cluster scatter), scikit-learn's Davies-Bouldin index and the Amalgam
-Metric (Eq. 4, and its per-image mean). The full classifier is then attacked by the L0 (pixel) and
-L-infinity (threshold) black-box attacks with CMA-ES at thresholds 1, 3, 5 and 10 on test images that
-every architecture classifies correctly, and Spearman's rank correlation across architectures says
-whether the metrics track the attacks' success (Table 1 against Tables 2 and 3).
+Metric (Eq. 4, and its per-image mean). CapsNet's soft-labels are its capsule lengths normalised to sum to
+one (``soft_labels: normalised``, the paper's text) or, with ``soft_labels: reference``, the raw lengths the
+authors' code scored (kind ``capsule_lengths``); every other architecture gives its softmax either way.
+The full classifier is then attacked by the L0 (pixel) and L-infinity (threshold) black-box attacks
+with CMA-ES at thresholds 1, 3, 5 and 10 on test images that every architecture classifies correctly
+(``attack.search``: ``art``, the adversarial-robustness-toolbox's search, or ``dqa``, the authors' one
+generation of 400 candidates), and Spearman's rank correlation across architectures (exact p-values up
+to 10 architectures) says whether the metrics track the attacks' success (Table 1 against Tables 2 and 3).
 
 The ``n + 1`` trainings per architecture and the attacks are points of the sweep runner
 (:mod:`repscope.sweeps`: local workers or Ray, ``models/`` and ``attacks/``), so ``--resume``
@@ -25,7 +29,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from repscope.data.softlabels import SoftLabels, write_soft_labels
+from repscope.data.softlabels import SoftLabels, check_kind, write_soft_labels
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
 from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
@@ -89,8 +93,11 @@ class AttackSection(Section):
     n: int = Field(100, ge=1)
     thresholds: list[int] = Field(default_factory=lambda: [1, 3, 5, 10])
     norms: list[Literal["l0", "linf"]] = Field(default_factory=lambda: list(NORMS))
-    # CMA-ES generations per image and threshold (the adversarial-robustness-toolbox's max_iter)
+    # CMA-ES generations per image and threshold (the adversarial-robustness-toolbox's max_iter; art only)
     budget: int = Field(100, ge=1)
+    # art: the adversarial-robustness-toolbox's search; dqa: the authors' DQA search (one generation of
+    # 400 candidates, repscope.studies.zeroshot.attack.dqa_attack), whose attacks the paper's Table 1 counts
+    search: Literal["art", "dqa"] = "art"
     seed: int = 0
 
 
@@ -105,6 +112,9 @@ class ZeroShotConfig(Section):
     attack: AttackSection = Field(default_factory=AttackSection)
     # soft-labels of each class drawn into the Isomap and t-SNE projections
     projection_n: int = Field(200, ge=5)
+    # CapsNet's soft-labels: normalised: its capsule lengths divided by their sum (the paper's text); reference:
+    # the raw lengths the authors' code scores (architecture_soft_labels). Other architectures: softmax either way
+    soft_labels: Literal["normalised", "reference"] = "normalised"
     # only this architecture (a label or a registered model name): repscope zeroshot evaluate
     arch: str | None = None
     workers: int | None = None
@@ -175,6 +185,70 @@ def soft_label_rows(labels: np.ndarray, num_classes: int, limit: int | None, see
     return rows
 
 
+def soft_label_kind(config: ZeroShotConfig, architecture: Architecture) -> str:
+    """What ``architecture``'s soft-labels are under ``config.soft_labels``.
+
+    Parameters
+    ----------
+    config : ZeroShotConfig
+        The study's config (its ``soft_labels`` setting).
+    architecture : Architecture
+        One architecture (its registered model name decides).
+
+    Returns
+    -------
+    str
+        ``capsule_lengths`` for a CapsNet (a model trained by
+        :class:`~repscope.train.tasks.capsule.CapsNetTask`) with ``soft_labels: reference``, else
+        ``probabilities`` (:mod:`repscope.data.softlabels`).
+    """
+    from repscope.registry import resolve  # noqa: PLC0415
+    from repscope.train.registry import model_entry  # noqa: PLC0415
+    from repscope.train.tasks.capsule import CapsNetTask  # noqa: PLC0415
+
+    if config.soft_labels == "reference" and issubclass(resolve(model_entry(architecture.name).task), CapsNetTask):
+        return "capsule_lengths"
+    return "probabilities"
+
+
+def architecture_soft_labels(task: Any, images: np.ndarray, kind: str = "probabilities") -> np.ndarray:
+    """A trained classifier's soft-labels of ``kind`` on ``images``.
+
+    ``probabilities``: ``task.soft_labels(images)`` (a softmax, or CapsNet's lengths divided by their sum).
+    ``capsule_lengths``: a CapsNet's raw capsule lengths, ``task.soft_labels(images, compat="reference")``,
+    what the authors' code stores and scores (``shashankkotyan/RepresentationMetrics``,
+    ``code/networks/model.py``, ``Model.analyse_raw_zero_shot``: ``self._model.predict(x)``, whose output is
+    the Keras ``Length`` layer of ``code/networks/cifar/capsnet.py``, ``CapsNet.network``).
+
+    Parameters
+    ----------
+    task : SupervisedTask
+        A trained classifier.
+    images : numpy.ndarray
+        Images as ``task.soft_labels`` takes them.
+    kind : {"probabilities", "capsule_lengths"}, default="probabilities"
+        From :func:`soft_label_kind`.
+
+    Returns
+    -------
+    numpy.ndarray
+        float64 ``(N, outputs)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        An unknown ``kind``, or ``capsule_lengths`` for a task that is not a CapsNet.
+    """
+    from repscope.train.tasks.capsule import CapsNetTask  # noqa: PLC0415
+
+    check_kind(kind)
+    if kind == "capsule_lengths":
+        if not isinstance(task, CapsNetTask):
+            raise InvalidArgumentError(f"kind: capsule_lengths needs a CapsNet, got a {type(task).__name__}")
+        return task.soft_labels(images, compat="reference")
+    return task.soft_labels(images)
+
+
 def _find(config: ZeroShotConfig, label: str) -> Architecture:
     for architecture in chosen_architectures(config):
         if architecture.label == label:
@@ -187,10 +261,10 @@ def train_point(overrides: list[str], run_dir: Path, resume: bool, *, config: di
 
     Writes ``train/`` (the run directory of :func:`repscope.train.run.fit`), ``softlabels.npy`` (float32:
     the model without class ``i`` on class ``i``'s kept test images, ``(m_i, n - 1)``; the full model on
-    every class's kept images in class order, ``(sum m_i, n)``) and, for the full model, ``correct.npy``
-    (bool, one per test image of the base: classified correctly).
+    every class's kept images in class order, ``(sum m_i, n)``; of the kind :func:`soft_label_kind`
+    gives) and, for the full model, ``correct.npy`` (bool, one per test image of the base: classified
+    correctly).
     """
-    from repscope.progress import quiet_progress  # noqa: PLC0415
     from repscope.train.run import fit  # noqa: PLC0415
 
     study = ZeroShotConfig(**config)
@@ -203,17 +277,21 @@ def train_point(overrides: list[str], run_dir: Path, resume: bool, *, config: di
     can_resume = (train_dir / "checkpoints" / "last.ckpt").exists()
     if train_dir.exists() and not can_resume:
         shutil.rmtree(train_dir)  # stopped before its first epoch ended: nothing to continue
-    with quiet_progress():
-        outcome = fit(train, out=train_dir, resume=can_resume, report=False)
+    # the sweep's line counts the models; this one shows the epochs of the model training now (lines from
+    # each worker process, or a second line of the display on a terminal with one worker)
+    without = "on every class" if excluded is None else f"without class {excluded}"
+    description = f"training {architecture.label} {without}" + (" (resumed)" if can_resume else "")
+    outcome = fit(train, out=train_dir, resume=can_resume, report=False, description=description)
     base = outcome.data.extras["base_dataset"]
     classes = int(outcome.data.extras["base_classes"])
     test = base.arrays("test", ["image", "target"])
     rows = soft_label_rows(test["target"], classes, study.soft_label_n, study.seed)
     task = outcome.task
+    kind = soft_label_kind(study, architecture)
     if excluded is not None:
-        soft = task.soft_labels(test["image"][rows[excluded]])
+        soft = architecture_soft_labels(task, test["image"][rows[excluded]], kind)
     else:
-        soft = task.soft_labels(test["image"][np.concatenate(rows)])
+        soft = architecture_soft_labels(task, test["image"][np.concatenate(rows)], kind)
         predicted = task.predict(test["image"])
         save_npy_atomic(run_dir / "correct.npy", predicted == test["target"])
     save_npy_atomic(run_dir / "softlabels.npy", soft.astype(np.float32))
@@ -243,7 +321,8 @@ def attack_point(
     with np.load(images, allow_pickle=False) as chosen:
         batch, labels, index = chosen["images"], chosen["labels"], chosen["index"]
     norm, threshold = settings["norm"], int(settings["threshold"])
-    table = run_attacks(task, batch, labels, norm, threshold, study.attack.budget, study.attack.seed, rows=index)
+    budget, seed, search = study.attack.budget, study.attack.seed, study.attack.search
+    table = run_attacks(task, batch, labels, norm, threshold, budget, seed, rows=index, search=search)
     run_dir.mkdir(parents=True, exist_ok=True)
     write_text_atomic(run_dir / "attack.csv", table.to_csv(index=False))
     return {"successes": int(table["success"].sum()), "images": len(table), "queries": int(table["queries"].sum())}
@@ -299,6 +378,11 @@ def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool
     as_dict = to_plain(config.model_dump(mode="json"))
     if resume and run.config_path.exists():
         stored = read_config(run.root)
+        try:  # a setting added since the run started (attack.search, soft_labels) takes its default, as the run did
+            settings = {key: value for key, value in stored.items() if key != "repscope_version"}
+            stored = to_plain(ZeroShotConfig.model_validate(settings).model_dump(mode="json"))
+        except ValueError:  # pydantic's ValidationError: a config of another shape stays as stored
+            pass
         if _comparable(stored) != _comparable(as_dict):
             raise InvalidArgumentError(
                 f"--resume: the config differs from the one {run.root} was started with (only workers, backend "
@@ -309,7 +393,12 @@ def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool
 
 
 def _score_architecture(
-    run: RunDirectory, architecture: Architecture, counts: list[int], names: list[str], accuracies: pd.Series
+    run: RunDirectory,
+    run_config: ZeroShotConfig,
+    architecture: Architecture,
+    counts: list[int],
+    names: list[str],
+    accuracies: pd.Series,
 ) -> tuple[SoftLabels, dict[str, Any]]:
     """Gather one architecture's soft-labels into ``softlabels/<label>.npz`` and score them."""
     from repscope.data.softlabels import read_soft_labels  # noqa: PLC0415
@@ -319,11 +408,13 @@ def _score_architecture(
     full = np.split(np.load(full_dir / "softlabels.npy"), np.cumsum(counts)[:-1])
     loo_dirs = [_point_dir(models, *point_overrides(architecture.label, i)) for i in range(len(counts))]
     loo = [np.load(folder / "softlabels.npy") for folder in loo_dirs]
-    path = write_soft_labels(run.path("softlabels", f"{slug(architecture.label)}.npz"), loo, full, names)
+    kind = soft_label_kind(run_config, architecture)
+    path = write_soft_labels(run.path("softlabels", f"{slug(architecture.label)}.npz"), loo, full, names, kind)
     soft_labels = read_soft_labels(path)
-    scores = zero_shot_scores(soft_labels.loo, soft_labels.full)
+    scores = zero_shot_scores(soft_labels.loo, soft_labels.full, soft_labels.kind)
     row = {
         "architecture": architecture.label,
+        "soft_label_kind": soft_labels.kind,
         "accuracy": float(accuracies[full_dir.name]),
         "loo_accuracy": float(np.mean([accuracies[folder.name] for folder in loo_dirs])),
         **{k: v for k, v in scores.items() if not isinstance(v, list | dict)},
@@ -403,6 +494,7 @@ def run_zeroshot_study(
     resume: bool = False,
 ) -> Path:
     """Run the study (module docstring) into ``out``; return the report's path."""
+    from repscope.progress import track  # noqa: PLC0415
     from repscope.studies.zeroshot.report import write_zeroshot_report  # noqa: PLC0415
     from repscope.sweeps import SweepPoint  # noqa: PLC0415
     from repscope.train.run import load_data  # noqa: PLC0415
@@ -426,7 +518,10 @@ def run_zeroshot_study(
     target = "repscope.studies.zeroshot.study:train_point"
     trained = _sweep(points, target, run.path("models"), common, config, "training (n + 1 models each)")
     accuracies = trained.summary.set_index("name")["test_accuracy"]
-    scored = [_score_architecture(run, a, counts, names, accuracies) for a in architectures]
+    scored = [
+        _score_architecture(run, config, a, counts, names, accuracies)
+        for a in track(architectures, f"scoring the soft-labels of {len(architectures)} architecture(s) (DBI, AM)")
+    ]
     soft_labels = {a.label: labels for a, (labels, _) in zip(architectures, scored)}
     rows = [row for _, row in scored]
 
@@ -441,6 +536,8 @@ def run_zeroshot_study(
         "classes": classes,
         "attack_images": attacked,
         "attack_candidates": candidates,
+        "attack_search": config.attack.search,
+        "soft_labels": config.soft_labels,
         "architectures": {
             row["architecture"]: {
                 **{k: v for k, v in row.items() if k not in ("architecture", "_scores")},
@@ -467,7 +564,13 @@ def correlation_table(representation: pd.DataFrame, attacks: pd.DataFrame, norms
         for success in [*(f"{norm}_total" for norm in norms), "total"]:
             result = rank_correlation(representation[metric], attacks[success])
             records.append(
-                {"metric": metric, "attack_successes": success, "rho": result["rho"], "p_value": result["p_value"]}
+                {
+                    "metric": metric,
+                    "attack_successes": success,
+                    "rho": result["rho"],
+                    "p_value": result["p_value"],
+                    "p_method": result["p_method"],
+                }
             )
     return pd.DataFrame(records)
 
@@ -489,11 +592,13 @@ def run_zeroshot_evaluate(
 __all__ = [
     "Architecture",
     "ZeroShotConfig",
+    "architecture_soft_labels",
     "attack_point",
     "correlation_table",
     "quick",
     "run_zeroshot_evaluate",
     "run_zeroshot_study",
+    "soft_label_kind",
     "soft_label_rows",
     "train_point",
 ]

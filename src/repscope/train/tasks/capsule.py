@@ -11,13 +11,15 @@ import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.capsnet import CapsNet, capsule_lengths
+from repscope.models.capsnet import EPSILON, CapsNet, capsule_lengths
 from repscope.train.tasks.base import EVAL_BATCH
 from repscope.train.tasks.supervised import SupervisedTask
 
 PRESENT_MARGIN = 0.9  # m+ of the paper
 ABSENT_MARGIN = 0.1  # m-
 ABSENT_WEIGHT = 0.5  # lambda, down-weights the absent classes so early training does not shrink every capsule
+# Keras's K.epsilon(), inside the root of the authors' Length layer (ours: EPSILON, 1e-8)
+KERAS_EPSILON = 1e-7
 
 
 def margin_loss(
@@ -126,13 +128,20 @@ class CapsNetTask(SupervisedTask):
             loss = loss + weight * reconstruction_error(reconstructed, images)
         return loss, lengths, targets
 
-    def soft_labels(self, images: Any, batch_size: int = EVAL_BATCH) -> np.ndarray:
+    def soft_labels(self, images: Any, batch_size: int = EVAL_BATCH, compat: str = "paper") -> np.ndarray:
         """The CapsNet's soft-labels on ``images``: the class-capsule lengths divided by their sum (the
         Raw Zero-Shot paper's "capsule lengths, normalised"), one row per image.
 
         Computed in float64 (from the float32 lengths), so each row sums to one within 1e-12. Every
         length is at least 1e-4 (:func:`~repscope.models.capsnet.capsule_lengths`), so no row divides
         by zero.
+
+        ``compat="reference"`` gives what the authors' code reads instead: the raw capsule lengths, not
+        normalised (``shashankkotyan/RepresentationMetrics`` and ``DualQualityAssessment``,
+        ``code/networks/cifar/capsnet.py``: the model's ``output`` is the ``Length`` layer,
+        ``sqrt(sum(v**2) + K.epsilon())`` with Keras's epsilon 1e-7, and ``Model.predict`` /
+        ``analyse_raw_zero_shot`` return it as it is). Ours carry 1e-8 inside the root, so the reference
+        rows are ``sqrt(length**2 - 1e-8 + 1e-7)`` in float64; they lie in (0, 1) and do not sum to one.
 
         Parameters
         ----------
@@ -141,20 +150,26 @@ class CapsNetTask(SupervisedTask):
             or ``(N, H, W, C)`` colour (channels-first accepted).
         batch_size : int, default=512
             Images per forward pass.
+        compat : {"paper", "reference"}, default="paper"
+            Normalised lengths (the paper) or the raw lengths the authors' code outputs (reference).
 
         Returns
         -------
         numpy.ndarray
-            float64 ``(N, num_outputs)``, positive, rows summing to one.
+            float64 ``(N, num_outputs)``, positive: rows summing to one, or (reference) the raw lengths.
 
         Raises
         ------
         InvalidArgumentError
-            When ``images`` breaks the image rule of :func:`~repscope.train.tasks.base.check_images`, or
-            ``batch_size`` is below 1.
+            When ``images`` breaks the image rule of :func:`~repscope.train.tasks.base.check_images`,
+            ``batch_size`` is below 1, or ``compat`` is neither ``paper`` nor ``reference``.
         """
+        if compat not in ("paper", "reference"):
+            raise InvalidArgumentError(f"compat: expected paper or reference, got {compat!r}")
         self._check_classifies("soft_labels")
         lengths = self.outputs(images, batch_size).double()
+        if compat == "reference":
+            return torch.sqrt(lengths**2 + (KERAS_EPSILON - EPSILON)).numpy()
         return (lengths / lengths.sum(1, keepdim=True)).numpy()
 
 

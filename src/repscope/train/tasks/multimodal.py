@@ -66,7 +66,7 @@ from repscope.models.multimodal.networks import build_modality_networks
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.private import KL_ACCOUNTINGS, PrivateSharedVAE
 from repscope.train.registry import MODELS, task_class
-from repscope.train.tasks.base import ConfiguredModule
+from repscope.train.tasks.base import ConfiguredModule, optimiser_options
 
 OPTIMIZERS = ("adam", "adamw")
 # the arguments of the one constructor all models shared before each had its class: a checkpoint of that
@@ -359,7 +359,7 @@ class MultimodalVAETask(ConfiguredModule):
     def configure_optimizers(self) -> torch.optim.Optimizer:
         hp = self.hparams
         optimiser = torch.optim.AdamW if hp.optimizer == "adamw" else torch.optim.Adam
-        return optimiser(self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay)
+        return optimiser(self.parameters(), lr=hp.lr, weight_decay=hp.weight_decay, **optimiser_options(self))
 
     @torch.no_grad()
     def generate(

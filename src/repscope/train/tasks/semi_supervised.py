@@ -16,24 +16,44 @@ Definitions implemented here (per training / validation batch):
 * **Latent assignment** -- the ``k``-th supervised factor (``supervised_factors[k]``, a column of the
   ``factors`` field) owns latent dimensions ``k * rho .. (k + 1) * rho - 1`` with ``rho =
   dims_per_factor``; the remaining dimensions are unsupervised.
-* **Supervised loss** -- Locatello et al.'s "xent" loss: each factor class ``c`` of a factor with ``K``
-  classes is scaled to ``t = c / (K - 1)`` in [0, 1], and ``sigmoid(mu_j)`` of each of the factor's
-  dimensions ``j`` is matched to it by binary cross-entropy::
+* **Supervised loss** -- Locatello et al.'s "xent" loss: ``sigmoid(mu_j)`` of each of factor ``k``'s
+  dimensions ``j`` is matched to the factor's class ``c``, scaled to a target ``t_k`` in [0, 1], by binary
+  cross-entropy::
 
       L_s(x) = sum_k sum_{j of factor k} BCE(t_k, sigmoid(mu_j))
              = sum_k sum_j [softplus(mu_j) - t_k * mu_j]
 
-  (``mu``: the posterior means, no sampling). ``supervised = mean over the batch's labelled examples of
-  L_s`` (0 when the batch holds none), as Locatello et al. average ``L_s`` over a labelled batch. The soft
-  targets make the minimum the targets' entropy, not 0.
+  (``mu``: the posterior means, no sampling). The soft targets make the minimum the targets' entropy,
+  not 0.
+* **Where the labelled examples come from** (``supervision``):
+
+  - ``"stream"`` (default), as Locatello et al.'s code trains: every step draws a full batch of labelled
+    examples, as many as the (unlabelled) batch, from a :class:`LabelledStream` that cycles through the
+    labelled examples of the training data in a seeded order (``stream_seed``, default the run's seed),
+    and ``supervised = sum over that batch of L_s`` with ``t_k = c / K`` for a factor of ``K`` classes.
+    The reference: google-research/disentanglement_lib (whose semi-supervised methods the CANDLE fork
+    causal-disentanglement/disentanglement_lib keeps), ``methods/semi_supervised/train_semi_supervised_lib.py``,
+    ``semi_supervised_dataset_from_ground_truth_data`` (the labelled set ``repeat()``-ed and zipped with
+    the unlabelled stream before ``batch(batch_size)``), and ``methods/semi_supervised/semi_supervised_vae.py``,
+    ``BaseS2VAE.model_fn`` (the labelled images encoded by the same encoder, the term added to the
+    regulariser with weight ``gamma_sup``), ``supervised_regularizer_xent`` (``reduce_sum`` over the batch
+    and the factors: a sum, not a mean) and ``normalize_labels`` (``labels / factors_num_values``).
+    Validation steps draw likewise from the validation data's labelled examples (from the start of that
+    stream each validation epoch; no term when it has none), batches as large as the training batch.
+    Unlike the reference, whose labelled set is a separate random sample, the labelled examples are those
+    of the training data that :func:`labelled_mask` picks, the same ones ``"batch_share"`` uses.
+  - ``"batch_share"`` (this package's earlier behaviour): ``supervised = mean of L_s over the batch's own
+    labelled examples`` (0 when the batch holds none; about ``labelled_fraction`` of each batch) with
+    ``t_k = c / (K - 1)``. About batch-size times weaker than the reference's term.
 * **Loss** -- ``loss = <the model's loss> + supervision_weight * supervised``; logged as ``train_loss``,
-  with ``train_supervised`` and ``train_labelled`` (labelled examples per batch; ``val_*`` likewise).
+  with ``train_supervised`` and ``train_labelled`` (labelled examples in the step; ``val_*`` likewise).
 
 A training step on an accelerator reads nothing back to the host (each read would make the CPU wait for
-the device): the labelled examples are hashed on the batch's device (:func:`labelled_on_device`, the same
-bits as :func:`labelled_mask`) and the supervised loss is a masked average; the checks of the batch's
-values (negative indices, classes out of range) read it on the CPU, and on an accelerator only for the
-first batch the task sees.
+the device): the stream's rows are held on the device and its draws computed there from Python integers
+(its classes are checked once, on the CPU, when it is built); with ``"batch_share"`` the labelled examples
+are hashed on the batch's device (:func:`labelled_on_device`, the same bits as :func:`labelled_mask`) and
+the supervised loss is a masked average, and the checks of the batch's values (negative indices, classes
+out of range) read it on the CPU, and on an accelerator only for the first batch the task sees.
 
 Every variant reads the batch fields ``image``, ``factors`` (int64 ``(B, F)`` classes) and ``index``
 (int64 ``(B,)``), e.g. of the ``dsprites`` dataset. The mixin adds the term through the
@@ -53,12 +73,16 @@ import torch
 import torch.nn.functional as F
 
 from repscope.errors import InvalidArgumentError
+from repscope.train.datamodule import SplitView, field_to_tensor
 from repscope.train.tasks.disentangling_vaes import BetaTCVAETask, DIPVAETask, FactorVAETask
 from repscope.train.tasks.vae import VAETask
 
 DSPRITES_FACTOR_SIZES = (1, 3, 6, 40, 32, 32)  # color, shape, scale, orientation, posX, posY (dsprites.FACTOR_SIZES)
 LABELLED_FRACTION = 0.1  # the CANDLE paper: labels for 10% of the data points
 SUPERVISION_WEIGHT = 4.0  # gamma_sup; Locatello et al. (2020) sweep it over a small range around 1-16
+# where the labelled examples of a step come from (module docstring): a labelled stream zipped into every
+# step, as Locatello et al.'s code does, or the batch's own labelled share
+SUPERVISIONS = ("stream", "batch_share")
 
 _MASK64 = (1 << 64) - 1
 
@@ -164,7 +188,8 @@ def supervised_xent(mean: torch.Tensor, targets: torch.Tensor, dims_per_factor: 
     mean : torch.Tensor, shape (B, D)
         Posterior means; factor ``k`` owns dimensions ``k * rho .. (k + 1) * rho - 1``.
     targets : torch.Tensor, shape (B, K)
-        Factor classes scaled to [0, 1] (``class / (size - 1)``), float.
+        Factor classes scaled to [0, 1] (``class / size`` for ``supervision="stream"``, ``class / (size - 1)``
+        for ``"batch_share"``), float.
     dims_per_factor : int, default=1
         ``rho``; ``K * rho <= D``.
 
@@ -179,19 +204,194 @@ def supervised_xent(mean: torch.Tensor, targets: torch.Tensor, dims_per_factor: 
     return F.binary_cross_entropy_with_logits(logits, expanded, reduction="none").sum(1)
 
 
+class LabelledStream:
+    """A full batch of labelled examples for every step, cycling through a labelled subset in a seeded order.
+
+    Locatello et al.'s code zips an endless labelled dataset into the unlabelled one before batching
+    (google-research/disentanglement_lib, ``methods/semi_supervised/train_semi_supervised_lib.py``,
+    ``semi_supervised_dataset_from_ground_truth_data``: ``from_tensor_slices(labelled).repeat()`` zipped with
+    the unlabelled stream, then ``batch(batch_size)``): step ``s`` takes the labelled examples ``s * B ..
+    s * B + B - 1`` of the repeated subset, wrapping around, so every step has ``B`` labelled examples and
+    each example is used once per pass over the subset. Here the subset's order is a seeded permutation
+    (the reference's subset is drawn at random, in the order drawn) and the draws are::
+
+        rows(step s) = order[(p_s + arange(B)) mod N],   p_{s+1} = (p_s + B) mod N
+
+    with ``N`` the subset's size and ``p_0 = 0``. The rows are computed on the tensors' device from Python
+    integers (no read back to the host); images held as uint8 become float32 in [0, 1] per batch.
+
+    Parameters
+    ----------
+    images : torch.Tensor, shape (N, C, H, W)
+        The labelled examples' images, uint8 (0-255) or float in [0, 1], on the device the batches are
+        wanted on.
+    factors : torch.Tensor, shape (N, F)
+        Their int64 factor classes (all columns of the ``factors`` field), on the same device.
+    seed : int
+        Seed of the order (a ``torch.Generator`` on the CPU draws the permutation once).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When there is no labelled example or ``images`` and ``factors`` differ in length.
+    """
+
+    def __init__(self, images: torch.Tensor, factors: torch.Tensor, seed: int) -> None:
+        if len(images) == 0:
+            raise InvalidArgumentError("labelled_fraction: the labelled stream needs at least one labelled example")
+        if len(images) != len(factors) or factors.ndim != 2:
+            raise InvalidArgumentError(
+                f"factors: expected shape ({len(images)}, F) for {len(images)} labelled images, "
+                f"got {tuple(factors.shape)}"
+            )
+        self.seed = int(seed)
+        self.images, self.factors = images, factors
+        order = torch.randperm(len(images), generator=torch.Generator().manual_seed(self.seed))
+        self.order = order.to(images.device)
+        self.position = 0
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    @property
+    def device(self) -> torch.device:
+        """Where the stream's rows are held.
+
+        Returns
+        -------
+        torch.device
+            The device of the images.
+        """
+        return self.images.device
+
+    def to(self, device: torch.device | str) -> LabelledStream:
+        """Move the held rows and the order to ``device`` (the position is kept).
+
+        Parameters
+        ----------
+        device : torch.device or str
+            The new device.
+
+        Returns
+        -------
+        LabelledStream
+            ``self``.
+        """
+        self.images, self.factors, self.order = (t.to(device) for t in (self.images, self.factors, self.order))
+        return self
+
+    def next_rows(self, size: int) -> torch.Tensor:
+        """The row numbers (into ``images``) of the next ``size`` labelled examples; advances the position.
+
+        Parameters
+        ----------
+        size : int
+            The batch size ``B`` (at least 1; may exceed the subset's size, which then repeats).
+
+        Returns
+        -------
+        torch.Tensor
+            int64 ``(size,)`` on the stream's device.
+        """
+        positions = torch.remainder(torch.arange(int(size), device=self.order.device) + self.position, len(self))
+        self.position = (self.position + int(size)) % len(self)
+        return self.order.index_select(0, positions)
+
+    def next(self, size: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The next ``size`` labelled examples (:meth:`next_rows`): images float32 in [0, 1] and factors.
+
+        Parameters
+        ----------
+        size : int
+            The batch size ``B``.
+
+        Returns
+        -------
+        tuple of torch.Tensor
+            ``(images (B, C, H, W) float32, factors (B, F) int64)`` on the stream's device.
+        """
+        rows = self.next_rows(size)
+        images = self.images.index_select(0, rows)
+        images = images.float() / 255.0 if images.dtype == torch.uint8 else images
+        return images, self.factors.index_select(0, rows)
+
+
+def _index_values(data: Any, chunk: int = 8192) -> np.ndarray:
+    """The ``index`` field of every row of ``data`` (a :class:`SplitView` or a map-style dataset of dicts).
+
+    A split drawn on demand draws whole samples to read it: once per run, ``chunk`` rows at a time."""
+    if isinstance(data, SplitView):
+        parts = [
+            data.dataset.batch(data.split, data.rows[start : start + chunk], ("index",))["index"]
+            for start in range(0, len(data), chunk)
+        ]
+        return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+    return np.asarray([int(data[i]["index"]) for i in range(len(data))], dtype=np.int64)
+
+
+def labelled_rows(data: Any, fraction: float = LABELLED_FRACTION, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """The images and factors of the labelled examples (:func:`labelled_mask` of their ``index``) of ``data``.
+
+    Parameters
+    ----------
+    data : SplitView or torch.utils.data.Dataset
+        The examples: a :class:`~repscope.train.datamodule.SplitView` (its ``index`` field is read for every
+        row, then the labelled rows' ``image`` and ``factors``), or any map-style dataset whose items are
+        dicts with ``image``, ``factors`` and ``index`` (every item is read once).
+    fraction : float, default=0.1
+        ``labelled_fraction``.
+    seed : int, default=0
+        ``label_seed``.
+
+    Returns
+    -------
+    tuple of torch.Tensor
+        ``(images, factors)`` on the CPU in the order of ``data``: images as the data hold them (uint8
+        0-255 where the field is uint8, else float32 in [0, 1]), factors int64 ``(N, F)``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``fraction`` or ``seed`` is out of range, or an index is negative.
+    """
+    mask = labelled_mask(_index_values(data), fraction, seed)
+    if isinstance(data, SplitView):
+        rows = data.rows[mask]
+        batch = data.dataset.batch(data.split, rows, ("image", "factors"))
+        images = torch.from_numpy(np.ascontiguousarray(batch["image"]))
+        if images.dtype != torch.uint8:
+            images = field_to_tensor(batch["image"], "image")
+        return images, field_to_tensor(batch["factors"], "categorical")
+    items = [data[int(i)] for i in np.flatnonzero(mask)]
+    if not items:
+        return torch.zeros(0), torch.zeros((0, 0), dtype=torch.int64)
+    images = torch.stack([torch.as_tensor(item["image"]) for item in items])
+    factors = torch.stack([torch.as_tensor(item["factors"]) for item in items]).long()
+    return images, factors
+
+
 class SemiSupervisedMixin:
     """Adds ``supervision_weight * supervised`` (see the module docstring) to a :class:`VAETask`'s loss.
 
     Put it before the VAE class: ``class X(SemiSupervisedMixin, VAETask)``; its ``Config`` fields follow
     the VAE's in ``X``'s constructor and hyper-parameters (:class:`~repscope.train.tasks.base.ImageTask`
-    merges them), and :meth:`check_config` checks them after the VAE's own. Labels reach the loss either from the batch
-    (``training_step`` / ``validation_step``, fields ``factors`` and ``index``) or as arguments of
-    :meth:`losses`; without them (``losses(images)`` alone) the model's unsupervised loss is returned.
+    merges them), and :meth:`check_config` checks them after the VAE's own.
+
+    With ``supervision="stream"`` (the default) a training step draws a full labelled batch from a
+    :class:`LabelledStream` over the labelled examples of the training data (read once, from the Trainer's
+    data module or training DataLoader, or given with :meth:`attach_labelled`); a validation step likewise
+    from the validation data's labelled examples, from the start of the stream each validation epoch.
+    :meth:`losses` takes that batch as ``labelled=(images, factors)``. With ``"batch_share"`` the labels come
+    from the batch (fields ``factors`` and ``index``), or as :meth:`losses`' ``factors`` and ``index``.
+    Without labels (``losses(images)`` alone) the model's unsupervised loss is returned.
     """
 
     batch_fields: tuple[str, ...] = ("image", "factors", "index")
-    _supervision: tuple[torch.Tensor, torch.Tensor] | None = None
+    _supervision: tuple[str, Any] | None = None
     _batch_checked: bool = False  # whether a batch on an accelerator has been checked (the first one)
+    _streams: dict[str, LabelledStream | None] | None = None
+    _stream_size: int | None = None  # the size of the last training batch (the labelled batch's size)
+    _restored_stream: dict[str, int] | None = None  # the training stream's state from a checkpoint
 
     @dataclass(kw_only=True)
     class Config:
@@ -203,6 +403,8 @@ class SemiSupervisedMixin:
         factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES
         dims_per_factor: int = 1
         label_seed: int = 0
+        supervision: str = "stream"
+        stream_seed: int | None = None  # default: the run's seed (torch.initial_seed())
 
     def check_config(self, config: Any) -> None:
         """The model's checks, then the supervision fields': sizes, chosen factors, enough latents.
@@ -217,7 +419,8 @@ class SemiSupervisedMixin:
         ------
         InvalidArgumentError
             Naming the argument: a factor size below 1, supervised factors that are not distinct columns
-            or have one class, too few latent dimensions, a negative weight, a fraction outside [0, 1].
+            or have one class, too few latent dimensions, a negative weight, a fraction outside [0, 1], a
+            supervision other than :data:`SUPERVISIONS`, a negative stream seed.
         """
         super().check_config(config)  # type: ignore[misc]
         sizes = [int(s) for s in config.factor_sizes]
@@ -247,6 +450,11 @@ class SemiSupervisedMixin:
             )
         if config.supervision_weight < 0:
             raise InvalidArgumentError(f"supervision_weight: must be non-negative, got {config.supervision_weight}")
+        if config.supervision not in SUPERVISIONS:
+            raise InvalidArgumentError(f"supervision: one of {', '.join(SUPERVISIONS)}, got {config.supervision!r}")
+        stream_seed = config.stream_seed
+        if stream_seed is not None and (isinstance(stream_seed, bool) or int(stream_seed) < 0):
+            raise InvalidArgumentError(f"stream_seed: a non-negative integer or null, got {stream_seed!r}")
         # checks fraction and seed
         labelled_mask(np.zeros(0, np.int64), config.labelled_fraction, config.label_seed)
         config.labelled_fraction = float(config.labelled_fraction)
@@ -255,6 +463,7 @@ class SemiSupervisedMixin:
         config.factor_sizes = sizes
         config.dims_per_factor = int(dims_per_factor)
         config.label_seed = int(config.label_seed)
+        config.stream_seed = None if stream_seed is None else int(stream_seed)
 
     def labelled(self, index: torch.Tensor) -> torch.Tensor:
         """Which examples of a batch have labels (:func:`labelled_mask` with the task's fraction and seed).
@@ -290,14 +499,62 @@ class SemiSupervisedMixin:
         first, self._batch_checked = not self._batch_checked, True
         return first
 
-    def _class_scale(self, like: torch.Tensor) -> torch.Tensor:
-        """``size - 1`` of each supervised factor, filled on ``like``'s device (a tensor built from a list
-        is copied from the host: a synchronisation every step)."""
-        sizes = [self.hparams.factor_sizes[k] - 1 for k in self.hparams.supervised_factors]
+    def _class_scale(self, like: torch.Tensor, offset: int = -1) -> torch.Tensor:
+        """``size + offset`` of each supervised factor, filled on ``like``'s device (a tensor built from a
+        list is copied from the host: a synchronisation every step)."""
+        sizes = [self.hparams.factor_sizes[k] + offset for k in self.hparams.supervised_factors]
         return torch.stack([torch.full((), size, dtype=like.dtype, device=like.device) for size in sizes])
+
+    def _supervised_columns(self, factors: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        # the columns one by one: a list index is a host tensor copied to the device
+        return torch.stack([factors[:, k] for k in self.hparams.supervised_factors], 1).to(dtype)
+
+    def stream_supervised_loss(self, mean: torch.Tensor, factors: torch.Tensor) -> dict[str, Any]:
+        """``{"supervised": sum of L_s over a labelled batch, "labelled": its size}`` (``supervision="stream"``).
+
+        Locatello et al.'s code (google-research/disentanglement_lib and the CANDLE fork
+        causal-disentanglement/disentanglement_lib, ``methods/semi_supervised/semi_supervised_vae.py``:
+        ``supervised_regularizer_xent`` and ``normalize_labels``): the labels are scaled to ``t = c / K``
+        (``K`` the factor's class count) and the sigmoid cross-entropy is summed over the batch and the
+        factors::
+
+            supervised = sum_b sum_k sum_{j of factor k} [softplus(mu_bj) - t_bk * mu_bj]
+
+        Parameters
+        ----------
+        mean : torch.Tensor, shape (B, latent_dim)
+            Posterior means of the labelled batch.
+        factors : torch.Tensor, shape (B, F)
+            Their int64 factor classes (all columns of the ``factors`` field).
+
+        Returns
+        -------
+        dict of str to torch.Tensor
+            Scalars: ``supervised`` (nats summed over the batch, with gradients) and ``labelled`` (``B``, float).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``factors`` has the wrong shape, or (read on the CPU only) a class is out of range.
+        """
+        hp = self.hparams
+        if factors.ndim != 2 or factors.shape[1] != len(hp.factor_sizes) or len(factors) != len(mean):
+            raise InvalidArgumentError(
+                f"factors: expected shape ({len(mean)}, {len(hp.factor_sizes)}), got {tuple(factors.shape)}"
+            )
+        chosen = self._supervised_columns(factors, mean.dtype)
+        if _on_host(chosen):
+            self._check_classes(chosen)
+        targets = chosen / self._class_scale(mean, offset=0)
+        supervised = supervised_xent(mean, targets, hp.dims_per_factor).sum()
+        count = torch.full((), len(mean), dtype=mean.dtype, device=mean.device)
+        return {"supervised": supervised, "labelled": count}
 
     def supervised_loss(self, mean: torch.Tensor, factors: torch.Tensor, index: torch.Tensor) -> dict[str, Any]:
         """``{"supervised": mean L_s over the labelled examples (0 if none), "labelled": their count}``.
+
+        The ``supervision="batch_share"`` term: the batch's own labelled examples, labels scaled to
+        ``c / (K - 1)``.
 
         Parameters
         ----------
@@ -343,9 +600,8 @@ class SemiSupervisedMixin:
                 supervised = supervised_xent(mean[mask], chosen / scale, hp.dims_per_factor).mean()
             return {"supervised": supervised, "labelled": count.to(mean.dtype)}
         # on an accelerator, a masked average over every row: picking the labelled rows out would read their
-        # number on the host (a synchronisation every step); equal to the above up to float rounding. The
-        # columns are picked one by one: a list index is a host tensor copied to the device
-        chosen = torch.stack([factors[:, k] for k in hp.supervised_factors], 1).to(mean.dtype)
+        # number on the host (a synchronisation every step); equal to the above up to float rounding
+        chosen = self._supervised_columns(factors, mean.dtype)
         if first_batch:
             self._check_classes(torch.where(mask[:, None], chosen, torch.zeros_like(chosen)))  # labelled rows
         per_example = supervised_xent(mean, chosen / scale, hp.dims_per_factor)
@@ -369,26 +625,56 @@ class SemiSupervisedMixin:
         Parameters
         ----------
         mean, log_var, z : torch.Tensor, shape (B, latent_dim)
-            As :meth:`VAETask.regulariser`; the supervised loss reads ``mean``.
+            As :meth:`VAETask.regulariser`; the ``batch_share`` term reads ``mean``, the ``stream`` term the
+            encoder's means of the labelled batch.
 
         Returns
         -------
         dict of str to torch.Tensor
             The model's keys (``regulariser`` including the weighted term), plus ``supervised`` and
-            ``labelled`` (:meth:`supervised_loss`) when the batch carries labels.
+            ``labelled`` (:meth:`stream_supervised_loss` or :meth:`supervised_loss`) when labels are present.
         """
         parts = super().regulariser(mean, log_var, z)  # type: ignore[misc]
         if self._supervision is None:
             return parts
-        terms = self.supervised_loss(mean, *self._supervision)
+        kind, labels = self._supervision
+        if kind == "batch_share":
+            terms = self.supervised_loss(mean, *labels)
+        elif labels is None:  # a validation split without labelled examples: no term
+            terms = {"supervised": mean.sum() * 0.0, "labelled": torch.zeros((), dtype=mean.dtype, device=mean.device)}
+        else:
+            images, factors = labels
+            labelled_mean, _ = self.encoder(images)  # type: ignore[attr-defined]
+            terms = self.stream_supervised_loss(labelled_mean, factors)
         parts["regulariser"] = parts["regulariser"] + self.hparams.supervision_weight * terms["supervised"]
         return {**parts, **terms}
 
     @contextmanager
-    def _labels(self, factors: torch.Tensor | None, index: torch.Tensor | None) -> Iterator[None]:
+    def _labels(
+        self,
+        factors: torch.Tensor | None,
+        index: torch.Tensor | None,
+        labelled: tuple[torch.Tensor, torch.Tensor] | None = None,
+        empty_stream: bool = False,
+    ) -> Iterator[None]:
         previous = self._supervision
-        if factors is not None and index is not None:
-            self._supervision = (factors, index)
+        supervision = self.hparams.supervision
+        if labelled is not None or empty_stream:
+            if supervision != "stream":
+                raise InvalidArgumentError(
+                    "labelled: a labelled batch is what supervision 'stream' reads; this task has supervision "
+                    f"{supervision!r} (give factors and index)"
+                )
+            if factors is not None or index is not None:
+                raise InvalidArgumentError("losses: give the labelled batch or factors and index, not both")
+            self._supervision = ("stream", labelled)
+        elif factors is not None and index is not None:
+            if supervision != "batch_share":
+                raise InvalidArgumentError(
+                    "losses: supervision 'stream' reads a labelled batch, labelled=(images, factors); factors and "
+                    "index of the batch itself are what supervision 'batch_share' reads"
+                )
+            self._supervision = ("batch_share", (factors, index))
         elif factors is not None or index is not None:
             raise InvalidArgumentError("losses: give both factors and index, or neither")
         try:
@@ -397,34 +683,202 @@ class SemiSupervisedMixin:
             self._supervision = previous
 
     def losses(
-        self, images: torch.Tensor, factors: torch.Tensor | None = None, index: torch.Tensor | None = None
+        self,
+        images: torch.Tensor,
+        factors: torch.Tensor | None = None,
+        index: torch.Tensor | None = None,
+        *,
+        labelled: tuple[torch.Tensor, torch.Tensor] | None = None,
     ) -> dict[str, torch.Tensor]:
-        """The model's losses plus the supervised term when ``factors`` and ``index`` are given.
+        """The model's losses plus the supervised term when labels are given.
 
         Parameters
         ----------
         images : torch.Tensor, shape (B, C, H, W)
             float32 in [0, 1].
         factors : torch.Tensor, shape (B, F), optional
-            int64 factor classes.
+            int64 factor classes of ``images`` (``supervision="batch_share"``).
         index : torch.Tensor, shape (B,), optional
-            Dataset indices (decide which examples are labelled).
+            Dataset indices of ``images`` (decide which are labelled; ``supervision="batch_share"``).
+        labelled : tuple of torch.Tensor, optional
+            ``(images (B', C, H, W) float32, factors (B', F) int64)``, a labelled batch
+            (``supervision="stream"``, e.g. :meth:`LabelledStream.next`).
 
         Returns
         -------
         dict of str to torch.Tensor
             The model's keys (``loss`` including ``supervision_weight * supervised``), plus ``supervised``
             and ``labelled`` when labels are present.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When the labels given are not those the task's ``supervision`` reads.
         """
-        with self._labels(factors, index):
+        with self._labels(factors, index, labelled):
             return super().losses(images)  # type: ignore[misc]
 
+    # ------------------------------------------------------------------------------------------
+    # the labelled stream
+
+    def attach_labelled(self, images: torch.Tensor, factors: torch.Tensor, stage: str = "train") -> LabelledStream:
+        """Use ``images`` and ``factors`` as the labelled examples of ``stage``'s stream (``supervision="stream"``).
+
+        A Trainer's data are read on their own when no stream is attached (the class docstring); this gives
+        the labelled examples directly (e.g. when training from a plain iterable of batches).
+
+        Parameters
+        ----------
+        images : torch.Tensor, shape (N, C, H, W)
+            uint8 (0-255) or float in [0, 1].
+        factors : torch.Tensor, shape (N, F)
+            int64 classes, all columns of the ``factors`` field.
+        stage : {"train", "val"}, default="train"
+            Which steps draw from it.
+
+        Returns
+        -------
+        LabelledStream
+            The stream, on the task's device, seeded with ``stream_seed`` (default: ``torch.initial_seed()``).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When ``stage`` is not train or val, there is no example, or a class is out of range.
+        """
+        if stage not in ("train", "val"):
+            raise InvalidArgumentError(f"stage: train or val, got {stage!r}")
+        factors = torch.as_tensor(factors).long()
+        if factors.ndim != 2 or factors.shape[1] != len(self.hparams.factor_sizes):
+            raise InvalidArgumentError(
+                f"factors: expected shape (N, {len(self.hparams.factor_sizes)}), got {tuple(factors.shape)}"
+            )
+        self._check_classes(self._supervised_columns(factors.cpu(), torch.float64))
+        seed = self.hparams.stream_seed if self.hparams.stream_seed is not None else torch.initial_seed()
+        restored = self._restored_stream if stage == "train" else None
+        if restored is not None:
+            seed = restored["seed"]
+        device = self.device  # type: ignore[attr-defined]
+        stream = LabelledStream(torch.as_tensor(images).to(device), factors.to(device), seed)
+        if restored is not None:
+            stream.position = int(restored["position"]) % len(stream)
+            self._restored_stream = None
+        if self._streams is None:
+            self._streams = {}
+        self._streams[stage] = stream
+        return stream
+
+    def _stream_data(self, stage: str) -> Any:
+        """The Trainer's examples of ``stage``: the data module's split view, else the DataLoader's dataset."""
+        trainer = getattr(self, "_trainer", None)
+        if trainer is None:
+            return None
+        data = getattr(getattr(trainer, "datamodule", None), "train_set" if stage == "train" else "val_set", None)
+        if data is not None:
+            return data
+        loaders = trainer.train_dataloader if stage == "train" else trainer.val_dataloaders
+        if isinstance(loaders, (list, tuple)):
+            loaders = loaders[0] if loaders else None
+        data = getattr(loaders, "dataset", None)
+        return data if data is not None and hasattr(data, "__len__") else None
+
+    def labelled_stream(self, stage: str = "train") -> LabelledStream | None:
+        """The stream a ``stage`` step draws from, built at its first use from the Trainer's data.
+
+        Parameters
+        ----------
+        stage : {"train", "val"}, default="train"
+            Training or validation steps.
+
+        Returns
+        -------
+        LabelledStream or None
+            None for a validation split without labelled examples (its steps add no term).
+
+        Raises
+        ------
+        InvalidArgumentError
+            When no data are attached or reachable, or the training data hold no labelled example.
+        """
+        streams = self._streams or {}
+        if stage in streams:
+            stream = streams[stage]
+            if stream is not None and stream.device != self.device:  # type: ignore[attr-defined]
+                stream.to(self.device)  # type: ignore[attr-defined]
+            return stream
+        hp = self.hparams
+        data = self._stream_data(stage)
+        if data is None:
+            raise InvalidArgumentError(
+                f"supervision: 'stream' draws labelled examples from the {stage} data, which this task cannot "
+                "reach (train it with a Trainer and a data module or DataLoader, or call attach_labelled)"
+            )
+        images, factors = labelled_rows(data, hp.labelled_fraction, hp.label_seed)
+        if len(images) == 0:
+            if stage == "train":
+                raise InvalidArgumentError(
+                    f"labelled_fraction: none of the {len(data)} training examples is labelled (fraction "
+                    f"{hp.labelled_fraction}, label_seed {hp.label_seed}); use more data, another fraction or "
+                    "supervision batch_share"
+                )
+            if self._streams is None:
+                self._streams = {}
+            self._streams[stage] = None
+            return None
+        return self.attach_labelled(images, factors, stage)
+
+    def on_validation_epoch_start(self) -> None:
+        """Every validation epoch reads the validation stream from its start (the same labelled batches)."""
+        super().on_validation_epoch_start()  # type: ignore[misc]
+        stream = (self._streams or {}).get("val")
+        if stream is not None:
+            stream.position = 0
+
+    def on_save_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Store the training stream's seed and position, so that a resumed run continues the same draws.
+
+        Parameters
+        ----------
+        checkpoint : dict
+            Lightning's checkpoint, given the key ``labelled_stream``.
+        """
+        super().on_save_checkpoint(checkpoint)  # type: ignore[misc]
+        stream = (self._streams or {}).get("train")
+        if stream is not None:
+            checkpoint["labelled_stream"] = {"seed": stream.seed, "position": stream.position}
+
+    def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
+        """Restore the training stream's seed and position (:meth:`on_save_checkpoint`) at its next build.
+
+        Parameters
+        ----------
+        checkpoint : dict
+            Lightning's checkpoint.
+        """
+        super().on_load_checkpoint(checkpoint)  # type: ignore[misc]
+        state = checkpoint.get("labelled_stream")
+        if state is not None:
+            self._restored_stream = {"seed": int(state["seed"]), "position": int(state["position"])}
+            if self._streams is not None:
+                self._streams.pop("train", None)
+
     def training_step(self, batch: Any, batch_idx: int) -> Any:
-        with self._labels(batch["factors"], batch["index"]):
+        if self.hparams.supervision == "batch_share":
+            with self._labels(batch["factors"], batch["index"]):
+                return super().training_step(batch, batch_idx)  # type: ignore[misc]
+        self._stream_size = len(batch["image"])  # the reference's labelled batch is as large as the batch
+        labelled = self.labelled_stream("train").next(self._stream_size)  # type: ignore[union-attr]
+        with self._labels(None, None, labelled):
             return super().training_step(batch, batch_idx)  # type: ignore[misc]
 
     def validation_step(self, batch: Any, batch_idx: int) -> Any:
-        with self._labels(batch["factors"], batch["index"]):
+        if self.hparams.supervision == "batch_share":
+            with self._labels(batch["factors"], batch["index"]):
+                return super().validation_step(batch, batch_idx)  # type: ignore[misc]
+        stream = self.labelled_stream("val")
+        size = self._stream_size or len(batch["image"])  # the training batch's size, as in training
+        labelled = stream.next(size) if stream is not None else None
+        with self._labels(None, None, labelled, empty_stream=labelled is None):
             return super().validation_step(batch, batch_idx)  # type: ignore[misc]
 
 
@@ -441,11 +895,19 @@ _SEMI_DOC = """
         Columns of the ``factors`` field tied to latent dimensions, in order; default: every factor with
         more than one class (for dSprites: shape, scale, orientation, posX, posY -- colour is constant).
     factor_sizes : list of int, default=dSprites' (1, 3, 6, 40, 32, 32)
-        Classes of every column of ``factors`` (normalise class ``c`` to ``c / (size - 1)``).
+        Classes of every column of ``factors`` (class ``c`` becomes the target ``c / size``; ``c / (size - 1)``
+        with ``supervision="batch_share"``).
     dims_per_factor : int, default=1
         ``rho``, latent dimensions per supervised factor (the CANDLE paper uses 1 and 2).
     label_seed : int, default=0
         Which subset is labelled (:func:`labelled_mask`).
+    supervision : {"stream", "batch_share"}, default="stream"
+        ``stream``: a full labelled batch every step, its supervised loss summed, labels ``c / size``, as
+        Locatello et al.'s code (module docstring); ``batch_share``: the mean over the batch's own labelled
+        examples, labels ``c / (size - 1)``.
+    stream_seed : int, optional
+        Seed of the labelled stream's order; default the run's seed (``torch.initial_seed()`` when the
+        stream is built).
     box_weight : float, default=1.0
         Weight of the reconstruction inside the ``box`` field's bounding boxes (:class:`VAETask`).
 """
@@ -477,14 +939,17 @@ class SemiSupervisedFactorVAETask(SemiSupervisedMixin, FactorVAETask):
 
 
 __all__ = [
+    "LabelledStream",
     "SemiSupervisedMixin",
     "SemiSupervisedVAETask",
     "SemiSupervisedBetaTCVAETask",
     "SemiSupervisedDIPVAETask",
     "SemiSupervisedFactorVAETask",
     "labelled_mask",
+    "labelled_rows",
     "supervised_xent",
     "DSPRITES_FACTOR_SIZES",
     "LABELLED_FRACTION",
     "SUPERVISION_WEIGHT",
+    "SUPERVISIONS",
 ]
