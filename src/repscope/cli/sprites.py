@@ -171,6 +171,7 @@ def train_classifiers_command(
     held_out_family: str = typer.Option(
         "fabric", help="texture family kept out of training and measured alone (" + FAMILIES_HELP + ")"
     ),
+    workers: int = typer.Option(1, "--workers", help="processes drawing the training images (-1: every core)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:
     """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
@@ -184,7 +185,9 @@ def train_classifiers_command(
         for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs))
         if value is not None
     }
-    result = train_classifiers(level, seed=seed, held_out_family=held_out_family, trainer=trainer, **options)
+    result = train_classifiers(
+        level, seed=seed, held_out_family=held_out_family, trainer=trainer, workers=workers, **options
+    )
     family = result["held_out_family"]
     for name, entry in result["attributes"].items():
         flag = "" if entry["meets_target"] else f"  (below the {result['target_accuracy']} target)"
