@@ -1006,6 +1006,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_progress_truth.py::test_a_bar_at_n_of_n_still_open_keeps_its_clock_running_on_a_terminal",),
         "a bar at n of n freezes the terminal while the step writes its files",
     ),
+    Mutation(
+        "interrupt-untouched-unrecorded",
+        ("src/repscope/outputs.py",),
+        "        _untouched.append((path, option, True))\n",
+        "",
+        ("tests/test_cli_conventions.py::test_an_interrupt_before_anything_was_written_says_so",),
+        "Ctrl-C during an --overwrite run does not say the old output is kept",
+    ),
 ]
 
 
