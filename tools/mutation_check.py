@@ -976,7 +976,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "traversal-title-unwrapped",
-        ("src/repscope/report/morpho_figures.py",),
+        ("src/repscope/report/figures.py",),
         "        width = max(int(fig.get_figwidth() * 13), 20)\n",
         "        width = 10_000\n",
         ("tests/morpho/test_morpho_figures.py::test_traversal_grid_title_names_what_it_traverses_and_fits_the_figure",),
