@@ -208,6 +208,46 @@ def test_an_interrupted_fresh_output_is_kept_and_named_in_the_last_line(tmp_path
     assert len(incomplete_outputs()) == count
 
 
+def test_an_interrupt_before_anything_was_written_says_so(tmp_path, capsys, monkeypatch):
+    """A verb that writes its output only once complete (``zeroshot attack``) stopped with Ctrl-C: the
+    last line says that nothing was written there, or that the old output was kept (``--overwrite``)."""
+    from repscope import outputs
+    from repscope.cli import _interrupted_exit
+
+    monkeypatch.setattr(outputs, "_incomplete", [])
+    monkeypatch.setattr(outputs, "_untouched", [])
+
+    def last_line() -> str:
+        before = signal.getsignal(signal.SIGINT)
+        try:
+            assert _interrupted_exit().code == 130
+        finally:
+            signal.signal(signal.SIGINT, before)
+        return capsys.readouterr().err.strip()
+
+    fresh = tmp_path / "attacks"
+    with pytest.raises(KeyboardInterrupt):
+        with output_target(fresh, kind="directory", option="-o"):
+            raise KeyboardInterrupt  # stopped while computing, before the folder is written
+    assert not fresh.exists()
+    assert last_line() == f"repscope: interrupted; -o {fresh}: nothing written"
+    old = tmp_path / "counts.csv"
+    old.write_text("old")
+    with pytest.raises(KeyboardInterrupt):
+        with output_target(old, overwrite=True) as target:
+            target.write_text("half")
+            raise KeyboardInterrupt
+    assert old.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["counts.csv"]
+    assert last_line() == f"repscope: interrupted; --out {old}: the old output is kept as it was"
+    # an output half written in place is named as such, not as untouched
+    with pytest.raises(KeyboardInterrupt):
+        with output_target(tmp_path / "run", kind="directory", resume=False) as target:
+            target.mkdir()
+            (target / "checkpoints").mkdir()
+            raise KeyboardInterrupt
+    assert last_line().endswith("holds an incomplete output (pass --resume to go on or --overwrite to replace it)")
+
+
 def test_measure_refuses_then_overwrites(digits, tmp_path, capsys):
     out = tmp_path / "m.csv"
     assert invoke("morpho", "measure", digits, "-o", out).exit_code == 0

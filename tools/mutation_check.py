@@ -976,7 +976,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "traversal-title-unwrapped",
-        ("src/repscope/report/morpho_figures.py",),
+        ("src/repscope/report/figures.py",),
         "        width = max(int(fig.get_figwidth() * 13), 20)\n",
         "        width = 10_000\n",
         ("tests/morpho/test_morpho_figures.py::test_traversal_grid_title_names_what_it_traverses_and_fits_the_figure",),
@@ -1005,6 +1005,14 @@ MUTATIONS: list[Mutation] = [
         "                    TimeElapsedColumn(),\n",
         ("tests/test_progress_truth.py::test_a_bar_at_n_of_n_still_open_keeps_its_clock_running_on_a_terminal",),
         "a bar at n of n freezes the terminal while the step writes its files",
+    ),
+    Mutation(
+        "interrupt-untouched-unrecorded",
+        ("src/repscope/outputs.py",),
+        "        _untouched.append((path, option, True))\n",
+        "",
+        ("tests/test_cli_conventions.py::test_an_interrupt_before_anything_was_written_says_so",),
+        "Ctrl-C during an --overwrite run does not say the old output is kept",
     ),
 ]
 

@@ -27,6 +27,8 @@ Kind = Literal["file", "directory"]
 TEMP_PREFIX = ".tmp-"  # the prefix of repscope.fileio: later runs ignore such names
 # outputs a command left incomplete when it stopped (interrupted or failed), for its last message
 _incomplete: list[tuple[Path, str, bool]] = []
+# outputs whose writer stopped before writing anything there: (path, option, whether an old output was kept)
+_untouched: list[tuple[Path, str, bool]] = []
 
 
 def _occupied(path: Path) -> bool:
@@ -147,6 +149,8 @@ def output_target(
         except BaseException:
             if _occupied(path):
                 _incomplete.append((path, option, resume is not None))
+            else:
+                _untouched.append((path, option, False))
             raise
         return
     try:
@@ -157,6 +161,7 @@ def output_target(
         yield target
     except BaseException:
         _remove(target)
+        _untouched.append((path, option, True))
         raise
     if not target.exists():  # the writer wrote nothing: keep the old output
         return
@@ -175,4 +180,24 @@ def incomplete_outputs() -> list[tuple[Path, str, bool]]:
     return list(_incomplete)
 
 
-__all__ = ["existing_output_message", "incomplete_outputs", "output_target", "prepare_output", "replace_output"]
+def untouched_outputs() -> list[tuple[Path, str, bool]]:
+    """Outputs of :func:`output_target` whose writer stopped before anything was written at their path
+    (a verb that writes its output only once complete, or a replacement under a temporary name).
+
+    Returns
+    -------
+    list of (pathlib.Path, str, bool)
+        Each output's path, the option that named it and whether an old output there was kept as it
+        was (``--overwrite``), in the order they stopped.
+    """
+    return list(_untouched)
+
+
+__all__ = [
+    "existing_output_message",
+    "incomplete_outputs",
+    "untouched_outputs",
+    "output_target",
+    "prepare_output",
+    "replace_output",
+]

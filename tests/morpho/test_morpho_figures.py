@@ -9,8 +9,8 @@ from matplotlib.collections import QuadMesh
 from matplotlib.figure import Figure
 
 from repscope.errors import InvalidArgumentError
-from repscope.report.figures import PNG_SIGNATURE, save_png_bytes
-from repscope.report.morpho_figures import morphometric_pairplot, partial_correlation_circles, traversal_grid
+from repscope.report.figures import PNG_SIGNATURE, save_png_bytes, traversal_grid
+from repscope.report.morpho_figures import morphometric_pairplot, partial_correlation_circles
 
 COLUMNS = ["length", "thickness", "slant", "width", "height"]
 

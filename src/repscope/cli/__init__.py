@@ -169,7 +169,7 @@ def _interrupted_exit() -> SystemExit:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
     except ValueError:
         pass
-    from repscope.outputs import incomplete_outputs
+    from repscope.outputs import incomplete_outputs, untouched_outputs
 
     message = "repscope: interrupted"
     incomplete = incomplete_outputs()[-1:]
@@ -194,6 +194,10 @@ def _interrupted_exit() -> SystemExit:
         # no --out given: name the folder the command made (a run directory holding the sweep, or the sweep's)
         folder = sweep.out.parent if (sweep.out.parent / "config.yaml").is_file() else sweep.out
         message += f"; {sweep.counts_text()} in {folder} (pass --resume --out {folder} to go on)"
+    if not incomplete and sweep is None:
+        # an output written only once complete: say that nothing half-done is left to look for
+        for path, option, kept in untouched_outputs()[-1:]:
+            message += f"; {option} {path}: " + ("the old output is kept as it was" if kept else "nothing written")
     print(message, file=sys.stderr, flush=True)
     return SystemExit(130)
 

@@ -10,8 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from repscope.errors import InvalidArgumentError
-from repscope.report.figures import image_grid, new_figure
-from repscope.report.morpho_figures import traversal_grid
+from repscope.report.figures import image_grid, new_figure, traversal_grid
 
 # an image whose pixels (on the 0-1 scale) vary by less than this standard deviation shows nothing
 FLAT_STD = 0.01

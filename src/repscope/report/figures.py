@@ -9,6 +9,7 @@ from __future__ import annotations
 import inspect
 import io
 import math
+import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -229,6 +230,65 @@ def image_grid(
     return fig
 
 
+def traversal_grid(
+    images: np.ndarray,
+    row_labels: Sequence[str] | None = None,
+    col_labels: Sequence[str] | None = None,
+    cell_inches: float = 0.7,
+    title: str | None = None,
+) -> Figure:
+    """Latent traversals as an image grid (Castro et al., Fig. 7): one row per traversal, a title above
+    that says what it traverses (the Morpho-MNIST, dSprites/CANDLE and MMVAE reports draw theirs here).
+
+    Parameters
+    ----------
+    images
+        ``(rows, cols, H, W)`` grey images (a channel axis of size 1, ``(rows, cols, 1, H, W)`` or
+        ``(rows, cols, H, W, 1)``, is dropped) or ``(rows, cols, H, W, 3)`` RGB; ``(cols, H, W)`` is one
+        row.
+    row_labels
+        One label per row, left of the row.
+    col_labels
+        One label per column (e.g. the code value), above the first row.
+    cell_inches
+        Size of one cell in inches.
+    title
+        Above the grid: which model and which latent the grid traverses (a bare grid of images does not
+        say).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        With ``rows * cols`` axes, row by row.
+    """
+    images = np.asarray(images)
+    if images.ndim == 3:
+        images = images[None]
+    if images.ndim == 5 and images.shape[2] == 1:
+        images = images[:, :, 0]
+    elif images.ndim == 5 and images.shape[-1] == 1:
+        images = images[..., 0]
+    rgb = images.ndim == 5 and images.shape[-1] == 3
+    if not (images.ndim == 4 or rgb):
+        raise InvalidArgumentError(f"images: expected shape (rows, cols, H, W), got {np.shape(images)}")
+    rows, cols = images.shape[:2]
+    if rows == 0 or cols == 0:
+        raise InvalidArgumentError(f"images: no images in shape {images.shape}")
+    if col_labels is not None and len(col_labels) != cols:
+        raise InvalidArgumentError(f"col_labels: expected {cols} labels (one per column), got {len(col_labels)}")
+    flat = images.reshape(rows * cols, *images.shape[2:])
+    fig = image_grid(flat, nrows=rows, ncols=cols, row_labels=row_labels, cell_inches=cell_inches)
+    if col_labels is not None:
+        for ax, label in zip(fig.axes[:cols], col_labels):
+            ax.set_title(str(label), fontsize=7, pad=2)
+    if title:
+        # wrapped to the figure's width (about 13 characters an inch at 9 pt): a longer line is cut off
+        width = max(int(fig.get_figwidth() * 13), 20)
+        lines = [wrapped for line in title.splitlines() for wrapped in textwrap.wrap(line, width) or [""]]
+        fig.suptitle("\n".join(lines), fontsize=9)
+    return fig
+
+
 def _grey_range(images: np.ndarray, vmin: float | None, vmax: float | None) -> tuple[float, float]:
     if vmin is not None and vmax is not None:
         return vmin, vmax
@@ -247,7 +307,14 @@ def _grey_range(images: np.ndarray, vmin: float | None, vmax: float | None) -> t
     return (low if vmin is None else vmin), (high if vmax is None else vmax)
 
 
-__all__ = ["distributions_by_class", "image_grid", "save_png_bytes", "new_figure", "PNG_SIGNATURE"]
+__all__ = [
+    "distributions_by_class",
+    "image_grid",
+    "traversal_grid",
+    "save_png_bytes",
+    "new_figure",
+    "PNG_SIGNATURE",
+]
 
 
 def variance_heatmap(matrix: Any, values: Sequence[float], title: str = "", unit: str = "") -> Figure:

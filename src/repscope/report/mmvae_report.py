@@ -18,9 +18,8 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from repscope.errors import InvalidArgumentError
-from repscope.report.figures import new_figure
+from repscope.report.figures import new_figure, traversal_grid
 from repscope.report.html import Report
-from repscope.report.morpho_figures import traversal_grid
 
 RECON_PREFIX = "val_recon_"
 KL_PREFIX = "val_kl_"

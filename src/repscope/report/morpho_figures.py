@@ -6,7 +6,6 @@ Drawn on :class:`matplotlib.figure.Figure` objects from :func:`repscope.report.f
 
 from __future__ import annotations
 
-import textwrap
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from matplotlib.figure import Figure
 from scipy.stats import gaussian_kde
 
 from repscope.errors import InvalidArgumentError
-from repscope.report.figures import checked_columns, image_grid, new_figure
+from repscope.report.figures import checked_columns, new_figure
 
 # Above this many rows the kernel density estimates use a fixed random subsample (drawing only).
 KDE_MAX_POINTS = 4000
@@ -275,64 +274,6 @@ def partial_correlation_circles(
     return fig
 
 
-def traversal_grid(
-    images: np.ndarray,
-    row_labels: Sequence[str] | None = None,
-    col_labels: Sequence[str] | None = None,
-    cell_inches: float = 0.7,
-    title: str | None = None,
-) -> Figure:
-    """Latent traversals as an image grid (Castro et al., Fig. 7): one row per traversal.
-
-    Parameters
-    ----------
-    images
-        ``(rows, cols, H, W)`` grey images (a channel axis of size 1, ``(rows, cols, 1, H, W)`` or
-        ``(rows, cols, H, W, 1)``, is dropped) or ``(rows, cols, H, W, 3)`` RGB; ``(cols, H, W)`` is one
-        row.
-    row_labels
-        One label per row, left of the row.
-    col_labels
-        One label per column (e.g. the code value), above the first row.
-    cell_inches
-        Size of one cell in inches.
-    title
-        Above the grid: which model and which latent the grid traverses (a bare grid of images does not
-        say).
-
-    Returns
-    -------
-    matplotlib.figure.Figure
-        With ``rows * cols`` axes, row by row.
-    """
-    images = np.asarray(images)
-    if images.ndim == 3:
-        images = images[None]
-    if images.ndim == 5 and images.shape[2] == 1:
-        images = images[:, :, 0]
-    elif images.ndim == 5 and images.shape[-1] == 1:
-        images = images[..., 0]
-    rgb = images.ndim == 5 and images.shape[-1] == 3
-    if not (images.ndim == 4 or rgb):
-        raise InvalidArgumentError(f"images: expected shape (rows, cols, H, W), got {np.shape(images)}")
-    rows, cols = images.shape[:2]
-    if rows == 0 or cols == 0:
-        raise InvalidArgumentError(f"images: no images in shape {images.shape}")
-    if col_labels is not None and len(col_labels) != cols:
-        raise InvalidArgumentError(f"col_labels: expected {cols} labels (one per column), got {len(col_labels)}")
-    flat = images.reshape(rows * cols, *images.shape[2:])
-    fig = image_grid(flat, nrows=rows, ncols=cols, row_labels=row_labels, cell_inches=cell_inches)
-    if col_labels is not None:
-        for ax, label in zip(fig.axes[:cols], col_labels):
-            ax.set_title(str(label), fontsize=7, pad=2)
-    if title:
-        # wrapped to the figure's width (about 13 characters an inch at 9 pt): a longer line is cut off
-        width = max(int(fig.get_figwidth() * 13), 20)
-        lines = [wrapped for line in title.splitlines() for wrapped in textwrap.wrap(line, width) or [""]]
-        fig.suptitle("\n".join(lines), fontsize=9)
-    return fig
-
-
 def _range(values: np.ndarray, given: tuple[float, float] | None) -> tuple[float, float]:
     if given is not None:
         low, high = float(given[0]), float(given[1])
@@ -351,4 +292,4 @@ def _range(values: np.ndarray, given: tuple[float, float] | None) -> tuple[float
     return float(low - pad), float(high + pad)
 
 
-__all__ = ["morphometric_pairplot", "partial_correlation_circles", "traversal_grid"]
+__all__ = ["morphometric_pairplot", "partial_correlation_circles"]

@@ -28,7 +28,8 @@ from repscope.data.morpho.training_sets import load_morpho_mnist
 from repscope.metrics.partial_correlations import code_partial_correlations
 from repscope.models.codes import INFOGAN_SETTINGS
 from repscope.report import Report
-from repscope.report.morpho_figures import partial_correlation_circles, traversal_grid
+from repscope.report.figures import traversal_grid
+from repscope.report.morpho_figures import partial_correlation_circles
 from repscope.studies.common import DataSection, MemberModel, TrainingSection
 from repscope.studies.morpho.diversity import measured
 from repscope.studies.morpho.resume import load_step, open_study_run, save_step, train_member
