@@ -268,15 +268,66 @@ def test_the_cache_version_changed_and_old_caches_are_refused(tmp_path):
         read_classifiers(tmp_path, 1)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("level", [1, 5])
-def test_default_classifiers_judge_another_renderer_and_blur(tmp_path, level):
-    """The measured targets: >= 98% per attribute on the second renderer, >= 95% at blur sigma 2."""
-    train_classifiers(level, out=tmp_path, progress=False)
-    classifiers = read_classifiers(tmp_path, level)
+# ---------------------------------------------------------------------------------------------
+# the classifiers that come with the package
+
+
+@pytest.fixture(scope="module", params=[1, 2, 3, 4, 5])
+def packaged(request):
+    """The package's classifiers of a level, read as the loader reads them."""
+    level = request.param
+    return read_classifiers(sc.packaged_classifiers_dir(level), level)
+
+
+def test_the_packaged_classifiers_judge_another_renderer_and_blur(packaged):
+    """The issue's targets, on images the classifiers never saw: >= 98% per attribute on the second renderer
+    and >= 95% on it blurred by sigma 2 px (another seed than the one recorded in classifiers.json)."""
+    level = packaged.level
     for blur_sigma, target in ((0.0, 0.98), (2.0, 0.95)):
-        drawn = second_rendering(level, 1000, seed=11, blur_sigma=blur_sigma)
-        judgement = classifiers.judge(drawn["images"])
+        drawn = second_rendering(level, 400, seed=23, blur_sigma=blur_sigma)
+        judgement = packaged.judge(drawn["images"])
+        right = (judgement.table == drawn["table"]) & judgement.recognised[:, None]
         for k, attribute in enumerate(level_attributes(level)):
-            assert np.mean(judgement.table[:, k] == drawn["table"][:, k]) >= target, (attribute, blur_sigma)
-        assert judgement.recognised.mean() >= 0.98
+            assert right[:, k].mean() >= target, (level, attribute, blur_sigma, right[:, k].mean())
+    recorded = packaged.metadata["second_renderer"]
+    assert recorded["meets_target"] and recorded["size"] == 2000
+    assert min(recorded["accuracy"].values()) >= 0.98 and min(recorded["blurred_accuracy"].values()) >= 0.95
+
+
+def test_the_packaged_classifiers_reject_what_holds_no_shape_and_keep_real_images(packaged):
+    test = CdSpritesPlus(packaged.level, size=200, seed=29, split="test")
+    clean = test.batch(np.arange(200))[0]
+    judgement = packaged.judge(clean)
+    assert judgement.recognised.mean() >= 0.99
+    assert np.mean(np.all(judgement.table == test.batch(np.arange(200))[2], axis=1)) >= 0.97
+    rng = np.random.default_rng(5)
+    negatives = {
+        "quick-run blobs": _quick_run_blobs(test, 40, seed=3),
+        "black": np.zeros((8, 64, 64, 3), np.uint8),
+        "grey": np.full((8, 64, 64, 3), 90, np.uint8),
+        "noise": rng.integers(0, 256, (20, 64, 64, 3)).astype(np.uint8),
+    }
+    for name, images in negatives.items():
+        assert packaged.judge(images).recognised.mean() <= 0.1, (packaged.level, name)
+
+
+def test_without_a_cache_the_packaged_classifiers_are_loaded_untrained(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "home"))
+
+    def fail(*args, **kwargs):
+        raise AssertionError("trained although the package has its own classifiers")
+
+    train = sc._train_locked
+    monkeypatch.setattr(sc, "_train_locked", fail)
+    loaded = sc.load_classifiers(2)
+    assert loaded.directory == sc.packaged_classifiers_dir(2) and capsys.readouterr().err == ""
+    assert not (tmp_path / "home").exists()  # nothing written
+    monkeypatch.setattr(sc, "_train_locked", train)
+    # a cache the user trained wins; an unusable one is named, and the package's are used
+    mine = train_classifiers(2, train_size=64, val_size=32, epochs=1, progress=False)
+    assert sc.load_classifiers(2).directory == sc.classifiers_dir(2) == tmp_path / "home/classifiers/cdsprites-level2"
+    (sc.classifiers_dir(2) / "size.ckpt").write_bytes(b"broken")
+    assert sc.load_classifiers(2).directory == sc.packaged_classifiers_dir(2)
+    err = capsys.readouterr().err
+    assert "size.ckpt" in err and "using those that come with repscope" in err
+    assert mine["attributes"]["size"]["n_train"] == 64

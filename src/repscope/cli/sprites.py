@@ -164,7 +164,10 @@ def import_h5_command(
 @with_trainer_flags
 def train_classifiers_command(
     level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
-    train_size: Optional[int] = typer.Option(None, help="training images (default: the tuned default)"),
+    train_size: Optional[int] = typer.Option(None, help="training images per epoch (default: the tuned default)"),
+    other_train_size: Optional[int] = typer.Option(
+        None, help="training images per epoch of the attributes other than shape (default: --train-size)"
+    ),
     val_size: Optional[int] = typer.Option(None, help="freshly generated validation images"),
     epochs: Optional[int] = typer.Option(None, help="epochs (default: the tuned default)"),
     seed: int = typer.Option(0, help="seed of data and initialisation"),
@@ -182,7 +185,12 @@ def train_classifiers_command(
     trainer = trainer_section(trainer_flags, default_trainer())
     options = {
         key: value
-        for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs))
+        for key, value in (
+            ("train_size", train_size),
+            ("other_train_size", other_train_size),
+            ("val_size", val_size),
+            ("epochs", epochs),
+        )  # fmt: skip
         if value is not None
     }
     result = train_classifiers(
