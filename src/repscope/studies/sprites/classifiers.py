@@ -865,8 +865,8 @@ def _train_locked(
                     )
                     warnings.warn(
                         f"CdSprites+ level {level} classifier of {attribute}: accuracy {measured}, below the target "
-                        f"{TARGET_ACCURACY} (train_size={s.train_size_of(attribute)}, epochs={s.epochs}); coherency judged with it "
-                        "will be off by that much",
+                        f"{TARGET_ACCURACY} (train_size={s.train_size_of(attribute)}, epochs={s.epochs}); coherency "
+                        "judged with it will be off by that much",
                         RuntimeWarning,
                         stacklevel=3,
                     )

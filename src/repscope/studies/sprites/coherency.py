@@ -50,7 +50,6 @@ from repscope.studies.sprites.classifiers import default_trainer, load_classifie
 from repscope.train.config import TrainerSection
 from repscope.validation import check_images, to_uint8
 
-
 # a direction whose images the judge rejects this often gets a warning: the model draws no shapes there
 REJECTED_WARNING_PERCENT = 5.0
 
