@@ -206,7 +206,19 @@ def train_classifiers_command(
             )
         else:  # levels 1-2: untextured
             measured = f"{entry['val_accuracy']:.4f} and {entry['held_out_accuracy']:.4f} on two sets of fresh images"
+        renderer = result["second_renderer"]
+        measured += (
+            f"; {renderer['accuracy'][name]:.4f} on {renderer['size']} images of a second renderer, "
+            f"{renderer['blurred_accuracy'][name]:.4f} on them blurred by {renderer['blur_sigma']:g} px"
+        )
         typer.echo(f"{name}: accuracy {measured}, {entry['train_seconds']:.0f} s{flag}")
+    if not result["second_renderer"]["meets_target"]:
+        targets = result["second_renderer"]["targets"]
+        typer.echo(
+            f"warning: below the targets on the second renderer ({targets['accuracy']:g} sharp, "
+            f"{targets['blurred_accuracy']:g} blurred): a model's images may be judged wrongly",
+            err=True,
+        )
     typer.echo(f"-> {classifiers_dir(level)}")
 
 
