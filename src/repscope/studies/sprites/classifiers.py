@@ -25,8 +25,16 @@ background). This module trains those classifiers, caches them and applies them:
   probability is below :data:`REJECT_THRESHOLD` (0.5); the shape read off it is the arg-max over the
   three shapes. :meth:`AttributeClassifiers.judge` gives the table, the confidences and the ``recognised``
   mask; :meth:`AttributeClassifiers.predict_recognised` the table and the mask;
-* :func:`load_classifiers` reads the cache, training it once with the defaults when it is missing,
-  incomplete or corrupt;
+* **the package's own classifiers** (``src/repscope/judges/cdsprites-level{L}``, :func:`packaged_classifiers_dir`;
+  ``judges/README.md`` holds the commands that trained them and what they measured): the robust training
+  needs about a million draws for level 5's shape (hours on 2 CPU cores), so they come trained;
+* :func:`load_classifiers` reads the user's cache (what ``repscope sprites train-classifiers`` wrote) and,
+  when it is missing, incomplete, corrupt or of an earlier format, the package's; it trains once with
+  the defaults only when neither is usable;
+* :func:`measure_second_renderer` measures a level's classifiers on images of
+  :mod:`repscope.data.sprites.second_renderer` (shapes drawn another way, never seen in training), sharp
+  and blurred by sigma 2 px; :func:`train_classifiers` records it in ``classifiers.json``
+  (``second_renderer``);
 * :meth:`AttributeClassifiers.predict` turns images into an attribute table ``(N, L)``;
   :func:`evaluate_classifiers` compares it with the true table, attribute by attribute.
 
