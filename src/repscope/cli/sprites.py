@@ -250,6 +250,7 @@ def classify_command(
         typer.echo(f"warning: {result['warning']}", err=True)
     for name, value in result["accuracy"].items():
         typer.echo(f"{name}: {100 * value:.2f}% of {result['count']}")
+    typer.echo(f"no shape recognised: {100 * result['rejected']:.2f}%")
     typer.echo(f"all attributes right: {100 * result['all_attributes_right']:.2f}% -> {folder}")
 
 
