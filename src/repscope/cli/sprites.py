@@ -164,9 +164,11 @@ def import_h5_command(
 @with_trainer_flags
 def train_classifiers_command(
     level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
-    train_size: Optional[int] = typer.Option(None, help="training images per epoch (default: the tuned default)"),
+    train_size: Optional[int] = typer.Option(
+        None, help="shape classifier's training images per epoch (default 200000)"
+    ),
     other_train_size: Optional[int] = typer.Option(
-        None, help="training images per epoch of the attributes other than shape (default: --train-size)"
+        None, help="training images per epoch of the other attributes (default 40000, at most --train-size)"
     ),
     val_size: Optional[int] = typer.Option(None, help="freshly generated validation images"),
     epochs: Optional[int] = typer.Option(None, help="epochs (default: the tuned default)"),

@@ -106,10 +106,13 @@ FORMAT_VERSION = 4
 ARCHITECTURE = "AttributeCNN"
 MODEL = "attribute-cnn"  # repscope.train.registry
 GENERATOR = "repscope.data.sprites.cdsprites.CdSpritesPlus"
-# measured on 2 CPU cores with the published recipe (format 3, unaugmented): 3 epochs left level 5's
-# shape at 0.965 (small hearts read as ellipses); 5 epochs gave 0.998-1.0 on the training families and
-# the held-out one (seeds 0-2), about 19 s per attribute
-DEFAULT_TRAIN_SIZE = 20_000
+# the package's level-5 and level-3 recipe (src/repscope/judges/README.md): 1M augmented draws for shape
+# (level 5's shape read a second renderer at 0.62 after 80k draws, 0.9965 after 1M) and 200k for each other
+# attribute (level 3's size: 0.983 after 100k); with 2 data-loader workers about 25 min for level 3 on 2 cores
+DEFAULT_TRAIN_SIZE = 200_000
+DEFAULT_OTHER_TRAIN_SIZE = 40_000  # never more than train_size
+# augmented draws a minute on 2 CPU cores with 2 data-loader workers (level 4: 940k in 16.5 min)
+DRAWS_PER_MINUTE = 55_000
 DEFAULT_VAL_SIZE = 5_000
 DEFAULT_EPOCHS = 5
 DEFAULT_BATCH_SIZE = 64
@@ -709,8 +712,8 @@ def train_classifiers(
     ----------
     level : int
         CdSprites+ level 1-5; one classifier per attribute of :func:`level_attributes`.
-    train_size : int, default=20000
-        Augmented training images per epoch, positive; every epoch draws fresh ones (the training
+    train_size : int, default=200000
+        Augmented training images per epoch of the shape classifier, positive; every epoch draws fresh ones (the training
         stream holds ``train_size * epochs`` samples, each seen once).
     val_size : int, default=5000
         Generated validation images (the accuracy is measured on them), positive.
@@ -741,7 +744,8 @@ def train_classifiers(
         every core); the images, so the classifiers, do not depend on it. Drawing costs about as much
         CPU as training the network on 2 CPU cores, so a GPU's training waits on it without workers.
     other_train_size : int, optional
-        Training images per epoch of the classifiers other than shape's; default ``train_size``. Shape
+        Training images per epoch of the classifiers other than shape's; default the smaller of
+        ``DEFAULT_OTHER_TRAIN_SIZE`` (40000) and ``train_size``. Shape
         is the attribute that needs the long stream (measured: level 5's shape read a second renderer's
         images at 0.62 after 80k draws and 1.000 after 1M); size, colour, position and background are
         read off much coarser cues.
@@ -769,7 +773,9 @@ def train_classifiers(
     """
     level = check_level(level)
     train_size, val_size = _positive(train_size, "train_size"), _positive(val_size, "val_size")
-    other_train_size = train_size if other_train_size is None else _positive(other_train_size, "other_train_size")
+    if other_train_size is None:
+        other_train_size = min(DEFAULT_OTHER_TRAIN_SIZE, train_size)
+    other_train_size = _positive(other_train_size, "other_train_size")
     epochs, batch_size = _positive(epochs, "epochs"), _positive(batch_size, "batch_size")
     if isinstance(seed, bool) or int(seed) != seed or seed < 0:
         raise InvalidArgumentError(f"seed: must be a non-negative integer, got {seed!r}")
@@ -1105,8 +1111,9 @@ def load_classifiers(
         try:  # another process may have trained them while this one waited
             return _loaded(folder, level)
         except (SourceNotFoundError, DataFormatError) as exc:
-            # measured: level 1's 100,000 augmented draws took 14 CPU-minutes on 2 busy cores
-            minutes = max(1, round(7 * level * DEFAULT_TRAIN_SIZE * DEFAULT_EPOCHS / 100_000))
+            other = min(DEFAULT_OTHER_TRAIN_SIZE, DEFAULT_TRAIN_SIZE)
+            draws = (DEFAULT_TRAIN_SIZE + (level - 1) * other) * DEFAULT_EPOCHS
+            minutes = max(1, round(draws / DRAWS_PER_MINUTE))
             print(
                 f"CdSprites+ level {level} attribute classifiers: {exc}; training them once with the defaults "
                 f"into {folder} (about {minutes} min on 2 CPU cores, once for this machine)",
@@ -1116,7 +1123,7 @@ def load_classifiers(
             # the defaults as they are now (read at call time, not when Settings was defined)
             defaults = Settings(
                 DEFAULT_TRAIN_SIZE, DEFAULT_VAL_SIZE, DEFAULT_EPOCHS, DEFAULT_BATCH_SIZE, DEFAULT_LR,
-                none_fraction=DEFAULT_NONE_FRACTION,
+                none_fraction=DEFAULT_NONE_FRACTION, other_train_size=other,
             )  # fmt: skip
             _train_locked(level, folder, defaults, progress, trainer)
     return _loaded(folder, level)
