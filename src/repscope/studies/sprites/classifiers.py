@@ -713,8 +713,8 @@ def train_classifiers(
     level : int
         CdSprites+ level 1-5; one classifier per attribute of :func:`level_attributes`.
     train_size : int, default=200000
-        Augmented training images per epoch of the shape classifier, positive; every epoch draws fresh ones (the training
-        stream holds ``train_size * epochs`` samples, each seen once).
+        Augmented training images per epoch of the shape classifier, positive; every epoch draws fresh
+        ones (the training stream holds ``train_size * epochs`` samples, each seen once).
     val_size : int, default=5000
         Generated validation images (the accuracy is measured on them), positive.
     epochs : int, default=5
