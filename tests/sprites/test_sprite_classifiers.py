@@ -275,7 +275,7 @@ def test_corrupt_checkpoint_is_named_then_retrained(level5_home, tmp_path, monke
     assert classifiers.metadata["attributes"]["colour"]["n_train"] == 128
 
 
-def test_a_checkpoint_of_another_attribute_is_rejected(level5_home, tmp_path, monkeypatch):
+def test_a_checkpoint_of_another_attribute_is_rejected(level5_home, tmp_path, monkeypatch, no_packaged):
     home = tmp_path / "home"
     shutil.copytree(level5_home[0], home)
     monkeypatch.setenv("REPSCOPE_HOME", str(home))
