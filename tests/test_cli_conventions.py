@@ -561,3 +561,13 @@ def test_repo_build_runs_through_the_builder_and_follows_the_output_rule(tmp_pat
     assert invoke("invariance", "repo", "build", "-o", out, "--resume").exit_code == 0 and calls[1]["out"] == out
     replaced = invoke("invariance", "repo", "build", "-o", out, "--overwrite")
     assert replaced.exit_code == 0 and calls[2]["out"] != out and (out / "summary.csv").is_file()
+
+
+def test_our_warnings_show_as_one_line_and_other_libraries_as_python_shows_them(capsys):
+    from repscope.cli import _show_warning
+
+    _show_warning(RuntimeWarning("below the\n   target"), RuntimeWarning, "/x/src/repscope/cli/sprites.py", 196)
+    assert capsys.readouterr().err == "warning: below the target\n"  # no file, line number nor source line
+    _show_warning(UserWarning("theirs"), UserWarning, "/x/site-packages/lightning/trainer.py", 7)
+    theirs = capsys.readouterr().err  # as warnings.formatwarning writes it (which a library may replace)
+    assert "trainer.py:7" in theirs and "theirs" in theirs and not theirs.startswith("warning:")

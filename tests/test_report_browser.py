@@ -306,6 +306,12 @@ class _ShapeZeroClassifiers:
     def predict_with_confidence(self, images):
         return np.zeros((len(images), 1), np.int64), np.ones((len(images), 1))
 
+    def judge(self, images):
+        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+
+        table, confidence = self.predict_with_confidence(images)
+        return Judgement(table, confidence, np.ones(len(images), bool), np.zeros(len(images)))
+
     def familiarity(self, confidence):
         return {"mean_confidence": {"shape": 1.0}, "warning": None}
 

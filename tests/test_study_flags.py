@@ -125,11 +125,12 @@ def _sprite_outputs(root: Path) -> Path:
 
 @pytest.fixture
 def tiny_attribute_classifiers(monkeypatch, tmp_path):
-    """No CdSprites+ attribute classifiers cached (a REPSCOPE_HOME of its own), so that they train on first
-    use, with their defaults shrunk."""
+    """No CdSprites+ attribute classifiers cached (a REPSCOPE_HOME of its own) nor packaged, so that they train
+    on first use, with their defaults shrunk."""
     import repscope.studies.sprites.classifiers as classifiers
 
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "sprites-home"))
+    monkeypatch.setattr(classifiers, "PACKAGED_DIR", tmp_path / "no-packaged-judges")  # nor those of the package
     for name, value in (("DEFAULT_TRAIN_SIZE", 64), ("DEFAULT_VAL_SIZE", 32), ("DEFAULT_EPOCHS", 1)):
         monkeypatch.setattr(classifiers, name, value)
 

@@ -175,6 +175,12 @@ def test_corrupt_and_mismatched_checkpoints_are_clear_errors(lenet_run, tmp_path
     evil.write_bytes(pickle.dumps({"state_dict": Exploit()}))
     with pytest.raises(DataFormatError, match="evil.ckpt"):
         read_checkpoint(evil)
+    # garbage of every kind is a DataFormatError naming the file (b"broken" fails inside torch's unpickler
+    # with an IndexError)
+    for k, garbage in enumerate((b"broken", b"not a checkpoint", b"\x80\x02}q", b"PK\x03\x04")):
+        (tmp_path / f"garbage{k}.ckpt").write_bytes(garbage)
+        with pytest.raises(DataFormatError, match=f"garbage{k}.ckpt: not a readable checkpoint"):
+            read_checkpoint(tmp_path / f"garbage{k}.ckpt")
 
 
 def test_supervised_model_needs_a_target(tmp_path):

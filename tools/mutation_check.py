@@ -1014,6 +1014,58 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_cli_conventions.py::test_an_interrupt_before_anything_was_written_says_so",),
         "Ctrl-C during an --overwrite run does not say the old output is kept",
     ),
+    Mutation(
+        "coherency-reject-ignored",
+        ("src/repscope/metrics/coherency.py",),
+        "    result = _scores(level, (predicted == truth) & mask[:, None])\n",
+        "    result = _scores(level, predicted == truth)\n",
+        ("tests/sprites/test_coherency.py::test_an_unrecognised_image_is_wrong_on_every_attribute_by_hand",),
+        "an image the judge rejects still counts right on the attributes its arg-max matches",
+    ),
+    Mutation(
+        "joint-strict-ignores-reject",
+        ("src/repscope/metrics/coherency.py",),
+        "        bool(seen)\n        and isinstance(caption, str)\n",
+        "        isinstance(caption, str)\n",
+        ("tests/sprites/test_coherency.py::test_an_unrecognised_image_is_wrong_on_every_attribute_by_hand",),
+        "joint Strict counts a pair right whose image the judge rejects",
+    ),
+    Mutation(
+        "evaluate-drops-recognised",
+        ("src/repscope/studies/sprites/coherency.py",),
+        "coherency.text_to_image(level, truth, predicted, judgement.recognised)",
+        "coherency.text_to_image(level, truth, predicted)",
+        (
+            "tests/sprites/test_toolkit_coherency.py::test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported",
+        ),
+        "sprites evaluate scores text->image without the judge's reject option",
+    ),
+    Mutation(
+        "unusable-cache-unsaid",
+        ("src/repscope/studies/sprites/classifiers.py",),
+        "            if folder.exists():\n                print(\n",
+        "            if False:\n                print(\n",
+        (
+            "tests/sprites/test_classifier_robustness.py::test_without_a_cache_the_packaged_classifiers_are_loaded_untrained",
+        ),
+        "a broken cache is silently passed over for the package's classifiers",
+    ),
+    Mutation(
+        "checkpoint-garbage-indexerror",
+        ("src/repscope/train/reader.py",),
+        "        IndexError,\n",
+        "",
+        ("tests/test_train.py::test_corrupt_and_mismatched_checkpoints_are_clear_errors",),
+        "a garbage checkpoint that torch's unpickler fails on with IndexError escapes as a traceback",
+    ),
+    Mutation(
+        "cli-warning-with-source-line",
+        ("src/repscope/cli/__init__.py",),
+        '    if "repscope" in Path(str(filename)).parts:\n',
+        "    if False:\n",
+        ("tests/test_cli_conventions.py::test_our_warnings_show_as_one_line_and_other_libraries_as_python_shows_them",),
+        "our warnings show with a file, line number and source line on the command line",
+    ),
 ]
 
 

@@ -197,6 +197,26 @@ def test_joint_rewards_agreement_not_ground_truth():
     }
 
 
+def test_an_unrecognised_image_is_wrong_on_every_attribute_by_hand():
+    # the swapped case above with rows 0 and 4 rejected by the judge: row 0 drops its 2 right attributes,
+    # row 4 its 3 (and its Strict); the other rows are scored as before
+    truth = np.array([[0, 0, 0], [0, 1, 0], [1, 0, 4], [2, 1, 4], [2, 0, 3]])
+    predicted = truth[[1, 0, 3, 2, 4]]
+    recognised = np.array([False, True, True, True, False])
+    result = text_to_image(3, truth, predicted, recognised)
+    assert result["strict"] == 0.0
+    assert result["features"] == pytest.approx((0 + 2 + 1 + 1 + 0) / 5)
+    assert result["per_attribute"] == {"shape": 20.0, "size": 0.0, "colour": 60.0}
+    assert result["rejected"] == 40.0
+    assert "rejected" not in text_to_image(3, truth, predicted)  # no judge's verdict, nothing to report
+    # joint: the agreeing pair (row 0) rejected loses Strict and all 5 features; row 2 keeps its 4
+    captions = ["big red square at top left on light", "big red square at top left on light"]
+    pairs = joint(5, captions, [RED_SQUARE_LIGHT, [2, 0, 0, 0, 1]], np.array([False, True]))
+    assert pairs["strict"] == 0.0 and pairs["features"] == pytest.approx((0 + 4) / 2) and pairs["rejected"] == 50.0
+    with pytest.raises(InvalidArgumentError, match="recognised"):
+        text_to_image(3, truth, predicted, [1, 1, 1, 1, 1])  # ints, not the judge's booleans
+
+
 def test_coherency_report_runs_what_applies():
     truth = [PINK_HEART, YELLOW_ELLIPSE]
     captions = compose_captions(5, truth)

@@ -48,6 +48,12 @@ def level5(level5_home, monkeypatch):
 
 
 @pytest.fixture
+def no_packaged(monkeypatch, tmp_path):
+    """A package without its own classifiers: the cache is all there is (or what is trained)."""
+    monkeypatch.setattr(sc, "PACKAGED_DIR", tmp_path / "no-packaged-judges")
+
+
+@pytest.fixture
 def no_training(monkeypatch):
     def fail(*args, **kwargs):
         raise AssertionError("trained although a complete cache was there")
@@ -91,7 +97,8 @@ def test_training_writes_every_attribute_of_the_level(level5):
         assert checkpoint["hyper_parameters"] == {
             "network": "attribute-cnn",
             "kind": "classification",
-            "num_outputs": len(ATTRIBUTE_VALUES[attribute]),
+            # the shape classifier has a fourth class, "no shape" (the reject option)
+            "num_outputs": len(ATTRIBUTE_VALUES[attribute]) + (attribute == "shape"),
             "lr": sc.DEFAULT_LR,
             "image_shape": [3, 64, 64],
             "schedule": "cosine",
@@ -210,7 +217,7 @@ def test_unfamiliar_images_lower_the_confidence_and_warn(level5):
     assert classifiers.predict_with_confidence(noise)[1].mean() < confidence.mean()
 
 
-def test_a_cache_of_an_earlier_recipe_is_retrained(level5_home, tmp_path, monkeypatch, capsys):
+def test_a_cache_of_an_earlier_recipe_is_retrained(level5_home, tmp_path, monkeypatch, capsys, no_packaged):
     home, _ = level5_home
     copy = tmp_path / "home"
     shutil.copytree(home, copy)
@@ -229,13 +236,13 @@ def test_a_cache_of_an_earlier_recipe_is_retrained(level5_home, tmp_path, monkey
     assert json.loads(metadata_file.read_text())["recipe"] == "published"
 
 
-def test_missing_cache_without_training_is_an_error(tmp_path, monkeypatch, no_training):
+def test_missing_cache_without_training_is_an_error(tmp_path, monkeypatch, no_training, no_packaged):
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
     with pytest.raises(SourceNotFoundError, match="classifiers.json"):
         load_classifiers(2, train_if_missing=False)
 
 
-def test_missing_cache_is_trained_once_with_the_defaults(tmp_path, monkeypatch, capsys):
+def test_missing_cache_is_trained_once_with_the_defaults(tmp_path, monkeypatch, capsys, no_packaged):
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
     monkeypatch.setattr(sc, "DEFAULT_TRAIN_SIZE", 128)
     monkeypatch.setattr(sc, "DEFAULT_VAL_SIZE", 64)
@@ -249,7 +256,7 @@ def test_missing_cache_is_trained_once_with_the_defaults(tmp_path, monkeypatch, 
     assert capsys.readouterr().err == ""
 
 
-def test_corrupt_checkpoint_is_named_then_retrained(level5_home, tmp_path, monkeypatch, capsys):
+def test_corrupt_checkpoint_is_named_then_retrained(level5_home, tmp_path, monkeypatch, capsys, no_packaged):
     """Choice: a corrupt cache is a DataFormatError naming the file when training is not allowed,
     and is rebuilt (with one line saying why) when it is."""
     home = tmp_path / "home"
@@ -268,7 +275,7 @@ def test_corrupt_checkpoint_is_named_then_retrained(level5_home, tmp_path, monke
     assert classifiers.metadata["attributes"]["colour"]["n_train"] == 128
 
 
-def test_a_checkpoint_of_another_attribute_is_rejected(level5_home, tmp_path, monkeypatch):
+def test_a_checkpoint_of_another_attribute_is_rejected(level5_home, tmp_path, monkeypatch, no_packaged):
     home = tmp_path / "home"
     shutil.copytree(level5_home[0], home)
     monkeypatch.setenv("REPSCOPE_HOME", str(home))

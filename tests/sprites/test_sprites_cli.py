@@ -209,8 +209,11 @@ def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path
     verdict = json.loads((tmp_path / "c" / "classification.json").read_text())
     predictions = np.loadtxt(tmp_path / "c" / "predictions.csv", delimiter=",", skiprows=1, dtype=np.int64)
     truth = read_dataset(tmp_path / "d").attribute_table()
-    assert verdict["accuracy"]["shape"] == pytest.approx((predictions[:, 1] == truth[:, 0]).mean())
-    assert verdict["all_attributes_right"] == pytest.approx((predictions[:, 1:] == truth).all(1).mean())
+    recognised = predictions[:, -1] == 1  # the last column: the judge recognises a shape
+    assert verdict["rejected"] == pytest.approx(1 - recognised.mean())
+    assert verdict["accuracy"]["shape"] == pytest.approx(((predictions[:, 1] == truth[:, 0]) & recognised).mean())
+    right = (predictions[:, 1:-1] == truth).all(1) & recognised
+    assert verdict["all_attributes_right"] == pytest.approx(right.mean())
     # the results exist: refused without --overwrite (nothing touched), replaced whole with it, and no
     # scratch folder is left beside them
     (tmp_path / "c" / "predictions.csv").write_text("earlier\n")

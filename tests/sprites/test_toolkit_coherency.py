@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from repscope.errors import InvalidArgumentError
 from repscope.metrics import coherency as ours
 from repscope.studies.sprites.coherency import (
+    coherency_table,
     evaluate_outputs,
     read_captions,
     toolkit_caption_scores,
@@ -196,8 +198,45 @@ class Level2Judges:
     def predict_with_confidence(self, images):
         return np.zeros((len(images), 2), np.int64), np.ones((len(images), 2))
 
+    def judge(self, images):
+        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+
+        table, confidence = self.predict_with_confidence(images)
+        return Judgement(table, confidence, np.ones(len(images), bool), np.zeros(len(images)))
+
     def familiarity(self, confidence):
         return {"mean_confidence": {"shape": 1.0, "size": 1.0}, "warning": None}
+
+
+class BlankRejectingJudges(Level2Judges):
+    """Level2Judges that, like the real judge's reject option, recognise no shape in a blank image."""
+
+    def judge(self, images):
+        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+
+        table, confidence = self.predict_with_confidence(images)
+        blank = np.asarray(images).reshape(len(images), -1).max(axis=1) == 0
+        return Judgement(table, confidence, ~blank, blank.astype(float))
+
+
+def test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported(tmp_path, monkeypatch):
+    monkeypatch.setattr(
+        "repscope.studies.sprites.coherency.load_classifiers", lambda level, trainer=None: BlankRejectingJudges()
+    )
+    folder = tmp_path / "outputs"
+    (folder / "text_to_image").mkdir(parents=True)
+    (folder / "text_to_image" / "truth.txt").write_text("big square\nbig square\nbig square\nbig square\n")
+    images = np.zeros((4, 64, 64, 3), np.uint8)
+    images[:3, 20:40, 20:40] = 255  # three drawn, one blank frame
+    np.save(folder / "text_to_image" / "images.npy", images)
+    results = evaluate_outputs(folder, 2)
+    # every image reads as a big square, but the blank one is rejected: ours 3 of 4, the toolkit's 4 of 4
+    assert results["text_to_image"]["strict"] == 75.0 and results["text_to_image"]["rejected"] == 25.0
+    assert results["toolkit"]["text_to_image"]["strict"] == 100.0
+    assert results["rejected"] == {"text_to_image": 25.0}
+    assert any("recognises no shape in 25.0%" in w for w in results["warnings"])
+    table = coherency_table(results).set_index("rules")
+    assert table.loc["ours", "rejected_percent"] == 25.0 and pd.isna(table.loc["toolkit", "rejected_percent"])
 
 
 def test_a_folder_is_scored_both_ways_and_the_toolkit_reads_the_raw_captions(tmp_path, monkeypatch):

@@ -17,6 +17,8 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import warnings
+from pathlib import Path
 from typing import Optional
 
 import typer
@@ -213,10 +215,22 @@ def _command_words(argv: list[str]) -> str:
     return " ".join(["repscope", *words])
 
 
+def _show_warning(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    """Our own warnings as one line, ``warning: <message>``, on the terminal of a command (not a file and line
+    of our source with the line of code that warned); those of other libraries as Python shows them."""
+    stream = file if file is not None else sys.stderr
+    if "repscope" in Path(str(filename)).parts:
+        stream.write("warning: " + " ".join(str(message).split()) + "\n")
+    else:
+        stream.write(warnings.formatwarning(message, category, filename, lineno, line))
+    stream.flush()
+
+
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the console script."""
     global _main_pid, _interrupted
     _main_pid, _interrupted = os.getpid(), False
+    shown_before, warnings.showwarning = warnings.showwarning, _show_warning
     try:
         previous = signal.signal(signal.SIGINT, _on_interrupt)
     except ValueError:  # not the main thread (embedded use): leave signals alone
@@ -248,6 +262,7 @@ def main(argv: list[str] | None = None) -> None:
             raise _interrupted_exit() from None
         raise
     finally:
+        warnings.showwarning = shown_before
         if previous is not None:
             try:
                 signal.signal(signal.SIGINT, previous)

@@ -164,13 +164,19 @@ def import_h5_command(
 @with_trainer_flags
 def train_classifiers_command(
     level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
-    train_size: Optional[int] = typer.Option(None, help="training images (default: the tuned default)"),
+    train_size: Optional[int] = typer.Option(
+        None, help="shape classifier's training images per epoch (default 200000)"
+    ),
+    other_train_size: Optional[int] = typer.Option(
+        None, help="training images per epoch of the other attributes (default 40000, at most --train-size)"
+    ),
     val_size: Optional[int] = typer.Option(None, help="freshly generated validation images"),
     epochs: Optional[int] = typer.Option(None, help="epochs (default: the tuned default)"),
     seed: int = typer.Option(0, help="seed of data and initialisation"),
     held_out_family: str = typer.Option(
         "fabric", help="texture family kept out of training and measured alone (" + FAMILIES_HELP + ")"
     ),
+    workers: int = typer.Option(1, "--workers", help="processes drawing the training images (-1: every core)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:
     """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
@@ -181,10 +187,17 @@ def train_classifiers_command(
     trainer = trainer_section(trainer_flags, default_trainer())
     options = {
         key: value
-        for key, value in (("train_size", train_size), ("val_size", val_size), ("epochs", epochs))
+        for key, value in (
+            ("train_size", train_size),
+            ("other_train_size", other_train_size),
+            ("val_size", val_size),
+            ("epochs", epochs),
+        )  # fmt: skip
         if value is not None
     }
-    result = train_classifiers(level, seed=seed, held_out_family=held_out_family, trainer=trainer, **options)
+    result = train_classifiers(
+        level, seed=seed, held_out_family=held_out_family, trainer=trainer, workers=workers, **options
+    )
     family = result["held_out_family"]
     for name, entry in result["attributes"].items():
         flag = "" if entry["meets_target"] else f"  (below the {result['target_accuracy']} target)"
@@ -195,7 +208,19 @@ def train_classifiers_command(
             )
         else:  # levels 1-2: untextured
             measured = f"{entry['val_accuracy']:.4f} and {entry['held_out_accuracy']:.4f} on two sets of fresh images"
+        renderer = result["second_renderer"]
+        measured += (
+            f"; {renderer['accuracy'][name]:.4f} on {renderer['size']} images of a second renderer, "
+            f"{renderer['blurred_accuracy'][name]:.4f} on them blurred by {renderer['blur_sigma']:g} px"
+        )
         typer.echo(f"{name}: accuracy {measured}, {entry['train_seconds']:.0f} s{flag}")
+    if not result["second_renderer"]["meets_target"]:
+        targets = result["second_renderer"]["targets"]
+        typer.echo(
+            f"warning: below the targets on the second renderer ({targets['accuracy']:g} sharp, "
+            f"{targets['blurred_accuracy']:g} blurred): a model's images may be judged wrongly",
+            err=True,
+        )
     typer.echo(f"-> {classifiers_dir(level)}")
 
 
@@ -227,6 +252,7 @@ def classify_command(
         typer.echo(f"warning: {result['warning']}", err=True)
     for name, value in result["accuracy"].items():
         typer.echo(f"{name}: {100 * value:.2f}% of {result['count']}")
+    typer.echo(f"no shape recognised: {100 * result['rejected']:.2f}%")
     typer.echo(f"all attributes right: {100 * result['all_attributes_right']:.2f}% -> {folder}")
 
 

@@ -63,7 +63,7 @@ from repscope.errors import InvalidArgumentError
 __all__ = ["coherency_report", "format_features", "image_to_text", "joint", "text_to_image"]
 
 
-def text_to_image(level: int, truth: Any, predicted: Any) -> dict[str, Any]:
+def text_to_image(level: int, truth: Any, predicted: Any, recognised: Any = None) -> dict[str, Any]:
     """Coherency of images generated from captions, judged by attribute classifiers.
 
     With ``N`` samples, ``L`` attributes, true classes ``t[n, a]`` and classifier outputs ``p[n, a]``
@@ -72,6 +72,10 @@ def text_to_image(level: int, truth: Any, predicted: Any) -> dict[str, Any]:
         strict           = 100 / N * #{n : p[n, a] == t[n, a] for every a}
         features         = 1 / N * sum_n #{a : p[n, a] == t[n, a]}          (in [0, L])
         per_attribute[a] = 100 / N * #{n : p[n, a] == t[n, a]}
+
+    With ``recognised`` (the judge's reject option), an image the judge does not recognise as a shape
+    counts wrong on every attribute: ``p[n, a] == t[n, a]`` reads ``r[n] and p[n, a] == t[n, a]`` (the
+    classifiers' arg-max on a faint blob is no attribute a person would read off it).
 
     Parameters
     ----------
@@ -82,13 +86,15 @@ def text_to_image(level: int, truth: Any, predicted: Any) -> dict[str, Any]:
         :func:`~repscope.data.sprites.attributes.check_table`).
     predicted : array-like of int, shape (N, L)
         Attribute table the classifiers read from the generated images, row by row.
+    recognised : array-like of bool, shape (N,), optional
+        Whether the judge recognised each image as a shape at all; None counts every image recognised.
 
     Returns
     -------
     dict
         ``strict`` (%, 0-100), ``features`` (mean correct attributes per image, 0 to ``L``),
         ``per_attribute`` (``{name: %}``), ``level`` (``L``, the denominator of ``features``),
-        ``samples`` (``N``).
+        ``samples`` (``N``); with ``recognised``, ``rejected`` (% of images not recognised).
 
     Raises
     ------
@@ -105,7 +111,9 @@ def text_to_image(level: int, truth: Any, predicted: Any) -> dict[str, Any]:
     truth = _table(level, truth, "truth")
     predicted = _table(level, predicted, "predicted")
     _same_length(truth, "truth", predicted, "predicted")
-    return _scores(level, predicted == truth)
+    mask = _recognised(recognised, len(predicted))
+    result = _scores(level, (predicted == truth) & mask[:, None])
+    return _with_rejected(result, recognised, mask)
 
 
 def image_to_text(level: int, truth: Any, captions: Any) -> dict[str, Any]:
@@ -171,7 +179,7 @@ def image_to_text(level: int, truth: Any, captions: Any) -> dict[str, Any]:
     return result
 
 
-def joint(level: int, captions: Any, predicted: Any) -> dict[str, Any]:
+def joint(level: int, captions: Any, predicted: Any, recognised: Any = None) -> dict[str, Any]:
     """Joint coherency of caption/image pairs decoded from the same latent samples.
 
     With ``N`` pairs, generated captions ``g_n`` and classifier outputs ``p[n, a]`` on the generated
@@ -184,7 +192,9 @@ def joint(level: int, captions: Any, predicted: Any) -> dict[str, Any]:
     ``parse`` is :func:`~repscope.data.sprites.attributes.parse_caption` (None unless ``g_n`` is
     exactly a caption the level can produce), ``slot_a`` reads attribute ``a`` from its word slots as
     in :func:`image_to_text` (a class that cannot be read never matches). A pair needs no ground
-    truth: it is right whenever caption and image agree on a well-formed description.
+    truth: it is right whenever caption and image agree on a well-formed description. With
+    ``recognised``, a pair whose image the judge does not recognise as a shape agrees on nothing (as
+    in :func:`text_to_image`).
 
     Parameters
     ----------
@@ -194,12 +204,15 @@ def joint(level: int, captions: Any, predicted: Any) -> dict[str, Any]:
         Generated captions (non-``str`` elements count as unreadable).
     predicted : array-like of int, shape (N, L)
         Attribute table the classifiers read from the generated images.
+    recognised : array-like of bool, shape (N,), optional
+        Whether the judge recognised each image as a shape at all; None counts every image recognised.
 
     Returns
     -------
     dict
         ``strict`` (%, 0-100), ``features`` (mean agreeing attributes per pair, 0 to ``L``),
-        ``per_attribute`` (``{name: %}``), ``level``, ``samples``.
+        ``per_attribute`` (``{name: %}``), ``level``, ``samples``; with ``recognised``, ``rejected``
+        (% of images not recognised).
 
     Raises
     ------
@@ -217,16 +230,18 @@ def joint(level: int, captions: Any, predicted: Any) -> dict[str, Any]:
     predicted = _table(level, predicted, "predicted")
     _same_length(captions, "captions", predicted, "predicted")
 
+    mask = _recognised(recognised, len(predicted))
     read = np.stack([_read_slots(level, caption) for caption in captions])
-    result = _scores(level, read == predicted)
+    result = _scores(level, (read == predicted) & mask[:, None])
     parsed_match = [
-        isinstance(caption, str)
+        bool(seen)
+        and isinstance(caption, str)
         and (classes := parse_caption(level, caption)) is not None
         and bool(np.array_equal(classes, row))
-        for caption, row in zip(captions, predicted)
+        for caption, row, seen in zip(captions, predicted, mask)
     ]
     result["strict"] = 100.0 * float(np.mean(parsed_match))
-    return result
+    return _with_rejected(result, recognised, mask)
 
 
 def coherency_report(
@@ -348,6 +363,24 @@ def _table(level: int, table: Any, name: str) -> np.ndarray:
     if len(array) == 0:
         raise InvalidArgumentError(f"{name}: is empty; need at least one sample")
     return array
+
+
+def _recognised(recognised: Any, n: int) -> np.ndarray:
+    """``recognised`` as a bool ``(n,)`` mask (all True for None)."""
+    if recognised is None:
+        return np.ones(n, dtype=bool)
+    mask = np.asarray(recognised)
+    if mask.shape != (n,) or mask.dtype != np.bool_:
+        raise InvalidArgumentError(
+            f"recognised: expected a boolean array of one value per sample ({n},), got {mask.dtype} {mask.shape}"
+        )
+    return mask
+
+
+def _with_rejected(result: dict[str, Any], recognised: Any, mask: np.ndarray) -> dict[str, Any]:
+    if recognised is not None:
+        result["rejected"] = 100.0 * float(np.mean(~mask))
+    return result
 
 
 def _captions(captions: Any, name: str) -> list[Any]:

@@ -275,7 +275,18 @@ def read_checkpoint(path: Path | str) -> dict[str, Any]:
         raise InvalidArgumentError(f"checkpoint {path}: no such file")
     try:
         checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, pickle.UnpicklingError, ValueError, OSError) as exc:
+    # torch's weights-only unpickler fails on some garbage with IndexError ("pop from empty list"), KeyError
+    # or TypeError rather than UnpicklingError: each of them means a file that is no checkpoint
+    except (
+        RuntimeError,
+        EOFError,
+        pickle.UnpicklingError,
+        ValueError,
+        OSError,
+        IndexError,
+        KeyError,
+        TypeError,
+    ) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise DataFormatError(f"checkpoint {path}: not a readable checkpoint ({first[:160]})") from None
     if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint:

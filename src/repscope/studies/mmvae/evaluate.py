@@ -356,7 +356,8 @@ def toolkit_and_traversal_metrics(coherency: dict[str, Any]) -> dict[str, float]
     coherency by traversals by our rules (``joint_traversal_strict`` / ``_features``) and every direction by
     the toolkit's rules (``<direction>_strict_toolkit``, ``<direction>_features_toolkit``,
     ``image_to_text_letters_toolkit``; ``<direction>`` one of ``text_to_image``, ``image_to_text``, ``joint``,
-    ``joint_traversal``).
+    ``joint_traversal``) and the share of generated images the judge recognises no shape in
+    (``<direction>_rejected``, %, for the directions whose images were judged).
 
     Parameters
     ----------
@@ -378,6 +379,8 @@ def toolkit_and_traversal_metrics(coherency: dict[str, Any]) -> dict[str, float]
             for key in ("strict", "features", "letters"):
                 if key in scores:
                     out[f"{direction}_{key}_toolkit"] = float(scores[key])
+    for direction, share in coherency.get("rejected", {}).items():
+        out[f"{direction}_rejected"] = float(share)
     return out
 
 

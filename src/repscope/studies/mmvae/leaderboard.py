@@ -58,6 +58,10 @@ TOOLKIT_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("joint_traversal_features", "Joint by traversals Features [ratio]", "features"),
     ("joint_traversal_strict_toolkit", "Joint by traversals Strict, toolkit [%]", "percent"),
     ("joint_traversal_features_toolkit", "Joint by traversals Features, toolkit [ratio]", "features"),
+    # generated images in which the judge recognises no shape (wrong on every attribute by our rules)
+    ("text_to_image_rejected", "TxtImg rejected [%]", "percent"),
+    ("joint_rejected", "Joint rejected [%]", "percent"),
+    ("joint_traversal_rejected", "Joint by traversals rejected [%]", "percent"),
 )
 # dataset-independent numbers, in the CSV and the HTML page when the runs have them: (key, header, kind)
 EXTRA_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -499,10 +503,13 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
     if any(f"{key}_mean" in table for key, _, _ in TOOLKIT_COLUMNS):
         report.add_table(
             display_table(table, toolkit=True),
-            title="The same outputs scored by the authors' toolkit's rules; joint coherency by traversals",
+            title="The same outputs scored by the authors' toolkit's rules; joint coherency by traversals; "
+            "images the judge rejects",
             caption="Toolkit's rules (multimodal-vae-comparison, eval/eval_cdsprites.py): a caption counts as right "
             "when it starts with the true one (trailing text passes), words are searched within fixed word "
-            "positions. Joint by traversals: each latent dimension traversed in turn (A.2.3), the others at 0.",
+            "positions. Joint by traversals: each latent dimension traversed in turn (A.2.3), the others at 0. "
+            "Rejected: % of generated images in which the judge recognises no shape (a blob, noise, an empty "
+            "frame); by our rules they are wrong on every attribute, the toolkit's rules read them as they are.",
             max_rows=None,
         )
     if any(f"{key}_mean" in table for key, _, _ in EXTRA_COLUMNS):

@@ -50,6 +50,9 @@ from repscope.studies.sprites.classifiers import default_trainer, load_classifie
 from repscope.train.config import TrainerSection
 from repscope.validation import check_images, to_uint8
 
+# a direction whose images the judge rejects this often gets a warning: the model draws no shapes there
+REJECTED_WARNING_PERCENT = 5.0
+
 
 class CoherencyConfig(Section):
     """What to score: the folder of a model's outputs and the CdSprites+ level of its captions; where the
@@ -101,8 +104,10 @@ def run_coherency(
     report.add_paragraph(
         "Strict: % of samples with every attribute right. Features: mean number of right "
         "attributes per sample (of the level's). Letters: % of caption characters right, "
-        "position by position. Images are judged by the level's attribute classifiers. Rules 'ours': "
-        "the paper's definitions, strictly (a caption is right when it equals the true one). Rules "
+        "position by position. Images are judged by the level's attribute classifiers; Rejected: % of "
+        "images in which they recognise no shape (a blob, noise, an empty frame). Rules 'ours': "
+        "the paper's definitions, strictly (a caption is right when it equals the true one; a rejected "
+        "image is wrong on every attribute). Rules "
         "'toolkit': those of the authors' script multimodal_compare/eval/eval_cdsprites.py (a caption is "
         "right when it starts with the true one; words are read as substrings of fixed tokens)."
     )
@@ -229,7 +234,9 @@ def evaluate_outputs(
         ``level``, ``compat``, ``counts`` (samples per part); with ours, per part (``text_to_image``,
         ``image_to_text``, ``joint``, ``joint_traversal``) the scores of :mod:`repscope.metrics.coherency`;
         with the toolkit's, ``toolkit``: ``{part: toolkit_coherency(...)}`` (each with ``captions_file``
-        where captions were read); ``classifier_confidence``, ``classifier_validation_accuracy`` and
+        where captions were read); ``classifier_confidence``, ``rejected`` (per part, % of images the judge
+        recognises no shape in: by our rules they count wrong on every attribute; the toolkit's rules, whose
+        classifiers have no reject option, read them as they are), ``classifier_validation_accuracy`` and
         ``warnings`` where images were judged.
 
     Raises
@@ -267,14 +274,15 @@ def evaluate_outputs(
         images = read_output_images(base / "images.npy")
         _same_length(base / "truth.txt", len(truth), base / "images.npy", len(images))
         classifiers = classifiers or _judges(level, trainer)
-        predicted, confidence = classifiers.predict_with_confidence(images)
+        judgement = classifiers.judge(images)
+        predicted, confidence = judgement.table, judgement.confidence
         if ours:
-            results["text_to_image"] = coherency.text_to_image(level, truth, predicted)
+            results["text_to_image"] = coherency.text_to_image(level, truth, predicted, judgement.recognised)
         if toolkit:
             by_toolkit["text_to_image"] = toolkit_coherency(
                 level, "text_to_image", truth=truth_captions, predicted=predicted
             )
-        _note_familiarity(results, "text_to_image", classifiers.familiarity(confidence))
+        _note_familiarity(results, "text_to_image", classifiers.familiarity(confidence), judgement.recognised)
         results["counts"]["text_to_image"] = len(truth)
     if "image_to_text" in present:
         base = present["image_to_text"]
@@ -297,16 +305,17 @@ def evaluate_outputs(
         captions = read_captions(base / "captions.txt")
         _same_length(base / "images.npy", len(images), base / "captions.txt", len(captions))
         classifiers = classifiers or _judges(level, trainer)
-        predicted, confidence = classifiers.predict_with_confidence(images)
+        judgement = classifiers.judge(images)
+        predicted, confidence = judgement.table, judgement.confidence
         if ours:
-            results[part] = coherency.joint(level, captions, predicted)
+            results[part] = coherency.joint(level, captions, predicted, judgement.recognised)
         if toolkit:
             raw, source = _toolkit_captions(base, captions)
             by_toolkit[part] = {
                 **toolkit_coherency(level, "joint", captions=raw, predicted=predicted),
                 "captions_file": source,
             }
-        _note_familiarity(results, part, classifiers.familiarity(confidence))
+        _note_familiarity(results, part, classifiers.familiarity(confidence), judgement.recognised)
         results["counts"][part] = len(captions)
     if toolkit:
         results["toolkit"] = by_toolkit
@@ -331,11 +340,22 @@ def _judges(level: int, trainer: TrainerSection | None) -> Any:
     return load_classifiers(level) if trainer is None else load_classifiers(level, trainer=trainer)
 
 
-def _note_familiarity(results: dict[str, Any], direction: str, familiarity: dict[str, Any]) -> None:
-    """Record the classifiers' mean confidence on a direction's images, and a warning when they are unsure."""
+def _note_familiarity(
+    results: dict[str, Any], direction: str, familiarity: dict[str, Any], recognised: np.ndarray
+) -> None:
+    """Record the classifiers' mean confidence on a direction's images and the share of images the judge
+    does not recognise as a shape (``rejected``, %); a warning when they are unsure or reject many."""
+    name = direction.replace("_", " ")
     results.setdefault("classifier_confidence", {})[direction] = familiarity["mean_confidence"]
+    rejected = 100.0 * float(np.mean(~np.asarray(recognised, dtype=bool)))
+    results.setdefault("rejected", {})[direction] = rejected
     if familiarity["warning"]:
-        results.setdefault("warnings", []).append(f"{direction.replace('_', ' ')} images: {familiarity['warning']}")
+        results.setdefault("warnings", []).append(f"{name} images: {familiarity['warning']}")
+    if rejected >= REJECTED_WARNING_PERCENT:
+        results.setdefault("warnings", []).append(
+            f"{name} images: the judge recognises no shape in {rejected:.1f}% of them (faint blobs, noise, empty "
+            "frames); they count wrong on every attribute by our rules (the toolkit's rules read them as they are)"
+        )
 
 
 def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
@@ -351,6 +371,7 @@ def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
     -------
     pandas.DataFrame
         Columns ``direction``, ``rules``, ``samples``, ``strict_percent``, ``features``, ``letters_percent``,
+        ``rejected_percent`` (images with no recognised shape, our rules' rows of judged images),
         ``<attribute>_percent``.
     """
     level = results["level"]
@@ -367,6 +388,8 @@ def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
                     "strict_percent": round(float(scores["strict"]), 2),
                     "features": f"{scores['features']:.2f}/{level}",
                     "letters_percent": round(float(scores["letters"]), 2) if "letters" in scores else None,
+                    # images the judge recognises no shape in: wrong by our rules, read as they are by the toolkit's
+                    "rejected_percent": round(float(scores["rejected"]), 2) if "rejected" in scores else None,
                     **{f"{name}_percent": round(float(value), 2) for name, value in scores["per_attribute"].items()},
                 }
             )

@@ -206,8 +206,10 @@ def classify_dataset(
     classifiers (trained and cached on first use, on ``trainer``: default
     :func:`~repscope.studies.sprites.classifiers.default_trainer`) and compare with the stored attributes.
 
-    Writes ``predictions.csv`` (``index`` then one predicted class per attribute) and
-    ``classification.json`` (per-attribute accuracy, the classifiers' own validation accuracy, their
+    Writes ``predictions.csv`` (``index``, one predicted class per attribute, then ``recognised``: 0 where
+    the judge recognises no shape in the image) and ``classification.json`` (per-attribute accuracy and
+    ``all_attributes_right``, an unrecognised image counting wrong as in coherency; ``rejected``, the share
+    of unrecognised images; the classifiers' own validation accuracy, their
     mean confidence on these images and a ``warning`` when it is well below the confidence they had on
     the held-out texture family) into ``out`` (default: the dataset directory; a folder that may hold
     other files). Returns the JSON's content.
@@ -253,16 +255,26 @@ def _classify_into(
     classifiers = load_classifiers(level, trainer=trainer)
     predicted = np.empty((len(data), level), dtype=np.int64)
     confidence = np.empty((len(data), level), dtype=np.float64)
+    recognised = np.empty(len(data), dtype=bool)
     for start in range(0, len(data), batch_size):
         rows = slice(start, start + batch_size)
-        predicted[rows], confidence[rows] = classifiers.predict_with_confidence(np.asarray(data.images[rows]))
+        judgement = classifiers.judge(np.asarray(data.images[rows]))
+        predicted[rows], confidence[rows], recognised[rows] = (
+            judgement.table,
+            judgement.confidence,
+            judgement.recognised,
+        )
         if progress is not None:
             progress(min(start + batch_size, len(data)))
     familiarity = classifiers.familiarity(confidence)
     truth = data.attribute_table()
     attributes = level_attributes(level)
     table = pd.DataFrame(
-        {"index": np.arange(len(data)), **{name: predicted[:, k] for k, name in enumerate(attributes)}}
+        {
+            "index": np.arange(len(data)),
+            **{name: predicted[:, k] for k, name in enumerate(attributes)},
+            "recognised": recognised.astype(int),  # 0: the judge recognises no shape in the image
+        }
     )
     out.mkdir(parents=True, exist_ok=True)
     write_bytes_atomic(targets[0], table.to_csv(index=False, lineterminator="\n").encode())
@@ -270,8 +282,12 @@ def _classify_into(
         "dataset": str(dataset_dir),
         "level": level,
         "count": len(data),
-        "accuracy": {name: float((predicted[:, k] == truth[:, k]).mean()) for k, name in enumerate(attributes)},
-        "all_attributes_right": float((predicted == truth).all(axis=1).mean()),
+        # as coherency counts it: an image the judge recognises no shape in is wrong on every attribute
+        "accuracy": {
+            name: float(((predicted[:, k] == truth[:, k]) & recognised).mean()) for k, name in enumerate(attributes)
+        },
+        "all_attributes_right": float(((predicted == truth).all(axis=1) & recognised).mean()),
+        "rejected": float(np.mean(~recognised)),  # share of images the judge recognises no shape in
         "classifier_validation_accuracy": {name: float(value) for name, value in classifiers.accuracies.items()},
         "classifier_confidence": familiarity["mean_confidence"],
         "warning": familiarity["warning"],
