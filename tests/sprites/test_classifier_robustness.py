@@ -230,6 +230,16 @@ def _quick_run_blobs(generator: CdSpritesPlus, n: int, seed: int) -> np.ndarray:
     return np.clip(np.rint(np.stack(out)), 0, 255).astype(np.uint8)
 
 
+def _negatives(generator: CdSpritesPlus, seed: int) -> dict[str, np.ndarray]:
+    """Images that hold no shape: quick-run blobs of ``generator``'s sprites, black and grey frames, noise."""
+    return {
+        "quick-run blobs": _quick_run_blobs(generator, 40, seed=seed),
+        "black": np.zeros((10, 64, 64, 3), np.uint8),
+        "grey": np.full((10, 64, 64, 3), 90, np.uint8),
+        "noise": np.random.default_rng(seed).integers(0, 256, (20, 64, 64, 3)).astype(np.uint8),
+    }
+
+
 @pytest.mark.slow  # about 50 s on 2 busy cores; test_judge_rejects_by_the_no_shape_probability runs the rule fast
 def test_a_short_training_rejects_blobs_empty_frames_and_noise(tmp_path):
     """Level 1, 3,000 augmented samples with 20% "no shape": clean renders are recognised and
@@ -241,14 +251,7 @@ def test_a_short_training_rejects_blobs_empty_frames_and_noise(tmp_path):
     test = CdSpritesPlus(1, size=300, seed=7, split="test")
     clean = test.batch(np.arange(300))[0]
     assert classifiers.judge(clean).recognised.mean() > 0.9
-    rng = np.random.default_rng(0)
-    negatives = {
-        "blobs": _quick_run_blobs(test, 40, seed=1),
-        "black": np.zeros((10, 64, 64, 3), np.uint8),
-        "grey": np.full((10, 64, 64, 3), 90, np.uint8),
-        "noise": rng.integers(0, 256, (20, 64, 64, 3)).astype(np.uint8),
-    }
-    for name, images in negatives.items():
+    for name, images in _negatives(test, seed=1).items():
         assert classifiers.judge(images).recognised.mean() < 0.2, name
 
 
@@ -300,14 +303,7 @@ def test_the_packaged_classifiers_reject_what_holds_no_shape_and_keep_real_image
     judgement = packaged.judge(clean)
     assert judgement.recognised.mean() >= 0.99
     assert np.mean(np.all(judgement.table == test.batch(np.arange(200))[2], axis=1)) >= 0.97
-    rng = np.random.default_rng(5)
-    negatives = {
-        "quick-run blobs": _quick_run_blobs(test, 40, seed=3),
-        "black": np.zeros((8, 64, 64, 3), np.uint8),
-        "grey": np.full((8, 64, 64, 3), 90, np.uint8),
-        "noise": rng.integers(0, 256, (20, 64, 64, 3)).astype(np.uint8),
-    }
-    for name, images in negatives.items():
+    for name, images in _negatives(test, seed=3).items():
         assert packaged.judge(images).recognised.mean() <= 0.1, (packaged.level, name)
 
 
