@@ -15,8 +15,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:.*below.*0.98:RuntimeWarning")
 
 
 def test_short_training_already_recognises_level_1_shapes(isolated_home, tmp_path):
-    """The cheap stand-in for the slow full-size test behind the README's accuracies: 2,500 samples
-    for 2 epochs (the README's 20,000 x 3 reach 100%), judged on freshly generated test samples."""
+    """The cheap stand-in for the package's judges: 2,500 augmented samples for 3 epochs (with 2 epochs
+    the arg-max read 94.5% in the full suite; 3 gave 98.0% here), judged on freshly generated test samples."""
     from typer.testing import CliRunner
 
     from repscope.cli import app
@@ -34,7 +34,7 @@ def test_short_training_already_recognises_level_1_shapes(isolated_home, tmp_pat
             "--val-size",
             "400",
             "--epochs",
-            "2",
+            "3",
             "--seed",
             "0",
         ],
