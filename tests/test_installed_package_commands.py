@@ -147,12 +147,12 @@ def test_readme_config_commands_run_from_an_empty_directory(installed, tmp_path)
 
 def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_path):
     """The CdSprites+ judges are package data: an installed copy loads them from itself, with an empty
-    $REPSCOPE_HOME and nothing trained (every packaged level; level 3 is not packaged yet)."""
+    $REPSCOPE_HOME and nothing trained, at every level."""
     target, empty = installed
     script = (
         "import json; from repscope.studies.sprites import classifiers as c\n"
         "c._train_locked = None  # training would fail: the package's own must be found\n"
-        "print(json.dumps([str(c.load_classifiers(level).directory) for level in (1, 2, 4, 5)]))\n"
+        "print(json.dumps([str(c.load_classifiers(level).directory) for level in (1, 2, 3, 4, 5)]))\n"
     )
     env = {**_environment(target), "REPSCOPE_HOME": str(tmp_path / "home")}
     result = subprocess.run(
@@ -160,6 +160,6 @@ def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_
     )
     assert result.returncode == 0, result.stderr[-2000:]
     folders = [Path(folder) for folder in json.loads(result.stdout.splitlines()[-1])]
-    assert [folder.name for folder in folders] == [f"cdsprites-level{level}" for level in (1, 2, 4, 5)]
+    assert [folder.name for folder in folders] == [f"cdsprites-level{level}" for level in (1, 2, 3, 4, 5)]
     assert all(folder.resolve().is_relative_to((target / "repscope" / "judges").resolve()) for folder in folders)
     assert not (tmp_path / "home").exists()

@@ -275,9 +275,7 @@ def test_the_cache_version_changed_and_old_caches_are_refused(tmp_path):
 # the classifiers that come with the package
 
 
-# level 3 is not packaged yet: trained with 640k shape draws it read a fresh seed of the second renderer at
-# 0.9725 (below 0.98); it trains on first use with the defaults (1M draws) until its retraining is packaged
-PACKAGED_LEVELS = (1, 2, 4, 5)
+PACKAGED_LEVELS = (1, 2, 3, 4, 5)
 
 
 @pytest.fixture(scope="module", params=PACKAGED_LEVELS)
