@@ -1066,6 +1066,22 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_cli_conventions.py::test_our_warnings_show_as_one_line_and_other_libraries_as_python_shows_them",),
         "our warnings show with a file, line number and source line on the command line",
     ),
+    Mutation(
+        "candle-render-count-stands-still",
+        ("src/repscope/data/candle/render.py",),
+        "        while not stop.wait(every_seconds):\n            update(written_images(out, points))\n",
+        "        while not stop.wait(every_seconds):\n            pass\n",
+        ("tests/candle/test_candle_render.py::test_the_parallel_render_counts_images_as_they_are_written",),
+        "a parallel render's bar stands at 0 until every part has ended",
+    ),
+    Mutation(
+        "candle-render-counts-images-without-record",
+        ("src/repscope/data/candle/render.py",),
+        "    return sum(f\"{image_stem(point['index'])}.json\" in names for point in points)\n",
+        "    return sum(f\"{image_stem(point['index'])}.png\" in names for point in points)\n",
+        ("tests/candle/test_candle_render.py::test_the_parallel_render_counts_images_as_they_are_written",),
+        "an image counts as rendered before its record is written",
+    ),
 ]
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,13 @@ from PIL import Image
 
 from repscope.data.candle.dataset import read_folder, read_record
 from repscope.data.candle.grid import grid_points, image_seed, image_stem, parse_grid
-from repscope.data.candle.render import RenderSettings, render_grid, select_points
+from repscope.data.candle.render import (
+    RenderSettings,
+    _counting_written_images,
+    render_grid,
+    select_points,
+    written_images,
+)
 
 pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
 
@@ -108,7 +115,7 @@ def test_factors_change_the_image_as_the_causal_graph_says(tmp_path):
     assert np.abs(left[y0:y1, x0:x1] - pixels(tmp_path / "c45.png")[y0:y1, x0:x1]).max() > 30
 
 
-def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_cli):
+def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_cli, monkeypatch):
     whole, sharded = tmp_path / "whole", tmp_path / "sharded"
     args = [*FEW, "--limit", "3", *TINY]
     assert run_cli(["candle", "render", "--out", str(whole), *args])[0] == 0
@@ -123,11 +130,32 @@ def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_
         assert json.loads((whole / f"{stem}.json").read_text()) == json.loads((sharded / f"{stem}.json").read_text())
     # two local worker processes, each with one thread: the same pixels again
     workers = tmp_path / "workers"
+    monkeypatch.setenv("REPSCOPE_PROGRESS_SECONDS", "0.2")
     code, stdout, stderr = run_cli(["candle", "render", "--out", str(workers), *args, "--workers", "2"])
     assert code == 0, stderr
+    # the bar counts images, not the two parts (which stood at 0/2 until the end of a long render)
+    assert "rendering 3 CANDLE images in 2 processes: 3/3 done" in stderr and "CANDLE parts" not in stderr
     for name in names:
         assert np.array_equal(pixels(whole / name), pixels(workers / name))
     assert read_folder(workers, 8)["image"].shape[0] == 3  # the hidden .render/ state is not read
+
+
+def test_the_parallel_render_counts_images_as_they_are_written(tmp_path):
+    """The count a parallel render shows is read off the folder while the parts run: a record (written
+    after its image) counts, for the render's own points only; a half-written temporary file does not."""
+    points = grid_points(parse_grid(["object=cube", "size=large", "scene=indoor", "light=left"]))[:4]
+    stems = [image_stem(point["index"]) for point in points]
+    (tmp_path / "99999.json").write_text("{}")  # another render's point
+    (tmp_path / f".{stems[2]}.json.tmp").write_text("{")
+    (tmp_path / f"{stems[3]}.png").write_bytes(b"")  # an image whose record is not written yet
+    counts: list[int] = []
+    with _counting_written_images(tmp_path, points, counts.append, every_seconds=0.02):
+        for stem in stems[:2]:
+            time.sleep(0.2)
+            (tmp_path / f"{stem}.json").write_text("{}")
+        time.sleep(0.2)
+    assert written_images(tmp_path, points) == 2
+    assert counts[0] == 0 and 1 in counts and counts[-1] == 2 and counts == sorted(counts)
 
 
 def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, run_cli):
