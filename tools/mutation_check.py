@@ -1082,6 +1082,25 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_candle_render.py::test_the_parallel_render_counts_images_as_they_are_written",),
         "an image counts as rendered before its record is written",
     ),
+    Mutation(
+        "judges-image-size-unchecked",
+        ("src/repscope/studies/disentangle/cg.py",),
+        "        if trained != size:\n",
+        "        if False:\n",
+        ("tests/candle/test_disentangle_study.py::test_a_judge_trained_at_another_image_size_is_refused",),
+        "classifiers trained at another image size judge a study's images",
+    ),
+    Mutation(
+        "judges-dataset-unchecked",
+        ("src/repscope/studies/disentangle/cg.py",),
+        "        if run.data_name != data:\n",
+        "        if False:\n",
+        (
+            "tests/candle/test_disentangle_study.py::"
+            "test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_written",
+        ),
+        "classifiers of another dataset judge a study's images",
+    ),
 ]
 
 

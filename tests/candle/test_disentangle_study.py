@@ -6,22 +6,37 @@ import json
 import warnings
 
 import pandas as pd
+import pytest
 
+from repscope.errors import InvalidArgumentError
 from repscope.studies.common import MemberModel
 from repscope.studies.disentangle.study import DisentangleStudyConfig, quick, run_disentangle_study
 
 
-def test_the_study_trains_scores_and_writes_table_2(tmp_path):
+def tiny_config(**changes) -> DisentangleStudyConfig:
     config = DisentangleStudyConfig(
         data={"name": "dsprites", "params": {"train_size": 256, "test_size": 64}},
         models=[MemberModel(label="my beta-VAE", name="beta-vae", params={"latent_dim": 4})],
         evaluation_n=40,
         classifier_epochs=1,
+        **changes,
     )
     config.training.trainer.max_epochs = 1
+    return config
+
+
+@pytest.fixture(scope="module")
+def study(tmp_path_factory):
+    """The tiny study's folder, its report and the warnings it gave."""
+    tmp_path = tmp_path_factory.mktemp("disentangle")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        report = run_disentangle_study(config, out=tmp_path / "study")
+        report = run_disentangle_study(tiny_config(), out=tmp_path / "study")
+    return tmp_path, report, caught
+
+
+def test_the_study_trains_scores_and_writes_table_2(study):
+    tmp_path, report, caught = study
     # the weak judges are named once for the study, not again for each model scored
     assert sum("CG judged by weak" in str(warning.message) for warning in caught) == 1
     # the paper's dSprites numbers sit beside ours in the report
@@ -44,10 +59,61 @@ def test_the_study_trains_scores_and_writes_table_2(tmp_path):
     assert shrunk.data.params["train_size"] == 2000 and shrunk.training.trainer.max_epochs == 1
 
 
-def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):
-    import pytest
+def test_classifiers_trained_before_judge_instead_of_the_studys_own(study, tmp_path):
+    first = study[0] / "study"
+    out = tmp_path / "judged"
+    run_disentangle_study(tiny_config(classifiers_dir=str(first / "classifiers")), out=out)
+    assert not (out / "classifiers").exists()  # nothing trained
+    metrics, before = (json.loads((folder / "metrics.json").read_text()) for folder in (out, first))
+    assert metrics["classifiers_dir"] == str(first / "classifiers")
+    assert metrics["classifier_accuracy"] == before["classifier_accuracy"]
+    assert metrics["weak_judges"] == before["weak_judges"] and metrics["judge_ok"] is False
+    # the same seed trains the same model, so the same judges give the same table, CG included
+    table, earlier = (pd.read_csv(folder / "tables" / "table2.csv") for folder in (out, first))
+    pd.testing.assert_frame_equal(table, earlier)
+    report = (out / "report.html").read_text()
+    assert f"Factor classifiers from {first / 'classifiers'}" in report and "train better ones" in report
 
-    from repscope.errors import InvalidArgumentError
+
+def test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_written(study, tmp_path):
+    judges = study[0] / "study" / "classifiers"
+    out = tmp_path / "judged"
+    with pytest.raises(InvalidArgumentError, match=r"^classifiers_dir: .* is not a folder"):
+        run_disentangle_study(tiny_config(classifiers_dir=str(tmp_path / "none")), out=out)
+    shapes_only = tmp_path / "shapes-only"
+    shapes_only.mkdir()
+    (shapes_only / "shape").symlink_to(judges / "shape")
+    with pytest.raises(InvalidArgumentError, match=r"no classifier run for factor\(s\) scale, orientation, posX, posY"):
+        run_disentangle_study(tiny_config(classifiers_dir=str(shapes_only)), out=out)
+    # a dSprites judge of shape cannot judge CdSprites+ shapes
+    sprites = tiny_config(classifiers_dir=str(shapes_only))
+    sprites.data.name, sprites.data.factors = "cdsprites", ["shape"]
+    sprites.data.params = {"level": 1, "train_size": 64, "test_size": 32}
+    with pytest.raises(InvalidArgumentError, match="the shape classifier in .* was trained on dsprites, not cdsprites"):
+        run_disentangle_study(sprites, out=out)
+    assert not out.exists()
+
+
+def test_a_judge_trained_at_another_image_size_is_refused(tmp_path):
+    import yaml
+
+    from repscope.runs import CONFIG_FILE
+    from repscope.studies.disentangle.cg import trained_factor_classifiers
+
+    run = tmp_path / "judges" / "object"
+    run.mkdir(parents=True)
+    config = {"model": {"name": "attribute-cnn"}, "data": {"name": "candle", "params": {"data_dir": "/x"}}}
+    (run / CONFIG_FILE).write_text(yaml.safe_dump(config))
+    (run / "judge.json").write_text(json.dumps({"accuracy": 0.99, "identifiable_accuracy": 0.995}))
+    # the loader's default (64) on the judge's side, named on the study's
+    assert trained_factor_classifiers(tmp_path / "judges", ["object"], "candle", {"image_size": 64}) == {
+        "object": 0.995
+    }
+    with pytest.raises(InvalidArgumentError, match="trained at image_size 64, the study's data is at 128"):
+        trained_factor_classifiers(tmp_path / "judges", ["object"], "candle", {"image_size": 128})
+
+
+def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):
 
     def config(models, data=None):
         return DisentangleStudyConfig(

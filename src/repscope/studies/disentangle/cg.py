@@ -24,6 +24,7 @@ or an error with ``refuse_weak_judges``
 
 from __future__ import annotations
 
+import inspect
 import json
 import shutil
 import warnings
@@ -33,6 +34,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from repscope.data.registry import dataset_loader
 from repscope.data.symmetries import has_symmetry_rule, identifiable_hits, rule_description
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_json_atomic
@@ -203,6 +205,70 @@ def _train_one(
     return float(record["identifiable_accuracy"])
 
 
+def trained_factor_classifiers(
+    folder: str | Path, factors: list[str], data: str, data_params: dict[str, Any] | None = None
+) -> dict[str, float]:
+    """The accuracies of factor classifiers trained before (``repscope disentangle classifiers``), checked
+    against the data a study judges with them.
+
+    A judge must have been trained on the study's dataset and at its image size (a CANDLE judge trained
+    on every grid point may judge a study of the confounded subset; one trained on 128-pixel images
+    cannot judge 64-pixel ones).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The classifiers' folder (one run directory per factor).
+    factors : list of str
+        The factors the study judges.
+    data : str
+        The study's registered dataset.
+    data_params : dict, optional
+        The study's dataset parameters (``image_size`` is compared).
+
+    Returns
+    -------
+    dict of str to float
+        Identifiable test accuracy per factor, in the order of ``factors``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``classifiers_dir``: not a folder, a factor without a classifier run, a classifier of
+        another dataset or image size.
+    """
+    folder = Path(folder).expanduser()
+    if not folder.is_dir():
+        raise InvalidArgumentError(f"classifiers_dir: {folder} is not a folder")
+    missing = [name for name in factors if not (folder / name / CONFIG_FILE).is_file()]
+    if missing:
+        raise InvalidArgumentError(
+            f"classifiers_dir: {folder} has no classifier run for factor(s) {', '.join(missing)} (train them "
+            "with repscope disentangle classifiers)"
+        )
+    # both sides' loader defaults filled in: a study that names image_size 64 and a judge trained without it
+    defaults = {
+        key: parameter.default
+        for key, parameter in inspect.signature(dataset_loader(data)).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+    size = {**defaults, **(data_params or {})}.get("image_size")
+    for name in factors:
+        run = open_run(folder / name)
+        if run.data_name != data:
+            raise InvalidArgumentError(
+                f"classifiers_dir: the {name} classifier in {folder} was trained on {run.data_name}, not {data}"
+            )
+        trained = run.data_arguments.get("image_size")
+        if trained != size:
+            raise InvalidArgumentError(
+                f"classifiers_dir: the {name} classifier in {folder} was trained at image_size {trained}, "
+                f"the study's data is at {size}"
+            )
+    records = judge_records(folder)
+    return {name: float(records[name]["identifiable_accuracy"]) for name in factors}
+
+
 def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
     missing = [name for name in names if not (folder / name / CONFIG_FILE).is_file()]
     if missing:
@@ -355,4 +421,11 @@ def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-__all__ = ["train_factor_classifiers", "cg_of_run", "classifier_accuracies", "judge_record", "judge_records"]
+__all__ = [
+    "train_factor_classifiers",
+    "trained_factor_classifiers",
+    "cg_of_run",
+    "classifier_accuracies",
+    "judge_record",
+    "judge_records",
+]

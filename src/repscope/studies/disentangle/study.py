@@ -3,7 +3,8 @@
 Every model of the config trains on the dataset (a run directory each, under ``models/``); the factor
 classifiers that CG judges counterfactual images with (``classifier_model``: ``attribute-cnn`` by
 default, or ``factor-cnn``) train on the same data and on the same trainer (``classifiers/``; the
-paper's reached 98.9% and 99.5%).
+paper's reached 98.9% and 99.5%), unless ``classifiers_dir`` names classifiers trained before on the same
+dataset and image size (``repscope disentangle classifiers``).
 The report and ``metrics.json`` give each judge's raw test accuracy (``classifier_raw_accuracy``) and
 the accuracy it is held to, on what the images can show (``classifier_accuracy``: a turned square's
 symmetric orientation counts as right, a sphere's rotation is not counted;
@@ -40,7 +41,13 @@ from repscope.report import Report
 from repscope.report.disentangle_figures import FLAT_STD, irs_uc_heatmaps, near_constant, traversal_figure
 from repscope.runs import CONFIG_FILE, METRICS_FILE, RunDirectory, read_config
 from repscope.studies.common import MemberModel, TrainingSection, check_members, member_config, slug, train_or_load
-from repscope.studies.disentangle.cg import CLASSIFIER_MODEL, cg_of_run, judge_records, train_factor_classifiers
+from repscope.studies.disentangle.cg import (
+    CLASSIFIER_MODEL,
+    cg_of_run,
+    judge_records,
+    train_factor_classifiers,
+    trained_factor_classifiers,
+)
 from repscope.studies.disentangle.score import codes_of_run
 from repscope.train.config import Named, Section, TrainerSection
 from repscope.train.run import fit, load_task
@@ -107,6 +114,9 @@ class DisentangleStudyConfig(Section):
     classifier_model: str = CLASSIFIER_MODEL
     classifier_params: dict[str, Any] = Field(default_factory=dict)
     classifier_epochs: int = Field(3, ge=1)
+    # factor classifiers trained before (repscope disentangle classifiers; e.g. CANDLE judges trained on more
+    # renders than the study's subset): used as they are instead of training the study's own
+    classifiers_dir: str | None = None
     evaluation_n: int = Field(2000, ge=10)
     rho: list[int] = Field(default_factory=lambda: [1, 2])
     traversal_steps: int = Field(7, ge=2)
@@ -443,6 +453,9 @@ def run_disentangle_study(
     # loads the data and builds each model once: a line every few seconds while it does
     with progress_bar(f"checking the {len(config.models)} models on {config.data.name}"):
         check_members(config.models, data, config.training, config.seed, source)
+    if config.classifiers_dir is not None:  # checked before anything is written
+        judged_by = Path(config.classifiers_dir).expanduser()
+        accuracies = trained_factor_classifiers(judged_by, config.data.factors, config.data.name, config.data.params)
     as_dict = config.model_dump(mode="json")
     if resume:
         if out is None:
@@ -459,19 +472,26 @@ def run_disentangle_study(
     report.add_paragraph(plain_text(__doc__.split("\n\n", 1)[1]))
     if add_intro is not None:
         add_intro(report)
-    classifiers = run.path("classifiers")
-    accuracies = train_factor_classifiers(
-        config.data.name,
-        config.data.factors,
-        classifiers,
-        data_params=config.data.params,
-        epochs=config.classifier_epochs,
-        seed=config.seed,
-        trainer=config.training.trainer,
-        model=config.classifier_model,
-        model_params=config.classifier_params,
-        resume=resume,
-    )
+    if config.classifiers_dir is not None:
+        classifiers = judged_by
+        judges_title = f"Factor classifiers from {config.classifiers_dir}: CG judges with them"
+    else:
+        classifiers = run.path("classifiers")
+        accuracies = train_factor_classifiers(
+            config.data.name,
+            config.data.factors,
+            classifiers,
+            data_params=config.data.params,
+            epochs=config.classifier_epochs,
+            seed=config.seed,
+            trainer=config.training.trainer,
+            model=config.classifier_model,
+            model_params=config.classifier_params,
+            resume=resume,
+        )
+        judges_title = (
+            f"Factor classifiers ({config.classifier_model}, {config.classifier_epochs} epochs): CG judges with them"
+        )
     # once for the study (each model's CG would warn again): a CG from judges near chance measures nothing
     judges = check_judges(list(accuracies.values()), list(accuracies), config.min_judge_accuracy)
     total = len(config.models)
@@ -492,7 +512,7 @@ def run_disentangle_study(
     order = ["model", "irs"] + [f"{part}_rho{r}" for r in config.rho for part in ("uc", "cg")]
     table = table[order + ["mig", "dci_disentanglement", "sap"]]
     run.write_table("table2", table)
-    judge_rows = judge_records(classifiers)
+    judge_rows = {name: record for name, record in judge_records(classifiers).items() if name in accuracies}
     judge_table = pd.DataFrame(
         [
             {
@@ -506,6 +526,7 @@ def run_disentangle_study(
     )
     flat = {record["model"]: record.get("flat_traversal_images", 0.0) for record in records}
     metrics = {
+        "classifiers_dir": str(classifiers),
         "classifier_accuracy": accuracies,
         "classifier_raw_accuracy": {name: record["accuracy"] for name, record in judge_rows.items()},
         "judge_ok": judges["judge_ok"],
@@ -519,8 +540,12 @@ def run_disentangle_study(
         weak = ", ".join(f"{name} {accuracies[name]:.1%}" for name in judges["weak_judges"])
         report.add_warning(
             f"The factor classifiers of {weak} are below the {config.min_judge_accuracy:.0%} held-out accuracy "
-            "a judge needs (min_judge_accuracy), so the CG columns say little about the models: train the "
-            "classifiers longer (classifier_epochs)."
+            "a judge needs (min_judge_accuracy), so the CG columns say little about the models: "
+            + (
+                "train better ones (repscope disentangle classifiers: more images, more epochs, --model factor-cnn)."
+                if config.classifiers_dir is not None
+                else "train the classifiers longer (classifier_epochs)."
+            )
         )
     flat_models = [label for label, share in flat.items() if share >= 1.0]
     if flat_models:
@@ -542,10 +567,7 @@ def run_disentangle_study(
             columns=["model", "irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2"],
         )
         report.add_table(paper.rename(columns=column_label), title=f"The paper's Table 2, {title} half ({setting})")
-    report.add_table(
-        judge_table,
-        title=f"Factor classifiers ({config.classifier_model}, {config.classifier_epochs} epochs): CG judges with them",
-    )
+    report.add_table(judge_table, title=judges_title)
     heatmaps = [(record["model"], record["figures"]["irs"]) for record in records if "irs" in record["figures"]]
     if heatmaps:
         report.add_heading("IRS matrices and UC sets")
