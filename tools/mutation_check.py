@@ -1101,6 +1101,14 @@ MUTATIONS: list[Mutation] = [
         ),
         "classifiers of another dataset judge a study's images",
     ),
+    Mutation(
+        "candle-nested-manifest-read",
+        ("src/repscope/data/candle/dataset.py",),
+        'and path.name != "render.json"\n',
+        'and path.relative_to(data_dir) != Path("render.json")\n',
+        ("tests/candle/test_candle_render.py::test_render_writes_images_and_candle_json_the_dataset_reads",),
+        "a folder of several renders fails on the second render's manifest, read as an image record",
+    ),
 ]
 
 

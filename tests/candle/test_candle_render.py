@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -59,6 +60,11 @@ def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cl
     assert "rendered 4 images (0 already there) of 4" in stdout
     data = read_folder(out, image_size=16)  # render.json is not an image record
     assert data["image"].shape == (4, 3, 16, 16)
+    # a folder of several renders (one per seed, say), each with its own render.json, is read whole
+    for name in ("seed0", "seed1"):
+        shutil.copytree(out, tmp_path / "renders" / name)
+    both = read_folder(tmp_path / "renders", image_size=16)
+    assert both["image"].shape == (8, 3, 16, 16) and np.array_equal(both["factors"][:4], data["factors"])
     # --limit 4 spreads over the 60-point sub-grid (positions 0, 15, 30, 45): two cubes, then two tori
     assert data["factors"][:, 0].tolist() == [0, 0, 4, 4]
 

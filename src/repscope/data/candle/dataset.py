@@ -184,7 +184,7 @@ def folder_records(data_dir: str | Path) -> dict[str, Any]:
     ----------
     data_dir : str or Path
         Folder searched recursively for ``*.json`` files; hidden files and folders and our renders'
-        ``render.json`` are left out.
+        ``render.json`` (at any depth: a folder may hold several renders) are left out.
 
     Returns
     -------
@@ -203,12 +203,12 @@ def folder_records(data_dir: str | Path) -> dict[str, Any]:
     data_dir = Path(data_dir).expanduser()
     if not data_dir.is_dir():
         raise InvalidArgumentError(f"data_dir: {data_dir} is not a folder")
-    # our renders keep their manifest (render.json) and bookkeeping (hidden folders) beside the images
+    # our renders keep their manifest (render.json) and bookkeeping (hidden folders) beside the images; a
+    # folder of several renders (one sub-folder per seed) has a manifest in each
     files = sorted(
         path
         for path in data_dir.rglob("*.json")
-        if not any(part.startswith(".") for part in path.relative_to(data_dir).parts)
-        and path.relative_to(data_dir) != Path("render.json")
+        if not any(part.startswith(".") for part in path.relative_to(data_dir).parts) and path.name != "render.json"
     )
     if not files:
         raise InvalidArgumentError(f"data_dir: {data_dir} holds no CANDLE .json files")
