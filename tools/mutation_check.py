@@ -1109,6 +1109,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_candle_render.py::test_render_writes_images_and_candle_json_the_dataset_reads",),
         "a folder of several renders fails on the second render's manifest, read as an image record",
     ),
+    Mutation(
+        "candle-render-interrupt-counts-parts",
+        ("src/repscope/data/candle/render.py",),
+        '                    describe_interrupted_sweep(state, f"{done} of {len(points)} images rendered")\n',
+        "",
+        ("tests/candle/test_candle_render.py::test_an_interrupted_parallel_render_counts_the_images_it_made",),
+        "Ctrl-C in a parallel render says '0 of 2 runs complete' after a thousand images",
+    ),
 ]
 
 

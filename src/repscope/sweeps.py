@@ -58,7 +58,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -244,25 +244,50 @@ class InterruptedSweep:
         The sweep directory (absolute).
     done, failed, total : int
         Points finished (their ``sweep-done.json`` written, reused ones included), failed, and in all.
+    progress : str, optional
+        What the caller's own count says instead (:func:`describe_interrupted_sweep`): a sweep whose points
+        are parts of one job (a render's two processes) counts what the parts made, not the parts.
     """
 
     out: Path
     done: int
     failed: int
     total: int
+    progress: str | None = None
 
     def counts_text(self) -> str:
-        """``20 of 138 runs complete`` (with ``, 2 failed`` when points failed; they run again on resume).
+        """``20 of 138 runs complete`` (with ``, 2 failed`` when points failed; they run again on resume),
+        or the caller's own count.
 
         Returns
         -------
         str
             The counts, for the command's last line.
         """
+        if self.progress is not None:
+            return self.progress
         return f"{self.done} of {self.total} runs complete" + (f", {self.failed} failed" if self.failed else "")
 
 
 _interrupted: list[InterruptedSweep] = []
+
+
+def describe_interrupted_sweep(out: str | os.PathLike, progress: str) -> None:
+    """Say what an interrupted sweep had done in the caller's words (``1151 of 4050 images rendered``), for
+    the command's last line; the caller catches the KeyboardInterrupt, calls this, and raises it again.
+
+    Parameters
+    ----------
+    out : path
+        The sweep directory given to :func:`run_sweep`.
+    progress : str
+        The count to show instead of ``n of m runs complete``.
+    """
+    out = Path(out).absolute()
+    for k in range(len(_interrupted) - 1, -1, -1):
+        if _interrupted[k].out == out:
+            _interrupted[k] = replace(_interrupted[k], progress=str(progress))
+            return
 
 
 def interrupted_sweeps() -> list[InterruptedSweep]:
@@ -1041,6 +1066,7 @@ __all__ = [
     "DONE_MARKER",
     "FailedPoint",
     "InterruptedSweep",
+    "describe_interrupted_sweep",
     "SweepPoint",
     "SweepResult",
     "expand_grid",

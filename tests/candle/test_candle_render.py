@@ -164,6 +164,45 @@ def test_the_parallel_render_counts_images_as_they_are_written(tmp_path):
     assert counts[0] == 0 and 1 in counts and counts[-1] == 2 and counts == sorted(counts)
 
 
+def test_an_interrupted_parallel_render_counts_the_images_it_made(tmp_path, monkeypatch, capsys):
+    """Ctrl-C in a render on two processes: the last line counts images (earlier ones included), not the
+    two parts, which stay at "0 of 2 runs complete" until a whole part has ended."""
+    import signal
+
+    import repscope.cli as cli
+    import repscope.outputs as outputs
+    import repscope.sweeps as sweeps
+
+    points = select_points(["object=cube", "size=large", "scene=indoor", "rotation=0"], None, "all")[:5]
+    out = tmp_path / "render"
+    settings = RenderSettings(resolution=(64, 48), samples=1)
+    out.mkdir()
+    (out / f"{image_stem(points[0]['index'])}.png").write_bytes(b"")  # rendered by an earlier run
+    (out / f"{image_stem(points[0]['index'])}.json").write_text("{}")
+
+    def stopped_after_two_images(grid, target, state, **kwargs):
+        for point in kwargs["common"]["points"][:2]:
+            (out / f"{image_stem(point['index'])}.json").write_text("{}")
+        Path(state).mkdir(parents=True)  # the sweep's bookkeeping, inside --out
+        sweeps._interrupted.append(sweeps.InterruptedSweep(Path(state).absolute(), 0, 0, len(grid)))
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(sweeps, "run_sweep", stopped_after_two_images)
+    with pytest.raises(KeyboardInterrupt):
+        render_grid(out, settings, points, workers=2, progress=False)
+    assert sweeps.interrupted_sweeps()[-1].counts_text() == "3 of 5 images rendered"
+    monkeypatch.setattr(outputs, "incomplete_outputs", lambda: [(out, "--out", True)])
+    previous = signal.getsignal(signal.SIGINT)
+    try:
+        assert cli._interrupted_exit().code == 130
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    assert capsys.readouterr().err.strip() == (
+        f"repscope: interrupted; --out {out} holds an incomplete output: 3 of 5 images rendered "
+        "(pass --resume with the same --out to go on or --overwrite to replace it)"
+    )
+
+
 def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, run_cli):
     out = tmp_path / "render"
     args = [*FEW, "--limit", "4", *TINY]

@@ -399,7 +399,7 @@ def render_grid(
         rows = [summary]
     else:
         from repscope.resources import resolve_jobs  # noqa: PLC0415
-        from repscope.sweeps import expand_grid, run_sweep  # noqa: PLC0415
+        from repscope.sweeps import describe_interrupted_sweep, expand_grid, run_sweep  # noqa: PLC0415
 
         if backend == "ray":
             parts = max(1, math.ceil(len(pending) / POINTS_PER_RAY_PART))
@@ -413,18 +413,24 @@ def render_grid(
         description = f"rendering {len(pending)} CANDLE images in {parts} processes"
         with progress_bar(description, total=len(pending), enabled=progress) as update:
             with _counting_written_images(out, pending, update):
-                result = run_sweep(
-                    grid,
-                    "repscope.data.candle.render:render_part",
-                    state,
-                    common={"out": str(out.absolute()), "points": pending, "settings": fields},
-                    workers=workers,
-                    backend=backend,
-                    address=address,
-                    cpus_per_run=cpus_per_run,
-                    description="rendering CANDLE parts",
-                    progress=False,
-                )
+                try:
+                    result = run_sweep(
+                        grid,
+                        "repscope.data.candle.render:render_part",
+                        state,
+                        common={"out": str(out.absolute()), "points": pending, "settings": fields},
+                        workers=workers,
+                        backend=backend,
+                        address=address,
+                        cpus_per_run=cpus_per_run,
+                        description="rendering CANDLE parts",
+                        progress=False,
+                    )
+                except KeyboardInterrupt:
+                    # the last line counts images, as the bar did ("0 of 2 runs complete" after 1,151 images)
+                    done = written_images(out, pending) + len(points) - len(pending)
+                    describe_interrupted_sweep(state, f"{done} of {len(points)} images rendered")
+                    raise
         if result.failed:
             first = result.failed[0]
             raise InvalidArgumentError(
