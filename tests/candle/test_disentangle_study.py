@@ -94,23 +94,35 @@ def test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_wri
     assert not out.exists()
 
 
-def test_a_judge_trained_at_another_image_size_is_refused(tmp_path):
+def test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused(tmp_path):
     import yaml
 
     from repscope.runs import CONFIG_FILE
     from repscope.studies.disentangle.cg import trained_factor_classifiers
 
-    run = tmp_path / "judges" / "object"
-    run.mkdir(parents=True)
-    config = {"model": {"name": "attribute-cnn"}, "data": {"name": "candle", "params": {"data_dir": "/x"}}}
-    (run / CONFIG_FILE).write_text(yaml.safe_dump(config))
-    (run / "judge.json").write_text(json.dumps({"accuracy": 0.99, "identifiable_accuracy": 0.995}))
+    def judge(factor, target, judged=True):
+        run = tmp_path / "judges" / factor
+        run.mkdir(parents=True)
+        params = {"data_dir": "/x", "target": target}
+        config = {"model": {"name": "attribute-cnn"}, "data": {"name": "candle", "params": params}}
+        (run / CONFIG_FILE).write_text(yaml.safe_dump(config))
+        if judged:
+            (run / "judge.json").write_text(json.dumps({"accuracy": 0.99, "identifiable_accuracy": 0.995}))
+
+    judge("object", "object")
     # the loader's default (64) on the judge's side, named on the study's
     assert trained_factor_classifiers(tmp_path / "judges", ["object"], "candle", {"image_size": 64}) == {
         "object": 0.995
     }
     with pytest.raises(InvalidArgumentError, match="trained at image_size 64, the study's data is at 128"):
         trained_factor_classifiers(tmp_path / "judges", ["object"], "candle", {"image_size": 128})
+    # a run in the wrong folder, and one stopped before it was measured
+    judge("size", "color")
+    with pytest.raises(InvalidArgumentError, match=r"the run .*size classifies 'color', not size"):
+        trained_factor_classifiers(tmp_path / "judges", ["object", "size"], "candle")
+    judge("light", "light", judged=False)
+    with pytest.raises(InvalidArgumentError, match="the light classifier.* did not finish training"):
+        trained_factor_classifiers(tmp_path / "judges", ["object", "light"], "candle")
 
 
 def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):

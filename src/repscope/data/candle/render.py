@@ -409,8 +409,9 @@ def render_grid(
         state = out / STATE_DIR / datetime.now(UTC).strftime("%Y%m%d-%H%M%S-%f")
         fields = asdict(settings)
         # the bar counts images, read off the folder: the parts' own count (0/2 until a part ends) stood still
-        # for the whole render, 16 minutes for the 4,050-point grid at 160x120 on 2 cores
-        description = f"rendering {len(pending)} CANDLE images in {parts} processes"
+        # for a whole render, 20 minutes for the 4,050-point grid at 160x120 on 2 cores
+        unit = "processes" if backend == "local" else "Ray parts"
+        description = f"rendering {len(pending)} CANDLE images in {parts} {unit}"
         with progress_bar(description, total=len(pending), enabled=progress) as update:
             with _counting_written_images(out, pending, update):
                 try:

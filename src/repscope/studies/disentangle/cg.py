@@ -234,8 +234,8 @@ def trained_factor_classifiers(
     Raises
     ------
     InvalidArgumentError
-        Naming ``classifiers_dir``: not a folder, a factor without a classifier run, a classifier of
-        another dataset or image size.
+        Naming ``classifiers_dir``: not a folder, a factor without a classifier run, a run of another
+        factor, dataset or image size, or one that did not finish training.
     """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
@@ -259,6 +259,10 @@ def trained_factor_classifiers(
             raise InvalidArgumentError(
                 f"classifiers_dir: the {name} classifier in {folder} was trained on {run.data_name}, not {data}"
             )
+        if run.data_params.get("target") != name:
+            raise InvalidArgumentError(
+                f"classifiers_dir: the run {folder / name} classifies {run.data_params.get('target')!r}, not {name}"
+            )
         trained = run.data_arguments.get("image_size")
         if trained != size:
             raise InvalidArgumentError(
@@ -266,6 +270,12 @@ def trained_factor_classifiers(
                 f"the study's data is at {size}"
             )
     records = judge_records(folder)
+    unfinished = [name for name in factors if name not in records]
+    if unfinished:
+        raise InvalidArgumentError(
+            f"classifiers_dir: the {', '.join(unfinished)} classifier(s) in {folder} did not finish training "
+            "(no judge.json or metrics.json)"
+        )
     return {name: float(records[name]["identifiable_accuracy"]) for name in factors}
 
 
