@@ -1087,7 +1087,9 @@ MUTATIONS: list[Mutation] = [
         ("src/repscope/studies/disentangle/cg.py",),
         "        if trained != size:\n",
         "        if False:\n",
-        ("tests/candle/test_disentangle_study.py::test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused",),
+        (
+            "tests/candle/test_disentangle_study.py::test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused",
+        ),
         "classifiers trained at another image size judge a study's images",
     ),
     Mutation(
