@@ -7,6 +7,7 @@ resolved by :func:`repscope.registry.resolve`.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -48,6 +49,30 @@ def dataset_loader(name: str) -> Callable[..., Any]:
     if name not in DATASETS:
         raise InvalidArgumentError(f"data.name: unknown dataset {name!r}; registered: {', '.join(sorted(DATASETS))}")
     return resolve(DATASETS[name])
+
+
+def loader_arguments(name: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Every keyword argument the loader ``name`` runs with: ``params`` over the loader's own defaults
+    (read from its signature, so no caller copies them).
+
+    Parameters
+    ----------
+    name : str
+        A registered name (see :func:`dataset_loader`).
+    params : dict, optional
+        The parameters a config sets (``data.params``).
+
+    Returns
+    -------
+    dict of str to Any
+        The defaults, with ``params`` over them.
+    """
+    defaults = {
+        key: parameter.default
+        for key, parameter in inspect.signature(dataset_loader(name)).parameters.items()
+        if parameter.default is not inspect.Parameter.empty
+    }
+    return {**defaults, **(params or {})}
 
 
 def load_dataset(name: str, **params: Any) -> Any:

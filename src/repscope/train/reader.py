@@ -20,14 +20,13 @@ tensors and containers only, no code), and a corrupt or mismatched file is a
 
 from __future__ import annotations
 
-import inspect
 import pickle
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from repscope.config import read_yaml_mapping, validate_config
-from repscope.data.registry import dataset_loader, load_dataset
+from repscope.data.registry import load_dataset, loader_arguments
 from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
 from repscope.runs import CONFIG_FILE, read_config, read_metrics
 from repscope.train.config import TrainConfig
@@ -107,12 +106,7 @@ class TrainedRun:
         InvalidArgumentError
             When :attr:`data_name` is not a registered dataset.
         """
-        defaults = {
-            name: parameter.default
-            for name, parameter in inspect.signature(dataset_loader(self.data_name)).parameters.items()
-            if parameter.default is not inspect.Parameter.empty
-        }
-        return {**defaults, **self.data_params}
+        return loader_arguments(self.data_name, self.data_params)
 
     @property
     def checkpoint(self) -> Path:

@@ -24,7 +24,6 @@ or an error with ``refuse_weak_judges``
 
 from __future__ import annotations
 
-import inspect
 import json
 import shutil
 import warnings
@@ -34,7 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from repscope.data.registry import dataset_loader
+from repscope.data.registry import loader_arguments
 from repscope.data.symmetries import has_symmetry_rule, identifiable_hits, rule_description
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_json_atomic
@@ -247,12 +246,7 @@ def trained_factor_classifiers(
             "with repscope disentangle classifiers)"
         )
     # both sides' loader defaults filled in: a study that names image_size 64 and a judge trained without it
-    defaults = {
-        key: parameter.default
-        for key, parameter in inspect.signature(dataset_loader(data)).parameters.items()
-        if parameter.default is not inspect.Parameter.empty
-    }
-    size = {**defaults, **(data_params or {})}.get("image_size")
+    size = loader_arguments(data, data_params).get("image_size")
     for name in factors:
         run = open_run(folder / name)
         if run.data_name != data:

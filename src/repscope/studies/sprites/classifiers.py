@@ -109,7 +109,7 @@ GENERATOR = "repscope.data.sprites.cdsprites.CdSpritesPlus"
 # the package's level-5 and level-3 recipe (src/repscope/judges/README.md): 1M augmented draws for shape
 # (level 3's shape read a fresh second-renderer sample at 0.9725 after 640k draws, level 5's 0.9965 after
 # 1M) and 200k for each other attribute (level 3's size: 0.983 after 100k); with 2 data-loader workers
-# about 25 min for level 3 on 2 cores
+# level 3 took 16 min on a quiet 2-core machine (2026-11-27)
 DEFAULT_TRAIN_SIZE = 200_000
 DEFAULT_OTHER_TRAIN_SIZE = 40_000  # never more than train_size
 # augmented draws a minute on 2 CPU cores with 2 data-loader workers (level 4: 940k in 16.5 min)
