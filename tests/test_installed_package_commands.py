@@ -163,3 +163,26 @@ def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_
     assert [folder.name for folder in folders] == [f"cdsprites-level{level}" for level in (1, 2, 3, 4, 5)]
     assert all(folder.resolve().is_relative_to((target / "repscope" / "judges").resolve()) for folder in folders)
     assert not (tmp_path / "home").exists()
+
+
+def test_the_installed_package_carries_its_dsprites_judges(installed, tmp_path):
+    """The dSprites CG judges are package data too: ``packaged`` finds them in the installed copy, and each
+    loads its weights from there."""
+    target, empty = installed
+    script = (
+        "import json; from repscope.studies.disentangle.cg import classifiers_folder, trained_factor_classifiers\n"
+        "from repscope.train.reader import open_run\n"
+        "folder = classifiers_folder('packaged', 'dsprites')\n"
+        "names = ['shape', 'scale', 'orientation', 'posX', 'posY']\n"
+        "accuracies = trained_factor_classifiers(folder, names, 'dsprites')\n"
+        "tasks = [open_run(folder / name).task() for name in names]\n"
+        "print(json.dumps({'folder': str(folder), 'accuracies': accuracies}))\n"
+    )
+    env = {**_environment(target), "REPSCOPE_HOME": str(tmp_path / "home")}
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=empty, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    found = json.loads(result.stdout.splitlines()[-1])
+    assert Path(found["folder"]).resolve().is_relative_to((target / "repscope" / "judges" / "dsprites").resolve())
+    assert min(found["accuracies"].values()) >= 0.98

@@ -1119,6 +1119,47 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_candle_render.py::test_an_interrupted_parallel_render_counts_the_images_it_made",),
         "Ctrl-C in a parallel render says '0 of 2 runs complete' after a thousand images",
     ),
+    Mutation(
+        "packaged-judges-any-dataset",
+        ("src/repscope/studies/disentangle/cg.py",),
+        "    if data not in PACKAGED_JUDGES:\n",
+        "    if False:\n",
+        ("tests/candle/test_packaged_dsprites_judges.py::test_packaged_names_the_dsprites_judges_and_no_others",),
+        "dSprites judges would judge CANDLE or CdSprites+ images",
+    ),
+    Mutation(
+        "packaged-judges-read-as-a-folder",
+        ("src/repscope/studies/disentangle/study.py",),
+        "        judged_by = classifiers_folder(config.classifiers_dir, config.data.name)\n",
+        "        judged_by = Path(config.classifiers_dir).expanduser()\n",
+        (
+            "tests/candle/test_packaged_dsprites_judges.py::"
+            "test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are",
+        ),
+        "classifiers_dir: packaged is looked for as a folder of that name in the working directory",
+    ),
+    Mutation(
+        "score-packaged-judges-unresolved",
+        ("src/repscope/studies/disentangle/cg.py",),
+        '    classifiers = classifiers_folder(classifiers, open_run(run_dir).data_name, "--classifiers")\n',
+        "    classifiers = Path(classifiers)\n",
+        (
+            "tests/candle/test_packaged_dsprites_judges.py::"
+            "test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are",
+        ),
+        "disentangle score --classifiers packaged looks for a folder called packaged",
+    ),
+    Mutation(
+        "packaged-judge-weights-of-another-factor",
+        ("src/repscope/studies/disentangle/cg.py",),
+        "    return [open_run(folder / name).task() for name in names]\n",
+        "    return [open_run(folder / names[0]).task() for name in names]\n",
+        (
+            "tests/candle/test_packaged_dsprites_judges.py::"
+            "test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are",
+        ),
+        "every factor judged by the first factor's classifier",
+    ),
 ]
 
 

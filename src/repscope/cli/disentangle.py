@@ -39,7 +39,10 @@ def score_command(
         [], "--metric", help=f"only these metrics (repeat): {', '.join(metric_names(ARRAY_INPUTS))}"
     ),
     classifiers: Optional[Path] = typer.Option(
-        None, "--classifiers", help="run directory: add CG at rho 1 and 2, judged by these factor classifiers"
+        None,
+        "--classifiers",
+        help="run directory: add CG at rho 1 and 2, judged by these factor classifiers (a folder of "
+        "repscope disentangle classifiers, or 'packaged': the dSprites judges that come with repscope)",
     ),
     compat: COMPAT_CHOICES = typer.Option(
         "paper",

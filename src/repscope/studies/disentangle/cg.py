@@ -53,6 +53,10 @@ from repscope.train.run import fit
 
 CLASSIFIER_MODEL = "attribute-cnn"
 JUDGE_FILE = "judge.json"
+# the value of classifiers_dir / --classifiers that names the judges which come with the package
+PACKAGED = "packaged"
+# the factor classifiers that come with the package, by dataset (trained as src/repscope/judges/README.md says)
+PACKAGED_JUDGES: dict[str, Path] = {"dsprites": Path(__file__).resolve().parents[2] / "judges" / "dsprites"}
 
 
 def judge_record(
@@ -204,6 +208,42 @@ def _train_one(
     return float(record["identifiable_accuracy"])
 
 
+def classifiers_folder(value: str | Path, data: str, key: str = "classifiers_dir") -> Path:
+    """The folder of factor classifiers that ``value`` names: a folder, or ``packaged`` for those that
+    come with the package for ``data`` (:data:`PACKAGED_JUDGES`: dSprites, every judge at least 98%
+    identifiable accuracy).
+
+    A folder that is itself called ``packaged`` is named by its absolute path.
+
+    Parameters
+    ----------
+    value : str or pathlib.Path
+        ``classifiers_dir`` of a study or ``--classifiers`` of ``disentangle score``.
+    data : str
+        The registered dataset the classifiers are to judge.
+    key : str, default="classifiers_dir"
+        The setting named in the error.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (not yet checked: :func:`trained_factor_classifiers` does that).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``key``: ``packaged`` for a dataset the package has no judges of.
+    """
+    if str(value) != PACKAGED:
+        return Path(value).expanduser()
+    if data not in PACKAGED_JUDGES:
+        raise InvalidArgumentError(
+            f"{key}: {PACKAGED} judges come with repscope for {', '.join(sorted(PACKAGED_JUDGES))} only, not "
+            f"{data}; train them with repscope disentangle classifiers and name their folder"
+        )
+    return PACKAGED_JUDGES[data]
+
+
 def trained_factor_classifiers(
     folder: str | Path, factors: list[str], data: str, data_params: dict[str, Any] | None = None
 ) -> dict[str, float]:
@@ -299,7 +339,8 @@ def cg_of_run(
     run_dir : str or pathlib.Path
         A VAE-family training run on data with factors.
     classifiers : str or pathlib.Path
-        The folder :func:`train_factor_classifiers` wrote (one run directory per factor).
+        The folder :func:`train_factor_classifiers` wrote (one run directory per factor), or ``packaged``:
+        the judges that come with the package for the run's dataset (:func:`classifiers_folder`).
     n : int, default=1000
         Test examples (a seeded draw, as :func:`codes_of_run`).
     seed : int, default=0
@@ -322,10 +363,12 @@ def cg_of_run(
     Raises
     ------
     InvalidArgumentError
-        When a factor has no classifier run, or a judge is weak and ``refuse_weak_judges`` is set.
+        When a factor has no classifier run, ``packaged`` names no judges of the run's dataset, or a judge
+        is weak and ``refuse_weak_judges`` is set.
     """
     factors, codes, names = codes_of_run(run_dir, n=n, seed=seed)
-    models = _load_classifiers(Path(classifiers), names)
+    classifiers = classifiers_folder(classifiers, open_run(run_dir).data_name, "--classifiers")
+    models = _load_classifiers(classifiers, names)
     measured = classifier_accuracies(classifiers)
     accuracies = [measured.get(name, float("nan")) for name in names]
     judges = check_judges(accuracies, names, min_judge_accuracy, refuse=refuse_weak_judges)
@@ -426,6 +469,9 @@ def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
 
 
 __all__ = [
+    "PACKAGED",
+    "PACKAGED_JUDGES",
+    "classifiers_folder",
     "train_factor_classifiers",
     "trained_factor_classifiers",
     "cg_of_run",

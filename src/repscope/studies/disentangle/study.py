@@ -4,7 +4,8 @@ Every model of the config trains on the dataset (a run directory each, under ``m
 classifiers that CG judges counterfactual images with (``classifier_model``: ``attribute-cnn`` by
 default, or ``factor-cnn``) train on the same data and on the same trainer (``classifiers/``; the
 paper's reached 98.9% and 99.5%), unless ``classifiers_dir`` names classifiers trained before on the same
-dataset and image size (``repscope disentangle classifiers``).
+dataset and image size (``repscope disentangle classifiers``) or is ``packaged``: on dSprites, the judges
+that come with the package (every one at least 98% on held-out images; ``src/repscope/judges/README.md``).
 The report and ``metrics.json`` give each judge's raw test accuracy (``classifier_raw_accuracy``) and
 the accuracy it is held to, on what the images can show (``classifier_accuracy``: a turned square's
 symmetric orientation counts as right, a sphere's rotation is not counted;
@@ -43,7 +44,10 @@ from repscope.runs import CONFIG_FILE, METRICS_FILE, RunDirectory, read_config
 from repscope.studies.common import MemberModel, TrainingSection, check_members, member_config, slug, train_or_load
 from repscope.studies.disentangle.cg import (
     CLASSIFIER_MODEL,
+    PACKAGED,
+    PACKAGED_JUDGES,
     cg_of_run,
+    classifiers_folder,
     judge_records,
     train_factor_classifiers,
     trained_factor_classifiers,
@@ -115,7 +119,8 @@ class DisentangleStudyConfig(Section):
     classifier_params: dict[str, Any] = Field(default_factory=dict)
     classifier_epochs: int = Field(3, ge=1)
     # factor classifiers trained before (repscope disentangle classifiers; e.g. CANDLE judges trained on more
-    # renders than the study's subset): used as they are instead of training the study's own
+    # renders than the study's subset), or "packaged" (dSprites judges that come with the package, each at
+    # least 98%): used as they are instead of training the study's own
     classifiers_dir: str | None = None
     evaluation_n: int = Field(2000, ge=10)
     rho: list[int] = Field(default_factory=lambda: [1, 2])
@@ -454,7 +459,7 @@ def run_disentangle_study(
     with progress_bar(f"checking the {len(config.models)} models on {config.data.name}"):
         check_members(config.models, data, config.training, config.seed, source)
     if config.classifiers_dir is not None:  # checked before anything is written
-        judged_by = Path(config.classifiers_dir).expanduser()
+        judged_by = classifiers_folder(config.classifiers_dir, config.data.name)
         accuracies = trained_factor_classifiers(judged_by, config.data.factors, config.data.name, config.data.params)
     as_dict = config.model_dump(mode="json")
     if resume:
@@ -474,7 +479,11 @@ def run_disentangle_study(
         add_intro(report)
     if config.classifiers_dir is not None:
         classifiers = judged_by
-        judges_title = f"Factor classifiers from {config.classifiers_dir}: CG judges with them"
+        judges_title = (
+            f"Factor classifiers that come with repscope ({judged_by}): CG judges with them"
+            if config.classifiers_dir == PACKAGED
+            else f"Factor classifiers from {config.classifiers_dir}: CG judges with them"
+        )
     else:
         classifiers = run.path("classifiers")
         accuracies = train_factor_classifiers(
@@ -544,7 +553,12 @@ def run_disentangle_study(
             + (
                 "train better ones (repscope disentangle classifiers: more images, more epochs, --model factor-cnn)."
                 if config.classifiers_dir is not None
-                else "train the classifiers longer (classifier_epochs)."
+                else "train the classifiers longer (classifier_epochs)"
+                + (
+                    f", or judge with the ones that come with repscope (--set classifiers_dir={PACKAGED})."
+                    if config.data.name in PACKAGED_JUDGES
+                    else "."
+                )
             )
         )
     flat_models = [label for label, share in flat.items() if share >= 1.0]
