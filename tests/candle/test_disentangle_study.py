@@ -53,6 +53,7 @@ def test_the_study_trains_scores_and_writes_table_2(study):
     weak = sorted(name for name, value in metrics["classifier_accuracy"].items() if value < 0.9)
     assert weak and sorted(metrics["weak_judges"]) == weak and metrics["judge_ok"] is False
     assert metrics["min_judge_accuracy"] == 0.9 and "below the 90% held-out accuracy" in report.read_text()
+    assert "judge with the ones that come with repscope (--set classifiers_dir=packaged)" in report.read_text()
     assert (tmp_path / "study" / "figures" / "traversal_my-beta-vae.png").exists()  # a label with a space
     # --quick never grows the sizes
     shrunk = quick(DisentangleStudyConfig())

@@ -551,14 +551,14 @@ def run_disentangle_study(
             f"The factor classifiers of {weak} are below the {config.min_judge_accuracy:.0%} held-out accuracy "
             "a judge needs (min_judge_accuracy), so the CG columns say little about the models: "
             + (
-                "train better ones (repscope disentangle classifiers: more images, more epochs, --model factor-cnn)."
+                "train better ones (repscope disentangle classifiers: more images, more epochs)"
                 if config.classifiers_dir is not None
                 else "train the classifiers longer (classifier_epochs)"
-                + (
-                    f", or judge with the ones that come with repscope (--set classifiers_dir={PACKAGED})."
-                    if config.data.name in PACKAGED_JUDGES
-                    else "."
-                )
+            )
+            + (
+                f", or judge with the ones that come with repscope (--set classifiers_dir={PACKAGED})."
+                if config.data.name in PACKAGED_JUDGES and config.classifiers_dir != PACKAGED
+                else "."
             )
         )
     flat_models = [label for label, share in flat.items() if share >= 1.0]
