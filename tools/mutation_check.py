@@ -1160,6 +1160,33 @@ MUTATIONS: list[Mutation] = [
         ),
         "every factor judged by the first factor's classifier",
     ),
+    Mutation(
+        "attribute-cnn-first-stride-ignored",
+        ("src/repscope/models/sprite_cnn.py",),
+        "stride=int(first_stride) if k == 0 else 2)",
+        "stride=2)",
+        ("tests/sprites/test_sprite_classifiers.py::test_attribute_cnn_full_resolution_and_max_readout_options",),
+        "first_stride=1 builds the usual stride-2 network",
+    ),
+    Mutation(
+        "attribute-cnn-max-readout-averages",
+        ("src/repscope/models/sprite_cnn.py",),
+        "        anywhere = maps.amax(dim=(2, 3))\n",
+        "        anywhere = maps.mean(dim=(2, 3))\n",
+        ("tests/sprites/test_sprite_classifiers.py::test_the_max_readout_does_not_see_where_an_object_is",),
+        "the maps averaged instead of their maximum: a small object's features are diluted by the scene",
+    ),
+    Mutation(
+        "classifiers-network-param-dropped",
+        ("src/repscope/cli/disentangle.py",),
+        'model_params={"network_params": network} if network else None,',
+        "model_params=None,",
+        (
+            "tests/candle/test_judge_symmetries.py::"
+            "test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies",
+        ),
+        "disentangle classifiers --network-param is checked, then trains the default network",
+    ),
 ]
 
 

@@ -7,11 +7,13 @@ import json
 
 import numpy as np
 import pytest
+import yaml
 
 from repscope.data.sprites import dsprites
 from repscope.data.symmetries import identifiable_hits
 from repscope.errors import InvalidArgumentError
 from repscope.studies.disentangle.cg import classifier_accuracies, judge_record, judge_records
+from repscope.train.reader import open_run
 
 
 def _dsprites_rows(shapes, orientations):
@@ -107,10 +109,16 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     runner = CliRunner()
     out = tmp_path / "judges"
     arguments = ["disentangle", "classifiers", "--out", str(out), "--data", "candle", "--factor", "rotation"]
+    # the rotation judge's network: full resolution in the first block, the maximum alone read out
+    network = ["--network-param", "first_stride=1", "--network-param", "readout=max"]
     result = runner.invoke(
-        app, [*arguments, "--data-param", f"data_dir={folder}", "--epochs", "1", "--data-param", "image_size=16"]
+        app,
+        [*arguments, "--data-param", f"data_dir={folder}", "--epochs", "1", "--data-param", "image_size=16", *network],
     )
     assert result.exit_code == 0, result.output
+    config = yaml.safe_load((out / "rotation" / "config.yaml").read_text())
+    assert config["model"]["params"]["network_params"] == {"first_stride": 1, "readout": "max"}
+    assert open_run(out / "rotation").task().network.readout == "max"
     record = json.loads((out / "rotation" / "judge.json").read_text())
     # the sphere's rotations are not counted: at most the cube's and the torus's test images are
     assert record["counted"] < record["n"] and record["rule"].startswith("cube and torus only")
@@ -120,7 +128,9 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     assert isinstance(refused.exception, InvalidArgumentError) and "--factor" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "y"), "--model", "beta-vae"])
     assert "--model: 'beta-vae' is not a registered classifier" in str(refused.exception)
-    assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+    refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "z"), "--network-param", "readout=mean"])
+    assert "readout: expected one of both, max, got 'mean'" in str(refused.exception)
+    assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
 
 
 def test_the_factor_cnn_reads_where_a_pixel_is_and_checks_its_parameters():

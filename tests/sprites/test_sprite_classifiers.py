@@ -346,6 +346,46 @@ def test_attribute_cnn_maps_sprites_to_logits():
     assert sum(p.numel() for p in network.parameters()) == 60_336 + 352 + 1088 * 4 + 4
 
 
+def test_attribute_cnn_full_resolution_and_max_readout_options():
+    convolutions_and_norms = 60_336 + 352
+    # a full-resolution first block ends on 8x8 maps at 64 pixels: 64 x 64 flattened features + 64 maxima
+    full = AttributeCNN(6, first_stride=1)
+    assert full(torch.rand(2, 3, 64, 64)).shape == (2, 6)
+    assert sum(p.numel() for p in full.parameters()) == convolutions_and_norms + (64 * 64 + 64) * 6 + 6
+    assert full.features[0].stride == (1, 1) and full.features[3].stride == (2, 2)
+    # the maximum alone: 64 features whatever the image size
+    for side in (64, 128):
+        only_max = AttributeCNN(6, image_shape=(3, side, side), readout="max")
+        assert sum(p.numel() for p in only_max.parameters()) == convolutions_and_norms + 64 * 6 + 6
+    with pytest.raises(InvalidArgumentError, match=r"^first_stride: expected 1 or 2, got 4"):
+        AttributeCNN(6, first_stride=4)
+    with pytest.raises(InvalidArgumentError, match=r"^readout: expected one of both, max, got 'mean'"):
+        AttributeCNN(6, readout="mean")
+
+
+@pytest.mark.parametrize("first_stride", [2, 1])
+def test_the_max_readout_does_not_see_where_an_object_is(first_stride):
+    """Moved by a whole cell of the last maps (16 pixels, 8 at full resolution), an object on an empty
+    image gives the same logits with readout max, and other logits with the flattened maps."""
+    torch.manual_seed(0)
+    image = torch.zeros(1, 3, 64, 64)
+    image[:, 0, 20:27, 18:24] = 1.0  # a red block away from the borders
+    image[:, 1, 22:25, 19:21] = 0.5
+    step = 8 * first_stride
+    moved = torch.roll(image, shifts=(step, step), dims=(2, 3))
+    for readout, same in (("max", True), ("both", False)):
+        network = AttributeCNN(5, first_stride=first_stride, readout=readout).eval()
+        for norm in network.features[1::3]:  # trained-like statistics, so the background is not zero
+            norm.running_mean.uniform_(-0.5, 0.5)
+        with torch.no_grad():
+            here, there = network(image), network(moved)
+        assert torch.allclose(here, there, atol=1e-5) == same
+        if readout == "max":  # the read-out of the largest value of each map over the whole grid
+            with torch.no_grad():
+                largest = network.features(image).flatten(2).max(dim=2).values
+                assert torch.allclose(here, network.classifier(largest))
+
+
 @pytest.mark.slow
 def test_default_training_reaches_the_target_on_every_attribute(tmp_path, monkeypatch):
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))

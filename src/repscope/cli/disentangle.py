@@ -126,6 +126,11 @@ def classifiers_command(
     model: str = typer.Option(
         "attribute-cnn", "--model", help="registered supervised model of every classifier (factor-cnn: full resolution)"
     ),
+    network_param: List[str] = typer.Option(
+        [],
+        "--network-param",
+        help="network parameter key=value (repeat), e.g. first_stride=1 readout=max (attribute-cnn)",
+    ),
     seed: int = typer.Option(0, help="seed of the training"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
     trainer_flags: Optional[dict] = None,
@@ -153,11 +158,24 @@ def classifiers_command(
     params.update(
         {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
     )
+    network = parse_assignments(network_param, "--network-param")
+    if network:  # checked against the network before anything is written
+        from repscope.models.networks import build_classifier
+
+        build_classifier(MODELS[model].fixed["network"], (1, 64, 64), 2, network)
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
         accuracies = train_factor_classifiers(
-            data, names, target, data_params=params, epochs=epochs, seed=seed, trainer=trainer, model=model
+            data,
+            names,
+            target,
+            data_params=params,
+            epochs=epochs,
+            seed=seed,
+            trainer=trainer,
+            model=model,
+            model_params={"network_params": network} if network else None,
         )
     for name, record in judge_records(out).items():
         typer.echo(

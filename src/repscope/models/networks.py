@@ -56,8 +56,10 @@ def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
     return MLP(num_outputs, image_shape=image_shape)
 
 
-def _attribute_cnn(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
-    return AttributeCNN(num_outputs, image_shape=image_shape)
+def _attribute_cnn(
+    image_shape: tuple[int, ...], num_outputs: int, first_stride: int = 2, readout: str = "both"
+) -> nn.Module:
+    return AttributeCNN(num_outputs, image_shape=image_shape, first_stride=first_stride, readout=readout)
 
 
 def _factor_cnn(
