@@ -145,6 +145,17 @@ def test_readme_config_commands_run_from_an_empty_directory(installed, tmp_path)
     assert sorted(os.listdir(empty)) == []  # --print-config wrote nothing
 
 
+def _last_json_line(target, cwd, script, home):
+    """What the last line ``script`` printed says, run by the installed copy with ``home`` as
+    ``$REPSCOPE_HOME``; the script must succeed."""
+    env = {**_environment(target), "REPSCOPE_HOME": str(home)}
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.splitlines()[-1])
+
+
 def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_path):
     """The CdSprites+ judges are package data: an installed copy loads them from itself, with an empty
     $REPSCOPE_HOME and nothing trained, at every level."""
@@ -154,12 +165,7 @@ def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_
         "c._train_locked = None  # training would fail: the package's own must be found\n"
         "print(json.dumps([str(c.load_classifiers(level).directory) for level in (1, 2, 3, 4, 5)]))\n"
     )
-    env = {**_environment(target), "REPSCOPE_HOME": str(tmp_path / "home")}
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=empty, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    folders = [Path(folder) for folder in json.loads(result.stdout.splitlines()[-1])]
+    folders = [Path(folder) for folder in _last_json_line(target, empty, script, tmp_path / "home")]
     assert [folder.name for folder in folders] == [f"cdsprites-level{level}" for level in (1, 2, 3, 4, 5)]
     assert all(folder.resolve().is_relative_to((target / "repscope" / "judges").resolve()) for folder in folders)
     assert not (tmp_path / "home").exists()
@@ -178,11 +184,6 @@ def test_the_installed_package_carries_its_dsprites_judges(installed, tmp_path):
         "tasks = [open_run(folder / name).task() for name in names]\n"
         "print(json.dumps({'folder': str(folder), 'accuracies': accuracies}))\n"
     )
-    env = {**_environment(target), "REPSCOPE_HOME": str(tmp_path / "home")}
-    result = subprocess.run(
-        [sys.executable, "-c", script], cwd=empty, env=env, capture_output=True, text=True, timeout=300
-    )
-    assert result.returncode == 0, result.stderr[-2000:]
-    found = json.loads(result.stdout.splitlines()[-1])
+    found = _last_json_line(target, empty, script, tmp_path / "home")
     assert Path(found["folder"]).resolve().is_relative_to((target / "repscope" / "judges" / "dsprites").resolve())
     assert min(found["accuracies"].values()) >= 0.98
