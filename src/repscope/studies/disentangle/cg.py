@@ -20,6 +20,10 @@ to. A CG result carries its judges: each classifier's identifiable accuracy (the
 ``min_judge_accuracy``, default 0.9) and the weak ones by name; a weak judge gives a ``RuntimeWarning``,
 or an error with ``refuse_weak_judges``
 (:func:`repscope.metrics.disentanglement.counterfactual.check_judges`).
+
+The dSprites judges that come with the package (:data:`PACKAGED_JUDGES`, ``classifiers_dir: packaged``)
+were trained on a GPU with 200,000 images and 5 epochs (orientation: 400,000 and 8) and read the 10,000
+held-out images at 0.981-1.000 identifiable accuracy (``src/repscope/judges/README.md``).
 """
 
 from __future__ import annotations
