@@ -1177,15 +1177,36 @@ MUTATIONS: list[Mutation] = [
         "the maps averaged instead of their maximum: a small object's features are diluted by the scene",
     ),
     Mutation(
-        "classifiers-network-param-dropped",
+        "classifiers-model-params-dropped",
         ("src/repscope/cli/disentangle.py",),
-        'model_params={"network_params": network} if network else None,',
-        "model_params=None,",
+        "            model_params=model_params or None,",
+        '            model_params={"network_params": network} if network else None,',
         (
             "tests/candle/test_judge_symmetries.py::"
             "test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies",
         ),
-        "disentangle classifiers --network-param is checked, then trains the default network",
+        "disentangle classifiers --model-param is checked, then the model trains with its defaults",
+    ),
+    Mutation(
+        "shift-axes-swapped",
+        ("src/repscope/data/invariance_transforms.py",),
+        "    rows = (torch.arange(height, device=images.device)[None, :] - moves[:, 1:2])",
+        "    rows = (torch.arange(height, device=images.device)[None, :] - moves[:, 0:1])",
+        (
+            "tests/invariance/test_invariance_matrices.py::test_shift_moves_each_image_by_whole_pixels_and_repeats_the_edges",
+        ),
+        "a shift moves the rows by the right offset: images move along the diagonal only",
+    ),
+    Mutation(
+        "shift-one-offset-for-both-axes",
+        ("src/repscope/train/tasks/supervised.py",),
+        "        values = draw_values(self.augment_ranges, len(images) * per_image).to(images.device)\n",
+        "        values = draw_values(self.augment_ranges, len(images)).repeat_interleave(per_image)\n",
+        (
+            "tests/invariance/test_invariance_matrices.py::"
+            "test_a_shift_augmented_task_draws_two_offsets_an_image_from_the_ranges",
+        ),
+        "one value drawn per image moves it right and down alike",
     ),
 ]
 

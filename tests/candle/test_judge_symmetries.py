@@ -111,13 +111,18 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     arguments = ["disentangle", "classifiers", "--out", str(out), "--data", "candle", "--factor", "rotation"]
     # the rotation judge's network: full resolution in the first block, the maximum alone read out
     network = ["--network-param", "first_stride=1", "--network-param", "readout=max"]
+    network += ["--model-param", "augment=shift", "--model-param", "augment_ranges=[[-2, 2]]"]
     result = runner.invoke(
         app,
         [*arguments, "--data-param", f"data_dir={folder}", "--epochs", "1", "--data-param", "image_size=16", *network],
     )
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((out / "rotation" / "config.yaml").read_text())
-    assert config["model"]["params"]["network_params"] == {"first_stride": 1, "readout": "max"}
+    assert config["model"]["params"] == {
+        "network_params": {"first_stride": 1, "readout": "max"},
+        "augment": "shift",
+        "augment_ranges": [[-2, 2]],
+    }
     assert open_run(out / "rotation").task().network.readout == "max"
     record = json.loads((out / "rotation" / "judge.json").read_text())
     # the sphere's rotations are not counted: at most the cube's and the torus's test images are
@@ -130,7 +135,9 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     assert "--model: 'beta-vae' is not a registered classifier" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "z"), "--network-param", "readout=mean"])
     assert "readout: expected one of both, max, got 'mean'" in str(refused.exception)
-    assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
+    refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "w"), "--model-param", "wings=2"])
+    assert str(refused.exception) == "--model-param: unknown key wings"
+    assert not any((tmp_path / name).exists() for name in ("w", "x", "y", "z"))
 
 
 def test_the_factor_cnn_reads_where_a_pixel_is_and_checks_its_parameters():

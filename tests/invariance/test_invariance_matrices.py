@@ -235,6 +235,45 @@ def test_per_example_transforms_equal_the_batch_ones_and_draws_cover_the_ranges(
         check_ranges("shear", [[0, 1]])
 
 
+def test_shift_moves_each_image_by_whole_pixels_and_repeats_the_edges():
+    from repscope.data.invariance_transforms import shift_each
+
+    image = torch.arange(20.0).reshape(1, 1, 4, 5)  # value 5 * row + column
+    images = torch.cat([image, image + 100.0])
+    moved = shift_each(images, torch.tensor([[2.0, 0.0], [-1.2, 1.0]]))  # right 2; left 1 (rounded), down 1
+    # right 2: every row starts with its first pixel three times, then the pixels up to the third
+    assert moved[0, 0, 2].tolist() == [10.0, 10.0, 10.0, 11.0, 12.0]
+    # left 1 and down 1: the top row repeats, the last column repeats
+    assert moved[1, 0, 0].tolist() == [101.0, 102.0, 103.0, 104.0, 104.0]
+    assert moved[1, 0, 3].tolist() == [111.0, 112.0, 113.0, 114.0, 114.0]
+    assert torch.equal(shift_each(images, torch.zeros(2, 2)), images)
+    # channels move together
+    rgb = torch.stack([image[0, 0], -image[0, 0], image[0, 0] * 2])[None]
+    shifted = shift_each(rgb, torch.tensor([[0.0, -1.0]]))
+    assert torch.equal(shifted[0, 1], -shifted[0, 0]) and shifted[0, 0, 0].tolist() == [5.0, 6.0, 7.0, 8.0, 9.0]
+
+
+def test_a_shift_augmented_task_draws_two_offsets_an_image_from_the_ranges():
+    from repscope.train.tasks import SupervisedTask
+
+    task = SupervisedTask(
+        network="attribute-cnn",
+        num_outputs=3,
+        image_shape=[1, 16, 16],
+        augment="shift",
+        augment_ranges=[[-3, -2], [2, 3]],
+    )
+    image = torch.zeros(1, 1, 16, 16)
+    image[0, 0, 8, 8] = 1.0  # one bright pixel in the middle
+    torch.manual_seed(1)
+    moved = task.augmented(image.expand(200, -1, -1, -1).clone())
+    rows, columns = (index - 8 for index in torch.nonzero(moved[:, 0] == 1.0)[:, 1:].T)
+    assert len(rows) == 200  # one pixel each, moved whole
+    for offsets in (rows, columns):  # each in [-3, -2] or [2, 3], both signs, never 0 or 1
+        assert set(offsets.abs().tolist()) <= {2, 3} and (offsets > 0).any() and (offsets < 0).any()
+    assert not torch.equal(rows, columns)  # right and down are drawn apart
+
+
 @pytest.mark.slow  # trains two classifiers to a measurable robustness gap
 def test_rotation_augmentation_raises_robust_accuracy_under_rotation(tmp_path):
     from repscope.data.registry import load_dataset

@@ -131,6 +131,11 @@ def classifiers_command(
         "--network-param",
         help="network parameter key=value (repeat), e.g. first_stride=1 readout=max (attribute-cnn)",
     ),
+    model_param: List[str] = typer.Option(
+        [],
+        "--model-param",
+        help="training parameter key=value (repeat), e.g. lr=0.001 augment=shift 'augment_ranges=[[-6, 6]]'",
+    ),
     seed: int = typer.Option(0, help="seed of the training"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
     trainer_flags: Optional[dict] = None,
@@ -159,10 +164,29 @@ def classifiers_command(
         {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
     )
     network = parse_assignments(network_param, "--network-param")
-    if network:  # checked against the network before anything is written
-        from repscope.models.networks import build_classifier
+    model_params = parse_assignments(model_param, "--model-param")
+    if "network_params" in model_params:
+        raise InvalidArgumentError("--model-param: give the network's parameters with --network-param")
+    if network:
+        model_params["network_params"] = network
+    if model_params:  # checked against the model before anything is written
+        from repscope.config import validate_params
+        from repscope.train.registry import task_class
 
-        build_classifier(MODELS[model].fixed["network"], (1, 64, 64), 2, network)
+        fixed = {*MODELS[model].fixed, "num_outputs", "image_shape", "kind"}
+        given = {key: value for key, value in model_params.items() if key != "network_params"}
+        # the keys the model's name and the data set (num_outputs, image_shape, ...) are unknown here
+        validate_params(task_class(model), given, "--model-param", "", skip=fixed)
+        # the task checks the values together (augment with its ranges, the network's parameters)
+        task_class(model)(
+            **{
+                **MODELS[model].defaults,
+                **model_params,
+                **MODELS[model].fixed,
+                "num_outputs": 2,
+                "image_shape": [1, 64, 64],
+            }
+        )
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
@@ -175,7 +199,7 @@ def classifiers_command(
             seed=seed,
             trainer=trainer,
             model=model,
-            model_params={"network_params": network} if network else None,
+            model_params=model_params or None,
         )
     for name, record in judge_records(out).items():
         typer.echo(

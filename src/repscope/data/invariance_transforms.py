@@ -198,11 +198,40 @@ def brighten_each(images: torch.Tensor, changes: torch.Tensor) -> torch.Tensor:
     return (images * (1.0 + _per_example(changes, images)).reshape(-1, 1, 1, 1)).clamp(0.0, 1.0)
 
 
-# per-example versions, for augmentation during training: family -> (transform, identity value)
-PER_EXAMPLE: dict[str, tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], float]] = {
-    "rotation": (rotate_each, 0.0),
-    "brightness": (brighten_each, 0.0),
-    "scale": (zoom_each, 1.0),
+def shift_each(images: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+    """Move each image by its own whole number of pixels, right and down, repeating the edge pixels into
+    what the move leaves empty (a photographed scene continues past its frame; black bands would be a
+    feature of their own).
+
+    Parameters
+    ----------
+    images : torch.Tensor
+        ``(B, C, H, W)``.
+    offsets : torch.Tensor
+        ``(B, 2)`` pixels ``(right, down)``, rounded to whole pixels; negative values move left and up.
+
+    Returns
+    -------
+    torch.Tensor
+        The moved batch: ``out[b, :, y, x] = images[b, :, clip(y - down), clip(x - right)]``.
+    """
+    height, width = images.shape[-2:]
+    moves = torch.round(offsets.to(images.device, torch.float32)).long()
+    rows = (torch.arange(height, device=images.device)[None, :] - moves[:, 1:2]).clamp(0, height - 1)
+    columns = (torch.arange(width, device=images.device)[None, :] - moves[:, 0:1]).clamp(0, width - 1)
+    index = torch.arange(len(images), device=images.device)[:, None, None]
+    # (B, H, W, C) gathered by whole pixels, so a moved image holds exactly the original values
+    moved = images.permute(0, 2, 3, 1)[index, rows[:, :, None], columns[:, None, :]]
+    return moved.permute(0, 3, 1, 2)
+
+
+# per-example versions, for augmentation during training: family -> (transform, identity value, values
+# drawn per image); shift draws two, right and down, each from the same ranges
+PER_EXAMPLE: dict[str, tuple[Callable[[torch.Tensor, torch.Tensor], torch.Tensor], float, int]] = {
+    "rotation": (rotate_each, 0.0, 1),
+    "brightness": (brighten_each, 0.0, 1),
+    "scale": (zoom_each, 1.0, 1),
+    "shift": (shift_each, 0.0, 2),
 }
 
 
@@ -418,6 +447,7 @@ __all__ = [
     "PER_EXAMPLE",
     "brighten_each",
     "check_ranges",
+    "shift_each",
     "draw_values",
     "rotate_each",
     "zoom_each",

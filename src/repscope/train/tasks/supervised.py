@@ -45,6 +45,9 @@ class SupervisedTask(ImageTask):
     ``augment`` (``rotation``, ``brightness``, ``scale``) transforms each training image by a value
     drawn uniformly from ``augment_ranges`` (``[[low, high], ...]``; two intervals make a range with a
     gap), as the ML4ML model repository varies its models; validation and test images stay as they are.
+    ``shift`` moves each image by two values drawn from the ranges, whole pixels right and down, the
+    edges repeated (:func:`repscope.data.invariance_transforms.shift_each`): a judge of a small object
+    on photographed scenes then cannot learn where in the frame things are.
 
     Logs (``on_epoch``) ``train_loss``, ``val_loss`` and ``val_accuracy`` (classification) or
     ``val_rmse`` (regression, over all validation samples).
@@ -60,7 +63,7 @@ class SupervisedTask(ImageTask):
         lr: float = 1e-3
         image_shape: Sequence[int] = DIGIT_SHAPE
         schedule: Literal["none", "cosine"] = "none"
-        augment: Literal["none", "rotation", "brightness", "scale"] = "none"
+        augment: Literal["none", "rotation", "brightness", "scale", "shift"] = "none"
         augment_ranges: Sequence[Sequence[float]] = ()
         optimizer: Literal["adam", "sgd"] = "adam"
         network_params: dict[str, Any] | None = None
@@ -84,7 +87,7 @@ class SupervisedTask(ImageTask):
         if config.optimizer not in OPTIMIZERS:
             raise InvalidArgumentError(f"optimizer: must be one of {', '.join(OPTIMIZERS)}, got {config.optimizer!r}")
         if augment == "none" and len(augment_ranges):
-            raise InvalidArgumentError("augment_ranges: given without augment (rotation, brightness or scale)")
+            raise InvalidArgumentError(f"augment_ranges: given without augment ({', '.join(PER_EXAMPLE)})")
         # every argument is stored, so that a checkpoint rebuilds its task (older checkpoints without
         # the augmentation or network_params keys load with their defaults)
         config.num_outputs, config.lr, config.image_shape = int(num_outputs), float(config.lr), shape
@@ -130,9 +133,9 @@ class SupervisedTask(ImageTask):
             return images
         if images.dtype == torch.uint8:
             images = images.float() / 255.0
-        transform, _ = PER_EXAMPLE[self.augment]
-        values = draw_values(self.augment_ranges, len(images)).to(images.device)
-        return transform(images, values)
+        transform, _, per_image = PER_EXAMPLE[self.augment]
+        values = draw_values(self.augment_ranges, len(images) * per_image).to(images.device)
+        return transform(images, values if per_image == 1 else values.reshape(len(images), per_image))
 
     def training_step(self, batch: Any, batch_idx: int) -> torch.Tensor:
         batch = {**batch, "image": self.augmented(batch["image"])}
