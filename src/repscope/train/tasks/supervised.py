@@ -46,8 +46,9 @@ class SupervisedTask(ImageTask):
     drawn uniformly from ``augment_ranges`` (``[[low, high], ...]``; two intervals make a range with a
     gap), as the ML4ML model repository varies its models; validation and test images stay as they are.
     ``shift`` moves each image by two values drawn from the ranges, whole pixels right and down, the
-    edges repeated (:func:`repscope.data.invariance_transforms.shift_each`): a judge of a small object
-    on photographed scenes then cannot learn where in the frame things are.
+    edges repeated (:func:`repscope.data.invariance_transforms.shift_each`), so that a judge of a small
+    object on photographed scenes learns less of where things sit in the frame (CANDLE's rotation judge:
+    0.45 -> 0.60 identifiable accuracy with shifts of up to 6 pixels).
 
     Logs (``on_epoch``) ``train_loss``, ``val_loss`` and ``val_accuracy`` (classification) or
     ``val_rmse`` (regression, over all validation samples).
