@@ -136,7 +136,7 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "z"), "--network-param", "readout=mean"])
     assert "readout: expected one of both, max, got 'mean'" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "w"), "--model-param", "wings=2"])
-    assert str(refused.exception) == "--model-param: unknown key wings"
+    assert str(refused.exception) == "--model-param: unknown key model.params.wings"
     assert not any((tmp_path / name).exists() for name in ("w", "x", "y", "z"))
 
 

@@ -169,24 +169,15 @@ def classifiers_command(
         raise InvalidArgumentError("--model-param: give the network's parameters with --network-param")
     if network:
         model_params["network_params"] = network
-    if model_params:  # checked against the model before anything is written
-        from repscope.config import validate_params
-        from repscope.train.registry import task_class
+    if model_params:  # checked as a classifier's training would, on the data, before anything is written
+        from repscope.train.config import Named, TrainConfig
+        from repscope.train.run import build_task, load_data
 
-        fixed = {*MODELS[model].fixed, "num_outputs", "image_shape", "kind"}
-        given = {key: value for key, value in model_params.items() if key != "network_params"}
-        # the keys the model's name and the data set (num_outputs, image_shape, ...) are unknown here
-        validate_params(task_class(model), given, "--model-param", "", skip=fixed)
-        # the task checks the values together (augment with its ranges, the network's parameters)
-        task_class(model)(
-            **{
-                **MODELS[model].defaults,
-                **model_params,
-                **MODELS[model].fixed,
-                "num_outputs": 2,
-                "image_shape": [1, 64, 64],
-            }
+        config = TrainConfig(
+            model=Named(name=model, params=model_params), data=Named(name=data, params={**params, "target": names[0]})
         )
+        config.check_params("--model-param")
+        build_task(config, load_data(config))
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory")
     with output_target(out, overwrite=overwrite, kind="directory") as target:
