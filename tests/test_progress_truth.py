@@ -532,7 +532,8 @@ def test_work_outside_any_bar_in_a_silent_command_gets_its_lines(pipe, capsys, m
         with progress.progress_bar("training LeNet", total=10, every_seconds=30) as update:
             real_time.sleep(0.35)  # an open bar speaks for the command (by its own interval, here 30 s)
             update(10)
-        inside = err_lines(capsys)
+            inside = err_lines(capsys)  # read while the bar is open: once it closes the command may speak again
+    err_lines(capsys)  # what came between the bar's end and the command's end
     assert len(outside) >= 2 and all(re.fullmatch(r"repscope zeroshot study: \d+\.\d s elapsed", x) for x in outside)
     # the first line only after twice the interval (a command failing right after its imports stays one line)
     assert float(outside[0].split(": ")[1].split()[0]) >= 0.2, outside

@@ -635,10 +635,11 @@ def progress_bar(
         error = exc
         raise
     finally:
-        _open_bars -= counted
         try:
             bar.close(completed, error)
         finally:
+            # only after the bar's end line: a command line in between would repeat what that line says
+            _open_bars -= counted
             if guarded:
                 _GUARD.exit(error)
 
