@@ -533,13 +533,41 @@ def test_work_outside_any_bar_in_a_silent_command_gets_its_lines(pipe, capsys, m
             real_time.sleep(0.35)  # an open bar speaks for the command (by its own interval, here 30 s)
             update(10)
             inside = err_lines(capsys)  # read while the bar is open: once it closes the command may speak again
-    err_lines(capsys)  # what came between the bar's end and the command's end
+        real_time.sleep(0.35)
+        after = err_lines(capsys)  # the bar is closed: the command speaks for itself again
     assert len(outside) >= 2 and all(re.fullmatch(r"repscope zeroshot study: \d+\.\d s elapsed", x) for x in outside)
     # the first line only after twice the interval (a command failing right after its imports stays one line)
     assert float(outside[0].split(": ")[1].split()[0]) >= 0.2, outside
     assert not any(line.startswith("repscope zeroshot study") for line in inside), inside
+    assert any(line.startswith("repscope zeroshot study") for line in after), after
     real_time.sleep(0.3)  # the command is over: no more lines
     assert err_lines(capsys) == []
+
+
+def test_a_bar_with_a_speaking_nested_bar_adds_no_lines_of_its_own_but_speaks_for_a_quiet_one(
+    pipe, capsys, monkeypatch
+):
+    """``1 factor classifiers: 0/1`` repeated between every line of the training inside it doubled a
+    piped log: while a nested bar writes its lines the outer one stays quiet; while the nested bar is
+    quiet (its own interval long) the outer one still bounds the silence (an interval and a half)."""
+    import time as real_time
+
+    monkeypatch.setenv("REPSCOPE_PROGRESS_SECONDS", "0.5")
+    with progress.progress_bar("1 factor classifiers", total=2) as outer:
+        with progress.progress_bar("training rotation", total=200) as inner:
+            for done in range(1, 201):
+                real_time.sleep(0.01)  # a batch: the nested bar writes at the first update past its interval
+                inner(done)
+        speaking = err_lines(capsys)
+        outer(1)
+        with progress.progress_bar("quiet step", total=1, every_seconds=30):
+            real_time.sleep(2.0)
+        quiet = err_lines(capsys)
+    assert sum(line.startswith("training rotation: ") for line in speaking) >= 3, speaking
+    assert not any(line.startswith("1 factor classifiers") for line in speaking), speaking
+    outer_lines = [line for line in quiet if line.startswith("1 factor classifiers: 1/2 (50%)")]
+    assert 2 <= len(outer_lines) <= 3, quiet  # one every 0.75 s over 2 s (every 0.5 s would give 4)
+    assert not any(line.startswith("quiet step") for line in quiet), quiet
 
 
 def test_the_command_words_stop_at_the_first_option_or_path():

@@ -1208,6 +1208,25 @@ MUTATIONS: list[Mutation] = [
         ),
         "one value drawn per image moves it right and down alike",
     ),
+    Mutation(
+        "outer-bar-repeats-beside-nested-bar",
+        ("src/repscope/progress.py",),
+        "                if _open_bars > self._depth:\n",
+        "                if False:\n",
+        (
+            "tests/test_progress_truth.py::"
+            "test_a_bar_with_a_speaking_nested_bar_adds_no_lines_of_its_own_but_speaks_for_a_quiet_one",
+        ),
+        "an outer bar repeats its unchanged count between every line of the training nested in it",
+    ),
+    Mutation(
+        "bar-closed-before-its-end-line",
+        ("src/repscope/progress.py",),
+        "            _open_bars -= counted\n            if guarded:",
+        "            if guarded:",
+        ("tests/test_progress_truth.py::test_work_outside_any_bar_in_a_silent_command_gets_its_lines",),
+        "a bar never counted as closed: the command stays silent after its first bar",
+    ),
 ]
 
 

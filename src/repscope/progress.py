@@ -10,7 +10,10 @@
   ``... done in 12.3 s`` line once it ran that long (short loops stay silent). A step that updates
   rarely, or never (one long call inside ``with progress_bar(...)``), still gets its line every
   ``every_seconds`` from a background timer (``fitting svm on 4000 digits: 10 s elapsed``), and one that
-  never gave a count ends with ``... done in 12.3 s``, claiming no ``0 done``.
+  never gave a count ends with ``... done in 12.3 s``, claiming no ``0 done``. A bar with another
+  opened inside it (``3 factor classifiers`` around each training) adds no timer lines while lines keep
+  coming from the inner one, which speaks for both; only after an interval and a half without any line
+  does it speak itself.
 * A loop stopped by Ctrl-C never ends on a count that reads as finished: its last line (on a terminal
   too, where the bar itself vanishes) is ``measuring 5000 digits: interrupted at 1200/5000 after 3.1 s``;
   one that raised an error after ``every_seconds`` or more ends with ``... stopped by an error at
@@ -64,6 +67,8 @@ MODES = ("bar", "lines", "off")
 DEFAULT_EVERY_SECONDS = 5.0
 # a command silent outside any bar says it is working after this long, then every interval
 FIRST_COMMAND_LINE_SECONDS = 8.0
+# a bar with a nested bar open writes only after this many intervals without any bar's line
+NESTED_GRACE = 1.5
 
 Update = Callable[..., None]
 Item = TypeVar("Item")
@@ -79,6 +84,7 @@ def interactive() -> bool:
 
 _silenced = 0
 _open_bars = 0  # bars open in this process (their own timers speak for the command)
+_any_bar_last_line: float | None = None  # when a bar of this process last wrote a line (None: never)
 
 # while a command runs (command_progress), when it last wrote a progress line; None outside a command
 _command_last_line: float | None = None
@@ -438,6 +444,7 @@ class _Bar:
         self._heartbeat: threading.Thread | None = None
         self._last_line = self.started
         self._lines = 0
+        self._depth = 0  # open line bars, this one included, when it opened: a later one is nested in it
         self._task: Any = None
         self._progress: Any = None
 
@@ -480,12 +487,18 @@ class _Bar:
                 now = time.monotonic()
                 since = now - self._last_line
                 # the bar's own interval, or the whole command's silence (a bar opened late in it)
-                silent = _command_silent_for(now)
-                if since >= interval or silent >= interval:
+                quiet, due = max(since, _command_silent_for(now)), interval
+                if _open_bars > self._depth:
+                    # a bar nested in this one is open: while lines come (its own or any other bar's) they
+                    # speak for this one too, which repeating its unchanged count between them only doubles.
+                    # Half an interval's grace: the nested bar writes at its next update, a batch late.
+                    last_any = _any_bar_last_line if _any_bar_last_line is not None else self.started
+                    quiet, due = min(quiet, now - last_any), NESTED_GRACE * interval
+                if quiet >= due:
                     self._last_line = now
-                    self._write(self._line(now))
-                    since = silent = 0.0
-                wait = interval - max(since, silent)
+                    self._write(self._line(now), now)
+                    quiet = 0.0
+                wait = due - quiet
 
     def _line(self, now: float) -> str:
         if not self._updated and not self.total:
@@ -538,11 +551,15 @@ class _Bar:
                     _DISPLAY.release()
         elif self.mode == "lines":
             if completed and shown and not self._updated:  # a loop that gave no count: its time only
-                self._write(f"{self.description}: done in {format_seconds(elapsed)}")
+                self._write(f"{self.description}: done in {format_seconds(elapsed)}", self.started + elapsed)
             elif completed and shown:
-                self._write(progress_line(self.description, self.done, self.total, elapsed, final=True))
+                self._write(
+                    progress_line(self.description, self.done, self.total, elapsed, final=True), self.started + elapsed
+                )
             elif said and ending is not None:
-                self._write(stopped_line(self.description, self.done, self.total, elapsed, ending))
+                self._write(
+                    stopped_line(self.description, self.done, self.total, elapsed, ending), self.started + elapsed
+                )
 
     # -- updates ----------------------------------------------------------------------------
 
@@ -566,12 +583,14 @@ class _Bar:
                 now = time.monotonic()
                 if now - self._last_line >= self.every_seconds and not (self.total and self.done >= self.total):
                     self._last_line = now
-                    self._write(self._line(now))
+                    self._write(self._line(now), now)
 
-    def _write(self, text: str) -> None:
-        global _command_last_line
+    def _write(self, text: str, now: float) -> None:
+        """Write one line, ``now`` being the clock reading it reports (not read again: one reading a line)."""
+        global _command_last_line, _any_bar_last_line
         stream = self.stream or sys.stderr
         self._lines += 1
+        _any_bar_last_line = now
         if _command_last_line is not None:
             _command_last_line = time.monotonic()
         try:
@@ -627,6 +646,7 @@ def progress_bar(
     completed = False
     counted = bar.mode == "lines"
     _open_bars += counted
+    bar._depth = _open_bars
     try:
         bar.open()
         yield bar.update
