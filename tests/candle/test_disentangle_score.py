@@ -185,7 +185,7 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
     ]
     result = runner.invoke(app, [*arguments, "--epochs", "1"])
     assert result.exit_code == 0, result.output
-    assert "below 0.9 test accuracy" in result.stderr  # one epoch on 128 images (the judges checked below)
+    assert "below 0.9 identifiable test accuracy" in result.stderr  # one epoch on 128 images (the judges checked below)
     assert all((tmp_path / "clf" / name / "metrics.json").is_file() for name in names)
     with pytest.warns(RuntimeWarning, match="weak factor classifiers"):  # one epoch on 128 images
         scores = cg_of_run(tmp_path / "run", tmp_path / "clf", n=32, seed=1)
