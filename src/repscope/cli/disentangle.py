@@ -200,8 +200,8 @@ def classifiers_command(
     weak = [name for name, accuracy in accuracies.items() if not accuracy >= DEFAULT_MIN_JUDGE_ACCURACY]
     if weak:
         typer.echo(
-            f"warning: {', '.join(weak)} below {DEFAULT_MIN_JUDGE_ACCURACY:g} identifiable test accuracy: CG judged by them "
-            "flags judge_ok false "
+            f"warning: {', '.join(weak)} below {DEFAULT_MIN_JUDGE_ACCURACY:g} identifiable test accuracy: "
+            "CG judged by them flags judge_ok false "
             "(the CANDLE paper's classifiers reached 0.989 and 0.995)",
             err=True,
         )
