@@ -1227,6 +1227,17 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_progress_truth.py::test_work_outside_any_bar_in_a_silent_command_gets_its_lines",),
         "a bar never counted as closed: the command stays silent after its first bar",
     ),
+    Mutation(
+        "nested-bar-grace-dropped",
+        ("src/repscope/progress.py",),
+        "NESTED_GRACE = 1.5\n",
+        "NESTED_GRACE = 1.0\n",
+        (
+            "tests/test_progress_truth.py::"
+            "test_a_bar_with_a_speaking_nested_bar_adds_no_lines_of_its_own_but_speaks_for_a_quiet_one",
+        ),
+        "an outer bar speaks at the nested bar's own interval, racing its lines",
+    ),
 ]
 
 
