@@ -592,7 +592,7 @@ class _Bar:
         self._lines += 1
         _any_bar_last_line = now
         if _command_last_line is not None:
-            _command_last_line = time.monotonic()
+            _command_last_line = now
         try:
             # one write of the line and its newline: print() writes them apart, and a Ctrl-C between the
             # two left the line open, so that "repscope: interrupted" was glued to its end
