@@ -197,3 +197,32 @@ def test_registered_dataset_trains_a_box_weighted_model(folder, tmp_path):
     assert list(outcome.task.hparams.factor_sizes) == [5, 5, 3, 6, 3, 3]
     factors, codes, _ = codes_of_run(tmp_path / "run", n=20)
     assert codes.shape == (20, 6) and factors.shape[0] == 20
+
+
+def test_packed_parts_unpack_to_the_same_images_factors_boxes_and_split(folder, tmp_path):
+    """benchmarks/candle_parts.py (how renders travel to a device): packed at 32x32 in three parts and
+    unpacked, part by part, into a folder of 32x32 PNGs that the dataset reads back as the original
+    resized: the same pixels, factors, boxes (rescaled to the stored size) and train / test split."""
+    import importlib.util  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    script = Path(__file__).resolve().parents[2] / "benchmarks" / "candle_parts.py"
+    spec = importlib.util.spec_from_file_location("candle_parts", script)
+    parts = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(parts)
+    written = parts.pack(folder, tmp_path / "parts", 3, 32)
+    assert [p.name for p in written] == ["part-1", "part-2", "part-3"]
+    unpacked = tmp_path / "unpacked"
+    counts = [parts.unpack(part, unpacked) for part in written]
+    original, again = read_folder(folder, 32), read_folder(unpacked, 32)
+    assert sum(counts) == len(original["image"]) and min(counts) >= len(original["image"]) // 3
+    assert Image.open(next(unpacked.rglob("*.png"))).size == (32, 32)
+    assert np.array_equal(again["image"], original["image"])
+    assert np.array_equal(again["factors"], original["factors"])
+    np.testing.assert_allclose(again["box"], original["box"], atol=1e-3)
+    assert list(again["scenes"]) == list(original["scenes"])
+    split = {
+        name: load_dataset("candle", data_dir=str(d), image_size=32) for name, d in (("a", folder), ("b", unpacked))
+    }
+    for key in ("train", "test"):
+        assert np.array_equal(split["a"].arrays(key, ["index"])["index"], split["b"].arrays(key, ["index"])["index"])

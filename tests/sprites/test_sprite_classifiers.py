@@ -363,6 +363,21 @@ def test_attribute_cnn_full_resolution_and_max_readout_options():
         AttributeCNN(6, readout="mean")
 
 
+def test_attribute_cnn_width_multiplies_every_block():
+    # width 2: 32, 64, 128, 128 channels; convolution weights 3*32*9 + 32*64*9 + 64*128*9 + 128*128*9, batch
+    # norm 2 * (32 + 64 + 128 + 128), the max read-out 128 features to 7 classes
+    wide = AttributeCNN(7, first_stride=1, readout="max", width=2)
+    convolutions = 3 * 32 * 9 + 32 * 64 * 9 + 64 * 128 * 9 + 128 * 128 * 9
+    assert sum(p.numel() for p in wide.parameters()) == convolutions + 2 * 352 + 128 * 7 + 7
+    assert [m.out_channels for m in wide.features if isinstance(m, torch.nn.Conv2d)] == [32, 64, 128, 128]
+    assert wide(torch.rand(2, 3, 64, 64)).shape == (2, 7)
+    # the flattened read-out grows with the last block's channels too: 128 x 4 x 4 + 128 features
+    assert AttributeCNN(7, width=3).classifier.in_features == 192 * 16 + 192
+    for bad in (0, 1.5, True):
+        with pytest.raises(InvalidArgumentError, match=rf"^width: expected an integer of at least 1, got {bad!r}$"):
+            AttributeCNN(7, width=bad)
+
+
 @pytest.mark.parametrize("first_stride", [2, 1])
 def test_the_max_readout_does_not_see_where_an_object_is(first_stride):
     """Moved by a whole cell of the last maps (16 pixels, 8 at full resolution), an object on an empty

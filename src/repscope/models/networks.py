@@ -57,9 +57,9 @@ def _mlp(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:
 
 
 def _attribute_cnn(
-    image_shape: tuple[int, ...], num_outputs: int, first_stride: int = 2, readout: str = "both"
+    image_shape: tuple[int, ...], num_outputs: int, first_stride: int = 2, readout: str = "both", width: int = 1
 ) -> nn.Module:
-    return AttributeCNN(num_outputs, image_shape=image_shape, first_stride=first_stride, readout=readout)
+    return AttributeCNN(num_outputs, image_shape=image_shape, first_stride=first_stride, readout=readout, width=width)
 
 
 def _factor_cnn(

@@ -77,7 +77,7 @@ class AttributeCNN(nn.Module):
     global max pooling 0.9998 but only 0.94 on position at level 5; flattened + maximum reached
     0.999-1.0 on both.
 
-    Parameters: ``3*16*9 + 16*32*9 + 32*64*9 + 64*64*9`` convolution weights (60,336), ``2 * 176``
+    Parameters at width 1: ``3*16*9 + 16*32*9 + 32*64*9 + 64*64*9`` convolution weights (60,336), ``2 * 176``
     batch-norm weights and biases (352) and ``1088 * K + K`` read-out weights (5,445 for ``K = 5``):
     66,133 for five classes.
 
@@ -95,6 +95,10 @@ class AttributeCNN(nn.Module):
         ``both``: the flattened maps and their maximum; ``max``: the maximum alone, which cannot tell
         where a feature is and so cannot learn a scene's layout by heart (a small object anywhere on
         photographed backgrounds).
+    width : int, default=1
+        Channel multiplier: the blocks have ``16w, 32w, 64w, 64w`` channels (about ``w**2`` times the
+        convolution weights and multiply-adds), for an attribute the default width cannot fit, such as
+        a small CANDLE torus's rotation.
     """
 
     def __init__(
@@ -103,6 +107,7 @@ class AttributeCNN(nn.Module):
         image_shape: tuple[int, ...] = (3, IMAGE_SIZE, IMAGE_SIZE),
         first_stride: int = 2,
         readout: str = "both",
+        width: int = 1,
     ) -> None:
         super().__init__()
         shape = checked_classes_and_shape(num_classes, image_shape)
@@ -110,15 +115,17 @@ class AttributeCNN(nn.Module):
             raise InvalidArgumentError(f"first_stride: expected 1 or 2, got {first_stride!r}")
         if readout not in READOUTS:
             raise InvalidArgumentError(f"readout: expected one of {', '.join(READOUTS)}, got {readout!r}")
+        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
+            raise InvalidArgumentError(f"width: expected an integer of at least 1, got {width!r}")
         self.num_classes, self.readout = int(num_classes), readout
         layers: list[nn.Module] = []
-        channels = (shape[0], *CHANNELS[1:])
+        channels = (shape[0], *(c * width for c in CHANNELS[1:]))
         for k, (in_channels, out_channels) in enumerate(zip(channels[:-1], channels[1:])):
             layers += _block(in_channels, out_channels, stride=int(first_stride) if k == 0 else 2)
         self.features = nn.Sequential(*layers)
         side = 8 * int(first_stride)  # the maps' cell: 16 pixels, 8 with a full-resolution first layer
         cells = (shape[1] // side) * (shape[2] // side) if readout == "both" else 0
-        self.classifier = nn.Linear(CHANNELS[-1] * (cells + 1), self.num_classes)
+        self.classifier = nn.Linear(channels[-1] * (cells + 1), self.num_classes)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         maps = self.features(images)
