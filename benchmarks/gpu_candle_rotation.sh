@@ -16,7 +16,8 @@
 #   repscope disentangle classifiers --data candle --factor rotation --data-param data_dir=$DATA
 #     --network-param first_stride=1 --network-param readout=max --network-param width=W
 #     --model-param augment=shift --model-param 'augment_ranges=[[-6, 6]]' --epochs E --accelerator gpu
-# RUNS lists them as WIDTH:MOST_EPOCHS. Every judge's raw and identifiable test accuracy goes to
+# RUNS lists them as WIDTH:MOST_EPOCHS (a width twice, the second with fewer epochs: one that ends
+# before LIMIT even if the estimate is off). Every judge's raw and identifiable test accuracy goes to
 # $OUT/gpu_candle_rotation.txt, and the judges come back as $OUT/judges-rotation.tar.gz (run folders
 # with their weights, usable as a rotation judge in `--classifiers DIR`).
 # ACCELERATOR=cpu EXPECTED=N RUNS=1:1 BUDGET=60 checks the script on the CPU (not a measurement).
@@ -26,9 +27,9 @@ PARTS=${PARTS:?name the folder of parts (PARTS=.gpu-candle-1)}
 OUT=${OUT:-/tmp/out}
 DATA=${DATA:-/tmp/candle-rotation}
 EXPECTED=${EXPECTED:-19440}
-RUNS=${RUNS:-1:800 2:400 4:400}
-BUDGET=${BUDGET:-400}
-LIMIT=${LIMIT:-500}
+RUNS=${RUNS:-1:500 2:500 4:500 4:200}
+BUDGET=${BUDGET:-330}
+LIMIT=${LIMIT:-510}
 ACCELERATOR=${ACCELERATOR:-gpu}
 PYTHON=${PYTHON:-python3}
 mkdir -p "$OUT" "$DATA"
