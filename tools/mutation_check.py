@@ -1238,6 +1238,22 @@ MUTATIONS: list[Mutation] = [
         ),
         "an outer bar speaks at the nested bar's own interval, racing its lines",
     ),
+    Mutation(
+        "attribute-cnn-width-ignored",
+        ("src/repscope/models/sprite_cnn.py",),
+        "        channels = (shape[0], *(c * width for c in CHANNELS[1:]))\n",
+        "        channels = (shape[0], *CHANNELS[1:])\n",
+        ("tests/sprites/test_sprite_classifiers.py::test_attribute_cnn_width_multiplies_every_block",),
+        "--network-param width=4 is accepted and recorded but trains the default 16-32-64-64 network",
+    ),
+    Mutation(
+        "packed-candle-bounds-not-rescaled",
+        ("benchmarks/candle_parts.py",),
+        '                    entry["bounds"] = (np.asarray(entry["bounds"], float) * scale).round(4).tolist()\n',
+        '                    entry["bounds"] = np.asarray(entry["bounds"], float).round(4).tolist()\n',
+        ("tests/candle/test_candle_dataset.py::test_packed_parts_unpack_to_the_same_images_factors_boxes_and_split",),
+        "renders packed for a device keep the full-size boxes beside images at the study's size",
+    ),
 ]
 
 
@@ -1245,6 +1261,7 @@ def copy_tree(destination: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", ".pytest_cache", "*.egg-info")
     shutil.copytree(ROOT / "src", destination / "src", ignore=ignore)
     shutil.copytree(ROOT / "tests", destination / "tests", ignore=ignore)
+    shutil.copytree(ROOT / "benchmarks", destination / "benchmarks", ignore=ignore)  # scripts some tests load
     shutil.copy2(ROOT / "pyproject.toml", destination / "pyproject.toml")
 
 

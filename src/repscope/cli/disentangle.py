@@ -129,7 +129,7 @@ def classifiers_command(
     network_param: List[str] = typer.Option(
         [],
         "--network-param",
-        help="network parameter key=value (repeat), e.g. first_stride=1 readout=max (attribute-cnn)",
+        help="network parameter key=value (repeat), e.g. first_stride=1 readout=max width=4 (attribute-cnn)",
     ),
     model_param: List[str] = typer.Option(
         [],
