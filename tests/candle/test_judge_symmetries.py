@@ -109,8 +109,8 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     runner = CliRunner()
     out = tmp_path / "judges"
     arguments = ["disentangle", "classifiers", "--out", str(out), "--data", "candle", "--factor", "rotation"]
-    # the rotation judge's network: full resolution in the first block, the maximum alone read out
-    network = ["--network-param", "first_stride=1", "--network-param", "readout=max"]
+    # the rotation judge's network: full resolution in the first block, the maximum alone read out, wider
+    network = ["--network-param", "first_stride=1", "--network-param", "readout=max", "--network-param", "width=2"]
     network += ["--model-param", "augment=shift", "--model-param", "augment_ranges=[[-2, 2]]"]
     result = runner.invoke(
         app,
@@ -119,11 +119,12 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     assert result.exit_code == 0, result.output
     config = yaml.safe_load((out / "rotation" / "config.yaml").read_text())
     assert config["model"]["params"] == {
-        "network_params": {"first_stride": 1, "readout": "max"},
+        "network_params": {"first_stride": 1, "readout": "max", "width": 2},
         "augment": "shift",
         "augment_ranges": [[-2, 2]],
     }
-    assert open_run(out / "rotation").task().network.readout == "max"
+    judge = open_run(out / "rotation").task().network
+    assert judge.readout == "max" and judge.classifier.in_features == 128  # the last block's 64 x 2 maxima
     record = json.loads((out / "rotation" / "judge.json").read_text())
     # the sphere's rotations are not counted: at most the cube's and the torus's test images are
     assert record["counted"] < record["n"] and record["rule"].startswith("cube and torus only")
@@ -135,9 +136,11 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     assert "--model: 'beta-vae' is not a registered classifier" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "z"), "--network-param", "readout=mean"])
     assert "readout: expected one of both, max, got 'mean'" in str(refused.exception)
+    refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "v"), "--network-param", "width=0"])
+    assert "width: expected an integer of at least 1, got 0" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "w"), "--model-param", "wings=2"])
     assert str(refused.exception) == "--model-param: unknown key model.params.wings"
-    assert not any((tmp_path / name).exists() for name in ("w", "x", "y", "z"))
+    assert not any((tmp_path / name).exists() for name in ("v", "w", "x", "y", "z"))
 
 
 def test_the_factor_cnn_reads_where_a_pixel_is_and_checks_its_parameters():
