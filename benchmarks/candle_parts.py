@@ -20,6 +20,7 @@ import argparse
 import io
 import json
 import lzma
+import shutil
 import sys
 import tarfile
 from pathlib import Path
@@ -36,12 +37,17 @@ def pack(renders: Path, dest: Path, parts: int, image_size: int) -> list[Path]:
     """Write ``dest/part-K`` (K = 1..parts), each a share of the folder's images in sorted file order."""
     from repscope.data.candle.dataset import folder_records, image_of, read_folder  # noqa: PLC0415
 
+    taken = [dest / f"part-{k}" for k in range(1, parts + 1) if (dest / f"part-{k}").exists()]
+    if taken:
+        raise SystemExit(f"{taken[0]}: exists; pack into another folder (nothing was written)")
     files = folder_records(renders)["files"]
     images = read_folder(renders, image_size)["image"]  # the rows of `files`, (N, 3, S, S)
     written = []
     for k, rows in enumerate(np.array_split(np.arange(len(files)), parts), start=1):
-        folder = dest / f"part-{k}"
-        folder.mkdir(parents=True, exist_ok=False)
+        # written under a hidden name and renamed when whole: a stopped pack leaves no part that looks done
+        folder = dest / f".part-{k}.partial"
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
         pixels = np.ascontiguousarray(images[rows].transpose(0, 2, 3, 1))  # (n, S, S, 3): the delta runs along RGB
         (folder / "images.xz").write_bytes(lzma.compress(pixels.tobytes(), format=lzma.FORMAT_XZ, filters=FILTERS))
         with tarfile.open(folder / "records.tar.xz", "w:xz") as tar:
@@ -56,7 +62,7 @@ def pack(renders: Path, dest: Path, parts: int, image_size: int) -> list[Path]:
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
         (folder / "part.json").write_text(json.dumps({"images": len(rows), "image_size": image_size}))
-        written.append(folder)
+        written.append(folder.rename(dest / f"part-{k}"))
     return written
 
 
@@ -90,6 +96,15 @@ def main(argv: list[str] | None = None) -> int:
     unpacking.add_argument("part", type=Path)
     unpacking.add_argument("out", type=Path)
     args = parser.parse_args(argv)
+    try:
+        return run(args)
+    except KeyboardInterrupt:
+        print("candle_parts: interrupted (only whole parts are named part-K)", file=sys.stderr)
+        return 130
+
+
+def run(args: argparse.Namespace) -> int:
+    """Carry out the parsed command."""
     if args.verb == "pack":
         for folder in pack(args.renders, args.dest, args.parts, args.image_size):
             size = sum(f.stat().st_size for f in folder.iterdir()) / 2**20

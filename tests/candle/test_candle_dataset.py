@@ -212,6 +212,9 @@ def test_packed_parts_unpack_to_the_same_images_factors_boxes_and_split(folder, 
     spec.loader.exec_module(parts)
     written = parts.pack(folder, tmp_path / "parts", 3, 32)
     assert [p.name for p in written] == ["part-1", "part-2", "part-3"]
+    assert sorted(p.name for p in (tmp_path / "parts").iterdir()) == ["part-1", "part-2", "part-3"]  # no leftovers
+    with pytest.raises(SystemExit, match=r"part-1: exists; pack into another folder \(nothing was written\)$"):
+        parts.pack(folder, tmp_path / "parts", 3, 32)
     unpacked = tmp_path / "unpacked"
     counts = [parts.unpack(part, unpacked) for part in written]
     original, again = read_folder(folder, 32), read_folder(unpacked, 32)
