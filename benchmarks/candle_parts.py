@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-# a byte delta over the three channels of neighbouring pixels, then LZMA2: 70 against 89 MiB without it
-# for the 19,440 images at 64x64
+# a byte delta over the three channels of neighbouring pixels, then LZMA2: the 19,440 images at 64x64
+# (239 MB raw) packed into 69.5 MiB; xz without the delta, tried on a tenth of them, extrapolated to 89
 FILTERS = [{"id": lzma.FILTER_DELTA, "dist": 3}, {"id": lzma.FILTER_LZMA2, "preset": 9}]
 
 
