@@ -277,6 +277,24 @@ def _already_batched(batch: Any) -> Any:
     return batch
 
 
+class LazyStartLoader(DataLoader):
+    """A DataLoader whose iterator starts at the first batch asked for, not when ``iter`` is called.
+
+    A DataLoader's iterator draws from the loader's ``torch.Generator`` as it is made (the workers'
+    base seed) and its sampler draws the epoch's order at the first batch. Lightning makes the first
+    epoch's iterator before ``on_train_epoch_start``; after a resume that is the epoch restored from
+    the checkpoint, so the base seed came from the freshly seeded generator and the order from the
+    restored one: one draw out of step with the uninterrupted run, whose rows then came in another
+    order (weights 1.1 apart after three epochs of a beta-VAE). Started lazily, every draw of an
+    epoch comes after the callback that restores the generator (``repscope.train.run.EpochCheckpoint``),
+    as in the uninterrupted run; the number and order of draws are unchanged, so are the batches of
+    runs that are not resumed.
+    """
+
+    def __iter__(self) -> Iterator[Any]:
+        yield from super().__iter__()
+
+
 def loader(
     view: SplitView | torch.utils.data.Dataset,
     batch_size: int,
@@ -312,7 +330,7 @@ def loader(
         Each batch is a dict of field name to tensor (:func:`field_to_tensor`), fetched in one
         ``SplitView.__getitems__`` call; no further collation.
     """
-    return DataLoader(
+    return LazyStartLoader(
         view,
         batch_size=batch_size,
         shuffle=shuffle,
@@ -479,6 +497,7 @@ __all__ = [
     "DatasetModule",
     "DeviceBatches",
     "DeviceStore",
+    "LazyStartLoader",
     "SplitView",
     "field_to_tensor",
     "free_memory",
