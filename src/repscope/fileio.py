@@ -225,7 +225,12 @@ def _json_key(key: Any) -> str:
 def _json_default(value: Any) -> Any:
     # numpy scalars and arrays, paths: the types our tables and configs hold
     if hasattr(value, "tolist"):
-        return value.tolist()
+        plain = value.tolist()
+        if hasattr(plain, "dtype"):  # long double stays a numpy scalar in tolist(): recursing never ends
+            if plain.dtype.kind != "f":
+                raise TypeError(f"cannot write {type(plain).__name__} to JSON")
+            return float(plain)  # the nearest double (beyond its range: infinite, noted as such)
+        return plain
     if isinstance(value, os.PathLike):
         return os.fspath(value)
     raise TypeError(f"cannot write {type(value).__name__} to JSON")
