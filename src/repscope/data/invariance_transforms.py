@@ -208,7 +208,10 @@ def shift_each(images: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
     images : torch.Tensor
         ``(B, C, H, W)``.
     offsets : torch.Tensor
-        ``(B, 2)`` pixels ``(right, down)``, rounded to whole pixels; negative values move left and up.
+        ``(B, 2)`` pixels ``(right, down)``, rounded to the nearest whole pixel, a half to the even one
+        (``torch.round``: 0.5 -> 0, 1.5 -> 2, -2.5 -> -2, so that ``-v`` moves as far as ``v``; a uniform
+        draw over ``[-a, a]`` then reaches ``+-a`` half as often as the pixels between); negative values
+        move left and up.
 
     Returns
     -------
