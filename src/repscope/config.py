@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.errors import ECHO_LIMIT, DataFormatError, InvalidArgumentError, RepscopeError, shown
 
 Schema = TypeVar("Schema", bound=BaseModel)
 
@@ -52,16 +52,174 @@ class Section(BaseModel):
 _VALIDATING: contextvars.ContextVar[bool] = contextvars.ContextVar("repscope_validating", default=False)
 
 
-def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
-    """The top-level mapping of a UTF-8 YAML file; a missing, unreadable, non-UTF-8, unparsable or
-    non-mapping file is an error naming the file."""
-    path = Path(path)
-    if not path.is_file():
-        raise InvalidArgumentError(f"config {path}: no such file")
+# most values that expanding a document's aliases may add: a config repeats a section a few times, while
+# nine nested aliases of nine items each ("billion laughs") make a billion values out of a kilobyte
+MAX_ALIAS_VALUES = 10_000
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+class _CheckedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that refuses a mapping key given twice (PyYAML keeps the last one silently) and
+    records whether the document holds an alias, for :func:`_check_alias_expansion`."""
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self.duplicate: tuple[int, Any] | None = None
+        self.holds_alias = False
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self.holds_alias = True
+        return super().compose_node(parent, index)
+
+    def compose_mapping_node(self, anchor: Any) -> Any:
+        # checked on the nodes as written: after construction a merge (<<) may rightly repeat a key
+        node = super().compose_mapping_node(anchor)
+        seen = set()
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == _MERGE_TAG:
+                continue
+            key = (key_node.tag, key_node.value)
+            if key in seen and self.duplicate is None:
+                self.duplicate = (key_node.start_mark.line + 1, key_node.value)
+            seen.add(key)
+        return node
+
+
+def _children(node: Any) -> list[Any]:
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    return []
+
+
+def _check_alias_expansion(root: Any, source: str, error: type[RepscopeError]) -> None:
+    """Refuse a document whose aliases, expanded, would add more than :data:`MAX_ALIAS_VALUES` values, or
+    that holds itself; counted on the node graph (each node once), so a bomb is refused without expanding it."""
+    expanded: dict[int, int] = {}  # node id -> values in its expansion
+    open_nodes: set[int] = set()  # the path from the root to the node being counted
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:  # iterative depth-first count: a deep document must not exhaust Python's stack
+        node, children_counted = stack.pop()
+        if children_counted:
+            open_nodes.discard(id(node))
+            expanded[id(node)] = 1 + sum(expanded[id(child)] for child in _children(node))
+            continue
+        if id(node) in expanded:
+            continue
+        if id(node) in open_nodes:
+            raise error(f"{source}: an alias refers to a value that holds it (a recursive value)")
+        open_nodes.add(id(node))
+        stack.append((node, True))
+        stack.extend((child, False) for child in _children(node) if id(child) not in expanded)
+    if expanded[id(root)] - len(expanded) > MAX_ALIAS_VALUES:
+        raise error(f"{source}: aliases expand past {MAX_ALIAS_VALUES} values (an alias bomb?)")
+
+
+def load_yaml(text: str, source: str, error: type[RepscopeError] = DataFormatError) -> Any:
+    """The value of one YAML document, as ``yaml.safe_load`` reads it, with two refusals.
+
+    * A mapping key given twice is refused (``safe_load`` keeps the last value silently, so an edit
+      lower in a file would win unseen); a merge key (``<<: *base``) may still be overridden.
+    * Aliases are expanded under a limit: the values the aliases add (each alias counts the values of
+      what it names) may not exceed :data:`MAX_ALIAS_VALUES`, and a value may not hold itself. The
+      count is made on the parsed nodes before anything is built, so an alias bomb ("billion laughs")
+      is refused in milliseconds instead of expanding inside validation.
+
+    Every YAML the package reads from a user goes through this function: config files, ``--set`` and
+    ``key=value`` values, a run's ``config.yaml`` read back.
+
+    Parameters
+    ----------
+    text : str
+        The document.
+    source : str
+        Where it came from (``config runs/a/config.yaml``, ``--set 'seed=1'``), named in the messages.
+    error : type, default=DataFormatError
+        The :class:`RepscopeError` subclass raised on a refusal.
+
+    Returns
+    -------
+    Any
+        The document's value (None for an empty document).
+
+    Raises
+    ------
+    RepscopeError
+        Of type ``error``: ``<source> line 7: key 'beta' given twice``, ``<source>: aliases expand past
+        10000 values (an alias bomb?)``, or a recursive alias.
+    yaml.YAMLError
+        When the text is not YAML (the caller names the file and the line).
+    """
+    loader = _CheckedLoader(text)
     try:
-        raw = path.read_bytes()
+        root = loader.get_single_node()
+        if loader.duplicate is not None:
+            line, key = loader.duplicate
+            raise error(f"{source} line {line}: key {shown(key)} given twice")
+        if root is None:
+            return None
+        if loader.holds_alias:
+            _check_alias_expansion(root, source, error)
+        return loader.construct_document(root)
+    finally:
+        loader.dispose()
+
+
+# a config is a few kilobytes; a larger file (or an endless device) is not one
+MAX_CONFIG_BYTES = 64 * 2**20
+# the mappings of configs that are not regular files (a named pipe, a shell's <(...) as /dev/fd/N): such a
+# file can be read once, and a command that needs its config again (a sweep's points) gets this copy
+_READ_ONCE: dict[str, dict[str, Any]] = {}
+
+
+def _config_bytes(path: Path) -> bytes:
+    """The bytes of config ``path``, whatever kind of file it is, read once; refused past MAX_CONFIG_BYTES."""
+    if not path.exists():
+        raise InvalidArgumentError(f"config {path}: no such file")
+    if path.is_dir():
+        raise InvalidArgumentError(f"config {path}: a folder, not a YAML file")
+    try:
+        with path.open("rb") as handle:
+            raw = handle.read(MAX_CONFIG_BYTES + 1)
     except OSError as exc:
         raise DataFormatError(f"config {path}: cannot be read ({exc.strerror or exc})") from None
+    if len(raw) > MAX_CONFIG_BYTES:
+        raise DataFormatError(f"config {path}: larger than {MAX_CONFIG_BYTES // 2**20} MiB, too large to be a config")
+    return raw
+
+
+def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
+    """The top-level mapping of a UTF-8 YAML file (:func:`load_yaml`: no key twice, aliases under a limit).
+
+    Any kind of file is read, once: a regular file, a named pipe or a shell's process substitution
+    (``<(...)``, a ``/dev/fd/N`` path); the mapping of a file that is not regular is kept, so that a
+    second call for the same path returns a copy instead of reading an empty pipe.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The file.
+
+    Returns
+    -------
+    dict
+        The mapping (empty for an empty file).
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the file does not exist or is a folder.
+    DataFormatError
+        When it cannot be read, is larger than :data:`MAX_CONFIG_BYTES`, is not UTF-8, not YAML, not a
+        mapping, repeats a key or holds an alias bomb (each naming the file).
+    """
+    path = Path(path)
+    if str(path) in _READ_ONCE:
+        return copy.deepcopy(_READ_ONCE[str(path)])
+    regular = path.is_file()
+    raw = _config_bytes(path)
     try:
         # YAML configs are UTF-8 whatever the locale (a BOM is allowed)
         text = raw.decode("utf-8-sig")
@@ -70,7 +228,7 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
             f"config {path}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at offset {exc.start}); save the file as UTF-8"
         ) from None
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text, f"config {path}")
     except RecursionError:
         raise DataFormatError(f"config {path}: nested too deeply to be a config") from None
     except yaml.YAMLError as exc:
@@ -78,9 +236,11 @@ def read_yaml_mapping(path: str | Path) -> dict[str, Any]:
         line = f" (line {where.line + 1})" if where is not None else ""
         raise DataFormatError(f"config {path}: not valid YAML{line}: {getattr(exc, 'problem', exc)}") from None
     if data is None:
-        return {}
+        data = {}
     if not isinstance(data, dict):
         raise DataFormatError(f"config {path}: must hold a mapping of keys, found {type(data).__name__}")
+    if not regular:
+        _READ_ONCE[str(path)] = copy.deepcopy(data)
     return data
 
 
@@ -112,10 +272,10 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str], schema: A
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key or any(not part for part in key.split(".")):
-            raise InvalidArgumentError(f"--set {item!r}: expected key=value, e.g. trainer.max_epochs=5")
+            raise InvalidArgumentError(f"--set {shown(item)}: expected key=value, e.g. trainer.max_epochs=5")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError:
+            value = load_yaml(raw, f"--set {shown(item)}", InvalidArgumentError) if raw.strip() else ""
+        except (yaml.YAMLError, RecursionError):
             value = raw
         node, section = out, schema
         parts = key.split(".")
@@ -126,7 +286,7 @@ def apply_overrides(data: Mapping[str, Any], overrides: Iterable[str], schema: A
                 child = node[part] = default if default is not None else {}
             if not isinstance(child, dict):
                 prefix = ".".join(parts[: depth + 1])
-                raise InvalidArgumentError(f"--set {item!r}: {prefix} is not a mapping")
+                raise InvalidArgumentError(f"--set {shown(item)}: {shown_key(prefix)} is not a mapping")
             node = child
         node[parts[-1]] = value
     return out
@@ -144,12 +304,18 @@ def parse_assignments(items: Iterable[str], option: str) -> dict[str, Any]:
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise InvalidArgumentError(f"{option} {item!r}: expected key=value")
+            raise InvalidArgumentError(f"{option} {shown(item)}: expected key=value")
         try:
-            params[key] = yaml.safe_load(value)
-        except yaml.YAMLError:
+            params[key] = load_yaml(value, f"{option} {shown(item)}", InvalidArgumentError)
+        except (yaml.YAMLError, RecursionError):
             params[key] = value
     return params
+
+
+def shown_key(text: str) -> str:
+    """A key, dotted path or ``--set`` item as given when short, else cut as :func:`repscope.errors.shown` cuts
+    a value (a key can be as long as a YAML line)."""
+    return text if len(text) <= ECHO_LIMIT else shown(text)
 
 
 # keys renamed so that one concept has one name in every dataset and config: an old config gets
@@ -161,7 +327,7 @@ def format_validation_error(exc: ValidationError, source: str, prefix: str = "")
     """One line naming every bad key (dotted, after ``prefix``) and what is wrong with it."""
     problems = []
     for error in exc.errors():
-        key = ".".join([prefix] * bool(prefix) + [str(part) for part in error["loc"]]) or "(top level)"
+        key = shown_key(".".join([prefix] * bool(prefix) + [str(part) for part in error["loc"]])) or "(top level)"
         if error["type"] == "extra_forbidden":
             last = str(error["loc"][-1]) if error["loc"] else ""
             renamed = f" (renamed {RENAMED_KEYS[last]})" if last in RENAMED_KEYS else ""
@@ -169,7 +335,7 @@ def format_validation_error(exc: ValidationError, source: str, prefix: str = "")
         elif error["type"] == "missing":
             problems.append(f"missing key {key}")
         else:
-            problems.append(f"key {key}: {error['msg']} (got {error.get('input')!r})")
+            problems.append(f"key {key}: {error['msg']} (got {shown(error.get('input'))})")
     return f"{source}: " + "; ".join(problems)
 
 
@@ -200,7 +366,7 @@ def load_config(
     overrides = list(overrides)
     if overrides:
         data = apply_overrides(data, overrides, schema)
-        source += " with --set " + " ".join(overrides)
+        source += " with --set " + " ".join(map(shown_key, overrides))
     return validate_config(data, schema, source)
 
 
@@ -270,7 +436,7 @@ def resolve_config_path(path: str | Path) -> Path:
         file name is a shipped config's, that name).
     """
     given = Path(path)
-    if given.is_file():
+    if given.exists() and not given.is_dir():  # a regular file, a named pipe, a shell's <(...)
         return given
     stem = given.name.removesuffix(".yaml")
     shipped = SHIPPED_DIR / f"{stem}.yaml"
@@ -363,7 +529,12 @@ def signature_schema(function: Any, name: str, skip: Iterable[str] = ()) -> type
         if parameter.name in skip or parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
         default = ... if parameter.default is parameter.empty else parameter.default
-        fields[parameter.name] = (hints.get(parameter.name, Any), default)
+        annotation = hints.get(parameter.name, Any)
+        if annotation is int and (parameter.name == "seed" or parameter.name.endswith("_seed")):
+            from repscope.validation import Seed  # noqa: PLC0415 -- numpy stays out of the CLI's start-up
+
+            annotation = Seed  # one seed rule for every params: mapping too
+        fields[parameter.name] = (annotation, default)
     return create_model(name, __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True), **fields)
 
 

@@ -25,3 +25,45 @@ class OutputExistsError(RepscopeError, FileExistsError):
 
 class ChecksumError(RepscopeError):
     """A downloaded or stored file does not match its expected checksum."""
+
+
+# the most characters of a user's value an error message repeats: a caption line or a name can be megabytes
+# long on one line, and the one-line error must stay readable
+ECHO_LIMIT = 80
+
+
+def shown(value: object, limit: int = ECHO_LIMIT) -> str:
+    """``repr(value)`` for an error message, cut to about ``limit`` characters.
+
+    Every error that repeats a user's value (a caption line, a model name, a config value, a record
+    field) shows it through this function, so that a megabyte-long value gives a one-line message.
+
+    Parameters
+    ----------
+    value : object
+        The value as the user gave it.
+    limit : int, default=80
+        Most characters of ``value`` shown.
+
+    Returns
+    -------
+    str
+        ``repr(value)`` when it is at most ``limit`` characters long; otherwise its first ``limit``
+        characters, an ellipsis and the value's length: ``'aaaa'… (10000000 characters)`` for a string,
+        ``[0, 1, 2, ...] (200000 items)`` for a list, tuple, set or mapping (at most 12 items shown).
+    """
+    import reprlib  # noqa: PLC0415
+
+    if isinstance(value, str):
+        return repr(value) if len(value) <= limit else f"{value[:limit]!r}… ({len(value)} characters)"
+    # reprlib never builds the whole repr of a long or deeply nested container
+    brief = reprlib.Repr()
+    brief.maxlevel, brief.maxstring, brief.maxother = 3, limit, limit
+    brief.maxlist = brief.maxtuple = 12
+    brief.maxdict = brief.maxset = 8
+    text = brief.repr(value)
+    if len(text) <= limit and "..." not in text:
+        return text
+    unit = "bytes" if isinstance(value, bytes | bytearray) else "items"
+    size = f" ({len(value)} {unit})" if hasattr(value, "__len__") else ""
+    return (f"{text[:limit]}…" if len(text) > limit else text) + size

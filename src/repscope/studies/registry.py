@@ -142,6 +142,7 @@ class CommandEntry:
             reapply_after_quick,
             resolve_config_path,
             shipped_config_path,
+            shown_key,
             validate_config,
         )
 
@@ -165,7 +166,7 @@ class CommandEntry:
         source = f"config {path}" if path is not None else " ".join(self.words)
         if overrides:
             data = apply_overrides(data, overrides, schema)
-            source += " with --set " + " ".join(overrides)
+            source += " with --set " + " ".join(map(shown_key, overrides))
         data.update(given)
         config = validate_config(data, schema, source)
         if quick and shrink is not None:

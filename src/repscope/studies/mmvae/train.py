@@ -40,6 +40,7 @@ from repscope.config import (
     read_yaml_mapping,
     reapply_after_quick,
     shipped_config_path,
+    shown_key,
     validate_config,
 )
 from repscope.data.registry import dataset_loader
@@ -336,7 +337,7 @@ def resolve_config_path(path: str | Path | None) -> Path:
     if path is None:
         return shipped_config_path(SHIPPED_CONFIG)
     path = Path(path)
-    if path.is_file() or path.parent != Path("."):
+    if (path.exists() and not path.is_dir()) or path.parent != Path("."):  # a file, a pipe, a shell's <(...)
         return path
     return shipped_config_path(path.name.removesuffix(".yaml"))
 
@@ -402,7 +403,7 @@ def load_multimodal_config(
     data = with_model_settings(data, overrides or [])
     if overrides:
         data = apply_overrides(data, overrides, MultimodalConfig)
-        source += " with --set " + " ".join(overrides)
+        source += " with --set " + " ".join(map(shown_key, overrides))
     # as repscope train: a config names what it trains on what (an empty file would train every default)
     missing = [key for key in REQUIRED_KEYS if key not in data]
     if missing:
