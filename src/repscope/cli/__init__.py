@@ -23,10 +23,12 @@ from typing import Optional
 
 import typer
 
+from repscope.cli.renamed_options import RenamedOptionsGroup
 from repscope.errors import RepscopeError
 
 app = typer.Typer(
     name="repscope",
+    cls=RenamedOptionsGroup,  # a renamed option (--jobs) is refused naming its new name (--workers)
     help="Quantitative assessment of learned representations.",
     no_args_is_help=True,
     add_completion=False,
