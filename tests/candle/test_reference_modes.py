@@ -1,12 +1,17 @@
 """IRS and UC as the authors' code computes them (``compat="reference"``), checked against values worked
 out by hand from that code's rules: the CANDLE fork's ``np.argpartition(col, -1)[::-rho][:rho]``
 (causal-disentanglement/disentanglement_lib, evaluation/metrics/irs.py, scalable_disentanglement_score) and
-disentanglement_lib's 20-bin histogram discretiser before IRS (evaluation/metrics/utils.py)."""
+disentanglement_lib's 20-bin histogram discretiser before IRS (evaluation/metrics/utils.py).
+
+The fork's ``argpartition`` order is numpy 1.x's introselect; the installed numpy is never asked (numpy 2 on
+AVX-512 machines selects with SIMD code and orders the other entries differently). The orders numpy 1.26.4
+gave are recorded in ``tests/data/numpy1-argpartition-last.json``."""
 
 from __future__ import annotations
 
 import itertools
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,8 +27,10 @@ from repscope.metrics.disentanglement.irs import (
     unique_capture,
 )
 
+DATA = Path(__file__).parent.parent / "data"
+
 # latents x factors; each column is built so that the fork's selection differs from the top two:
-#   column 0: max 0.9 at latent 1; numpy's order for n = 5 is (0, 4, 2, 3, 1): rho 2 takes positions 4
+#   column 0: max 0.9 at latent 1; numpy 1's order for n = 5 is (0, 4, 2, 3, 1): rho 2 takes positions 4
 #             and 2 -> {1, 2}, while the top two are {1, 3}
 #   column 1: max 0.95 at latent 2 = n - 3, swapped with the last: order (0, 1, 4, 3, 2) -> {2, 4}; top {2, 3}
 #   column 2: the max 0.9 twice (latents 1 and 3); numpy swaps the last one: order (0, 1, 2, 4, 3) -> rho 1
@@ -39,26 +46,78 @@ MATRIX = np.array(
 )
 
 
-def test_the_fork_selection_by_hand_and_by_numpy():
+def fork_argpartition_last(column) -> list[int]:
+    """numpy 1.x's ``argpartition(column, -1)`` order for float data, written out from its introselect
+    (``npysort/selection.cpp``): with ``kth = n - 1 < 3``, ``dumb_select`` (a selection sort whose
+    position ``i`` swaps with the first strictly smallest of the rest); otherwise the scan that keeps the
+    last entry not below the running maximum, swapped into the last position. Plain loops, no numpy."""
+    values = [float(v) for v in column]
+    order = list(range(len(values)))
+    if len(values) - 1 < 3:
+        for position in range(len(values)):
+            smallest = position
+            for other in range(position + 1, len(values)):
+                if values[order[other]] < values[order[smallest]]:
+                    smallest = other
+            order[position], order[smallest] = order[smallest], order[position]
+        return order
+    last_max = 0
+    for index in range(1, len(values)):
+        if not values[index] < values[last_max]:
+            last_max = index
+    order[last_max], order[-1] = order[-1], order[last_max]
+    return order
+
+
+def fork_selection(order: list[int], rho: int) -> list[int]:
+    """The fork's ``order[::-rho][:rho]``: every rho-th position counting back from the last."""
+    return [order[position] for position in range(len(order) - 1, -1, -rho)][:rho]
+
+
+def test_the_fork_selection_by_hand():
     by_hand = {1: [[1], [2], [3]], 2: [[1, 2], [2, 4], [3, 2]]}
     for rho, expected in by_hand.items():
         assert [reference_selection(MATRIX[:, i], rho) for i in range(3)] == expected
-        # the fork's own expression, evaluated here by numpy
-        assert [np.argpartition(MATRIX[:, i], -1)[::-rho][:rho].tolist() for i in range(3)] == expected
+    # four latents or more: the identity with the last maximum swapped into the last position
+    # (0.3, 0.1, 0.4, 0.2): order (0, 1, 3, 2); rho 2 -> positions 3, 1; rho 3 -> 3, 0; rho 4 -> 3
+    assert [reference_selection([0.3, 0.1, 0.4, 0.2], rho) for rho in (1, 2, 3, 4)] == [[2], [2, 1], [2, 0], [2]]
+    # the maximum three times: the last one (4) is already last, so the order is the identity and rho 2
+    # takes 4 and 2, where the top two (ties to the lower index) are 0 and 2
+    assert reference_selection([0.7, 0.2, 0.7, 0.1, 0.7], 2) == [4, 2]
+    # the last maximum (3) swaps with 4: order (0, 1, 2, 4, 3), positions 4 and 2 -> latents 3 and 2
+    assert reference_selection([0.4, 0.9, 0.1, 0.9, 0.3], 2) == [3, 2]
+    # integers are read as floats (numpy 1.x runs the full introselect on integer data)
+    assert reference_selection([3, 1, 4, 2], 2) == [2, 1]
     # three latents or fewer: numpy sorts (selection sort, ascending), so rho 2 takes the argmax and the minimum
     assert reference_selection([0.5, 0.2, 0.9], 2) == [2, 1]
+    assert reference_selection([0.9, 0.1, 0.5], 2) == [0, 1]  # swaps (0 1), then (1 2): order (1, 2, 0)
     assert reference_selection([0.5, 0.5, 0.1], 2) == [0, 2]  # a tie kept in place: the first 0.5 is last
+    assert reference_selection([0.2, 0.2, 0.2], 2) == [2, 0]  # all equal: nothing moves
     assert reference_selection([0.3, 0.6], 2) == [1]  # positions 1, -1, ...: only one latent for rho 2
-    for column in ([0.5, 0.2, 0.9], [0.5, 0.5, 0.1], [0.3, 0.6]):
-        assert reference_selection(column, 2) == np.argpartition(np.array(column), -1)[::-2][:2].tolist()
+    assert reference_selection([0.6, 0.3], 1) == [0]
+    assert reference_selection([0.5], 1) == [0]
 
 
-def test_random_columns_match_numpy_argpartition():
+def test_the_selection_matches_numpy_1_orders_recorded():
+    """Every column of the fixture (orders numpy 1.26.4 gave, tests/data/README.md), every rho: the
+    selection read off the recorded order; the loops above give the same orders (so they can stand in
+    for numpy 1 on the random columns below and on the UC of codes)."""
+    recorded = json.loads((DATA / "numpy1-argpartition-last.json").read_text())
+    assert int(recorded["provenance"]["numpy"].split(".")[0]) == 1
+    assert len(recorded["cases"]) >= 50
+    for case in recorded["cases"]:
+        column, order = case["column"], case["order"]
+        assert fork_argpartition_last(column) == order, case
+        for rho in range(1, len(column) + 1):
+            assert reference_selection(column, rho) == fork_selection(order, rho), (case, rho)
+
+
+def test_random_columns_match_the_introselect_order():
     rng = np.random.default_rng(5)
     for size in range(1, 25):
         for values in (rng.normal(size=size), rng.integers(0, 3, size=size).astype(float)):  # ties included
             for rho in range(1, min(size, 4) + 1):
-                expected = np.argpartition(values, -1)[::-rho][:rho].tolist()
+                expected = fork_selection(fork_argpartition_last(values), rho)
                 assert reference_selection(values, rho) == expected, (values, rho)
 
 
@@ -128,11 +187,11 @@ def test_unique_capture_reference_on_codes():
     result = unique_capture(factors, codes, compat="reference")
     assert set(result) == {"uc_rho1_reference", "uc_rho2_reference", "q_sets_reference", "active_latents", "params"}
     assert result["params"]["compat"] == "reference" and result["active_latents"] == [0, 1, 2, 3, 5]
-    # the fork's expression, evaluated by numpy, on the reference IRS matrix of the active latents
+    # the fork's expression, on numpy 1's order, on the reference IRS matrix of the active latents
     matrix = np.array(irs(factors, codes, compat="reference")["irs_matrix_reference"])[[0, 1, 2, 3, 5]]
-    active = np.array([0, 1, 2, 3, 5])
+    active = [0, 1, 2, 3, 5]
     for rho in (1, 2):
-        expected = [active[np.argpartition(matrix[:, i], -1)[::-rho][:rho]].tolist() for i in range(3)]
+        expected = [[active[k] for k in fork_selection(fork_argpartition_last(matrix[:, i]), rho)] for i in range(3)]
         assert result["q_sets_reference"][f"rho{rho}"] == expected
         sets = [set(q) for q in expected]
         jaccard = [len(a & b) / len(a | b) for a, b in itertools.combinations(sets, 2)]
