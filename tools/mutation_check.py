@@ -1254,6 +1254,134 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_candle_dataset.py::test_packed_parts_unpack_to_the_same_images_factors_boxes_and_split",),
         "renders packed for a device keep the full-size boxes beside images at the study's size",
     ),
+    Mutation(
+        "ml4ml-test-sensitivity-seed-unused",
+        ("src/repscope/studies/invariance/testing.py",),
+        "    matrices, features = matrices_and_features(signals, seed=seed)\n",
+        "    matrices, features = matrices_and_features(signals)\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_seed_of_a_test_draws_both_sensitivity_subsamples",
+        ),
+        "invariance test records its --seed but the paper's sensitivity subsample is always drawn with seed 0",
+    ),
+    Mutation(
+        "ml4ml-test-reference-sensitivity-seed-unused",
+        ("src/repscope/studies/invariance/testing.py",),
+        '        metrics["features_reference"] = reference_features(signals, seed=seed)\n',
+        '        metrics["features_reference"] = reference_features(signals)\n',
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_seed_of_a_test_draws_both_sensitivity_subsamples",
+        ),
+        "invariance test --compat reference draws the released code's sensitivity subsample with seed 0 "
+        "whatever --seed",
+    ),
+    Mutation(
+        "ml4ml-subsample-size-truncated",
+        ("src/repscope/metrics/invariance/variance_matrix.py",),
+        "    size = int(round(fraction * count))\n",
+        "    size = int(fraction * count)\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_subsample_rows_are_pinned_by_count_fraction_and_seed",
+        ),
+        "the sensitivity subsample of 0.9 x 15 rows holds 13, not round(13.5) = 14",
+    ),
+    Mutation(
+        "ml4ml-paper-subsample-fraction-unused",
+        ("src/repscope/studies/invariance/testing.py",),
+        "        rows = subsample_rows(len(values), subsample_fraction, seed)\n",
+        "        rows = subsample_rows(len(values), 0.9, seed)\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_paper_features_read_the_fraction_seed_and_tau_given",
+        ),
+        "the paper features' subsample_fraction is taken but the subsample is always 90%",
+    ),
+    Mutation(
+        "ml4ml-paper-features-tau-unused",
+        ("src/repscope/studies/invariance/testing.py",),
+        "        features[name] = matrix_features(matrices[name], subsample, tau=tau)\n",
+        "        features[name] = matrix_features(matrices[name], subsample)\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_paper_features_read_the_fraction_seed_and_tau_given",
+        ),
+        "matrices_and_features takes tau but counts significant variance above 0.15",
+    ),
+    Mutation(
+        "ml4ml-reference-subsample-fraction-unused",
+        ("src/repscope/studies/invariance/testing.py",),
+        "    drawn = subsample_rows(len(signals.kept), subsample_fraction, seed)\n",
+        "    drawn = subsample_rows(len(signals.kept), 0.9, seed)\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_reference_features_read_the_fraction_and_tau_given",
+        ),
+        "the released code's sensitivity subsample ignores subsample_fraction",
+    ),
+    Mutation(
+        "ml4ml-reference-features-tau-unused",
+        ("src/repscope/studies/invariance/testing.py",),
+        'variance_matrix(values[rows]), tau=tau, compat="reference")',
+        'variance_matrix(values[rows]), compat="reference")',
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_reference_features_read_the_fraction_and_tau_given",
+        ),
+        "reference_features takes tau but its significant variance counts above 0.15",
+    ),
+    Mutation(
+        "ml4ml-matrix-features-reference-tau-dropped",
+        ("src/repscope/metrics/invariance/features.py",),
+        "        return reference_matrix_features(matrix, subsample_matrix, tau)\n",
+        "        return reference_matrix_features(matrix, subsample_matrix)\n",
+        ("tests/invariance/test_feature_parameter_values.py::test_matrix_features_hand_tau_to_both_modes",),
+        "matrix_features(compat='reference') drops tau: invariance features --compat reference --tau X records "
+        "X, counts above 0.15",
+    ),
+    Mutation(
+        "ml4ml-features-command-tau-dropped",
+        ("src/repscope/studies/invariance/commands.py",),
+        '"features": matrix_features(read_variance_matrix(matrix), tau=tau)}',
+        '"features": matrix_features(read_variance_matrix(matrix))}',
+        ("tests/invariance/test_feature_parameter_values.py::test_the_features_command_records_and_uses_its_tau",),
+        "invariance features --tau is written into the result but the feature counts above 0.15",
+    ),
+    Mutation(
+        "ml4ml-reference-assessors-seed-not-per-repeat",
+        ("src/repscope/studies/invariance/assess_reference.py",),
+        "            for name, model in reference_assessors(seed + repeat).items():\n",
+        "            for name, model in reference_assessors(seed).items():\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_reference_protocol_seeds_the_ensembles_by_repeat",
+        ),
+        "every repeat of the released protocol grows the same random forest: the repeats' spread shrinks",
+    ),
+    Mutation(
+        "ml4ml-assess-train-reference-seed-dropped",
+        ("src/repscope/studies/invariance/assess.py",),
+        'features, merged["label"], merged["robust_accuracy"], mask, repeats=repeats, seed=seed\n',
+        'features, merged["label"], merged["robust_accuracy"], mask, repeats=repeats\n',
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_assess_train_reference_hands_its_seed_and_hold_out_to_the_protocol",
+        ),
+        "assess train --compat reference --seed S cross-validates with seed 0",
+    ),
+    Mutation(
+        "ml4ml-assess-train-holdout-ignored",
+        ("src/repscope/studies/invariance/assess.py",),
+        '            mask = merged["name"].isin(set(holdout)).to_numpy()\n',
+        '            mask = reference_holdout(merged["name"])\n',
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_assess_train_reference_hands_its_seed_and_hold_out_to_the_protocol",
+        ),
+        "assess train --holdout names are checked but the default last third is held out",
+    ),
 ]
 
 
