@@ -23,6 +23,10 @@ class OutputExistsError(RepscopeError, FileExistsError):
     """Writing would overwrite existing results."""
 
 
+class OutputOntoInputError(OutputExistsError):
+    """An output would be written onto the command's own input: it is the input, holds it, or lies inside it."""
+
+
 class ChecksumError(RepscopeError):
     """A downloaded or stored file does not match its expected checksum."""
 

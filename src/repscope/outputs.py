@@ -9,19 +9,25 @@
   or interrupted run leaves the old output as it was.
 * ``--resume`` (verbs that can resume) continues it; ``--overwrite`` and ``--resume`` together are
   an error.
+* An output never lands on the command's own input: each verb declares what it reads
+  (:class:`CommandInput`), and an output that is an input, holds one or lies inside an input directory
+  is refused (:class:`~repscope.errors.OutputOntoInputError`) before the rule above and before anything
+  is written, ``--overwrite`` or not: ``--out runs/x: is the run given as RUN_DIR (runs/x); choose
+  another --out``. ``--resume`` continues its own output, which is then no clash.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from repscope.errors import InvalidArgumentError, OutputExistsError
+from repscope.errors import InvalidArgumentError, OutputExistsError, OutputOntoInputError
 
 Kind = Literal["file", "directory"]
 TEMP_PREFIX = ".tmp-"  # the prefix of repscope.fileio: later runs ignore such names
@@ -43,6 +49,143 @@ def _occupied(path: Path) -> bool:
     return path.exists()
 
 
+@dataclasses.dataclass(frozen=True)
+class CommandInput:
+    """A file or folder a command reads, which its output must not replace.
+
+    Parameters
+    ----------
+    path
+        The input as given (a run directory, a repository, a dataset folder, an npz, a config file).
+        An input not on disk (a registered name, a missing file) cannot be destroyed and clashes with
+        nothing.
+    given_as
+        The argument or option that named it, for the message: ``"RUN_DIR"``, ``"--model"``,
+        ``"data.params.data_dir in CONFIG"``.
+    what
+        What it is, for the message: ``"the run"``, ``"the repository"``.
+    room
+        Names directly inside the input where the command's own output belongs (``mmvae evaluate``
+        writes ``RUN_DIR/evaluation`` by default): an output at or below one of them is no clash.
+    """
+
+    path: str | os.PathLike
+    given_as: str
+    what: str = "the input"
+    room: tuple[str, ...] = ()
+
+
+# keys of a config or of --data-param whose value names a file or folder the command reads (a value with a
+# path separator counts as well)
+_PATH_KEY_NAMES = ("source", "folder", "checkpoint", "path", "file", "repo")
+_PATH_KEY_ENDINGS = ("_dir", "_path", "_file", "_folder", "_checkpoint")
+
+
+def inputs_in_mapping(data: Any, given_as: str, prefix: str = "") -> list[CommandInput]:
+    """The inputs a config (or a ``--data-param`` mapping) names: each string value under a key that names
+    a path (``data_dir``, ``source``, ``checkpoint``, ...) or holding a path separator, as a
+    :class:`CommandInput`.
+
+    Parameters
+    ----------
+    data
+        The mapping, as plain values (nested mappings and lists are searched).
+    given_as
+        How the message names it, with ``{key}`` for the dotted key: ``"{key} in the config"``,
+        ``"--data-param {key}"``.
+    prefix
+        The dotted key of ``data`` itself.
+
+    Returns
+    -------
+    list of CommandInput
+        Values that are not on disk are kept: they clash with nothing.
+    """
+    if isinstance(data, Mapping):
+        keyed = [(f"{prefix}.{key}" if prefix else str(key), value) for key, value in data.items()]
+    elif isinstance(data, (list, tuple)):
+        keyed = [(f"{prefix}[{index}]", value) for index, value in enumerate(data)]
+    else:
+        keyed = None
+    if keyed is not None:
+        return [found for key, value in keyed for found in inputs_in_mapping(value, given_as, key)]
+    if not isinstance(data, str) or not data:
+        return []
+    name = prefix.rsplit(".", 1)[-1].split("[", 1)[0]
+    if "/" in data or os.sep in data or name in _PATH_KEY_NAMES or name.endswith(_PATH_KEY_ENDINGS):
+        return [CommandInput(os.path.expanduser(data), given_as.format(key=prefix))]
+    return []
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """What makes two paths the same file or folder (links followed; case-insensitive file systems and
+    bind mounts included), or None when nothing is there."""
+    try:
+        status = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return status.st_dev, status.st_ino
+
+
+def _places(path: str | os.PathLike) -> list[Path]:
+    """``path`` with every link followed, and with the links above it followed but not a link it is
+    itself: a link inside an input is part of it, wherever it points. A path that does not exist yet
+    is resolved through its nearest existing parent."""
+    absolute = Path(os.path.abspath(os.fspath(path)))
+    places = [Path(os.path.realpath(absolute)), Path(os.path.realpath(absolute.parent)) / absolute.name]
+    return list(dict.fromkeys(places))
+
+
+def _clash(out: str | os.PathLike, given: CommandInput) -> str | None:
+    """How ``out`` would land on ``given``: ``"is"``, ``"holds"``, ``"lies inside"``, or None."""
+    source = _identity(Path(given.path))
+    if source is None:
+        return None
+    target = _identity(Path(out))
+    if target is not None and target == source:
+        return "is"
+    if target is not None and any(
+        _identity(parent) == target for place in _places(given.path) for parent in place.parents
+    ):
+        return "holds"
+    for place in _places(out):
+        # walk up from out: the first ancestor that is the input decides, by the name just below it
+        for below, parent in zip((place, *place.parents), place.parents):
+            if _identity(parent) == source:
+                return None if below.name in given.room else "lies inside"
+    return None
+
+
+def refuse_output_onto_inputs(path: str | os.PathLike, inputs: Iterable[CommandInput], option: str = "--out") -> None:
+    """Refuse an output that is one of the command's ``inputs``, holds one, or lies inside one.
+
+    Paths are compared as the file system sees them (links followed, an output that does not exist
+    yet through its nearest existing parent), so ``runs/x``, ``./runs/../runs/x`` and a link to it are
+    one place, while ``runs/x2`` is another. Nothing is written.
+
+    Parameters
+    ----------
+    path
+        The output the command will write.
+    inputs
+        What the command reads (:class:`CommandInput`).
+    option
+        The option that named the output, for the message.
+
+    Raises
+    ------
+    OutputOntoInputError
+        ``{option} PATH: is|holds|lies inside WHAT given as GIVEN_AS (INPUT); choose another {option}``.
+    """
+    for given in inputs:
+        relation = _clash(path, given)
+        if relation is not None:
+            raise OutputOntoInputError(
+                f"{option} {os.fspath(path)}: {relation} {given.what} given as {given.given_as} "
+                f"({os.fspath(given.path)}); choose another {option}"
+            )
+
+
 def existing_output_message(path: str | os.PathLike, option: str = "--out", can_resume: bool = False) -> str:
     """The message of the rule: ``--out PATH: exists; pass --overwrite to replace it[, or --resume to continue it]``."""
     text = f"{option} {path}: exists; pass --overwrite to replace it"
@@ -56,6 +199,7 @@ def prepare_output(
     resume: bool | None = None,
     kind: Kind = "file",
     option: str = "--out",
+    inputs: Iterable[CommandInput] = (),
 ) -> Path:
     """Check ``path`` against the output rule and return it as a ``Path``; nothing is written.
 
@@ -74,9 +218,15 @@ def prepare_output(
         other type is refused even with ``--overwrite`` (a directory is never replaced by a file).
     option
         The option that named the path, for the messages.
+    inputs
+        What the command reads (:class:`CommandInput`): an output that is one, holds one or lies inside
+        one is refused first (:func:`refuse_output_onto_inputs`), ``overwrite`` or not; with ``resume``
+        the output is the run being continued, not a clash.
 
     Raises
     ------
+    OutputOntoInputError
+        The output is an input, holds one or lies inside one.
     OutputExistsError
         The output exists and holds something, and neither ``overwrite`` nor ``resume`` allows it.
     InvalidArgumentError
@@ -86,6 +236,8 @@ def prepare_output(
         raise InvalidArgumentError(f"kind: must be 'file' or 'directory', got {kind!r}")
     if overwrite and resume:
         raise InvalidArgumentError("--overwrite and --resume: choose one (replace the output, or continue it)")
+    if not resume:
+        refuse_output_onto_inputs(path, inputs, option)
     path = Path(path)
     if kind == "directory" and path.exists() and not path.is_dir():
         raise OutputExistsError(f"{option} {path}: exists and is not a directory; choose another {option}")
@@ -134,15 +286,16 @@ def output_target(
     resume: bool | None = None,
     kind: Kind = "file",
     option: str = "--out",
+    inputs: Iterable[CommandInput] = (),
 ) -> Iterator[Path]:
-    """Apply :func:`prepare_output`, then yield the path to write.
+    """Apply :func:`prepare_output` (``inputs`` included), then yield the path to write.
 
     When an existing output is to be replaced (``overwrite``), the yielded path is a temporary
     sibling (same suffix; an empty directory for ``kind="directory"``), which replaces ``path`` when
     the block ends without error and is removed otherwise — the old output stays until the new
     one is whole. In every other case ``path`` itself is yielded.
     """
-    path = prepare_output(path, overwrite=overwrite, resume=resume, kind=kind, option=option)
+    path = prepare_output(path, overwrite=overwrite, resume=resume, kind=kind, option=option, inputs=inputs)
     if not (overwrite and _occupied(path)):
         try:
             yield path
@@ -194,10 +347,13 @@ def untouched_outputs() -> list[tuple[Path, str, bool]]:
 
 
 __all__ = [
+    "CommandInput",
     "existing_output_message",
     "incomplete_outputs",
+    "inputs_in_mapping",
     "untouched_outputs",
     "output_target",
     "prepare_output",
+    "refuse_output_onto_inputs",
     "replace_output",
 ]

@@ -23,7 +23,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path, PurePath
 from typing import Any
@@ -36,7 +36,7 @@ from repscope import __version__
 from repscope.config import read_yaml_mapping
 from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError
 from repscope.fileio import TEMP_PREFIX, write_bytes_atomic, write_json_atomic, write_text_atomic
-from repscope.outputs import prepare_output
+from repscope.outputs import CommandInput, prepare_output
 from repscope.report.figures import save_png_bytes
 
 TIMESTAMP_FORMAT = "%Y%m%d-%H%M%S"
@@ -137,6 +137,7 @@ class RunDirectory:
         now: datetime | None = None,
         resume: bool = False,
         resumable: bool = False,
+        inputs: Iterable[CommandInput] = (),
     ) -> RunDirectory:
         """Create (or, with ``resume=True``, reopen) a run directory.
 
@@ -156,6 +157,10 @@ class RunDirectory:
             Continue a run in ``out``: its existing tables and figures are recorded as written.
         resumable
             Whether the caller can continue a run (the refusal then suggests ``--resume``).
+        inputs
+            What the caller reads (:class:`~repscope.outputs.CommandInput`): an ``out`` that is one,
+            holds one or lies inside one is refused unless ``resume``
+            (:class:`~repscope.errors.OutputOntoInputError`), and nothing is touched.
 
         Returns
         -------
@@ -169,7 +174,7 @@ class RunDirectory:
 
         out = Path(out)
         if not resume:
-            cls.check_free(out, resumable=resumable)
+            cls.check_free(out, resumable=resumable, inputs=inputs)
         elif out.exists() and not out.is_dir():
             raise OutputExistsError(f"out: {out} exists and is not a directory; choose another --out")
         if out.is_dir() and any(out.iterdir()):
@@ -180,11 +185,12 @@ class RunDirectory:
         return cls(out, kind)
 
     @staticmethod
-    def check_free(out: Path | str, resumable: bool = False) -> None:
+    def check_free(out: Path | str, resumable: bool = False, inputs: Iterable[CommandInput] = ()) -> None:
         """Refuse ``out`` when it is a file or a directory holding files (nothing is touched), with
         the one output rule's message (:mod:`repscope.outputs`): ``--overwrite`` replaces it, and
-        ``--resume`` continues it where the command can continue a run (``resumable``)."""
-        prepare_output(out, resume=False if resumable else None, kind="directory")
+        ``--resume`` continues it where the command can continue a run (``resumable``); and when it is
+        one of ``inputs``, holds one or lies inside one."""
+        prepare_output(out, resume=False if resumable else None, kind="directory", inputs=inputs)
 
     def _record_existing(self) -> None:
         for name, suffix, record in (("tables", ".csv", self._tables), ("figures", ".png", self._figures)):

@@ -59,13 +59,16 @@ def render_command(
     from repscope.data.candle.render import RenderSettings, parse_resolution, render_grid, select_points
     from repscope.data.candle.scene import hdri_files, import_bpy
     from repscope.errors import InvalidArgumentError
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target, refuse_output_onto_inputs
     from repscope.progress import format_seconds
 
     if address is not None and backend != "ray":
         raise InvalidArgumentError("--address: only with --backend ray")
     if threads < 0:
         raise InvalidArgumentError(f"--threads: expected 0 or more, got {threads}")
+    inputs = [] if hdri_dir is None else [CommandInput(hdri_dir, "--hdri-dir", "the HDRI folder")]
+    if not resume:  # before the grid and the Blender extra are looked at
+        refuse_output_onto_inputs(out, inputs)
     settings = RenderSettings(
         resolution=parse_resolution(resolution),
         samples=samples,
@@ -81,7 +84,7 @@ def render_command(
     if hdri_dir is not None:
         hdri_files(hdri_dir, [scene for scene in GRID_FACTORS["scene"] if any(p["scene"] == scene for p in points)])
     import_bpy()  # before anything is written: a missing extra is one line, not an empty folder
-    with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
+    with output_target(out, overwrite=overwrite, resume=resume, kind="directory", inputs=inputs) as target:
         summary = render_grid(
             target,
             settings,
@@ -118,9 +121,9 @@ def pairs_command(
     """Pairs of images that differ in exactly the chosen factors (weak supervision), as a CSV."""
     from repscope.data.candle.dataset import pair_table
     from repscope.fileio import write_text_atomic
-    from repscope.outputs import prepare_output
+    from repscope.outputs import CommandInput, prepare_output
 
-    prepare_output(out, overwrite=overwrite, kind="file")
+    prepare_output(out, overwrite=overwrite, kind="file", inputs=[CommandInput(data_dir, "DATA_DIR", "the images")])
     table = pair_table(data_dir, list(differ), n, seed, subset)
     write_text_atomic(out, table.to_csv(index=False))
     typer.echo(f"{len(table)} pairs differing in {', '.join(differ)}; written: {out}")

@@ -63,13 +63,16 @@ def score_command(
     import warnings
 
     from repscope.fileio import dumps_json
-    from repscope.outputs import prepare_output
+    from repscope.outputs import CommandInput, prepare_output
     from repscope.studies.disentangle.score import check_bootstrap
     from repscope.studies.disentangle.scoring import score_file, score_intervals
 
     check_bootstrap(bootstrap)
     if out is not None:
-        prepare_output(out, overwrite=overwrite, kind="file")
+        inputs = [CommandInput(file, "FILE", "the scored codes")]
+        if classifiers is not None:  # 'packaged' (the judges that come with repscope) is no path: no clash
+            inputs.append(CommandInput(classifiers, "--classifiers", "the factor classifiers"))
+        prepare_output(out, overwrite=overwrite, kind="file", inputs=inputs)
     with warnings.catch_warnings():
         # the weak-judge warning becomes the one line printed below
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -143,7 +146,7 @@ def classifiers_command(
     """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy
     (raw, and identifiable: up to what the images can show)."""
     from repscope.errors import InvalidArgumentError
-    from repscope.outputs import output_target, prepare_output
+    from repscope.outputs import inputs_in_mapping, output_target, prepare_output, refuse_output_onto_inputs
     from repscope.studies.disentangle.cg import judge_records, train_factor_classifiers
     from repscope.train.registry import MODELS
 
@@ -160,6 +163,9 @@ def classifiers_command(
         raise InvalidArgumentError(f"--factor: name the factors of {data!r} to classify (repeat --factor)")
     names = list(factor) or list(defaults[data])
     params = parse_assignments(data_param, "--data-param")
+    # the data's folder (data_dir=DIR) is read: checked before anything runs
+    inputs = inputs_in_mapping(params, "--data-param {key}")
+    refuse_output_onto_inputs(out, inputs)
     params.update(
         {key: value for key, value in (("train_size", train_size), ("test_size", test_size)) if value is not None}
     )
@@ -179,8 +185,8 @@ def classifiers_command(
         config.check_params("--model-param")
         build_task(config, load_data(config))
     trainer = trainer_section(trainer_flags)
-    prepare_output(out, overwrite=overwrite, kind="directory")
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    prepare_output(out, overwrite=overwrite, kind="directory", inputs=inputs)
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         accuracies = train_factor_classifiers(
             data,
             names,

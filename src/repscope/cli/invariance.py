@@ -29,11 +29,11 @@ def features_command(
 ) -> None:
     """The 16 features of a variance matrix (sensitivity needs the model, so 15 here), as JSON."""
     from repscope.fileio import dumps_json
-    from repscope.outputs import prepare_output
+    from repscope.outputs import CommandInput, prepare_output
     from repscope.studies.invariance.commands import matrix_file_features, read_variance_matrix
 
     if out is not None:
-        prepare_output(out, overwrite=overwrite, kind="file")
+        prepare_output(out, overwrite=overwrite, kind="file", inputs=[CommandInput(matrix, "MATRIX", "the matrix")])
     if compat == "reference":
         from repscope.fileio import write_json_atomic
         from repscope.metrics.invariance.features import matrix_features
@@ -62,10 +62,11 @@ def correlate_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """Table V: each feature's correlation (Pearson, Spearman) with robust accuracy and accuracy over the models."""
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.studies.invariance.correlate import PAPER_TABLE5, correlate_repository
 
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    inputs = [CommandInput(repo, "REPO", "the repository")]
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         result = correlate_repository(repo, target, compat=compat)
     table = result["table5"].set_index(["target", "statistic"])
     typer.echo(f"Table V over {result['models']} models (compat {result['compat']}): r Pearson, rho Spearman")
@@ -111,11 +112,14 @@ def test_command(
 ) -> None:
     """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy."""
     from repscope.config import parse_assignments
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, inputs_in_mapping, output_target
     from repscope.studies.invariance.testing import run_invariance_test
 
     params = parse_assignments(data_param, "--data-param")
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    inputs = [CommandInput(model, "--model", "the model"), *inputs_in_mapping(params, "--data-param {key}")]
+    if assessor is not None:
+        inputs.append(CommandInput(assessor, "--assessor", "the assessors"))
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         metrics = run_invariance_test(
             model,
             target,
@@ -179,10 +183,13 @@ def repo_label_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists"),
 ) -> None:
     """Label every model by the guideline's rules; with --human, the annotators' agreement."""
-    from repscope.outputs import prepare_output
+    from repscope.outputs import CommandInput, prepare_output
     from repscope.studies.invariance.commands import label_repository
 
-    prepare_output(out, overwrite=overwrite, kind="file")
+    inputs = [CommandInput(repo, "REPO", "the repository")]
+    if human is not None:
+        inputs.append(CommandInput(human, "--human", "the human labels"))
+    prepare_output(out, overwrite=overwrite, kind="file", inputs=inputs)
     result = label_repository(repo, out, human=human, min_accuracy=min_accuracy, label_coding=label_coding)
     labels = result["labels"]
     typer.echo(f"{int(labels['label'].sum())} of {len(labels)} models invariant by the rules; written: {out}")
@@ -225,12 +232,15 @@ def assess_train_command(
 ) -> None:
     """Decision tree, random forest, AdaBoost, linear regression against the robust-accuracy baseline (Table IV)."""
     from repscope.errors import InvalidArgumentError
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.studies.invariance.assess import train_assessors
 
     if holdout and compat != "reference":
         raise InvalidArgumentError("--holdout: only the reference protocol (--compat reference) has a hold-out fold")
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    inputs = [CommandInput(repo, "REPO", "the repository")]
+    if labels is not None:
+        inputs.append(CommandInput(labels, "--labels", "the labels"))
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         table = train_assessors(repo, target, transform, labels, seed, compat, label_coding, holdout or None, repeats)
     spread = "std" if compat == "paper" else "max_deviation"
     for _, row in table.iterrows():

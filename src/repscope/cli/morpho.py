@@ -93,7 +93,7 @@ def build_command(
 ) -> None:
     """Write the Morpho-MNIST sets (plain thin thic swel frac global local) in MNIST format."""
     from repscope.data.morpho.build import BuildConfig, build_dataset
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
     from repscope.resources import resolve_jobs
 
@@ -111,7 +111,11 @@ def build_command(
         plain_render=plain_render,
         compat=compat,
     )
-    with output_target(out, overwrite=overwrite, resume=resume, kind="directory") as target:
+    # a source that is a file or folder (not a name), and the folder of its files, are read: never replaced
+    inputs = [CommandInput(source, "--source", "the digits")]
+    if data_dir is not None:
+        inputs.append(CommandInput(data_dir, "--data-dir", "the digits' folder"))
+    with output_target(out, overwrite=overwrite, resume=resume, kind="directory", inputs=inputs) as target:
         with progress_bar(f"building Morpho-MNIST {', '.join(config.sets)} from {source}") as update:
             manifest = build_dataset(target, config, resume=resume, jobs=jobs, progress=update)
     counts = ", ".join(f"{name}: {c['train']}+{c['t10k']}" for name, c in manifest["counts"].items())

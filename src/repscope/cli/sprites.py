@@ -53,18 +53,19 @@ def generate_command(
     """Generate a sprite dataset (images, captions, factors) from a seed."""
     from repscope.data.sprites.attributes import check_level
     from repscope.errors import InvalidArgumentError
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
     from repscope.studies.sprites.commands import generate_cdsprites, generate_dsprites
 
     if n is not None and n < 1:
         raise InvalidArgumentError(f"--n: must be at least 1, got {n}")
+    inputs = [] if texture_dir is None else [CommandInput(texture_dir, "--texture-dir", "the texture photographs")]
     if dataset == "cdsprites":
         from repscope.data.sprites.cdsprites import default_size
 
         level = check_level(level, "--level")
         total = n or default_size(level, split)
-        with output_target(out, overwrite=overwrite, kind="directory") as target:
+        with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
             with progress_bar(f"generating {total} CdSprites+ level-{level} {split} samples", total=total) as update:
                 generate_cdsprites(
                     target,
@@ -83,7 +84,7 @@ def generate_command(
         from repscope.data.sprites.dsprites import TOTAL
 
         kind = "file" if out.suffix == ".npz" else "directory"
-        with output_target(out, overwrite=overwrite, kind=kind) as target:
+        with output_target(out, overwrite=overwrite, kind=kind, inputs=inputs) as target:
             if kind == "file":  # drawing, then compressing: a bar each
                 generate_dsprites(target, n, seed=seed, show_progress=True)
             else:
@@ -102,11 +103,13 @@ def show_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the PNG if it exists"),
 ) -> None:
     """Write a PNG grid of random samples with their captions."""
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.studies.sprites.commands import show_dataset
 
     path = out or dataset_dir / "samples.png"
-    with output_target(path, overwrite=overwrite) as target:
+    # the default PNG lies in the dataset's folder, the one place there that is the command's own
+    dataset = CommandInput(dataset_dir, "DATASET_DIR", "the dataset", room=("samples.png",))
+    with output_target(path, overwrite=overwrite, inputs=[dataset]) as target:
         show_dataset(dataset_dir, target, count=count, ncols=ncols, seed=seed)
     typer.echo(str(path))
 
@@ -124,7 +127,7 @@ def export_h5_command(
     from repscope.data.sprites.h5 import export_h5
     from repscope.data.store import read_dataset
     from repscope.errors import InvalidArgumentError
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
 
     if out is not None and out_h5 is not None and out != out_h5:
@@ -132,7 +135,8 @@ def export_h5_command(
     path = out if out is not None else out_h5
     if path is None:
         raise InvalidArgumentError("--out: missing; name the h5 file to write (-o traindata.h5)")
-    with output_target(path, overwrite=overwrite) as target:
+    inputs = [CommandInput(dataset_dir, "DATASET_DIR", "the dataset")]
+    with output_target(path, overwrite=overwrite, inputs=inputs) as target:
         data = read_dataset(dataset_dir)
         with progress_bar(f"exporting {len(data)} samples to {path.name}", total=len(data)) as update:
             export_h5(data, target, progress=update)
@@ -150,11 +154,12 @@ def import_h5_command(
     from repscope.data.sprites.attributes import check_level
     from repscope.data.sprites.h5 import import_h5
     from repscope.data.store import read_dataset
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
 
     level = check_level(level, "--level")
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    inputs = [CommandInput(in_h5, "IN_H5", "the h5 file")]
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         with progress_bar(f"importing {in_h5.name} (level {level})") as update:
             import_h5(in_h5, level, target, progress=update)
     typer.echo(f"wrote {len(read_dataset(out))} samples -> {out}")

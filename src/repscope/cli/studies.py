@@ -196,6 +196,38 @@ def _common_parameters(entry: CommandEntry) -> list[inspect.Parameter]:
     return params
 
 
+def config_inputs(
+    entry: CommandEntry, config: Path | None, loaded: Any, values: Mapping[str, Any] | None = None
+) -> list[Any]:
+    """What a config-driven command reads, which its ``--out`` must not land on: CONFIG when it names a file,
+    and every file or folder its config names (:func:`repscope.outputs.inputs_in_mapping`); a key given on
+    the command line (``repscope sprites evaluate FOLDER``) is named by its argument.
+
+    Returns
+    -------
+    list of repscope.outputs.CommandInput
+    """
+    from repscope.outputs import CommandInput, inputs_in_mapping
+
+    positional = any(argument.positional for argument in entry.arguments)
+    found = []
+    if config is not None and Path(config).exists():  # else a shipped config's name
+        found.append(CommandInput(config, "--config" if positional else "CONFIG", "the config"))
+    plain = loaded.model_dump(mode="json") if hasattr(loaded, "model_dump") else loaded
+    if not isinstance(plain, Mapping):
+        return found
+    arguments = {a.key: a for a in entry.arguments if a.destination == "config"}
+    given = {key for key, value in (values or {}).items() if value is not None}
+    for key, value in plain.items():
+        argument = arguments.get(key) if key in given else None
+        if argument is None:
+            found += inputs_in_mapping(value, "{key} in the config", key)
+        else:
+            name = key.upper() if argument.positional else argument.flag or f"--{key.replace('_', '-')}"
+            found += inputs_in_mapping(value, name, key)
+    return found
+
+
 def run_config_command(
     entry: CommandEntry,
     config: Path | None,
@@ -231,11 +263,12 @@ def run_config_command(
         offered["resume"] = True
     if out is None:
         return loaded, entry.call_run(loaded, **offered)
-    # an existing output is refused before any work: with --overwrite the new output is written beside
-    # it and takes its place once complete
+    # an output on the command's own input, or an existing one, is refused before any work: with --overwrite
+    # the new output is written beside it and takes its place once complete
     can_resume = True if resume else (False if entry.resumable else None)
-    prepare_output(out, overwrite=overwrite, resume=can_resume, kind="directory")
-    with output_target(out, overwrite=overwrite, resume=can_resume, kind="directory") as target:
+    inputs = config_inputs(entry, config, loaded, values)
+    prepare_output(out, overwrite=overwrite, resume=can_resume, kind="directory", inputs=inputs)
+    with output_target(out, overwrite=overwrite, resume=can_resume, kind="directory", inputs=inputs) as target:
         result = entry.call_run(loaded, target, **offered)
     return loaded, result
 
@@ -338,6 +371,7 @@ __all__ = [
     "CONFIG_HELP",
     "add_study_commands",
     "config_command",
+    "config_inputs",
     "configs_command",
     "run_config_command",
     "show_report",

@@ -24,11 +24,12 @@ def metrics_command(
 ) -> None:
     """Soft-label metrics of a softlabels.npz: the paper's DBI and Amalgam Metric, the standard Davies-Bouldin index."""
     from repscope.fileio import dumps_json
-    from repscope.outputs import prepare_output
+    from repscope.outputs import CommandInput, prepare_output
     from repscope.studies.zeroshot.scoring import score_soft_labels_file
 
     if out is not None:
-        prepare_output(out, overwrite=overwrite, kind="file")
+        inputs = [CommandInput(soft_labels, "SOFT_LABELS", "the soft-labels")]
+        prepare_output(out, overwrite=overwrite, kind="file", inputs=inputs)
     result = score_soft_labels_file(soft_labels, out=out)
     if out is None:
         typer.echo(dumps_json(result))
@@ -64,12 +65,13 @@ def attack_command(
 ) -> None:
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
     from repscope.config import parse_assignments
-    from repscope.outputs import output_target
+    from repscope.outputs import CommandInput, inputs_in_mapping, output_target
     from repscope.studies.zeroshot.attack import attack_classifier, check_search
 
     params = parse_assignments(data_param, "--data-param")
     check_search(search)
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    inputs = [CommandInput(model, "--model", "the model"), *inputs_in_mapping(params, "--data-param {key}")]
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         counts = attack_classifier(
             model, target, arch, data, params, list(norm), list(threshold), n, budget, seed, search=search
         )

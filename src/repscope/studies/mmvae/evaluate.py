@@ -55,7 +55,7 @@ from repscope.data.sprites.captions import decode_captions
 from repscope.data.sprites.datasets import cdsprites_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_bytes_atomic, write_json_atomic
-from repscope.outputs import TEMP_PREFIX, prepare_output, replace_output
+from repscope.outputs import TEMP_PREFIX, CommandInput, prepare_output, refuse_output_onto_inputs, replace_output
 from repscope.progress import progress_bar
 from repscope.report.mmvae_report import (
     evaluation_report,
@@ -515,10 +515,13 @@ def evaluate_run(
         accelerator=accelerator,
         names=setting_names,
     )
+    out = Path(out) if out is not None else run_dir / "evaluation"
+    # an out on the run itself, or in it (but for its evaluation folder), is refused before the run is read
+    run_input = CommandInput(run_dir, "RUN_DIR", "the run", room=("evaluation",))
+    refuse_output_onto_inputs(out, [run_input])
     run = open_cdsprites_run(run_dir)
     level = cdsprites_level(run)
-    out = Path(out) if out is not None else run_dir / "evaluation"
-    prepare_output(out, overwrite=overwrite, kind="directory")  # refuse before the long work
+    prepare_output(out, overwrite=overwrite, kind="directory", inputs=[run_input])  # refuse before the long work
     if os.environ.get(THREADS_ENV, "").strip():
         configure_torch_threads()  # the user chose torch's thread count, as for training
     task = run.task()

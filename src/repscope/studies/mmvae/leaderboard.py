@@ -31,7 +31,7 @@ import pandas as pd
 from repscope.data.sprites.attributes import ATTRIBUTES, check_level
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.fileio import write_text_atomic
-from repscope.outputs import output_target
+from repscope.outputs import CommandInput, output_target, refuse_output_onto_inputs
 from repscope.report.html import Report
 from repscope.runs import read_metrics
 from repscope.studies.mmvae.paper_table4 import metric_kind, paper_comparison
@@ -477,6 +477,10 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
         (:func:`~repscope.studies.mmvae.paper_table4.paper_comparison`, also written as ``paper_table4.csv``
         where the paper has a row for a level and model of ours) and ``files``.
     """
+    paths = list(paths)
+    # the runs are read, never replaced: refused before they are (with or without overwrite)
+    inputs = [CommandInput(path, "RUN_DIRS", "the runs") for path in paths]
+    refuse_output_onto_inputs(out, inputs)
     records = read_evaluated_runs(paths)
     table, warnings = leaderboard_table(records)
     shown = display_table(table)
@@ -534,7 +538,7 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
         ]
     )
     report.add_table(runs, title="Runs", max_rows=None)
-    with output_target(out, overwrite=overwrite, kind="directory") as target:
+    with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         target.mkdir(parents=True, exist_ok=True)
         write_text_atomic(target / "leaderboard.md", text)
         write_text_atomic(target / "leaderboard.csv", table.to_csv(index=False, lineterminator="\n"))

@@ -16,7 +16,7 @@ from repscope.data.morpho import measure
 from repscope.data.sources import load_source
 from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_bytes_atomic
-from repscope.outputs import output_target, prepare_output
+from repscope.outputs import CommandInput, output_target, prepare_output
 from repscope.progress import progress_bar
 from repscope.resources import resolve_jobs
 
@@ -70,7 +70,11 @@ def measure_source(
         exists without ``overwrite`` (:class:`~repscope.errors.OutputExistsError`); the source's own errors.
     """
     jobs = resolve_jobs(jobs)
-    prepare_output(out, overwrite=overwrite)
+    # a source that is a file or folder (not a name), and the folder of its files, are read: never replaced
+    inputs = [CommandInput(source, "SOURCE", "the digits")]
+    if data_dir is not None:
+        inputs.append(CommandInput(data_dir, "--data-dir", "the digits' folder"))
+    prepare_output(out, overwrite=overwrite, inputs=inputs)
     if limit is not None and limit < 1:
         raise InvalidArgumentError(f"--limit: must be >= 1, got {limit}")
     data = load_source(source, split=split, data_dir=data_dir)
@@ -79,7 +83,7 @@ def measure_source(
         table = measure(images, method=method, compat=compat, jobs=jobs, progress=update)
     if data.labels is not None:
         table.insert(1, "label", np.asarray(data.labels[: len(images)]).astype(int))
-    with output_target(out, overwrite=overwrite) as target:
+    with output_target(out, overwrite=overwrite, inputs=inputs) as target:
         write_bytes_atomic(target, table.to_csv(index=False, float_format="%.8g", lineterminator="\n").encode())
     return table
 

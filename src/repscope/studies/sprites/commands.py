@@ -23,7 +23,7 @@ from repscope.data.sprites.cdsprites import CdSpritesPlus
 from repscope.data.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import write_bytes_atomic, write_json_atomic
-from repscope.outputs import prepare_output
+from repscope.outputs import CommandInput, prepare_output
 
 # `sprites generate` needs neither torch, Lightning nor matplotlib: the verbs that do import them
 # inside (start-up of a generate call: benchmarks/startup.py)
@@ -221,8 +221,11 @@ def classify_dataset(
     folder = Path(dataset_dir) if out is None else Path(out)
     if out is not None:
         prepare_output(folder, resume=True, kind="directory")
+    # the result files go beside whatever out holds: they are the outputs, and their default place is the
+    # dataset's own folder
+    dataset = CommandInput(dataset_dir, "DATASET_DIR", "the dataset", room=CLASSIFICATION_FILES)
     for name in CLASSIFICATION_FILES:
-        prepare_output(folder / name, overwrite=overwrite)
+        prepare_output(folder / name, overwrite=overwrite, inputs=[dataset])
     if not any((folder / name).exists() for name in CLASSIFICATION_FILES):
         return _classify_into(dataset_dir, level, folder, batch_size, progress, trainer)
     folder.mkdir(parents=True, exist_ok=True)
