@@ -1382,6 +1382,156 @@ MUTATIONS: list[Mutation] = [
         ),
         "assess train --holdout names are checked but the default last third is held out",
     ),
+    Mutation(
+        "mopoe-subsets-singles-and-the-full-one",
+        ("src/repscope/models/multimodal/experts.py",),
+        "for size in range(1, n_modalities + 1) for s in itertools.combinations",
+        "for size in (1, n_modalities) for s in itertools.combinations",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_mopoe_mixes_every_available_subset_of_three_modalities",),
+        "MoPoE mixes the single modalities and the full set only: the pairs of three modalities are left out",
+    ),
+    Mutation(
+        "mopoe-prior-expert-in-every-joint-subset",
+        ("src/repscope/models/multimodal/experts.py",),
+        'prior_expert=prior_expert == "full_subset" and len(subset) == mu.shape[0],',
+        'prior_expert=prior_expert == "full_subset" and len(subset) > 1,',
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_mopoe_mixes_every_available_subset_of_three_modalities",),
+        "the toolkit's MoPoE gives the prior expert to every subset of two or more, not only to the one of all "
+        "modalities",
+    ),
+    Mutation(
+        "mopoe-subset-available-with-any-modality",
+        ("src/repscope/models/multimodal/experts.py",),
+        "        inside = torch.stack([present[i] for i in subset]).all(0)\n",
+        "        inside = torch.stack([present[i] for i in subset]).any(0)\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_mopoe_mixes_every_available_subset_of_three_modalities",),
+        "a MoPoE subset counts as a component for an example that lacks one of its modalities",
+    ),
+    Mutation(
+        "mixture-averaged-over-every-component",
+        ("src/repscope/models/multimodal/models.py",),
+        "        return total / count.clamp(min=1)\n",
+        "        return total / c_mu.shape[0]\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_mopoe_mixes_every_available_subset_of_three_modalities",),
+        "the stratified mixture bound divides by every component, not by those the example has",
+    ),
+    Mutation(
+        "mixture-component-availability-ignored",
+        ("src/repscope/models/multimodal/models.py",),
+        "            total = total + value * available[c].to(value.dtype)\n",
+        "            total = total + value\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_mopoe_mixes_every_available_subset_of_three_modalities",),
+        "an example's stratified bound sums the components it does not have",
+    ),
+    Mutation(
+        "dmvae-toolkit-private-kl-once",
+        ("src/repscope/models/multimodal/private.py",),
+        "            total = -beta * sum(private_kls[n] * has[n] * (present_count - has[n]) for n in given)\n",
+        "            total = -beta * sum(private_kls[n] * has[n] for n in given)\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
+        "the toolkit's DMVAE counts each private KL once, not once per other modality (the same for two)",
+    ),
+    Mutation(
+        "dmvae-toolkit-joint-kl-per-modality-given",
+        ("src/repscope/models/multimodal/private.py",),
+        "            joint_weight = present_count\n",
+        "            joint_weight = len(given)\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
+        "the toolkit's joint KL counted once per modality given, also for an example that lacks one",
+    ),
+    Mutation(
+        "dmvae-toolkit-single-source-kl-unmasked",
+        ("src/repscope/models/multimodal/private.py",),
+        "                weight = joint_weight if index == 0 else available\n",
+        "                weight = joint_weight if index == 0 else 1.0\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
+        "the toolkit's DMVAE charges a missing modality's shared KL",
+    ),
+    Mutation(
+        "dmvae-private-kl-of-a-missing-modality",
+        ("src/repscope/models/multimodal/private.py",),
+        "        private_kl = sum(private_kls[n] * has[n] for n in given)\n",
+        "        private_kl = sum(private_kls[n] for n in given)\n",
+        ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
+        "DMVAE charges the private KL of a modality the example lacks",
+    ),
+    Mutation(
+        "mvae-all-subsets-singles-only",
+        ("src/repscope/models/multimodal/models.py",),
+        "        return [subset for subset in experts.subsets(count) if len(subset) < count]\n",
+        "        return [subset for subset in experts.subsets(count) if len(subset) == 1]\n",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mvae_toolkit_sums_the_elbo_of_every_subset_of_three_modalities",
+        ),
+        "MVAE subsampling all trains the single modalities only: the pairs of three modalities are left out",
+    ),
+    Mutation(
+        "mvae-all-subset-term-unmasked",
+        ("src/repscope/models/multimodal/models.py",),
+        "                term = term * only.any(0).to(term.dtype)",
+        "                term = term",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mvae_toolkit_sums_the_elbo_of_every_subset_of_three_modalities",
+        ),
+        "MVAE reconstruct all counts a subset's term for an example with none of its modalities",
+    ),
+    Mutation(
+        "mmvae-plus-missing-weight-log-scale-halved",
+        ("src/repscope/models/multimodal/plus.py",),
+        "torch.zeros_like(scale), 2.0 * torch.log(scale))",
+        "torch.zeros_like(scale), torch.log(scale))",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mmvae_plus_weights_a_missing_modalitys_code_by_its_learned_auxiliary_scale",
+        ),
+        "the weight p(w)/r(w) of a missing modality's code reads the auxiliary log-scale as a log-variance",
+    ),
+    Mutation(
+        "mmvae-plus-missing-weight-at-the-initial-scale",
+        ("src/repscope/models/multimodal/plus.py",),
+        "torch.zeros_like(scale), 2.0 * torch.log(scale))",
+        "torch.zeros_like(scale), torch.zeros_like(scale))",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mmvae_plus_weights_a_missing_modalitys_code_by_its_learned_auxiliary_scale",
+        ),
+        "the weight of a missing modality's code takes r_n at its initial scale 1: right only before training",
+    ),
+    Mutation(
+        "mmvae-plus-stratified-over-every-modality",
+        ("src/repscope/models/multimodal/plus.py",),
+        "        return -(total / mask.sum(0).to(total.dtype).clamp(min=1)).mean()\n",
+        "        return -(total / len(self.modalities)).mean()\n",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mmvae_plus_stratifies_over_the_modalities_each_example_has",
+        ),
+        "MMVAE+ divides an example's bound by every modality, not by those it has",
+    ),
+    Mutation(
+        "mmvae-plus-mixture-density-ignores-presence",
+        ("src/repscope/models/multimodal/plus.py",),
+        "MultimodalVAE._log_mixture_density(z, c_mu, c_logvar, mask, False)",
+        "MultimodalVAE._log_mixture_density(z, c_mu, c_logvar, torch.ones_like(mask), False)",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mmvae_plus_stratifies_over_the_modalities_each_example_has",
+        ),
+        "MMVAE+'s q(z | X) mixes in the expert of a modality the example lacks",
+    ),
+    Mutation(
+        "mmvae-plus-missing-modality-reconstructed",
+        ("src/repscope/models/multimodal/plus.py",),
+        "            total = total + value * mask[index].to(value.dtype)\n        return total\n",
+        "            total = total + value\n        return total\n",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mmvae_plus_stratifies_over_the_modalities_each_example_has",
+        ),
+        "MMVAE+ scores the reconstruction of a modality the example lacks",
+    ),
 ]
 
 
