@@ -4,7 +4,9 @@ fooled by one known pixel, determinism without touching numpy's global random st
 
 from __future__ import annotations
 
+import json
 import warnings
+from pathlib import Path
 
 import cma
 import numpy as np
@@ -138,6 +140,50 @@ def test_same_outcome_as_art(art, norm, shape, thresholds):
         assert ours.adversarial.dtype == np.uint8
         flags.extend(ours.success)
     assert any(flags) and not all(flags), "the case should hold both successes and failures"
+
+
+# ---------------------------------------------------------------------------------------------------
+# against ART's recorded outcome (runs without the attacks extra)
+
+RECORDED = Path(__file__).parent.parent / "data" / "art-pixel-threshold-attacks.json"
+
+
+def exact_probabilities(batch: np.ndarray) -> np.ndarray:
+    """The classifier ART attacked when the fixture was recorded: an integer linear map of the pixels, then
+    ``+ - * /`` only (no BLAS, no exp), so the same bits on any CPU and numpy. Logits ``(x - 128) @ W`` with
+    ``W[i, k] = (7 i + 3 k) mod 9 - 4``; ``q_k = 1 / (1 + (d_k / 400)^2)`` of the gap to the top logit."""
+    pixels = batch.reshape(len(batch), -1).astype(np.int64) - 128
+    index = np.arange(pixels.shape[1])[:, None]
+    logits = pixels @ ((7 * index + 3 * np.arange(3)[None, :]) % 9 - 4)
+    gaps = (logits - logits.max(axis=1, keepdims=True)) / 400.0
+    closeness = 1.0 / (1.0 + gaps * gaps)
+    return (closeness / (closeness[:, 0] + closeness[:, 1] + closeness[:, 2])[:, None]).astype(np.float32)
+
+
+@pytest.fixture(scope="module")
+def art_recorded():
+    return json.loads(RECORDED.read_text())
+
+
+def test_same_outcome_as_art_recorded(art_recorded):
+    """ART 1.20.1's own PixelAttack / ThresholdAttack on a fixed classifier (tests/data/README.md): the same
+    cma seeds, the same success flags and the very same adversarial pixels, on 40 attacks of both norms."""
+    assert art_recorded["provenance"]["adversarial-robustness-toolbox"] == "1.20.1"
+    budget, seed = art_recorded["provenance"]["budget"], art_recorded["provenance"]["seed"]
+    flags = {"L0": [], "Linf": []}
+    for case in art_recorded["cases"]:
+        images = np.array(case["images"], dtype=np.uint8)
+        # this copy of the classifier is the one ART attacked
+        np.testing.assert_array_equal(exact_probabilities(images), np.array(case["soft_labels"], np.float32))
+        labels = np.array(case["labels"])
+        attack = pixel_attack if case["norm"] == "L0" else threshold_attack
+        ours = attack(exact_probabilities, images, labels, case["threshold"], budget=budget, seed=seed)
+        where = (case["norm"], case["threshold"])
+        assert ours.seeds.tolist() == case["cma_seeds"], where
+        assert ours.success.tolist() == case["success"], where
+        np.testing.assert_array_equal(ours.adversarial, np.array(case["adversarial"]), err_msg=str(where))
+        flags[case["norm"]].extend(case["success"])
+    assert all(any(f) and not all(f) for f in flags.values()), "each norm should hold successes and failures"
 
 
 # ---------------------------------------------------------------------------------------------------
