@@ -64,6 +64,10 @@ def test_an_output_on_the_run_around_it_or_in_it_is_refused_and_a_sibling_is_not
     assert _relation("runs/run/checkpoints", run) == "lies inside"  # existing
     assert _relation("runs/run/new/deeper", run) == "lies inside"  # not there yet: through its nearest parent
     assert _relation("link/evaluation", run) == "lies inside"  # through the link
+    # '..' after a link is the parent of the link's target (runs/), not of the link: runs/run/new, inside
+    assert _relation("link/../run/new", run) == "lies inside"
+    assert _relation("link/../run", run) == "is"
+    assert _relation("runs/run/", run) == "is"
     # a shared prefix is not a shared place, either way round
     assert _relation("runs/run2", run) is None
     assert _relation("runs/run2/x", run) is None

@@ -1532,6 +1532,96 @@ MUTATIONS: list[Mutation] = [
         ),
         "MMVAE+ scores the reconstruction of a modality the example lacks",
     ),
+    Mutation(
+        "out-onto-input-links-not-followed",
+        ("src/repscope/outputs.py",),
+        "        status = os.stat(path)\n",
+        "        status = os.lstat(path)\n",
+        ("tests/test_out_onto_input.py::test_an_output_on_the_run_around_it_or_in_it_is_refused_and_a_sibling_is_not",),
+        "an --out that is a link to the input (or runs through one) is not seen as the input: --overwrite replaces "
+        "the run behind it",
+    ),
+    Mutation(
+        "out-onto-input-unresolved-paths",
+        ("src/repscope/outputs.py",),
+        "    resolve = os.path.realpath\n",
+        "    resolve = os.path.abspath\n",
+        ("tests/test_out_onto_input.py::test_an_output_on_the_run_around_it_or_in_it_is_refused_and_a_sibling_is_not",),
+        "paths compared as text: a '..' after a link (link/../run/new) lands in the run unnoticed",
+    ),
+    Mutation(
+        "out-onto-input-holds-dropped",
+        ("src/repscope/outputs.py",),
+        '        return "holds"\n',
+        "        return None\n",
+        ("tests/test_out_onto_input.py::test_an_output_on_the_run_around_it_or_in_it_is_refused_and_a_sibling_is_not",),
+        "only an --out inside an input is refused: --out on the folder holding the run, with --overwrite, deletes it",
+    ),
+    Mutation(
+        "out-onto-input-string-prefix",
+        ("src/repscope/outputs.py",),
+        "            if _identity(parent) == source:\n",
+        "            if str(place).startswith(os.path.realpath(given.path)):\n",
+        ("tests/test_out_onto_input.py::test_an_output_on_the_run_around_it_or_in_it_is_refused_and_a_sibling_is_not",),
+        "containment by string prefix: runs/run2 is refused as lying inside runs/run",
+    ),
+    Mutation(
+        "out-onto-input-room-ignored",
+        ("src/repscope/outputs.py",),
+        'return None if below.name in given.room else "lies inside"',
+        'return "lies inside"',
+        ("tests/test_out_onto_input.py::test_the_command_s_own_room_inside_an_input_is_no_clash",),
+        "mmvae evaluate's default output, RUN_DIR/evaluation, is refused as lying inside the run",
+    ),
+    Mutation(
+        "out-onto-input-resume-refused",
+        ("src/repscope/outputs.py",),
+        "    if not resume:\n        refuse_output_onto_inputs(path, inputs, option)\n",
+        "    if resume is not None:\n        refuse_output_onto_inputs(path, inputs, option)\n",
+        (
+            "tests/test_out_onto_input.py::test_prepare_output_refuses_before_the_exists_rule_and_resume_continues_its_own_run",
+        ),
+        "--resume of a run that holds its own config is refused as an output on its input",
+    ),
+    Mutation(
+        "out-onto-input-path-keys-by-separator-only",
+        ("src/repscope/outputs.py",),
+        'if "/" in data or os.sep in data or name in _PATH_KEY_NAMES or name.endswith(_PATH_KEY_ENDINGS):',
+        'if "/" in data or os.sep in data or name in _PATH_KEY_NAMES:',
+        ("tests/test_out_onto_input.py::test_inputs_in_mapping_finds_the_paths_a_config_names",),
+        "a config's data_dir given without a slash is not an input: --out inside it replaces the data",
+    ),
+    Mutation(
+        "out-onto-input-config-undeclared",
+        ("src/repscope/cli/studies.py",),
+        "    inputs = config_inputs(entry, config, loaded, values)\n",
+        "    inputs = []\n",
+        ("tests/test_out_onto_input.py::test_out_on_the_command_s_input_is_refused_and_nothing_changes[train]",),
+        "config-driven commands (train, studies, mmvae train/sweep, repo build) write over CONFIG and the folders "
+        "their config names",
+    ),
+    Mutation(
+        "out-onto-input-invariance-model-undeclared",
+        ("src/repscope/cli/invariance.py",),
+        'inputs = [CommandInput(model, "--model", "the model"), *inputs_in_mapping(params, "--data-param {key}")]',
+        'inputs = [*inputs_in_mapping(params, "--data-param {key}")]',
+        (
+            "tests/test_out_onto_input.py::"
+            "test_out_on_the_command_s_input_is_refused_and_nothing_changes[invariance test]",
+        ),
+        "invariance test --model RUN --out RUN --overwrite replaces the model's run with the test (issue 45)",
+    ),
+    Mutation(
+        "out-onto-input-leaderboard-runs-undeclared",
+        ("src/repscope/studies/mmvae/leaderboard.py",),
+        'inputs = [CommandInput(path, "RUN_DIRS", "the runs") for path in paths]',
+        "inputs = []",
+        (
+            "tests/test_out_onto_input.py::"
+            "test_out_on_the_command_s_input_is_refused_and_nothing_changes[mmvae leaderboard]",
+        ),
+        "mmvae leaderboard --out on an evaluated run (or its sweep) replaces it with the leaderboard",
+    ),
 ]
 
 

@@ -130,9 +130,14 @@ def _identity(path: Path) -> tuple[int, int] | None:
 def _places(path: str | os.PathLike) -> list[Path]:
     """``path`` with every link followed, and with the links above it followed but not a link it is
     itself: a link inside an input is part of it, wherever it points. A path that does not exist yet
-    is resolved through its nearest existing parent."""
-    absolute = Path(os.path.abspath(os.fspath(path)))
-    places = [Path(os.path.realpath(absolute)), Path(os.path.realpath(absolute.parent)) / absolute.name]
+    is resolved through its nearest existing parent. A ``..`` is taken after the link before it, as the
+    file system takes it (``link/..`` is the folder holding the link's target), never by the text."""
+    resolve = os.path.realpath
+    text = os.fspath(path)
+    head, name = os.path.split(text.rstrip("/" + os.sep) or text)
+    places = [Path(resolve(text))]
+    if name not in ("", os.curdir, os.pardir):
+        places.append(Path(resolve(head or os.curdir)) / name)
     return list(dict.fromkeys(places))
 
 
