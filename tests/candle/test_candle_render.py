@@ -24,10 +24,16 @@ from repscope.data.candle.render import (
     select_points,
     written_images,
 )
+from repscope.data.candle.scene import CandleStage
 
-pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
 
-from repscope.data.candle.scene import CandleStage  # noqa: E402
+@pytest.fixture(scope="module")
+def blender():
+    """Blender's bpy, for the tests that render; the others (counting, interruption, subsets, settings)
+    run without the extra, and tests/candle/test_candle_pose.py checks the scene's numbers against a
+    recording of Blender's."""
+    return pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
+
 
 TINY = ["--resolution", "64x48", "--samples", "2", "--device", "cpu"]
 FEW = ["--grid", "object=cube,torus", "--grid", "size=large", "--grid", "rotation=0,45", "--grid", "scene=indoor"]
@@ -38,7 +44,7 @@ def pixels(path: Path) -> np.ndarray:
         return np.asarray(image.convert("RGB")).astype(np.int16)
 
 
-def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cli):
+def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cli, blender):
     out = tmp_path / "render"
     code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *FEW, "--limit", "4", *TINY])
     assert code == 0, stderr
@@ -69,7 +75,7 @@ def test_render_writes_images_and_candle_json_the_dataset_reads(tmp_path, run_cl
     assert data["factors"][:, 0].tolist() == [0, 0, 4, 4]
 
 
-def test_the_box_encloses_exactly_the_pixels_the_object_changes(tmp_path):
+def test_the_box_encloses_exactly_the_pixels_the_object_changes(tmp_path, blender):
     # the same point in two colours: same seed, so the same position, camera and sampling pattern;
     # the pixels that differ are the object's (and a little of its coloured light on the floor)
     stage = CandleStage(resolution=(160, 120), samples=2, denoise=False, device="cpu")
@@ -90,7 +96,7 @@ def test_the_box_encloses_exactly_the_pixels_the_object_changes(tmp_path):
     assert rows.min() <= y0 + 2 and rows.max() + 1 >= y1 - 2
 
 
-def test_factors_change_the_image_as_the_causal_graph_says(tmp_path):
+def test_factors_change_the_image_as_the_causal_graph_says(tmp_path, blender):
     stage = CandleStage(resolution=(96, 72), samples=2, denoise=False, device="cpu")
     base = {"index": 0, "object": "cube", "color": "red", "size": "small", "rotation": 0, "scene": "indoor"}
     base["light"] = "left"
@@ -121,7 +127,7 @@ def test_factors_change_the_image_as_the_causal_graph_says(tmp_path):
     assert np.abs(left[y0:y1, x0:x1] - pixels(tmp_path / "c45.png")[y0:y1, x0:x1]).max() > 30
 
 
-def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_cli, monkeypatch):
+def test_an_index_renders_the_same_image_in_any_shard_and_process(tmp_path, run_cli, monkeypatch, blender):
     whole, sharded = tmp_path / "whole", tmp_path / "sharded"
     args = [*FEW, "--limit", "3", *TINY]
     assert run_cli(["candle", "render", "--out", str(whole), *args])[0] == 0
@@ -203,7 +209,7 @@ def test_an_interrupted_parallel_render_counts_the_images_it_made(tmp_path, monk
     )
 
 
-def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, run_cli):
+def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path, run_cli, blender):
     out = tmp_path / "render"
     args = [*FEW, "--limit", "4", *TINY]
     assert run_cli(["candle", "render", "--out", str(out), *args])[0] == 0
@@ -254,7 +260,7 @@ def write_hdr(path: Path, rgb: np.ndarray) -> None:
     path.write_bytes(header + rgbe.tobytes())
 
 
-def test_hdri_panoramas_replace_the_procedural_scenes(tmp_path, run_cli):
+def test_hdri_panoramas_replace_the_procedural_scenes(tmp_path, run_cli, blender):
     panoramas = tmp_path / "hdri"
     panoramas.mkdir()
     sky = np.ones((16, 32, 3), np.float32) * np.array([0.2, 0.4, 1.0], np.float32)  # a blue world
@@ -285,7 +291,7 @@ def test_confounded_subset_keeps_two_colours_per_object():
 
 
 @pytest.mark.slow  # starts Ray; test_sweeps.py's Ray test covers the backend in make test
-def test_ray_backend_renders_the_same_images(tmp_path):
+def test_ray_backend_renders_the_same_images(tmp_path, blender):
     pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'repscope[ray]'")
     settings = RenderSettings(resolution=(48, 36), samples=1, device="cpu")
     points = select_points(["object=cone", "size=small", "rotation=0", "scene=outdoor"], limit=2)

@@ -13,8 +13,6 @@ from repscope.data.candle.dataset import read_folder
 from repscope.studies.candle.study import QUICK_GRID, CandleStudyConfig, quick, render_folder, run_candle_study
 from repscope.studies.common import MemberModel
 
-pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
-
 # every factor varies (a constant factor has no information to score), the images stay tiny: the
 # 160 points of this sub-grid are the cubes and spheres in 5 colours, 64 of them in the confounded subset
 GRID = ["object=cube,sphere", "size=small,large", "rotation=0,45", "scene=indoor,outdoor", "light=left,right"]
@@ -36,6 +34,7 @@ def tiny_config() -> CandleStudyConfig:
 
 
 def test_the_study_renders_once_trains_and_writes_the_candle_half_of_table_2(tmp_path, monkeypatch):
+    pytest.importorskip("bpy", reason="the candle extra (bpy) is not installed: pip install 'repscope[candle]'")
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "home"))
     config = tiny_config()
     folder = render_folder(config.render)

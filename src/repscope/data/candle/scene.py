@@ -73,6 +73,44 @@ FLOOR_X, FLOOR_Y = (-1.9, 1.9), (-2.2, 1.6)
 MARGIN_PIXELS = 3.0
 
 
+def object_pose(point: dict[str, Any]) -> tuple[tuple[float, float, float], tuple[float, float, float]]:
+    """The scale and rotation Blender gives a grid point's object (its mesh is 1 m across).
+
+    Parameters
+    ----------
+    point : dict
+        A grid point: ``size`` (small, medium, large) and ``rotation`` (degrees about the vertical axis).
+
+    Returns
+    -------
+    tuple
+        ``(scale, rotation_euler)``: the scale in metres on each axis (:data:`SIZE_METRES`) and Blender's
+        XYZ Euler angles in radians, ``(0, 0, radians(rotation))``.
+    """
+    metres = SIZE_METRES[point["size"]]
+    # the grid holds degrees; Blender's rotation_euler takes radians
+    return (metres, metres, metres), (0.0, 0.0, math.radians(float(point["rotation"])))
+
+
+def light_location(light: str, position: tuple[float, float]) -> tuple[float, float, float]:
+    """Where the artificial light stands for an object at floor ``position`` (metres).
+
+    Parameters
+    ----------
+    light : {"left", "middle", "right"}
+        The grid's light factor.
+    position : tuple of float
+        The object's ``(x, y)`` on the floor.
+
+    Returns
+    -------
+    tuple of float
+        ``(x, y, z)``: the position plus :data:`LIGHT_OFFSETS` of ``light``, at the offset's height.
+    """
+    offset = LIGHT_OFFSETS[light]
+    return (position[0] + offset[0], position[1] + offset[1], offset[2])
+
+
 def import_bpy() -> Any:
     """``bpy``, or an error saying how to install it.
 
@@ -658,9 +696,10 @@ class CandleStage:
             *COLOR_RGB[point["color"]],
             1.0,
         )
-        metres = SIZE_METRES[point["size"]]
-        shape.scale = (metres, metres, metres)
-        shape.rotation_euler = (0.0, 0.0, math.radians(float(point["rotation"])))
+        scale, rotation = object_pose(point)
+        metres = scale[0]
+        shape.scale = scale
+        shape.rotation_euler = rotation
         local = self._vertices(shape)
         bottom = float(local[:, 2].min()) * metres
         for _attempt in range(200):
@@ -674,8 +713,7 @@ class CandleStage:
                 break
         else:  # pragma: no cover - the floor area lies well inside the frame
             raise InvalidArgumentError(f"point {point.get('index')}: found no position with the object in frame")
-        offset = LIGHT_OFFSETS[point["light"]]
-        self.light.location = (x + offset[0], y + offset[1], offset[2])
+        self.light.location = light_location(point["light"], (x, y))
         self.scene.cycles.seed = int(seed) % (2**31)
         path = Path(path)
         partial = path.with_name(f".{path.name}.part")
@@ -727,5 +765,7 @@ __all__ = [
     "CandleStage",
     "hdri_files",
     "import_bpy",
+    "light_location",
     "missing_bpy_message",
+    "object_pose",
 ]
