@@ -1313,8 +1313,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "ml4ml-reference-subsample-fraction-unused",
         ("src/repscope/studies/invariance/testing.py",),
-        "    drawn = subsample_rows(len(signals.kept), subsample_fraction, seed)\n",
-        "    drawn = subsample_rows(len(signals.kept), 0.9, seed)\n",
+        "    drawn = released_subsample_rows(len(signals.kept), subsample_fraction, seed)\n",
+        "    drawn = released_subsample_rows(len(signals.kept), 0.9, seed)\n",
         (
             "tests/invariance/test_feature_parameter_values.py::"
             "test_the_reference_features_read_the_fraction_and_tau_given",
@@ -1697,6 +1697,40 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_reference_modes.py::test_the_fork_selection_by_hand",),
         "three latents take numpy 1's max-swap path instead of its selection sort: rho 2 keeps the first "
         "latent, not the minimum",
+    ),
+    Mutation(
+        "ml4ml-released-subsample-rounded",
+        ("src/repscope/studies/invariance/testing.py",),
+        "    size = int(count * fraction)\n",
+        "    size = int(round(count * fraction))\n",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_released_codes_subsample_rows_are_pinned_by_count_fraction_and_seed",
+        ),
+        "the released code's sensitivity subsample of 0.9 x 15 examples holds round(13.5) = 14, not int(13.5) = 13",
+    ),
+    Mutation(
+        "ml4ml-released-subsample-other-generator",
+        ("src/repscope/studies/invariance/testing.py",),
+        "np.random.RandomState(seed).choice(count, size, replace=False)",
+        "np.random.default_rng(seed).choice(count, size, replace=False)",
+        (
+            "tests/invariance/test_feature_parameter_values.py::"
+            "test_the_released_codes_subsample_rows_are_pinned_by_count_fraction_and_seed",
+        ),
+        "compat reference draws its sensitivity subsample from another generator than the released code's "
+        "seeded legacy one",
+    ),
+    Mutation(
+        "mopoe-sampled-draws-unavailable-subsets",
+        ("src/repscope/models/multimodal/models.py",),
+        "component = experts.choose_present(available, generator, check=True not in components_known)",
+        "component = experts.choose_present(torch.ones_like(available), generator, check=True not in components_known)",
+        (
+            "tests/mmvae/test_toolkit_three_modalities.py::"
+            "test_mopoe_sampled_estimator_draws_one_available_subset_per_example",
+        ),
+        "the sampled MoPoE estimator draws a subset holding a modality the example lacks",
     ),
 ]
 

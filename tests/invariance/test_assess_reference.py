@@ -163,11 +163,14 @@ def test_reference_features_draw_the_sensitivity_subsample_from_all_examples():
     signals = InvarianceSignals({"max@CONF": values}, np.ones((12, 7), bool), kept, family)
     features = reference_features(signals, seed=4)["max@CONF"]
     assert all(name.endswith("_reference") for name in features) and len(features) == 16
-    # datamat.py: r = 0.9 of all 12 examples (11), then the kept ones among them
-    drawn = set(subsample_rows(12, 0.9, 4).tolist())
+    # datamat.py: np.random.seed(4), then choice(range(12), int(12 * 0.9) = 10, replace=False) of all 12
+    # examples (printed once: it leaves out 7 and 10, both kept), then the kept ones among them
+    drawn = {0, 1, 2, 3, 4, 5, 6, 8, 9, 11}
     rows = [k for k, example in enumerate(np.flatnonzero(kept)) if example in drawn]
+    assert rows == [0, 1, 2, 3, 4, 6, 8]
     full, part = variance_matrix(values), variance_matrix(values[rows])
     assert features["sensitivity_reference"] == pytest.approx(np.abs(full - part).sum(), rel=1e-12)
+    assert features["sensitivity_reference"] > 0.1
     # drawing from the 9 kept examples instead (the paper's path) gives another subsample here
     assert sorted(rows) != subsample_rows(9, 0.9, 4).tolist()
 

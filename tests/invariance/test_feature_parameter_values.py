@@ -4,8 +4,10 @@ The sensitivity subsample (which rows, how many, from which seed), the significa
 ``tau`` and the seeds of the released code's assessor protocol are each set alone to a value away from
 its default, and the feature or score is worked out here by hand: variance matrices by a loop over pairs,
 the released code's diagonal fill written out for a 5x5 matrix, the assessors fitted with scikit-learn
-on folds drawn here. The subsample rows are pinned as numbers (printed once from the rule
-``sorted(default_rng(seed).choice(count, round(fraction * count), replace=False))``).
+on folds drawn here. The subsample rows are pinned as numbers, printed once from the paper mode's rule
+``sorted(default_rng(seed).choice(count, round(fraction * count), replace=False))`` and from the released
+code's (Zukang-Liao/ML4ML-invariance-testing, ``datamat.py``, ``get_corr_incorr_split``):
+``numpy.random.seed(seed); numpy.random.choice(range(count), int(count * fraction), replace=False)``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from repscope.studies.invariance.testing import (
     InvarianceSignals,
     matrices_and_features,
     reference_features,
+    released_subsample_rows,
     run_invariance_test,
 )
 
@@ -37,7 +40,14 @@ PINNED_ROWS = {
     (16, 0.9, 7): [0, 2, 3, 4, 5, 6, 7, 8, 9, 11, 12, 13, 14, 15],
     (12, 0.75, 3): [0, 1, 3, 6, 7, 8, 9, 10, 11],
     (12, 0.9, 3): [0, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11],
-    (10, 0.6, 5): [0, 3, 4, 5, 6, 8],
+}
+# The released code's draw (datamat.py): numpy.random.seed(seed), then numpy.random.choice(range(count),
+# int(count * fraction), replace=False), sorted here; printed once. 0.9 * 15 = 13.5 -> 13 rows.
+RELEASED_ROWS = {
+    (15, 0.9, 2): [0, 1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 14],
+    (12, 0.9, 4): [0, 1, 2, 3, 4, 5, 6, 8, 9, 11],
+    (10, 0.6, 5): [1, 2, 4, 5, 7, 9],
+    (10, 0.9, 5): [0, 1, 2, 4, 5, 6, 7, 8, 9],
 }
 
 
@@ -81,7 +91,15 @@ def test_the_subsample_rows_are_pinned_by_count_fraction_and_seed(key):
     count, fraction, seed = key
     rows = subsample_rows(count, fraction, seed)
     assert rows.tolist() == PINNED_ROWS[key]  # sorted, round(fraction * count) of them
-    assert len(rows) == {15: 14, 16: 14, 12: 9 if fraction == 0.75 else 11, 10: 6}[count]
+    assert len(rows) == {15: 14, 16: 14, 12: 9 if fraction == 0.75 else 11}[count]
+
+
+@pytest.mark.parametrize("key", sorted(RELEASED_ROWS))
+def test_the_released_codes_subsample_rows_are_pinned_by_count_fraction_and_seed(key):
+    count, fraction, seed = key
+    rows = released_subsample_rows(count, fraction, seed)
+    assert rows.tolist() == RELEASED_ROWS[key]  # truncated: int(fraction * count) of them
+    assert len(rows) == {15: 13, 12: 10, 10: 6 if fraction == 0.6 else 9}[count]
 
 
 def test_the_paper_features_read_the_fraction_seed_and_tau_given():
@@ -109,11 +127,11 @@ def test_the_reference_features_read_the_fraction_and_tau_given():
     family = transform_family("rotation", 10.0, steps=5)
     signals = InvarianceSignals({"max@CONF": values}, np.ones((10, 5), bool), kept, family)
     result = reference_features(signals, subsample_fraction=0.6, seed=5, tau=0.5)["max@CONF"]
-    # drawn from all ten examples (0, 3, 4, 5, 6, 8); the kept ones among them are 0, 3, 4, 6: positions
-    # 0, 2, 3, 4 of the seven kept
-    assert PINNED_ROWS[(10, 0.6, 5)] == [0, 3, 4, 5, 6, 8]
+    # drawn from all ten examples as the released code draws them (1, 2, 4, 5, 7, 9); the kept ones among
+    # them are 2, 4, 7, 9: positions 1, 3, 5, 6 of the seven kept (0.9 would draw 9 of the ten)
+    assert RELEASED_ROWS[(10, 0.6, 5)] == [1, 2, 4, 5, 7, 9]
     full = variance_matrix_by_hand(values)
-    part = variance_matrix_by_hand(values[[0, 2, 3, 4]])
+    part = variance_matrix_by_hand(values[[1, 3, 5, 6]])
     assert result["sensitivity_reference"] == pytest.approx(np.abs(full - part).sum(), rel=1e-9)
     filled = reference_filled_5x5(full)
     expected = (filled > 0.5).sum() / 25
@@ -211,14 +229,14 @@ def test_the_seed_of_a_test_draws_both_sensitivity_subsamples(tmp_path, classifi
     assert subsample_rows(6, 0.9, SEED).tolist() == [0, 1, 2, 4, 5]
     paper = paper_sensitivity(full, variance_matrix_by_hand(values[kept[[0, 1, 2, 4, 5]]]))
     assert metrics["features"]["max@CONF"]["sensitivity"] == pytest.approx(paper, rel=1e-4)
-    # the released code's: 36 of all 40 drawn with seed 6 leave out 11, 17, 25, 29 (seed 0 leaves out 5)
-    left_out = sorted(set(range(TEST_SIZE)) - set(subsample_rows(TEST_SIZE, 0.9, SEED).tolist()))
-    assert left_out == [11, 17, 25, 29]
-    reference = np.abs(full - variance_matrix_by_hand(values[[4, 5, 6, 7, 10]])).sum()
+    # the released code's: 36 of all 40 drawn with seed 6 leave out 9, 10, 20, 35 (seed 0: 0, 3, 9, 38)
+    left_out = sorted(set(range(TEST_SIZE)) - set(released_subsample_rows(TEST_SIZE, 0.9, SEED).tolist()))
+    assert left_out == [9, 10, 20, 35]
+    reference = np.abs(full - variance_matrix_by_hand(values[[4, 5, 6, 7, 11]])).sum()
     assert metrics["features_reference"]["max@CONF"]["sensitivity_reference"] == pytest.approx(reference, rel=1e-4)
     # seed 0's subsamples give other values here, so a seed recorded but not used would show
     seed_zero_paper = paper_sensitivity(full, variance_matrix_by_hand(values[kept[1:]]))
-    seed_zero_reference = np.abs(full - variance_matrix_by_hand(values[[4, 6, 10, 11]])).sum()
+    seed_zero_reference = 0.0  # seed 0 leaves out no kept example
     assert abs(seed_zero_paper - paper) > 0.01 * paper and abs(seed_zero_reference - reference) > 0.01 * reference
     config = (tmp_path / "run" / "config.yaml").read_text()
     assert f"seed: {SEED}" in config

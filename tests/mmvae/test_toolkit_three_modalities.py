@@ -214,6 +214,42 @@ def test_mopoe_mixes_every_available_subset_of_three_modalities(fixed_noise, pri
     assert loss == pytest.approx(mopoe_loss_by_hand(prior_expert, everything), rel=1e-10)
 
 
+@pytest.mark.parametrize("prior_expert", ["none", "full_subset"])
+def test_mopoe_sampled_estimator_draws_one_available_subset_per_example(fixed_noise, monkeypatch, prior_expert):
+    """``estimator="sampled"``: each example's bound is the ELBO of one subset drawn among those whose every
+    modality it has (the draw is recorded; its bound is worked out here)."""
+    drawn = []
+    original = experts.choose_present
+
+    def record(available, generator=None, check=True):
+        component = original(available, generator, check)
+        drawn.append(component.clone())
+        return component
+
+    monkeypatch.setattr(experts, "choose_present", record)
+    net = MixtureOfProductsVAE(
+        *networks(LATENT), latent_dim=LATENT, estimator="sampled", prior_expert=prior_expert
+    ).double()
+    has = presence(everything=False)
+    seen = set()
+    for seed in range(6):
+        drawn.clear()
+        generator = torch.Generator().manual_seed(seed)
+        loss = float(net.loss(inputs(), present(False), beta=BETA, generator=generator).detach())
+        (component,) = drawn
+        bounds = []
+        for example, index in enumerate(component.tolist()):
+            subset = SUBSETS[index]
+            assert all(has[name][example] for name in subset), (example, subset)
+            seen.add((example, subset))
+            mean, variance = product(subset, prior_expert == "full_subset" and subset == "abc", LATENT)
+            z = sample(mean, variance)
+            elbo = sum(has[name] * log_lik(name, z, LATENT) for name in NAMES) - BETA * mc_kl(z, mean, variance)
+            bounds.append(elbo[example])
+        assert loss == pytest.approx(-np.mean(bounds), rel=1e-10)
+    assert len(seen) > 6  # the draws reach several subsets of each example
+
+
 def test_mopoe_full_subset_gives_the_prior_expert_to_the_subset_of_all_three_only():
     net = MixtureOfProductsVAE(*networks(LATENT), latent_dim=LATENT, prior_expert="full_subset").double()
     c_mu, c_logvar, available = net.posterior(inputs(), present(False))

@@ -264,6 +264,43 @@ def matrices_and_features(
     return matrices, features
 
 
+def released_subsample_rows(count: int, fraction: float = 0.9, seed: int = 0) -> np.ndarray:
+    """The sensitivity subsample as the authors' released code draws it: row indices, sorted.
+
+    Zukang-Liao/ML4ML-invariance-testing, ``datamat.py``, ``get_corr_incorr_split`` and ``load_actoverall``
+    (``r = 0.9`` set by ``measurement.py``): ``numpy.random.seed(seed)``, then ``numpy.random.choice(
+    range(count), int(count * r), replace=False)``. The size is truncated (15 rows at 0.9 give 13, where
+    the paper's :func:`~repscope.metrics.invariance.variance_matrix.subsample_rows` rounds to 14) and the
+    rows come from numpy's legacy Mersenne-Twister stream (``numpy.random.RandomState``, which numpy keeps
+    unchanged across versions), so the same seed picks the released code's rows of the same examples.
+
+    Parameters
+    ----------
+    count : int
+        Rows (test examples).
+    fraction : float, default 0.9
+        The released code's ``r``, in (0, 1].
+    seed : int, default 0
+        The released code's ``--seed`` (its default is 2).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 indices.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``fraction`` is not in (0, 1] or the subsample would be empty.
+    """
+    if not 0 < fraction <= 1:
+        raise InvalidArgumentError(f"subsample_fraction: expected a number in (0, 1], got {fraction!r}")
+    size = int(count * fraction)
+    if size < 1:
+        raise InvalidArgumentError(f"subsample_fraction: {fraction} of {count} examples is empty")
+    return np.sort(np.random.RandomState(seed).choice(count, size, replace=False)).astype(np.int64)
+
+
 def reference_features(
     signals: InvarianceSignals, subsample_fraction: float = 0.9, seed: int = 0, tau: float = 0.15
 ) -> dict[str, dict[str, float]]:
@@ -271,9 +308,10 @@ def reference_features(
 
     The features are :func:`repscope.metrics.invariance.features.reference_matrix_features`. Their
     sensitivity follows ``datamat.py``, ``get_corr_incorr_split`` / ``load_actoverall``: the subsample
-    of ``r = 0.9`` is drawn from *all* the test examples, and the examples kept (correct at the identity,
-    with ``correct_only``) are then taken from it; the paper's subsample (:func:`matrices_and_features`)
-    is drawn from the kept examples.
+    of ``r = 0.9`` is drawn from *all* the test examples as that code draws it
+    (:func:`released_subsample_rows`), and the examples kept (correct at the identity, with
+    ``correct_only``) are then taken from it; the paper's subsample (:func:`matrices_and_features`) is
+    drawn from the kept examples.
 
     Parameters
     ----------
@@ -282,7 +320,7 @@ def reference_features(
     subsample_fraction : float, default 0.9
         The released code's ``r``.
     seed : int, default 0
-        Seed of the subsample (over all examples).
+        Seed of the subsample (over all examples; the released ``measurement.py`` defaults to 2).
     tau : float, default 0.15
         The significant-variance threshold.
 
@@ -293,7 +331,7 @@ def reference_features(
     """
     from repscope.metrics.invariance.features import matrix_features as features_of  # noqa: PLC0415
 
-    drawn = subsample_rows(len(signals.kept), subsample_fraction, seed)
+    drawn = released_subsample_rows(len(signals.kept), subsample_fraction, seed)
     rows = np.flatnonzero(np.isin(np.flatnonzero(signals.kept), drawn))
     if len(rows) < 2:
         raise InvalidArgumentError(
@@ -537,6 +575,7 @@ __all__ = [
     "matrices_and_features",
     "model_signals",
     "reference_features",
+    "released_subsample_rows",
     "modality_name",
     "robust_accuracy",
 ]
