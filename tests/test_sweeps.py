@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -408,6 +409,16 @@ def test_ray_backend_gives_the_local_summary(tmp_path, log, monkeypatch):
     assert again.reused == ["model-mvae_seed-0", "model-mvae_seed-1"]
     assert calls(log, "model-mvae_seed-0") == ["resume=False", "resume=False"]  # local once, Ray once
     assert list(home.iterdir()) == []
+
+
+def test_the_ray_backend_without_ray_is_one_line_naming_the_extra(tmp_path, log, monkeypatch):
+    """Runs where the ray extra is missing too: import ray fails, the sweep says how to install it."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    points = expand_grid(["model=mvae", "seed=0"])
+    expected = r"^--backend ray: Ray is not installed; pip install 'repscope\[ray\]'"
+    with pytest.raises(InvalidArgumentError, match=expected):
+        run_sweep(points, TARGET, tmp_path / "out", common={"log": str(log)}, backend="ray")
+    assert list(log.iterdir()) == []  # no point ran
 
 
 def test_a_ray_address_where_no_cluster_answers_is_one_line_naming_it(tmp_path, log, monkeypatch):
