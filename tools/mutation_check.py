@@ -1732,6 +1732,351 @@ MUTATIONS: list[Mutation] = [
         ),
         "the sampled MoPoE estimator draws a subset holding a modality the example lacks",
     ),
+    Mutation(
+        "device-data-validation-serves-training-rows",
+        ("src/repscope/train/datamodule.py",),
+        "        return [] if self.val_set is None else self._serve(self.val_set, EVAL_BATCH, False, False)",
+        "        return [] if self.val_set is None else self._serve(self.train_set, EVAL_BATCH, False, False)",
+        (
+            "tests/test_device_data_values.py::test_the_validation_split_serves_the_held_out_rows_and_training_the_others",
+        ),
+        "validation loss and early stopping read the rows the model trains on",
+    ),
+    Mutation(
+        "device-data-hold-out-is-the-first-rows",
+        ("src/repscope/train/datamodule.py",),
+        'self.val_set = SplitView(dataset, "train", self.fields, np.sort(order[:n_val])) if n_val else None',
+        'self.val_set = SplitView(dataset, "train", self.fields, np.arange(n_val)) if n_val else None',
+        (
+            "tests/test_device_data_values.py::test_the_validation_split_serves_the_held_out_rows_and_training_the_others",
+        ),
+        "the validation split is the first rows of the training data, not a seeded sample of all of them",
+    ),
+    Mutation(
+        "device-data-store-cached-by-split-name",
+        ("src/repscope/train/datamodule.py",),
+        "        key = id(view)",
+        "        key = view.split",
+        (
+            "tests/test_device_data_values.py::test_the_validation_split_serves_the_held_out_rows_and_training_the_others",
+        ),
+        "rows held on the device are cached by split name: a hold-out of train is served the training rows",
+    ),
+    Mutation(
+        "device-data-store-fills-the-first-rows",
+        ("src/repscope/train/datamodule.py",),
+        "batch = view.dataset.batch(view.split, view.rows[positions], view.fields)",
+        "batch = view.dataset.batch(view.split, np.asarray(positions), view.fields)",
+        (
+            "tests/test_device_data_values.py::test_the_validation_split_serves_the_held_out_rows_and_training_the_others",
+        ),
+        "the device holds the split's first rows instead of the view's rows: validation on training rows",
+    ),
+    Mutation(
+        "device-data-hold-out-truncated",
+        ("src/repscope/train/datamodule.py",),
+        "n_val = int(round(n * val_fraction))",
+        "n_val = int(n * val_fraction)",
+        (
+            "tests/test_device_data_values.py::test_the_validation_split_serves_the_held_out_rows_and_training_the_others",
+        ),
+        "the hold-out truncates its share of the rows (13 of 50 at 0.27) where the documented rule rounds it",
+    ),
+    Mutation(
+        "device-data-hold-out-seed-ignored",
+        ("src/repscope/train/datamodule.py",),
+        "order = np.random.default_rng([seed, 17]).permutation(n)",
+        "order = np.random.default_rng([0, 17]).permutation(n)",
+        ("tests/test_device_data_values.py::test_the_hold_out_follows_its_seed",),
+        "every seed holds out the same validation rows",
+    ),
+    Mutation(
+        "device-memory-uint8-images-as-float32",
+        ("src/repscope/train/datamodule.py",),
+        "itemsize = 1  # held as uint8, converted per batch",
+        "itemsize = 4  # held as uint8, converted per batch",
+        ("tests/test_device_data_values.py::test_the_bytes_held_are_counted_field_by_field_and_row_by_row",),
+        "the estimate counts uint8 images at 4 bytes: auto leaves data that fit on the host",
+    ),
+    Mutation(
+        "device-memory-validation-rows-not-counted",
+        ("src/repscope/train/datamodule.py",),
+        "needed = sum(v.nbytes_held() for v in views)",
+        "needed = views[0].nbytes_held()",
+        ("tests/test_device_data_values.py::test_auto_places_the_rows_when_they_fit_the_share_of_the_free_memory",),
+        "auto weighs only the training rows against the free memory, then also places the validation rows",
+    ),
+    Mutation(
+        "device-memory-share-ignored",
+        ("src/repscope/train/datamodule.py",),
+        "return needed <= DEVICE_MEMORY_SHARE * free",
+        "return needed <= free",
+        ("tests/test_device_data_values.py::test_auto_places_the_rows_when_they_fit_the_share_of_the_free_memory",),
+        "auto fills all of the free memory with data, leaving none for the model and its activations",
+    ),
+    Mutation(
+        "device-memory-one-row-counted",
+        ("src/repscope/train/datamodule.py",),
+        "total += len(self) * int(np.prod(spec.shape, dtype=np.int64)) * itemsize",
+        "total += int(np.prod(spec.shape, dtype=np.int64)) * itemsize",
+        ("tests/test_device_data_values.py::test_the_bytes_held_are_counted_field_by_field_and_row_by_row",),
+        "the estimate is the bytes of one row: any data set 'fits'",
+    ),
+    Mutation(
+        "device-memory-float64-at-8-bytes",
+        ("src/repscope/train/datamodule.py",),
+        "                itemsize = 4",
+        "                itemsize = np.dtype(spec.dtype).itemsize",
+        ("tests/test_device_data_values.py::test_the_bytes_held_are_counted_field_by_field_and_row_by_row",),
+        "float64 fields counted at their stored 8 bytes though they are held as float32",
+    ),
+    Mutation(
+        "device-memory-int32-at-4-bytes",
+        ("src/repscope/train/datamodule.py",),
+        "                itemsize = 8",
+        "                itemsize = np.dtype(spec.dtype).itemsize",
+        ("tests/test_device_data_values.py::test_the_bytes_held_are_counted_field_by_field_and_row_by_row",),
+        "integer fields counted at their stored size though they are held as int64 (uint8 captions 8 times)",
+    ),
+    Mutation(
+        "device-placement-refuses-an-exact-fit",
+        ("src/repscope/train/datamodule.py",),
+        "if free is not None and needed > free:",
+        "if free is not None and needed >= free:",
+        (
+            "tests/test_device_data_values.py::test_device_placement_is_refused_only_when_the_rows_exceed_the_free_memory",
+        ),
+        "data_placement: device refuses rows that exactly fit the free memory",
+    ),
+    Mutation(
+        "strict-json-tuples-refused",
+        ("src/repscope/fileio.py",),
+        "    if isinstance(obj, list | tuple):",
+        "    if isinstance(obj, list):",
+        ("tests/test_strict_json_types.py::test_tuples_and_nested_lists_note_each_non_finite_number_at_its_position",),
+        "a tuple in a record (a shape, a range) is refused as a type JSON cannot hold",
+    ),
+    Mutation(
+        "strict-json-keys-in-python-spelling",
+        ("src/repscope/fileio.py",),
+        "    return json.dumps(key) if not isinstance(key, str) else key",
+        "    return str(key)",
+        ("tests/test_strict_json_types.py::test_keys_are_written_as_json_writes_them_and_their_notes_follow",),
+        "non-string keys written as Python spells them (True, None) where json writes true, null",
+    ),
+    Mutation(
+        "strict-json-numpy-scalars-as-floats",
+        ("src/repscope/fileio.py",),
+        "        plain = value.tolist()",
+        "        plain = float(value) if value.ndim == 0 else value.tolist()",
+        ("tests/test_strict_json_types.py::test_numpy_scalars_are_written_as_the_plain_numbers_they_hold",),
+        "numpy integers and bools written as floats: counts read -7.0, flags 1.0, a uint64 loses its digits",
+    ),
+    Mutation(
+        "strict-json-long-double-recursion",
+        ("src/repscope/fileio.py",),
+        "            return float(plain)  # the nearest double",
+        "            return plain  # the nearest double",
+        ("tests/test_strict_json_types.py::test_long_doubles_are_written_as_the_nearest_double",),
+        "a long double is handed back as itself: the writer recurses until Python's limit",
+    ),
+    Mutation(
+        "strict-json-infinity-sign-lost",
+        ("src/repscope/fileio.py",),
+        'return None, "nan" if math.isnan(obj) else ("inf" if obj > 0 else "-inf")',
+        'return None, "nan" if math.isnan(obj) else "inf"',
+        (
+            "tests/test_strict_json_types.py::"
+            "test_non_finite_numpy_scalars_of_every_float_kind_are_null_with_their_note",
+        ),
+        "minus infinity noted as inf",
+    ),
+    Mutation(
+        "strict-json-positions-inner-first",
+        ("src/repscope/fileio.py",),
+        '                positions.update({f"[{index}]{where}": what for where, what in note.items()})',
+        '                positions.update({f"{where}[{index}]": what for where, what in note.items()})',
+        ("tests/test_strict_json_types.py::test_two_dimensional_arrays_note_row_then_column",),
+        "the position of a non-finite value in a 2-D array is noted column first",
+    ),
+    Mutation(
+        "shift-offsets-truncated",
+        ("src/repscope/data/invariance_transforms.py",),
+        "    moves = torch.round(offsets.to(images.device, torch.float32)).long()",
+        "    moves = offsets.to(images.device, torch.float32).long()",
+        (
+            "tests/invariance/test_shift_offsets.py::"
+            "test_each_image_moves_by_its_offsets_rounded_to_the_nearest_even_on_halves",
+        ),
+        "offsets truncated toward zero: 2.7 moves 2, a draw over [-2, 2] never reaches 2 and stays put half the time",
+    ),
+    Mutation(
+        "shift-offsets-half-up",
+        ("src/repscope/data/invariance_transforms.py",),
+        "    moves = torch.round(offsets.to(images.device, torch.float32)).long()",
+        "    moves = torch.floor(offsets.to(images.device, torch.float32) + 0.5).long()",
+        (
+            "tests/invariance/test_shift_offsets.py::"
+            "test_each_image_moves_by_its_offsets_rounded_to_the_nearest_even_on_halves",
+        ),
+        "halves rounded up: 0.5 moves right one pixel and -0.5 not at all, a shift family no longer symmetric",
+    ),
+    Mutation(
+        "shift-offsets-floored",
+        ("src/repscope/data/invariance_transforms.py",),
+        "    moves = torch.round(offsets.to(images.device, torch.float32)).long()",
+        "    moves = torch.floor(offsets.to(images.device, torch.float32)).long()",
+        (
+            "tests/invariance/test_shift_offsets.py::"
+            "test_a_shift_drawn_over_a_range_reaches_its_ends_half_as_often_as_the_pixels_between",
+        ),
+        "offsets floored: every draw moves left and up by half a pixel on average",
+    ),
+    Mutation(
+        "sprites-shift-one-draw-for-both-axes",
+        ("src/repscope/data/sprites/augment.py",),
+        '    cy = factors["centre_y"] + a.shift_px * (2 * draws[:, 5] - 1)',
+        '    cy = factors["centre_y"] + a.shift_px * (2 * draws[:, 4] - 1)',
+        (
+            "tests/sprites/test_shift_augment.py::test_each_sample_moves_by_its_own_shift_on_each_axis_in_both_directions",
+        ),
+        "the sprites' centre moves along the diagonal only",
+    ),
+    Mutation(
+        "sprites-shift-one-sided",
+        ("src/repscope/data/sprites/augment.py",),
+        '    cx = factors["centre_x"] + a.shift_px * (2 * draws[:, 4] - 1)',
+        '    cx = factors["centre_x"] + a.shift_px * draws[:, 4]',
+        (
+            "tests/sprites/test_shift_augment.py::test_each_sample_moves_by_its_own_shift_on_each_axis_in_both_directions",
+        ),
+        "the sprites' centre only ever moves right: the classifiers learn a biased position",
+    ),
+    Mutation(
+        "exact-spearman-observed-sign-kept",
+        ("src/repscope/metrics/zeroshot.py",),
+        "    observed = abs(int(centred_x.astype(np.int64) @ centred_y))",
+        "    observed = int(centred_x.astype(np.int64) @ centred_y)",
+        (
+            "tests/zeroshot/test_permutation_pvalues.py::test_negative_correlations_get_the_two_sided_share_of_every_pairing",
+        ),
+        "every negative correlation gets p = 1: the absolute value of the observed statistic dropped",
+    ),
+    Mutation(
+        "exact-spearman-one-sided-upper",
+        ("src/repscope/metrics/zeroshot.py",),
+        "    statistics = np.abs(centred_y[_permutations(n)] @ centred_x)",
+        "    statistics = centred_y[_permutations(n)] @ centred_x",
+        (
+            "tests/zeroshot/test_permutation_pvalues.py::test_negative_correlations_get_the_two_sided_share_of_every_pairing",
+        ),
+        "the p-value counts only the pairings as extreme upwards: half the two-sided p-value",
+    ),
+    Mutation(
+        "exact-spearman-ten-models-approximated",
+        ("src/repscope/metrics/zeroshot.py",),
+        "    exact = len(x) <= EXACT_MAX_N",
+        "    exact = len(x) < EXACT_MAX_N",
+        ("tests/zeroshot/test_permutation_pvalues.py::test_ten_models_still_get_the_exact_count",),
+        "ten models get the t approximation (p 1e-7 where the exact count gives 20 / 10!)",
+    ),
+    Mutation(
+        "exact-spearman-min-ranks",
+        ("src/repscope/metrics/zeroshot.py",),
+        "    centred_y = (2 * rankdata(b) - (n + 1)).astype(np.int16)",
+        '    centred_y = (2 * rankdata(b, method="min") - (n + 1)).astype(np.int16)',
+        (
+            "tests/zeroshot/test_permutation_pvalues.py::test_negative_correlations_get_the_two_sided_share_of_every_pairing",
+        ),
+        "tied values of y take the lowest rank of their tie instead of the average: another statistic than rho",
+    ),
+    Mutation(
+        "semi-supervised-validation-draws-training-rows",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        'data = getattr(getattr(trainer, "datamodule", None), "train_set" if stage == "train" else "val_set", None)',
+        'data = getattr(getattr(trainer, "datamodule", None), "train_set", None)',
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "the validation steps' labelled batches are training examples: val_supervised measures fit, not generalisation",
+    ),
+    Mutation(
+        "semi-supervised-label-seed-ignored",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "        images, factors = labelled_rows(data, hp.labelled_fraction, hp.label_seed)",
+        "        images, factors = labelled_rows(data, hp.labelled_fraction)",
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "label_seed is recorded but every run labels the examples of seed 0",
+    ),
+    Mutation(
+        "semi-supervised-fraction-ignored",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "        images, factors = labelled_rows(data, hp.labelled_fraction, hp.label_seed)",
+        "        images, factors = labelled_rows(data, seed=hp.label_seed)",
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "labelled_fraction is recorded but the stream always labels 10% of the examples",
+    ),
+    Mutation(
+        "semi-supervised-labelled-positions-as-rows",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "        rows = data.rows[mask]",
+        "        rows = np.flatnonzero(mask)",
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "the labelled examples of a hold-out are read at their positions in it: the split's first rows, trained on",
+    ),
+    Mutation(
+        "semi-supervised-mask-of-row-numbers",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "    mask = labelled_mask(_index_values(data), fraction, seed)",
+        "    mask = labelled_mask(data.rows, fraction, seed)",
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "the labelled examples are chosen by row number, not by the dataset index that batch_share hashes",
+    ),
+    Mutation(
+        "semi-supervised-validation-batch-of-the-eval-size",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        '        size = self._stream_size or len(batch["image"])',
+        '        size = len(batch["image"])',
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "validation draws a labelled batch as large as its own (512) batch: a term on another scale than training's",
+    ),
+    Mutation(
+        "semi-supervised-validation-stream-not-restarted",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        "            stream.position = 0",
+        "            pass",
+        (
+            "tests/candle/test_semi_supervised_validation.py::"
+            "test_validation_draws_the_labelled_held_out_rows_in_the_seeded_order_from_its_start",
+        ),
+        "each validation epoch reads other labelled examples: val_supervised moves with no change in the model",
+    ),
+    Mutation(
+        "exact-spearman-x-min-ranks",
+        ("src/repscope/metrics/zeroshot.py",),
+        "    centred_x = (2 * rankdata(a) - (n + 1)).astype(np.int16)",
+        '    centred_x = (2 * rankdata(a, method="min") - (n + 1)).astype(np.int16)',
+        (
+            "tests/zeroshot/test_permutation_pvalues.py::test_negative_correlations_get_the_two_sided_share_of_every_pairing",
+        ),
+        "tied values of x take the lowest rank of their tie instead of the average: another statistic than rho",
+    ),
 ]
 
 
