@@ -6,20 +6,27 @@ destination only once complete. An interrupted run therefore leaves either the p
 nothing, plus at most a ``.tmp-*`` file that later runs ignore.
 
 A destination that cannot be written (a read-only directory, a file standing where a directory
-should be, a full disk) raises :class:`OutputWriteError`, a :class:`~repscope.errors.RepscopeError`
-naming the path, which the CLI prints in one line; it is also an ``OSError``, so code that
-catches those keeps working.
+should be, a full disk, a file name longer than the file system allows) raises
+:class:`OutputWriteError`, a :class:`~repscope.errors.RepscopeError` naming the path, which the CLI
+prints in one line; it is also an ``OSError``, so code that catches those keeps working. A full disk
+is named with the space the output needs where the writer knows it (:func:`output_error`).
+
+Large outputs written through a memory map (a dataset's ``images.npy``) take their blocks first
+(:func:`reserve_space`): a memory-mapped page that the file system cannot back ends the process with
+SIGBUS and no message, where a refused reservation is one line naming the path and the sizes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import gzip
 import hashlib
 import io
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -35,15 +42,201 @@ class OutputWriteError(RepscopeError, OSError):
     where a directory is expected, no space left. The message names the path."""
 
 
-def output_error(path: str | os.PathLike, exc: OSError, action: str = "cannot write") -> OutputWriteError:
-    """``exc`` (raised while writing ``path``) as one :class:`OutputWriteError` line naming the path
-    and, when it differs, the file or directory the system refused."""
+# the errors of a destination that the user resolves outside repscope: space, permissions, names
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
+WRITE_REFUSED_ERRNOS = NO_SPACE_ERRNOS | {errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG}
+# a file name's most bytes where the file system does not say (Linux's NAME_MAX)
+DEFAULT_NAME_MAX = 255
+
+
+def output_error(
+    path: str | os.PathLike, exc: OSError, action: str = "cannot write", needed: int | None = None
+) -> OutputWriteError:
+    """``exc`` (raised while writing ``path``) as one :class:`OutputWriteError` line.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output being written, named first.
+    exc : OSError
+        What the system raised; the file or directory it names is added when it differs from ``path``.
+    action : str, default="cannot write"
+        What failed, after the path.
+    needed : int, optional
+        Bytes the output needs, stated with the free space of its disk when ``exc`` is a full disk
+        or quota (ENOSPC, EDQUOT, EFBIG).
+
+    Returns
+    -------
+    OutputWriteError
+        ``PATH: cannot write (CULPRIT: No space left on device; the output needs 1.2 GB, 10.0 MB free
+        at DIR)``; for a name too long, the longest name's length and the file system's limit.
+    """
     reason = exc.strerror or exc.__class__.__name__
     culprit = exc.filename if exc.filename is not None else None
+    if exc.errno in NO_SPACE_ERRNOS:
+        reason += _space_note(Path(path), needed)
+    elif exc.errno == errno.ENAMETOOLONG:
+        reason += _name_length_note(Path(culprit if culprit is not None else path))
     where = (
         f" ({culprit}: {reason})" if culprit is not None and os.fspath(culprit) != os.fspath(path) else f" ({reason})"
     )
-    return OutputWriteError(f"{os.fspath(path)}: {action}{where}")
+    error = OutputWriteError(f"{os.fspath(path)}: {action}{where}")
+    error.errno = exc.errno  # a caller that names the output otherwise still knows what the system said
+    return error
+
+
+def os_error_line(exc: OSError) -> str:
+    """A destination's refusal (:func:`is_write_refusal`) caught nowhere nearer, as one line for the CLI:
+    ``PATH: No space left on device; 10.0 MB free at DIR``, ``PATH: File name too long: a name of 300
+    bytes, the file system allows 255``, ``PATH: Read-only file system``.
+
+    Parameters
+    ----------
+    exc : OSError
+        The error; the file it names (the destination of a rename or copy when there are two) leads.
+
+    Returns
+    -------
+    str
+        One line (the CLI prefixes ``repscope: error:``).
+    """
+    target = exc.filename2 if exc.filename2 is not None else exc.filename
+    reason = exc.strerror or exc.__class__.__name__
+    path = Path(os.fsdecode(target)) if target is not None else None
+    if exc.errno in NO_SPACE_ERRNOS:
+        reason += _space_note(path if path is not None else Path.cwd(), None)
+    elif exc.errno == errno.ENAMETOOLONG and path is not None:
+        reason += _name_length_note(path)
+    return f"{path}: {reason}" if path is not None else reason
+
+
+def is_write_refusal(exc: BaseException) -> bool:
+    """Whether ``exc`` is a destination's refusal the user resolves (full disk or quota, read-only file
+    system, permission, a name too long): an :class:`OutputWriteError`, or an ``OSError`` whose errno is in
+    :data:`WRITE_REFUSED_ERRNOS`."""
+    return isinstance(exc, OutputWriteError) or (isinstance(exc, OSError) and exc.errno in WRITE_REFUSED_ERRNOS)
+
+
+def write_refusal_text(exc: OSError) -> str:
+    """The one line of a refusal that :func:`is_write_refusal` accepts: an :class:`OutputWriteError`'s own
+    message, else :func:`os_error_line`."""
+    return str(exc) if isinstance(exc, OutputWriteError) else os_error_line(exc)
+
+
+def format_bytes(count: int | float) -> str:
+    """``count`` bytes for a reader, in decimal units: ``512 bytes``, ``12.3 MB``, ``12.3 PB``."""
+    value = float(count)
+    for unit in ("bytes", "kB", "MB", "GB", "TB", "PB"):
+        if abs(value) < 1000 or unit == "PB":
+            return f"{int(value)} bytes" if unit == "bytes" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
+def bytes_text(count: int) -> str:
+    """``count`` bytes exactly and for a reader: ``12,288,000 bytes (12.3 MB)``."""
+    return f"{int(count):,} bytes ({format_bytes(count)})"
+
+
+def existing_ancestor(path: str | os.PathLike) -> Path:
+    """The nearest of ``path`` and its parents that exists (the disk a new output lands on)."""
+    path = Path(os.path.abspath(path))
+    for candidate in (path, *path.parents):
+        try:
+            if candidate.exists():
+                return candidate
+        except OSError:  # a part of the name too long: try its parents
+            continue
+    return Path(path.anchor or os.sep)
+
+
+def free_bytes(path: str | os.PathLike) -> int | None:
+    """Bytes an unprivileged writer may still use on the disk holding ``path`` (None if unknown)."""
+    try:
+        return int(shutil.disk_usage(existing_ancestor(path)).free)
+    except OSError:
+        return None
+
+
+def _space_note(path: Path, needed: int | None) -> str:
+    free = free_bytes(path)
+    parts = [] if needed is None else [f"the output needs {format_bytes(needed)}"]
+    if free is not None:
+        parts.append(f"{format_bytes(free)} free at {existing_ancestor(path.parent)}")
+    return "; " + ", ".join(parts) if parts else ""
+
+
+def _name_length_note(path: Path) -> str:
+    longest = max((len(os.fsencode(part)) for part in path.parts), default=0)
+    try:
+        limit = os.pathconf(existing_ancestor(path.parent), "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = DEFAULT_NAME_MAX
+    return f": a name of {longest} bytes, the file system allows {limit}"
+
+
+def check_free_space(directory: str | os.PathLike, needed: int, what: str) -> None:
+    """Refuse, before any work, an output that the disk holding ``directory`` cannot take.
+
+    Parameters
+    ----------
+    directory : str or os.PathLike
+        Where the output will be written (it need not exist yet: its nearest existing parent is asked).
+    needed : int
+        Bytes the output needs.
+    what : str
+        The output, for the message (``"a dataset of 10 images of 64x64x3"``).
+
+    Raises
+    ------
+    OutputWriteError
+        ``WHAT needs N bytes (12.3 PB); the disk at DIR has M bytes (70.1 GB) free``, when ``needed``
+        is more than the free space. A disk whose free space cannot be read is not refused here.
+    """
+    free = free_bytes(directory)
+    if free is not None and needed > free:
+        raise OutputWriteError(
+            f"{what} needs {bytes_text(needed)}; the disk at {existing_ancestor(directory)} has {bytes_text(free)} free"
+        )
+
+
+def reserve_space(path: str | os.PathLike, size: int, name: str | os.PathLike | None = None) -> None:
+    """Give the existing file ``path`` all its blocks up to ``size`` bytes now, before it is written.
+
+    A memory-mapped file is created sparse; writing a page the disk cannot back kills the process with
+    SIGBUS. ``os.posix_fallocate`` takes the blocks at once, so a full disk is refused here in one
+    line; where the system or file system cannot allocate ahead, the disk's free space is checked
+    instead (:func:`check_free_space`).
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        An existing file (e.g. just created by ``numpy.lib.format.open_memmap``).
+    size : int
+        The file's final size in bytes.
+    name : str or os.PathLike, optional
+        The output named in the message (default ``path``): the final name of a file written under a
+        temporary one.
+
+    Raises
+    ------
+    OutputWriteError
+        Naming the output, the bytes it needs and the disk's free space, when the blocks cannot be had.
+    """
+    name = path if name is None else name
+    allocate = getattr(os, "posix_fallocate", None)
+    if allocate is not None:
+        try:
+            with open(path, "r+b") as handle:
+                allocate(handle.fileno(), 0, size)
+            return
+        except OSError as exc:
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL, errno.ENOSYS):
+                raise output_error(name, exc, needed=size) from None
+    # a sparse file has its full size already: what it still needs is what its blocks do not hold
+    held = Path(path).stat().st_blocks * 512
+    check_free_space(Path(path).parent, max(size - held, 0), f"{os.fspath(name)}:")
 
 
 def make_output_dir(path: str | os.PathLike) -> Path:
@@ -71,6 +264,53 @@ def check_writable_dir(directory: str | os.PathLike) -> Path:
     return directory
 
 
+def check_can_create(path: str | os.PathLike, label: str | None = None) -> None:
+    """Refuse now, creating nothing, an output that the file system will refuse later.
+
+    The names ``path`` still has to create are checked against the file system's longest name, and a
+    file is made and removed at once in the nearest existing folder above ``path`` (never inside an
+    existing output): a read-only file system or a folder without write permission is refused before
+    the command's work rather than after it.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The output (a file or a folder; it may exist, e.g. an empty folder or a run to resume).
+    label : str, optional
+        How the message names it (e.g. ``"--out runs/x"``); default the path.
+
+    Raises
+    ------
+    OutputWriteError
+        ``LABEL: cannot write (File name too long: a name of 300 bytes, the file system allows 255)``,
+        ``LABEL: cannot write (DIR/.tmp-probe.x: Read-only file system)``.
+    """
+    label = os.fspath(path) if label is None else label
+    full = Path(os.path.abspath(path))
+    ancestor = existing_ancestor(full)
+    if ancestor == full:
+        ancestor = existing_ancestor(full.parent)
+    if not ancestor.is_dir():
+        return  # a file stands where a folder is needed: the output rule names that
+    try:
+        limit = os.pathconf(ancestor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        limit = DEFAULT_NAME_MAX
+    for part in full.relative_to(ancestor).parts:
+        if len(os.fsencode(part)) > limit:
+            raise OutputWriteError(
+                f"{label}: cannot write (File name too long: a name of {len(os.fsencode(part))} bytes, "
+                f"the file system allows {limit})"
+            )
+    try:
+        fd, probe = tempfile.mkstemp(prefix=TEMP_PREFIX + "probe.", dir=ancestor)
+    except OSError as exc:
+        # the folder, not the probe's random name, is what the user can change
+        raise output_error(label, OSError(exc.errno, exc.strerror, os.fspath(ancestor))) from None
+    os.close(fd)
+    os.unlink(probe)
+
+
 @contextlib.contextmanager
 def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]:
     """Open a temporary sibling of ``path`` for writing and rename it to ``path`` on success."""
@@ -82,7 +322,12 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
         raise output_error(path, exc) from None
     try:
         with os.fdopen(fd, mode) as handle:
-            yield handle
+            try:
+                yield handle
+            except OSError as exc:  # a full disk while the caller wrote (a zip archive, a checkpoint)
+                if isinstance(exc, RepscopeError) or exc.errno not in NO_SPACE_ERRNOS:
+                    raise
+                raise output_error(path, exc) from None
             try:
                 handle.flush()
                 os.fsync(handle.fileno())

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repscope.errors import InvalidArgumentError, OutputExistsError, OutputOntoInputError
+from repscope.fileio import OutputWriteError, check_can_create, is_write_refusal, write_refusal_text
 
 Kind = Literal["file", "directory"]
 TEMP_PREFIX = ".tmp-"  # the prefix of repscope.fileio: later runs ignore such names
@@ -244,6 +245,7 @@ def prepare_output(
     if not resume:
         refuse_output_onto_inputs(path, inputs, option)
     path = Path(path)
+    check_can_create(path, f"{option} {path}")  # a read-only disk or a name too long: refused before any work
     if kind == "directory" and path.exists() and not path.is_dir():
         raise OutputExistsError(f"{option} {path}: exists and is not a directory; choose another {option}")
     if kind == "file" and path.is_dir() and not path.is_symlink():
@@ -298,13 +300,22 @@ def output_target(
     When an existing output is to be replaced (``overwrite``), the yielded path is a temporary
     sibling (same suffix; an empty directory for ``kind="directory"``), which replaces ``path`` when
     the block ends without error and is removed otherwise — the old output stays until the new
-    one is whole. In every other case ``path`` itself is yielded.
+    one is whole. In every other case ``path`` itself is yielded; when the disk refuses a write there
+    (full, read-only: :func:`repscope.fileio.is_write_refusal`) and ``path`` held nothing before, what the
+    block wrote is removed and the error says so.
     """
     path = prepare_output(path, overwrite=overwrite, resume=resume, kind=kind, option=option, inputs=inputs)
     if not (overwrite and _occupied(path)):
+        fresh = not _occupied(path)
         try:
             yield path
-        except BaseException:
+        except BaseException as exc:
+            if fresh and is_write_refusal(exc) and _occupied(path):
+                # a full or read-only disk: what this command began is removed (it frees the space), nothing older
+                _remove(path)
+                _untouched.append((path, option, False))
+                removed = f"{option} {path}: the incomplete output was removed"
+                raise OutputWriteError(f"{write_refusal_text(exc)}; {removed}") from None
             if _occupied(path):
                 _incomplete.append((path, option, resume is not None))
             else:

@@ -35,7 +35,7 @@ import yaml
 from repscope import __version__
 from repscope.config import read_yaml_mapping
 from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError
-from repscope.fileio import TEMP_PREFIX, write_bytes_atomic, write_json_atomic, write_text_atomic
+from repscope.fileio import TEMP_PREFIX, make_output_dir, write_bytes_atomic, write_json_atomic, write_text_atomic
 from repscope.outputs import CommandInput, prepare_output
 from repscope.report.figures import save_png_bytes
 
@@ -181,7 +181,7 @@ class RunDirectory:
             run = cls(out, kind)
             run._record_existing()
             return run
-        out.mkdir(parents=True, exist_ok=True)
+        make_output_dir(out)  # a read-only or full disk: one error naming the folder
         return cls(out, kind)
 
     @staticmethod

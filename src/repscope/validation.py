@@ -16,7 +16,11 @@ are judged by the same rules and refused with the same messages:
 * **conversion**: :func:`to_float01` (uint8 / 255) and :func:`to_uint8` (``round(255 x)``,
   clipped to [0, 255]);
 * **factors and codes**: :func:`check_factors_codes`, the one rule every factor/code metric
-  (those of :mod:`repscope.metrics.registry`) applies at its boundary.
+  (those of :mod:`repscope.metrics.registry`) applies at its boundary;
+* **seeds**: :func:`check_seed` and the config type :data:`Seed`, ``[0, 2**32 - 1]`` for every
+  ``--seed``, ``seed`` key and ``--set seed=...``;
+* **sizes**: :func:`check_array_header` (an array a file's header declares, against the file and the
+  memory, before anything is allocated) and :func:`check_memory`, both against :func:`memory_budget`.
 
 Every function is numpy-only: a torch tensor is accepted by duck typing
 (``.detach().cpu().numpy()``), so this module imports no framework. Failures raise ``error``
@@ -27,20 +31,32 @@ names the argument or file and says what is wrong.
 
 from __future__ import annotations
 
+import math
+import os
 from collections.abc import Sequence
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import AfterValidator, BeforeValidator
+from pydantic_core import PydanticCustomError
 
-from repscope.errors import InvalidArgumentError, RepscopeError
+from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
+from repscope.fileio import bytes_text
 
 __all__ = [
+    "SEED_MAX",
+    "Seed",
     "as_array",
+    "check_array_header",
     "check_factors_codes",
     "check_image",
     "check_images",
+    "check_memory",
     "check_pixel_values",
+    "check_seed",
     "check_training_factors",
+    "memory_budget",
     "to_float01",
     "to_uint8",
 ]
@@ -467,3 +483,182 @@ def check_training_factors(factors_train: np.ndarray) -> None:
                 "training rows (the first rows of the array); a classifier needs two classes: pass rows in random "
                 "order so that the training rows hold several classes of every factor"
             )
+# --------------------------------------------------------------------------------------------
+# seeds
+
+# the widest range every library a seed reaches accepts: numpy's legacy seeding, scikit-learn's
+# random_state and Lightning's seed_everything take [0, 2**32 - 1] (seed_everything silently replaces
+# a seed outside it by 0), numpy's SeedSequence only non-negative integers
+SEED_MAX = 2**32 - 1
+
+
+def seed_message(name: str, value: Any) -> str:
+    """The one refusal of a seed: ``seed: expected an integer in [0, 4294967295], got -1``."""
+    return f"{name}: expected an integer in [0, {SEED_MAX}], got {value!r}"
+
+
+def check_seed(value: Any, name: str = "seed") -> int:
+    """The seed rule every ``--seed`` option, ``seed`` config key and ``--set seed=...`` shares.
+
+    Parameters
+    ----------
+    value : Any
+        The seed given.
+    name : str, default="seed"
+        The option or key that gave it, for the message (``"--seed"``, ``"data.seed"``).
+
+    Returns
+    -------
+    int
+        ``value`` as a Python int.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``value`` is not an integer (a bool is not one) in ``[0, SEED_MAX]`` (``2**32 - 1``), the
+        range the libraries behind repscope accept without changing the seed silently.
+    """
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise InvalidArgumentError(seed_message(name, value))
+    if not 0 <= int(value) <= SEED_MAX:
+        raise InvalidArgumentError(seed_message(name, int(value)))
+    return int(value)
+
+
+def _seed_field(value: Any) -> int:
+    # pydantic has turned "7" or 7.0 into an int already; a bool is refused before that (_not_bool)
+    if not 0 <= value <= SEED_MAX:
+        raise PydanticCustomError("seed_range", "expected an integer in [0, {top}]", {"top": SEED_MAX})
+    return value
+
+
+def _not_bool(value: Any) -> Any:
+    if isinstance(value, (bool, np.bool_)):
+        raise PydanticCustomError("seed_range", "expected an integer in [0, {top}]", {"top": SEED_MAX})
+    return value
+
+
+#: The type of every ``seed`` key of a config schema: :func:`check_seed`'s rule inside pydantic, so that a
+#: config file, ``--set seed=...`` and a Python caller are refused alike, naming the key.
+Seed = Annotated[int, BeforeValidator(_not_bool), AfterValidator(_seed_field)]
+
+
+# --------------------------------------------------------------------------------------------
+# array headers
+
+MEMINFO = Path("/proc/meminfo")
+CGROUP_DIR = Path("/sys/fs/cgroup")
+
+
+def memory_budget() -> int | None:
+    """Bytes of memory an array read from a file may take: what the machine can give now.
+
+    The smallest of Linux's ``MemAvailable`` (``/proc/meminfo``; elsewhere ``os.sysconf``'s available
+    pages times the page size) and, inside a container limited by cgroup v2, ``memory.max`` less
+    ``memory.current``.
+
+    Returns
+    -------
+    int or None
+        The budget in bytes; None when the system says nothing (then no array is refused for its size).
+    """
+    # MemAvailable counts reclaimable caches that the available pages of sysconf do not: prefer it
+    available = _meminfo_available() or _sysconf_available()
+    room = _cgroup_room()
+    found = [value for value in (available, room) if value is not None]
+    return min(found) if found else None
+
+
+def _meminfo_available() -> int | None:
+    try:
+        for line in MEMINFO.read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024  # the file counts kB
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def _sysconf_available() -> int | None:
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def _cgroup_room() -> int | None:
+    try:
+        limit = (CGROUP_DIR / "memory.max").read_text().strip()
+        if limit == "max":
+            return None
+        return max(int(limit) - int((CGROUP_DIR / "memory.current").read_text()), 0)
+    except (OSError, ValueError):
+        return None
+
+
+def check_memory(needed: int, what: str) -> None:
+    """Refuse, before any work, a task that needs more memory than the machine has now.
+
+    Parameters
+    ----------
+    needed : int
+        Bytes the task holds at once (a lower bound: what its arrays alone take).
+    what : str
+        The task and the option that sized it, for the message (``"--n: 10 pairs"``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``WHAT needs at least N bytes (1.2 TB) in memory; M bytes (15.6 GB) are available``, when
+        ``needed`` exceeds :func:`memory_budget` (nothing is refused when the budget is unknown).
+    """
+    budget = memory_budget()
+    if budget is not None and needed > budget:
+        raise InvalidArgumentError(
+            f"{what} needs at least {bytes_text(needed)} in memory; {bytes_text(budget)} are available"
+        )
+
+
+def check_array_header(
+    where: str, shape: Sequence[int], dtype: np.dtype, stored_bytes: int | None, in_memory: bool = True
+) -> int:
+    """The rule for an array declared by a file's header, applied before anything is allocated.
+
+    Parameters
+    ----------
+    where : str
+        The file, and the member of an archive (``"x.npz: member 'codes'"``), for the message.
+    shape : sequence of int
+        The shape the header declares.
+    dtype : numpy.dtype
+        The dtype the header declares.
+    stored_bytes : int or None
+        Bytes of array data the file holds after the header (uncompressed: a zip member's declared size
+        less its header); None when unknown.
+    in_memory : bool, default=True
+        Whether the array will be read into memory (False for a memory map: only the file size counts).
+
+    Returns
+    -------
+    int
+        The bytes the header declares (``prod(shape) * itemsize``; 0 for Python objects, which only
+        unpickling could read and ``allow_pickle=False`` refuses unread).
+
+    Raises
+    ------
+    DataFormatError
+        Naming ``where``, the shape, the dtype and the bytes: the header declares more bytes than the file
+        holds ("truncated or corrupt"), or more than :func:`memory_budget` for an array read into memory.
+    """
+    if dtype.hasobject:
+        return 0  # pickled objects: numpy.load(allow_pickle=False) refuses them before allocating anything
+    nbytes = math.prod(int(size) for size in shape) * int(dtype.itemsize)
+    declared = f"its header declares a {dtype} array of shape {tuple(int(s) for s in shape)}: {bytes_text(nbytes)}"
+    if stored_bytes is not None and nbytes > stored_bytes:
+        raise DataFormatError(f"{where}: truncated or corrupt: {declared}, but it holds {stored_bytes:,} bytes of data")
+    budget = memory_budget() if in_memory else None
+    if budget is not None and nbytes > budget:
+        raise DataFormatError(
+            f"{where}: {declared}, more than the {bytes_text(budget)} of memory available; refused before reading"
+        )
+    return nbytes

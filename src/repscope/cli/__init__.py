@@ -259,9 +259,14 @@ def main(argv: list[str] | None = None) -> None:
         if exc.code == 130 or (exc.code not in (0, None) and (_interrupted or _caused_by_interrupt(exc))):
             raise _interrupted_exit() from None
         raise
-    except Exception:
+    except Exception as exc:
         if _interrupted:  # an error while tearing down after Ctrl-C (a display, a pool)
             raise _interrupted_exit() from None
+        from repscope.fileio import is_write_refusal, os_error_line
+
+        if is_write_refusal(exc):  # a full disk, a read-only or too long destination no writer named
+            print(f"repscope: error: {' '.join(os_error_line(exc).split())}", file=sys.stderr)
+            raise SystemExit(1) from None
         raise
     finally:
         warnings.showwarning = shown_before

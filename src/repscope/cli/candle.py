@@ -7,6 +7,7 @@ from typing import List, Literal, Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands
 
 app = typer.Typer(no_args_is_help=True)
@@ -43,7 +44,9 @@ def render_command(
         None, "--hdri-dir", help="folder of panoramic HDRIs <scene>.hdr|.exr instead of the procedural scenes"
     ),
     device: DEVICE_CHOICES = typer.Option("auto", "--device", help="auto: a GPU when Cycles finds one, else CPU"),
-    seed: int = typer.Option(0, "--seed", help="base seed of the images' draws (0: the dataset's)"),
+    seed: int = typer.Option(
+        0, "--seed", callback=check_seed_option, help="base seed of the images' draws (0: the dataset's)"
+    ),
     threads: int = typer.Option(0, "--threads", help="Cycles CPU threads (0: all cores)"),
     workers: Optional[int] = typer.Option(
         None, "--workers", help="local Blender processes sharing the cores (-1: one per core)"
@@ -113,7 +116,7 @@ def pairs_command(
         ..., "--differ", help="factor that differs within a pair (repeat): object, color, size, rotation, scene, light"
     ),
     n: int = typer.Option(1000, "--n", help="pairs to draw (with replacement)"),
-    seed: int = typer.Option(0, "--seed", help="seed of the draw"),
+    seed: int = typer.Option(0, "--seed", callback=check_seed_option, help="seed of the draw"),
     subset: SUBSET_CHOICES = typer.Option("all", "--subset", help="confounded: the paper's subset only"),
     out: Path = typer.Option(..., "--out", "-o", help="CSV: first, second (files), <factor>_first, <factor>_second"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out"),

@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import trainer_section, with_trainer_flags
 
 
@@ -15,7 +16,7 @@ def demo(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="run directory (default runs/demo-<time>)"),
     train: int = typer.Option(600, help="training digits to build from"),
     test: int = typer.Option(200, help="test digits to build from"),
-    seed: int = typer.Option(0, help="seed of every random choice"),
+    seed: int = typer.Option(0, callback=check_seed_option, help="seed of every random choice"),
     workers: int = typer.Option(1, "--workers", help="worker processes; -1 all cores, -2 all but one"),
     diversity: bool = typer.Option(
         True, "--diversity/--no-diversity", help="include the small sample-diversity study (trains two VAEs)"

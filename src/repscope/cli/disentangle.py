@@ -7,6 +7,7 @@ from typing import List, Literal, Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 from repscope.metrics.registry import ARRAY_INPUTS, metric_names
 
@@ -34,7 +35,9 @@ def score_command(
         help="B resamples of rows (0: none, else >= 2) for a 95% percentile interval of every score; the first "
         "resample is timed and the estimate of the rest printed on stderr",
     ),
-    seed: int = typer.Option(0, help="seed of the bootstrap (and of a run directory's draw)"),
+    seed: int = typer.Option(
+        0, callback=check_seed_option, help="seed of the bootstrap (and of a run directory's draw)"
+    ),
     metric: List[str] = typer.Option(
         [], "--metric", help=f"only these metrics (repeat): {', '.join(metric_names(ARRAY_INPUTS))}"
     ),
@@ -139,7 +142,7 @@ def classifiers_command(
         "--model-param",
         help="training parameter key=value (repeat), e.g. lr=0.001 augment=shift 'augment_ranges=[[-6, 6]]'",
     ),
-    seed: int = typer.Option(0, help="seed of the training"),
+    seed: int = typer.Option(0, callback=check_seed_option, help="seed of the training"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:

@@ -7,6 +7,7 @@ from typing import Any, List, Literal, Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import config_command
 from repscope.studies.registry import command
 
@@ -98,7 +99,9 @@ def test_command(
     steps: int = typer.Option(31, "--steps", help="transformations, odd (2k + 1)"),
     correct_only: bool = typer.Option(False, "--correct-only", help="only examples right at the identity"),
     batch_size: int = typer.Option(500, "--batch-size", help="images per forward pass"),
-    seed: int = typer.Option(0, "--seed", help="seed of the draw and the sensitivity subsample"),
+    seed: int = typer.Option(
+        0, "--seed", callback=check_seed_option, help="seed of the draw and the sensitivity subsample"
+    ),
     assessor: Optional[Path] = typer.Option(
         None, "--assessor", help="assessors.skops of repscope invariance assess train"
     ),
@@ -227,7 +230,7 @@ def assess_train_command(
         [], "--holdout", help="with --compat reference: a hold-out model's name (repeat; default the last third)"
     ),
     repeats: int = typer.Option(10, "--repeats", help="repeats of the 3-fold protocol (paper: 10)"),
-    seed: int = typer.Option(0, "--seed", help="seed of the folds and balanced draws"),
+    seed: int = typer.Option(0, "--seed", callback=check_seed_option, help="seed of the folds and balanced draws"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """Decision tree, random forest, AdaBoost, linear regression against the robust-accuracy baseline (Table IV)."""

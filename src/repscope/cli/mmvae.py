@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import trainer_section, with_trainer_flags
 
 app = typer.Typer(no_args_is_help=True)
@@ -26,7 +27,11 @@ def evaluate_command(
     n: int = typer.Option(
         EVALUATE_DEFAULT_N, "--n", help="fresh test samples per coherency direction (the paper used 10000)"
     ),
-    seed: int = typer.Option(0, help="seed of the test samples, the generation and every random step of the analysis"),
+    seed: int = typer.Option(
+        0,
+        callback=check_seed_option,
+        help="seed of the test samples, the generation and every random step of the analysis",
+    ),
     k: int = typer.Option(
         EVALUATE_DEFAULT_K,
         "--k",

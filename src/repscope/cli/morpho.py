@@ -7,6 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands
 
 app = typer.Typer(no_args_is_help=True)
@@ -68,7 +69,7 @@ def build_command(
     out: Path = typer.Option(..., "--out", "-o", help="directory to write the sets into (new or empty)"),
     source: str = typer.Option("mnist-sample", help="source of the plain digits"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="directory holding the source's files"),
-    seed: int = typer.Option(0, help="seed of every random choice"),
+    seed: int = typer.Option(0, callback=check_seed_option, help="seed of every random choice"),
     sets: str = typer.Option(
         ",".join(["plain", "thin", "thic", "swel", "frac", "global", "local"]),
         help="comma-separated sets to write, of plain thin thic swel frac global local",

@@ -7,6 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 
 app = typer.Typer(no_args_is_help=True)
@@ -34,9 +35,9 @@ def generate_command(
     n: Optional[int] = typer.Option(
         None, "--n", help="number of samples (default: the paper's size for the split; dsprites: the whole grid)"
     ),
-    seed: int = typer.Option(0, help="seed of every random choice"),
+    seed: int = typer.Option(0, callback=check_seed_option, help="seed of every random choice"),
     split: SPLIT_CHOICES = typer.Option("train", help="train, val or test: independent sample streams"),
-    texture_seed: int = typer.Option(0, help="seed of the procedural texture bank"),
+    texture_seed: int = typer.Option(0, callback=check_seed_option, help="seed of the procedural texture bank"),
     texture_dir: Optional[Path] = typer.Option(
         None, "--texture-dir", help="folder of texture photographs to use instead of procedural textures"
     ),
@@ -99,7 +100,7 @@ def show_command(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="PNG to write (default: DATASET_DIR/samples.png)"),
     count: int = typer.Option(32, help="samples to show"),
     ncols: int = typer.Option(8, help="samples per row"),
-    seed: int = typer.Option(0, help="seed of the random choice of samples"),
+    seed: int = typer.Option(0, callback=check_seed_option, help="seed of the random choice of samples"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the PNG if it exists"),
 ) -> None:
     """Write a PNG grid of random samples with their captions."""
@@ -177,7 +178,7 @@ def train_classifiers_command(
     ),
     val_size: Optional[int] = typer.Option(None, help="freshly generated validation images"),
     epochs: Optional[int] = typer.Option(None, help="epochs (default: the tuned default)"),
-    seed: int = typer.Option(0, help="seed of data and initialisation"),
+    seed: int = typer.Option(0, callback=check_seed_option, help="seed of data and initialisation"),
     held_out_family: str = typer.Option(
         "fabric", help="texture family kept out of training and measured alone (" + FAMILIES_HELP + ")"
     ),

@@ -7,6 +7,7 @@ from typing import List, Optional
 
 import typer
 
+from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands
 
 app = typer.Typer(no_args_is_help=True)
@@ -60,7 +61,7 @@ def attack_command(
         "DQA search, one CMA-ES generation of 400 candidates (the paper's Table 1)",
         metavar="[art|dqa]",
     ),
-    seed: int = typer.Option(0, "--seed", help="seed of the image draw and of CMA-ES"),
+    seed: int = typer.Option(0, "--seed", callback=check_seed_option, help="seed of the image draw and of CMA-ES"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""

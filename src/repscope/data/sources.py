@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from repscope.data.idx import read_idx, read_mnist_pair
+from repscope.data.npzfile import check_array_file
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
 SPLITS = ("train", "t10k")
@@ -415,6 +416,7 @@ _READ_ERRORS = (ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, K
 
 
 def _np_load(path: Path):
+    check_array_file(path)  # a header declaring more than the file or the memory holds: refused unread
     try:
         return np.load(path, allow_pickle=False)
     except _READ_ERRORS as exc:

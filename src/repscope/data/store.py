@@ -24,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import math
 import os
 import shutil
 from collections.abc import Callable, Iterable, Sequence
@@ -35,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from repscope import version_stamp
+from repscope.data.npzfile import check_npy_file
 from repscope.data.sprites import attributes as attrs
 from repscope.data.sprites.dsprites import FACTOR_NAMES
 from repscope.errors import (
@@ -46,8 +48,10 @@ from repscope.errors import (
 )
 from repscope.fileio import (
     _json_default,
+    check_free_space,
     make_output_dir,
     output_error,
+    reserve_space,
     sha256_file,
     write_json_atomic,
 )
@@ -219,6 +223,9 @@ def write_dataset(
 
     _check_output_free(out)
     make_output_dir(out.parent)
+    # the images alone, before a sample is drawn: the factors and captions add a few percent
+    images_bytes = count * math.prod(image_shape)
+    check_free_space(out.parent, images_bytes, f"a dataset of {count:,} images of {'x'.join(map(str, image_shape))}")
     partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     try:
         if partial.exists():  # left by an interrupted run of this same process id: ours by name
@@ -227,35 +234,57 @@ def write_dataset(
     except OSError as error:
         raise output_error(out, error) from None
     try:
-        files = _write_files(partial, batches, count, generator, level, image_shape, progress)
-        meta = {
-            "format_version": FORMAT_VERSION,
-            "generator": generator,
-            "level": level,
-            "count": count,
-            "image_shape": list(image_shape),
-            "seed": None if seed is None else int(seed),
-            "params": params,
-            "files": {name: sha256_file(partial / name) for name in files},
-            "images_sample": {
-                "blocks": SAMPLE_BLOCKS,
-                "block_bytes": SAMPLE_BLOCK_BYTES,
-                "sha256": sample_digest(partial / IMAGES_FILE),
-            },
-            "created_by": version_stamp(),
-        }
-        write_json_atomic(partial / META_FILE, meta)
-        _check_output_free(out)  # someone may have written there while we generated
         try:
-            if out.exists():
-                out.rmdir()
-            os.replace(partial, out)
-        except OSError as error:
-            raise output_error(out, error) from None
+            _write_and_place(partial, out, batches, count, generator, level, seed, params, image_shape, progress)
+        except OSError as error:  # a full disk while writing the factors, captions or dataset.json
+            if error.errno is None:  # ours (the output taken meanwhile), with its own message
+                raise
+            refusal = OSError(error.errno, os.strerror(error.errno))
+            raise output_error(out, refusal, needed=images_bytes) from None
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
     return out
+
+
+def _write_and_place(
+    partial: Path,
+    out: Path,
+    batches: Iterable[Any],
+    count: int,
+    generator: str,
+    level: int | None,
+    seed: int | None,
+    params: dict[str, Any],
+    image_shape: tuple[int, ...],
+    progress: Progress | None,
+) -> None:
+    """Write the dataset's files into ``partial``, then rename it to ``out``."""
+    files = _write_files(partial, batches, count, generator, level, image_shape, progress, out)
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "generator": generator,
+        "level": level,
+        "count": count,
+        "image_shape": list(image_shape),
+        "seed": None if seed is None else int(seed),
+        "params": params,
+        "files": {name: sha256_file(partial / name) for name in files},
+        "images_sample": {
+            "blocks": SAMPLE_BLOCKS,
+            "block_bytes": SAMPLE_BLOCK_BYTES,
+            "sha256": sample_digest(partial / IMAGES_FILE),
+        },
+        "created_by": version_stamp(),
+    }
+    write_json_atomic(partial / META_FILE, meta)
+    _check_output_free(out)  # someone may have written there while we generated
+    try:
+        if out.exists():
+            out.rmdir()
+        os.replace(partial, out)
+    except OSError as error:
+        raise output_error(out, error) from None
 
 
 def _write_files(
@@ -266,15 +295,20 @@ def _write_files(
     level: int | None,
     image_shape: tuple[int, ...],
     progress: Progress | None,
+    out: Path,
 ) -> list[str]:
     required = class_columns(generator, level)
     with_captions = layout(generator).captions
-    images_out = np.lib.format.open_memmap(
-        directory / IMAGES_FILE, mode="w+", dtype=np.uint8, shape=(count, *image_shape)
-    )
+    images_file = directory / IMAGES_FILE
+    try:
+        images_out = np.lib.format.open_memmap(images_file, mode="w+", dtype=np.uint8, shape=(count, *image_shape))
+    except OSError as error:
+        raise output_error(out, error, needed=count * math.prod(image_shape)) from None
     columns: list[str] | None = None
     done = 0
     try:
+        # the map is sparse: a page the disk cannot back would end the process with SIGBUS, so take the blocks now
+        reserve_space(images_file, images_out.offset + images_out.nbytes, name=out)
         with contextlib.ExitStack() as stack:
             factors_file = stack.enter_context(open(directory / FACTORS_FILE, "w", encoding="utf-8", newline=""))
             captions_file = (
@@ -529,6 +563,7 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Datase
             raise DataFormatError(f"{path / name}: missing from the dataset directory")
 
     images_file = path / IMAGES_FILE
+    check_npy_file(images_file, in_memory=False)  # a header declaring more than the file holds: refused here
     try:
         images = np.load(images_file, mmap_mode="r", allow_pickle=False)
     except (ValueError, OSError, EOFError) as error:

@@ -13,6 +13,7 @@ from repscope.errors import InvalidArgumentError
 from repscope.runs import read_metrics
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 from repscope.train.run import build_task, fit, load_data, load_task
+from repscope.validation import Seed
 
 
 class DataSection(Section):
@@ -20,7 +21,7 @@ class DataSection(Section):
 
     source: str = "mnist-sample"
     data_dir: str | None = None
-    seed: int = 0
+    seed: Seed = 0
     test_fraction: float = Field(0.2, gt=0.0, lt=1.0)
     train_size: int | None = Field(None, ge=1)
     test_size: int | None = Field(None, ge=1)

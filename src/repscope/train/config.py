@@ -25,6 +25,7 @@ from repscope.config import Section, validate_params
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError
 from repscope.train.registry import model_entry, task_class
+from repscope.validation import Seed
 
 
 class Named(Section):
@@ -74,7 +75,7 @@ class TrainConfig(Section):
     trainer: TrainerSection = Field(default_factory=TrainerSection)
     batch_size: int = Field(64, ge=1)
     val_fraction: float = Field(0.1, ge=0.0, lt=1.0)
-    seed: int = 0
+    seed: Seed = 0
     num_workers: int = Field(0, ge=0)
     # False feeds the training examples in their stored order every epoch (an ML4ML anomaly)
     shuffle: bool = True

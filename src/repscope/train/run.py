@@ -42,7 +42,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from repscope import __version__
 from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.fileio import TEMP_PREFIX
+from repscope.fileio import TEMP_PREFIX, OutputWriteError, is_write_refusal, make_output_dir, output_error
 from repscope.progress import TrainingProgress, progress_bar
 from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
@@ -466,12 +466,16 @@ def save_checkpoint_atomically(trainer: Any, path: Path) -> Path:
     path = Path(path)
     writer = trainer.is_global_zero
     if writer:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_output_dir(path.parent)
     temporary = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.getpid()}")
     try:
         trainer.save_checkpoint(temporary, weights_only=False)
         if writer:
             os.replace(temporary, path)
+    except OSError as exc:  # a full disk: one line naming the checkpoint, not the temporary copies
+        if not is_write_refusal(exc) or isinstance(exc, OutputWriteError):
+            raise
+        raise output_error(path, OSError(exc.errno, exc.strerror)) from None
     finally:
         if writer and temporary.exists():
             temporary.unlink()  # a failed or interrupted save: the previous checkpoint stays as it was

@@ -44,6 +44,7 @@ from repscope.data.boxes import BOX_NAMES
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.data.imagefile import read_image
 from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.validation import check_memory
 
 OBJECTS: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "torus")
 COLORS: tuple[str, ...] = ("red", "blue", "yellow", "purple", "orange")
@@ -342,6 +343,8 @@ def pair_table(
         raise InvalidArgumentError(f"--differ: expected some of {', '.join(FACTOR_NAMES)}, got {differ!r}")
     if isinstance(n, bool) or int(n) != n or n < 1:
         raise InvalidArgumentError(f"--n: expected a positive integer, got {n!r}")
+    # before the folder is read: each pair holds at least a reference per column (2 files, 2 per factor)
+    check_memory(int(n) * 8 * (2 + 2 * len(FACTOR_NAMES)), f"--n: {int(n):,} pairs")
     records = folder_records(data_dir)
     rows = np.arange(len(records["files"]))
     if subset == "confounded":

@@ -54,6 +54,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import math
 import shutil
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -79,8 +80,9 @@ from repscope.data.morpho.pipeline import PipelineConfig, analyse_batch
 from repscope.data.morpho.published import COMPAT_MODES, check_published_config, measure_published_batch
 from repscope.data.sources import load_splits
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
-from repscope.fileio import make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
+from repscope.fileio import check_free_space, make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 from repscope.pools import ordered_map, pool_context
+from repscope.validation import Seed, check_memory
 
 FORMAT_VERSION = (
     3  # 2: plain digits rendered, ids.csv, copies, compat; 3: train_size/test_size (were max_train/max_test)
@@ -140,7 +142,7 @@ class BuildConfig(Section):
 
     source: str = "mnist-sample"
     data_dir: str | None = None
-    seed: int = 0
+    seed: Seed = 0
     sets: tuple[str, ...] = tuple(SETS)
     test_fraction: float = 0.2
     train_size: int | None = None
@@ -828,6 +830,7 @@ def build_dataset(
 
     # the source is read before anything is created: a bad --source leaves nothing behind
     splits, split_rule = load_build_source(config)
+    _check_build_size(out, config, splits)
     out_existed, state_existed = out.exists(), state_dir.exists()
     try:
         if not state_file.exists():
@@ -840,6 +843,21 @@ def build_dataset(
         _remove_failed_start(out, state_dir, out_existed, state_existed)
         raise
     return manifest
+
+
+def _check_build_size(out: Path, config: BuildConfig, splits: dict[str, tuple[np.ndarray, np.ndarray, str]]) -> None:
+    """Refuse, before any work, a build the memory or the disk cannot hold (``--copies`` of a billion).
+
+    Lower bounds: the chunks' digits are all queued at once and each split is assembled whole, one
+    image per kind of perturbation and digit, in memory; the chunks kept for ``--resume`` hold the same
+    images on disk.
+    """
+    digits = sum(len(images) * config.copies_of(split) for split, (images, _, _) in splits.items())
+    pixels = max((math.prod(images.shape[1:]) for images, _, _ in splits.values()), default=0)
+    images_bytes = digits * pixels * len(config.kinds_needed())
+    what = f"--copies {config.copies} --test-copies {config.test_copies}: a build of {digits:,} digits"
+    check_memory(images_bytes + digits * pixels, what)
+    check_free_space(out, images_bytes, what)
 
 
 def _remove_failed_start(out: Path, state_dir: Path, out_existed: bool, state_existed: bool) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from repscope.data.boxes import foreground_boxes
+from repscope.data.npzfile import check_array_file
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import atomic_write, check_writable_dir
 
@@ -513,6 +514,7 @@ def read_npz(path: str | Path) -> dict[str, np.ndarray]:
         When the file cannot be read as ``.npz``, lacks a key, or the shapes do not form a dSprites set.
     """
     path = Path(path)
+    check_array_file(path)  # a member declaring more than the archive or the memory holds: refused unread
     try:
         with np.load(path, allow_pickle=False) as archive:
             missing = [key for key in ("imgs", "latents_values", "latents_classes") if key not in archive.files]

@@ -36,6 +36,7 @@ from repscope.studies.disentangle.study import (
 )
 from repscope.studies.disentangle.study import quick as disentangle_quick
 from repscope.train.config import Section, TrainerSection
+from repscope.validation import Seed
 
 BOX_WEIGHT = 10.0
 
@@ -50,7 +51,7 @@ class CandleRenderSection(Section):
     samples: int = Field(8, ge=1)
     resolution: str = "320x240"
     hdri_dir: str | None = None
-    seed: int = 0
+    seed: Seed = 0
     workers: int | None = None
 
 

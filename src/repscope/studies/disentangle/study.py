@@ -55,6 +55,7 @@ from repscope.studies.disentangle.cg import (
 from repscope.studies.disentangle.score import codes_of_run
 from repscope.train.config import Named, Section, TrainerSection
 from repscope.train.run import fit, load_task
+from repscope.validation import Seed
 
 DSPRITES_FACTORS = ["shape", "scale", "orientation", "posX", "posY"]
 # the paper's Table 2, dSprites half (IRS, UC rho 1, CG rho 1, UC rho 2, CG rho 2), for the report
@@ -128,7 +129,7 @@ class DisentangleStudyConfig(Section):
     traversal_range: float = Field(2.0, gt=0.0)
     # a CG judged by factor classifiers below this held-out accuracy is flagged (the paper's: 98.9%, 99.5%)
     min_judge_accuracy: float = Field(DEFAULT_MIN_JUDGE_ACCURACY, ge=0.0, le=1.0)
-    seed: int = 0
+    seed: Seed = 0
 
 
 QUICK_TRAIN, QUICK_TEST = 2000, 500

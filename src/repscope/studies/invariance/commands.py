@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from repscope.data.npzfile import check_array_file
 from repscope.errors import DataFormatError
 from repscope.fileio import write_json_atomic, write_text_atomic
 
@@ -82,6 +83,7 @@ def read_variance_matrix(path: str | Path) -> np.ndarray:
         raise DataFormatError(f"{path}: no such file")
     if path.stat().st_size == 0:
         raise DataFormatError(f"{path}: the file is empty; expected a .npy variance matrix")
+    check_array_file(path)  # a header declaring more than the file or the memory holds: refused unread
     try:
         array = np.load(path, allow_pickle=False)
     except (OSError, ValueError, EOFError) as exc:

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from repscope.data.npzfile import check_array_file
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_json_atomic, write_text_atomic
 
@@ -108,6 +109,7 @@ def _reference_features(folder: Path) -> dict[str, dict[str, float]]:
         raise DataFormatError(f"model {folder.name}: no matrix_*.npy files, needed by --compat reference")
     features = {}
     for path in files:
+        check_array_file(path)  # a header declaring more than the file or the memory holds: refused unread
         try:
             matrix = np.load(path, allow_pickle=False)
         except (OSError, ValueError, EOFError) as exc:

@@ -53,6 +53,7 @@ from repscope.studies.invariance.testing import (
     robust_accuracy,
 )
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
+from repscope.validation import Seed
 
 
 class RepoConfig(Section):
@@ -77,7 +78,7 @@ class RepoConfig(Section):
     )
     anomaly_fraction: float = Field(0.3, gt=0.0, le=1.0)
     test_n: int = Field(1000, ge=10)
-    seed: int = 0
+    seed: Seed = 0
     # paper: the printed modalities on every test example; reference: the released code's (max_mean at the
     # convolutions, correctly classified examples only)
     compat: Literal["paper", "reference"] = "paper"

@@ -51,6 +51,7 @@ from repscope.studies.mmvae.evaluate import MIN_N_ANALYSIS, check_evaluation_set
 from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.run import fit
 from repscope.train.tasks.multimodal import multimodal_models
+from repscope.validation import Seed
 
 # the config's model settings, in the order they are written; a model gets those its task class declares
 MODEL_SETTINGS = (
@@ -139,7 +140,7 @@ class MultimodalDataSection(Section):
     train_size: int | None = Field(None, ge=1)
     val_size: int | None = Field(None, ge=1)
     test_size: int | None = Field(None, ge=0)
-    seed: int = 0
+    seed: Seed = 0
     params: dict[str, Any] = Field(default_factory=dict)
 
     def loader_params(self) -> dict[str, Any]:
@@ -164,7 +165,7 @@ class EvaluationSection(Section):
 
     enabled: bool = True
     n: int = Field(1000, ge=1)
-    seed: int = 0
+    seed: Seed = 0
     analysis: bool = True
     k: int = Field(30, ge=1)
     n_analysis: int = Field(1000, ge=2)
@@ -208,7 +209,7 @@ class MultimodalConfig(Section):
     batch_size: int = Field(64, ge=1)
     # a number, or one per CdSprites+ level ({1: 150, 2: 150, 3: 250, ...}: the paper's, A.2.1)
     epochs: int | dict[int, int] = 10
-    seed: int = 0
+    seed: Seed = 0
     # settings of one model over the file's own (model name -> {key: value}); --set still wins
     per_model: dict[str, dict[str, Any]] = Field(default_factory=dict)
     data: MultimodalDataSection = Field(default_factory=MultimodalDataSection)

@@ -29,6 +29,7 @@ from repscope.runs import RunDirectory
 from repscope.studies.morpho.diversity import DiversityConfig, add_diversity
 from repscope.studies.sprites.commands import cdsprites_panel
 from repscope.train.config import TrainerSection
+from repscope.validation import Seed
 
 MORPHOMETRIC_LABELS = {
     "area": "area (px²)",
@@ -42,7 +43,7 @@ MORPHOMETRIC_LABELS = {
 
 class DemoConfig(Section):
     source: str = "mnist-sample"
-    seed: int = 0
+    seed: Seed = 0
     train_size: int = Field(600, ge=1)
     test_size: int = Field(200, ge=1)
     jobs: int = Field(1, ge=1)

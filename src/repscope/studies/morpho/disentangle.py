@@ -34,6 +34,7 @@ from repscope.studies.common import DataSection, MemberModel, TrainingSection
 from repscope.studies.morpho.diversity import measured
 from repscope.studies.morpho.resume import load_step, open_study_run, save_step, train_member
 from repscope.train.config import Named, Section, TrainerSection
+from repscope.validation import Seed
 
 FACTORS = ("length", "thickness", "slant", "width", "height")
 SETTING_SETS = {"A": "plain", "B": "global", "C": "local"}
@@ -58,7 +59,7 @@ class DisentangleConfig(Section):
     traversal_steps: int = Field(9, ge=2)
     traversal_range: float = Field(2.0, gt=0.0, description="continuous codes traverse [-range, range]")
     traversal_rows: int = Field(4, ge=1)
-    seed: int = 0
+    seed: Seed = 0
 
 
 def quick(config: DisentangleConfig) -> DisentangleConfig:

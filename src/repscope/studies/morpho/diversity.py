@@ -28,6 +28,7 @@ from repscope.report.morpho_figures import morphometric_pairplot
 from repscope.studies.common import DataSection, MemberModel, TrainingSection, slug
 from repscope.studies.morpho.resume import STEPS, load_step, open_study_run, save_step, train_member
 from repscope.train.config import Named, Section, TrainerSection
+from repscope.validation import Seed
 
 # Fig. 4 and Table 1 use these five (area is nearly a function of length and thickness)
 COMPARED = ("length", "thickness", "slant", "width", "height")
@@ -50,7 +51,7 @@ class DiversityConfig(Section):
     permutations: int = Field(500, ge=10)
     replica_threshold: float = Field(0.05, gt=0.0)
     morphometrics: list[str] = list(COMPARED)
-    seed: int = 0
+    seed: Seed = 0
 
 
 def quick(config: DiversityConfig) -> DiversityConfig:

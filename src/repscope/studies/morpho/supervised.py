@@ -29,6 +29,7 @@ from repscope.report import Report
 from repscope.studies.common import MemberModel, MorphoDataSection, TrainingSection
 from repscope.studies.morpho.resume import load_step, open_study_run, save_step, train_member
 from repscope.train.config import Named, Section, TrainerSection
+from repscope.validation import Seed
 
 TASKS = {
     "recognition": ("plain", "label", ("plain", "local")),
@@ -82,7 +83,7 @@ class SupervisedConfig(Section):
     tasks: list[Literal["recognition", "abnormality", "thickness"]] = list(TASKS)
     training: TrainingSection = Field(default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=20)))
     sklearn_max_train: int | None = Field(None, ge=1, description="cap on kNN/SVM training digits (SVM is quadratic)")
-    seed: int = 0
+    seed: Seed = 0
 
 
 def quick(config: SupervisedConfig) -> SupervisedConfig:

@@ -28,6 +28,7 @@ import pandas as pd
 from pydantic import Field
 
 from repscope.config import Section
+from repscope.data.npzfile import check_array_file
 from repscope.data.sprites.attributes import (
     ATTRIBUTE_VALUES,
     check_level,
@@ -182,6 +183,7 @@ def read_output_images(path: Path) -> np.ndarray:
     SourceNotFoundError, DataFormatError
         When the file is missing, unreadable or not images of that shape in range.
     """
+    check_array_file(path, in_memory=False)  # a header declaring more than the file holds: refused unread
     try:
         images = np.load(path, mmap_mode="r", allow_pickle=False)
     except FileNotFoundError:

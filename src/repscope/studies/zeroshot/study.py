@@ -36,6 +36,7 @@ from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
 from repscope.runs import RunDirectory, read_config, to_plain
 from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
+from repscope.validation import Seed
 
 NORMS = ("l0", "linf")
 NORM_TITLES = {"l0": "L0 (pixels)", "linf": "L-infinity"}
@@ -98,7 +99,7 @@ class AttackSection(Section):
     # art: the adversarial-robustness-toolbox's search; dqa: the authors' DQA search (one generation of
     # 400 candidates, repscope.studies.zeroshot.attack.dqa_attack), whose attacks the paper's Table 1 counts
     search: Literal["art", "dqa"] = "art"
-    seed: int = 0
+    seed: Seed = 0
 
 
 class ZeroShotConfig(Section):
@@ -120,7 +121,7 @@ class ZeroShotConfig(Section):
     workers: int | None = None
     backend: Literal["local", "ray"] = "local"
     address: str | None = None
-    seed: int = 0
+    seed: Seed = 0
 
 
 def quick(config: ZeroShotConfig) -> ZeroShotConfig:
