@@ -317,3 +317,32 @@ def test_a_full_disk_during_training_leaves_no_half_run_and_keeps_an_old_one(run
     else:
         assert line.endswith(f"; --out {out}: the incomplete output was removed")
         assert names_in(runs) == []
+
+
+# --------------------------------------------------------------------------------------------
+# size options against the memory and the disk
+
+
+def test_a_morpho_build_of_too_many_copies_is_refused_before_any_digit(run_cli, tmp_path):
+    out = tmp_path / "build"
+    code, _, err = run_cli(["morpho", "build", "--out", str(out), "--sets", "plain", "--copies", "1000000000"])
+    line = one_error_line(code, err)
+    # the shipped sample's 4,000 training digits a billion times over, and its 1,000 test digits once, 28x28
+    digits = 4000 * 10**9 + 1000
+    assert line.startswith(
+        f"repscope: error: --copies 1000000000 --test-copies 1: a build of {digits:,} digits needs at least "
+        f"{digits * 784:,} bytes ("
+    )
+    assert re.search(r"in memory; [\d,]+ bytes \([\d.]+ [kMGTP]?B\) are available$", line)
+    assert names_in(tmp_path) == []
+
+
+def test_candle_pairs_beyond_the_memory_are_refused_before_the_folder_is_read(run_cli, tmp_path):
+    folder = tmp_path / "candle"
+    folder.mkdir()
+    out = tmp_path / "pairs.csv"
+    code, _, err = run_cli(["candle", "pairs", str(folder), "--differ", "color", "--n", str(10**12), "--out", str(out)])
+    line = one_error_line(code, err)
+    # 14 columns of references per pair (two files, two names per factor): 112 bytes at the least
+    assert line.startswith("repscope: error: --n: 1,000,000,000,000 pairs needs at least 112,000,000,000,000 bytes")
+    assert names_in(tmp_path) == ["candle"]
