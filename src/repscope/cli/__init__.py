@@ -14,6 +14,7 @@ configs``) and ``--set`` wins over ``--quick``.
 
 from __future__ import annotations
 
+import atexit
 import os
 import signal
 import sys
@@ -157,6 +158,31 @@ def _on_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _on_interrupt_at_exit(signum: int, frame: object) -> None:
+    """SIGINT once the command has ended, while the interpreter shuts down (torch and worker pools clean up
+    for seconds): the one line and status 130 of every Ctrl-C, instead of a traceback from a clean-up
+    function or a silent death by the signal."""
+    if os.getpid() != _main_pid:
+        return
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os.write(2, b"repscope: interrupted while exiting, after the command had ended\n")
+    os._exit(130)
+
+
+def _ignore_interrupt_in_teardown() -> None:
+    """The console script's last exit callback: after it Python runs no signal handler, and a Ctrl-C during the
+    seconds of native clean-up that follow (torch's) would kill the process by the signal without a word. The
+    command has ended by then, so the interrupt is ignored and the process ends with the command's status."""
+    try:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:
+        pass
+
+
 def _caused_by_interrupt(exc: BaseException) -> bool:
     seen = set()
     while exc is not None and id(exc) not in seen:
@@ -167,7 +193,7 @@ def _caused_by_interrupt(exc: BaseException) -> bool:
     return False
 
 
-def _interrupted_exit() -> SystemExit:
+def _interrupted_exit(finished: bool = False) -> SystemExit:
     # a second Ctrl-C while the line is printed must not add a traceback
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -202,6 +228,8 @@ def _interrupted_exit() -> SystemExit:
         # an output written only once complete: say that nothing half-done is left to look for
         for path, option, kept in untouched_outputs()[-1:]:
             message += f"; {option} {path}: " + ("the old output is kept as it was" if kept else "nothing written")
+    if finished:  # the interrupt was swallowed on the way (in a clean-up callback) and the command went on
+        message += " as the command finished; its output is complete"
     print(message, file=sys.stderr, flush=True)
     return SystemExit(130)
 
@@ -237,6 +265,8 @@ def main(argv: list[str] | None = None) -> None:
         previous = signal.signal(signal.SIGINT, _on_interrupt)
     except ValueError:  # not the main thread (embedded use): leave signals alone
         previous = None
+    if argv is None and previous is not None:  # registered first, so that it runs last
+        atexit.register(_ignore_interrupt_in_teardown)
     from repscope.resources import wait_passively_when_busy
 
     wait_passively_when_busy()  # before torch loads (a training beside busy cores stays fast)
@@ -258,6 +288,8 @@ def main(argv: list[str] | None = None) -> None:
         # typer turns KeyboardInterrupt into exit status 130 without a word; Lightning into status 1
         if exc.code == 130 or (exc.code not in (0, None) and (_interrupted or _caused_by_interrupt(exc))):
             raise _interrupted_exit() from None
+        if _interrupted:  # a Ctrl-C that a callback swallowed (torch's weakref finalizers) while the command ended
+            raise _interrupted_exit(finished=True) from None
         raise
     except Exception as exc:
         if _interrupted:  # an error while tearing down after Ctrl-C (a display, a pool)
@@ -272,6 +304,9 @@ def main(argv: list[str] | None = None) -> None:
         warnings.showwarning = shown_before
         if previous is not None:
             try:
-                signal.signal(signal.SIGINT, previous)
+                # the console script's interpreter shuts down next, for seconds: a Ctrl-C there still gets its line
+                # (after an interrupt's line, a second Ctrl-C adds none)
+                at_exit = signal.SIG_IGN if _interrupted else _on_interrupt_at_exit
+                signal.signal(signal.SIGINT, at_exit if argv is None else previous)
             except ValueError:
                 pass
