@@ -213,7 +213,9 @@ def check_npz_file(path: str | Path) -> int:
 def _check_npz_member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> int:
     name = info.filename[: -len(".npy")] if info.filename.endswith(".npy") else info.filename
     where = f"{path}: member {name!r}"
-    if not info.filename.endswith(".npy"):
+    with archive.open(info) as member:
+        is_array = info.filename.endswith(".npy") and member.read(len(NPY_MAGIC)) == NPY_MAGIC
+    if not is_array:
         # numpy reads such a member whole, as bytes (refused afterwards as not an array): bound it too
         return check_array_header(where, (info.file_size,), np.dtype(np.uint8), None)
     with archive.open(info) as member:
