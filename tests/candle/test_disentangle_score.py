@@ -52,16 +52,17 @@ def write(path, **arrays):
 
 
 def test_the_reader_takes_any_npz_and_refuses_what_it_cannot_trust(tmp_path):
-    codes = np.random.default_rng(0).normal(size=(6, 2))
-    factors, read_codes, sizes = read_codes_npz(write(tmp_path / "a.npz", factors=np.arange(6) % 2, codes=codes))
-    assert factors.shape == (6, 1) and np.array_equal(read_codes, codes) and sizes is None
-    good = {"factors": np.stack([np.arange(6) % 2, np.arange(6) % 3], 1), "codes": codes}
+    # 30 rows: 15 and 10 rows per class, above the 5 a class needs
+    codes = np.random.default_rng(0).normal(size=(30, 2))
+    factors, read_codes, sizes = read_codes_npz(write(tmp_path / "a.npz", factors=np.arange(30) % 2, codes=codes))
+    assert factors.shape == (30, 1) and np.array_equal(read_codes, codes) and sizes is None
+    good = {"factors": np.stack([np.arange(30) % 2, np.arange(30) % 3], 1), "codes": codes}
     assert read_codes_npz(write(tmp_path / "b.npz", **good, factor_sizes=np.array([2, 3])))[2].tolist() == [2, 3]
     cases = {
-        "object": ({"factors": good["factors"], "codes": np.array([object()] * 6)}, "object arrays"),
+        "object": ({"factors": good["factors"], "codes": np.array([object()] * 30)}, "object arrays"),
         "missing": ({"factors": good["factors"]}, "no 'codes'"),
         "rows": ({"factors": good["factors"][:5], "codes": codes}, "5 rows"),
-        "nan": ({"factors": good["factors"], "codes": np.where(np.eye(6, 2) > 0, np.nan, codes)}, "row 0"),
+        "nan": ({"factors": good["factors"], "codes": np.where(np.eye(30, 2) > 0, np.nan, codes)}, "row 0"),
         "fractional": ({"factors": good["factors"] + 0.5, "codes": codes}, "whole-number"),
         "sizes": ({**good, "factor_sizes": np.array([2, 2])}, "factor 1 has classes outside 0..1"),
     }

@@ -128,13 +128,22 @@ def test_a_factor_with_one_class_per_row_is_refused_naming_the_column(tmp_path, 
     assert not out.exists()
 
 
-def test_fewer_than_two_rows_per_class_on_average_is_refused_and_two_are_accepted():
+def test_fewer_than_five_rows_per_class_on_average_is_refused_and_five_are_accepted():
     # 7 classes over 10 rows: 1.43 rows per class (three classes of two rows, four of one)
-    factors = np.array([[0, 0], [0, 1], [1, 2], [1, 3], [2, 4], [2, 5], [3, 6], [3, 0], [0, 1], [1, 2]])
+    factors = np.array([[0, 0], [0, 1], [0, 2], [0, 3], [0, 4], [1, 5], [1, 6], [1, 0], [1, 1], [1, 2]])
     with pytest.raises(InvalidArgumentError, match=r"f\.npz: 'factors' column 1 has 7 classes over 10 rows \(1\.43"):
         check_factor_classes(factors, where="f.npz")
-    # 5 classes over 10 rows: exactly 2 rows per class on average, accepted
-    check_factor_classes(np.array([[0, 0], [0, 1], [1, 2], [1, 3], [2, 4], [2, 4], [3, 0], [3, 1], [0, 2], [1, 3]]))
+    # two rows per class, where pure-noise codes scored IRS 0.85: refused, naming the minimum
+    pairs = np.stack([np.arange(20) % 2, np.arange(20) // 2], axis=1)
+    with pytest.raises(
+        InvalidArgumentError,
+        match=r"^f\.npz: 'factors' column 1 has 10 classes over 20 rows \(2\.00 rows per class\); at least 5 rows",
+    ):
+        check_factor_classes(pairs, where="f.npz")
+    # 4.5 rows per class refused, exactly 5 accepted
+    with pytest.raises(InvalidArgumentError, match=r"column 0 has 2 classes over 9 rows \(4\.50"):
+        check_factor_classes(np.arange(9)[:, None] % 2)
+    check_factor_classes(np.stack([np.arange(10) % 2, np.arange(10) // 5], axis=1))
     with pytest.raises(InvalidArgumentError, match="'factors' has no rows"):
         check_factor_classes(np.zeros((0, 2), dtype=np.int64))
 

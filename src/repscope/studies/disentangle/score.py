@@ -4,7 +4,8 @@ The file is an ``.npz`` written by anyone (``numpy.savez(path, factors=..., code
 ``(N, K)`` integer factor classes (or ``(N,)`` for one factor), ``codes`` ``(N, L)`` finite floats, and
 optionally ``factor_sizes`` ``(K,)``. It is read with ``allow_pickle=False``: an object array (which only
 unpickling could read) or a member that is not a ``.npy`` array (a pickle, text) is refused, never executed.
-A factor whose classes leave fewer than 2 rows per class on average is refused (:func:`check_factor_classes`).
+A factor whose classes leave fewer than 5 rows per class on average is refused, and so are classes int64 cannot
+hold exactly (:func:`repscope.validation.check_factor_classes`, :func:`repscope.validation.exact_factor_classes`).
 
 Rows are used in the order given: DCI and SAP train on the first 80% of them, as disentanglement_lib
 does, so shuffle a dataset stored in grid order before writing it (or use ``--bootstrap``, whose
@@ -23,13 +24,14 @@ from typing import Any
 import numpy as np
 
 from repscope.data.npzfile import read_npz_arrays
-from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
+from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError, shown
 from repscope.metrics.disentanglement.bootstrap import bootstrap_intervals, scalar_scores
 from repscope.metrics.registry import ARRAY_INPUTS, metric, metric_entry, metric_names
 from repscope.progress import format_seconds, progress_bar
 from repscope.train.reader import open_run
 from repscope.train.registry import model_entry
 from repscope.train.tasks.base import Encoder
+from repscope.validation import check_factor_classes, exact_factor_classes
 
 
 def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -84,8 +86,8 @@ def read_codes_npz(path: str | Path) -> tuple[np.ndarray, np.ndarray, np.ndarray
     if not np.all(np.isfinite(codes)):
         bad = int(np.argmax(~np.isfinite(codes).all(axis=1)))
         raise DataFormatError(f"{path}: 'codes' holds NaN or infinite values (first in row {bad})")
-    factors = factors.astype(np.int64)
     try:
+        factors = exact_factor_classes(factors, f"{path}: 'factors'")
         check_factor_classes(factors, where=str(path))
     except InvalidArgumentError as exc:
         raise DataFormatError(str(exc)) from None
@@ -180,51 +182,7 @@ def has_reference_mode(name: str) -> bool:
     return "compat" in inspect.signature(metric(name)).parameters
 
 
-MIN_ROWS_PER_CLASS = 2.0
 MANY_CLASSES = 256
-
-
-def check_factor_classes(factors: np.ndarray, where: str = "factors") -> None:
-    """Refuse factors whose classes are too many for their rows.
-
-    The rule, per factor column ``k`` with ``C_k`` distinct classes over ``N`` rows:
-
-    * ``C_k == N`` (each class a single row) is refused: no metric can compare rows within a class (IRS
-      then reads 1.0 and the information metrics NaN, whatever the codes);
-    * ``N / C_k < 2`` (fewer than 2 rows per class on average) is refused: most classes are single rows.
-
-    :func:`read_codes_npz` applies it to every file; a run directory's draw (``--n``) is not checked.
-
-    Parameters
-    ----------
-    factors : numpy.ndarray
-        ``(N, K)`` integer factor classes.
-    where : str, default="factors"
-        Named in the message (the file).
-
-    Raises
-    ------
-    InvalidArgumentError
-        Naming the factor column, its classes and the rows.
-    """
-    factors = np.asarray(factors)
-    rows = len(factors)
-    if rows == 0:
-        raise InvalidArgumentError(f"{where}: 'factors' has no rows")
-    for column in range(factors.shape[1]):
-        classes = len(np.unique(factors[:, column]))
-        if rows > 1 and classes == rows:
-            raise InvalidArgumentError(
-                f"{where}: 'factors' column {column} has {classes} classes over {rows} rows, each class a single "
-                "row; no metric can compare rows within a class (drop the column or bin it)"
-            )
-        per_class = rows / classes
-        if per_class < MIN_ROWS_PER_CLASS:
-            raise InvalidArgumentError(
-                f"{where}: 'factors' column {column} has {classes} classes over {rows} rows ({per_class:.2f} rows "
-                f"per class); at least {MIN_ROWS_PER_CLASS:g} rows per class on average are needed (bin the factor "
-                "or add rows)"
-            )
 
 
 def many_class_warnings(factors: np.ndarray) -> list[str]:
@@ -370,8 +328,8 @@ def score_arrays(
             continue
         if name in metric_names():
             further = [key for key in metric_entry(name).inputs if key not in ARRAY_INPUTS]
-            raise InvalidArgumentError(f"--metric: {name!r} needs {', '.join(further)} besides factors and codes")
-        raise InvalidArgumentError(f"--metric: unknown {name!r}; choose from {', '.join(scorable)}")
+            raise InvalidArgumentError(f"--metric: {shown(name)} needs {', '.join(further)} besides factors and codes")
+        raise InvalidArgumentError(f"--metric: unknown {shown(name)}; choose from {', '.join(scorable)}")
     out: dict[str, Any] = {
         "n": int(len(codes)),
         "factors": int(factors.shape[1]),
