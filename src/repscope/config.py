@@ -410,7 +410,7 @@ def shipped_config_path(name: str) -> Path:
     path = SHIPPED_DIR / f"{stem}.yaml"
     if not stem or "/" in stem or "\\" in stem or not path.is_file():
         raise InvalidArgumentError(
-            f"config {name!r}: no shipped config of that name{_close_names(stem)} (repscope configs lists them)"
+            f"config {shown(name)}: no shipped config of that name{_close_names(stem)} (repscope configs lists them)"
         )
     return path
 

@@ -71,3 +71,31 @@ def shown(value: object, limit: int = ECHO_LIMIT) -> str:
     unit = "bytes" if isinstance(value, bytes | bytearray) else "items"
     size = f" ({len(value)} {unit})" if hasattr(value, "__len__") else ""
     return (f"{text[:limit]}…" if len(text) > limit else text) + size
+
+
+# a word of an error message longer than this is a user's value no message cut (a path has at most 4,096
+# characters, and hardly ever a thousand)
+LONGEST_WORD = 1024
+
+
+def one_line(message: str) -> str:
+    """``message`` as the one line the CLI prints after ``repscope: error:``.
+
+    Runs of whitespace (line breaks included) become one space, and a word longer than
+    :data:`LONGEST_WORD` characters, a value some message repeats whole, is cut as :func:`shown` cuts a
+    string: its first :data:`ECHO_LIMIT` characters, an ellipsis and its length.
+
+    Parameters
+    ----------
+    message : str
+        The error's text.
+
+    Returns
+    -------
+    str
+        One line.
+    """
+    words = message.split()
+    return " ".join(
+        word if len(word) <= LONGEST_WORD else f"{word[:ECHO_LIMIT]}… ({len(word)} characters)" for word in words
+    )

@@ -25,7 +25,7 @@ from typing import Optional
 import typer
 
 from repscope.cli.renamed_options import RenamedOptionsGroup
-from repscope.errors import RepscopeError
+from repscope.errors import RepscopeError, one_line
 
 app = typer.Typer(
     name="repscope",
@@ -279,7 +279,7 @@ def main(argv: list[str] | None = None) -> None:
     except RepscopeError as exc:
         if _interrupted:
             raise _interrupted_exit() from None
-        message = " ".join(str(exc).split())  # one line, whatever the message holds
+        message = one_line(str(exc))  # one line, whatever the message holds (a value echoed whole is cut)
         print(f"repscope: error: {message}", file=sys.stderr)
         raise SystemExit(1) from None
     except KeyboardInterrupt:

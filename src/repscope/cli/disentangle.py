@@ -148,14 +148,14 @@ def classifiers_command(
 ) -> None:
     """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy
     (raw, and identifiable: up to what the images can show)."""
-    from repscope.errors import InvalidArgumentError
+    from repscope.errors import InvalidArgumentError, shown
     from repscope.outputs import inputs_in_mapping, output_target, prepare_output, refuse_output_onto_inputs
     from repscope.studies.disentangle.cg import judge_records, train_factor_classifiers
     from repscope.train.registry import MODELS
 
     if model not in MODELS or not MODELS[model].supervised:
         classifiers = ", ".join(sorted(name for name, entry in MODELS.items() if entry.supervised))
-        raise InvalidArgumentError(f"--model: {model!r} is not a registered classifier; registered: {classifiers}")
+        raise InvalidArgumentError(f"--model: {shown(model)} is not a registered classifier; registered: {classifiers}")
 
     from repscope.config import parse_assignments
     from repscope.data.candle.dataset import FACTOR_NAMES as CANDLE_FACTORS

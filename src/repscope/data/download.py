@@ -20,7 +20,7 @@ from pathlib import Path
 
 from repscope.data.idx import read_mnist_pair
 from repscope.data.sources import datasets_dir
-from repscope.errors import ChecksumError, InvalidArgumentError, SourceNotFoundError
+from repscope.errors import ChecksumError, InvalidArgumentError, SourceNotFoundError, shown
 from repscope.fileio import atomic_write
 from repscope.progress import progress_bar
 
@@ -242,7 +242,7 @@ def download_dataset(
         When a downloaded images/labels pair does not read as MNIST (uint8 ``(N, H, W)`` and ``(N,)``).
     """
     if name not in DATASETS:
-        raise InvalidArgumentError(f"name: unknown dataset {name!r}; downloadable: {', '.join(DATASETS)}")
+        raise InvalidArgumentError(f"name: unknown dataset {shown(name)}; downloadable: {', '.join(DATASETS)}")
     dataset = DATASETS[name]
     directory = Path(dest_dir).expanduser() if dest_dir is not None else datasets_dir(name)
     mirrors = tuple(base_urls) if base_urls is not None else dataset.base_urls

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 
 Apply = Callable[[torch.Tensor, float], torch.Tensor]
 
@@ -409,7 +409,7 @@ def transform_family(name: str, half_range: float | None = None, steps: int = 31
         Naming ``--transform`` for an unknown family.
     """
     if name not in FAMILIES:
-        raise InvalidArgumentError(f"--transform: expected one of {', '.join(FAMILIES)}, got {name!r}")
+        raise InvalidArgumentError(f"--transform: expected one of {', '.join(FAMILIES)}, got {shown(name)}")
     builder = FAMILIES[name]
     return builder(steps=steps) if half_range is None else builder(half_range, steps)
 

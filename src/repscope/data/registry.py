@@ -11,7 +11,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 from repscope.registry import resolve
 
 DATASETS: dict[str, str] = {
@@ -47,7 +47,9 @@ def dataset_loader(name: str) -> Callable[..., Any]:
         When ``name`` is not registered.
     """
     if name not in DATASETS:
-        raise InvalidArgumentError(f"data.name: unknown dataset {name!r}; registered: {', '.join(sorted(DATASETS))}")
+        raise InvalidArgumentError(
+            f"data.name: unknown dataset {shown(name)}; registered: {', '.join(sorted(DATASETS))}"
+        )
     return resolve(DATASETS[name])
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 from repscope.registry import resolve
 
 __all__ = ["ARRAY_INPUTS", "METRICS", "MetricEntry", "metric", "metric_entry", "metric_names"]
@@ -138,7 +138,7 @@ def metric_entry(name: str) -> MetricEntry:
         When ``name`` is not registered.
     """
     if name not in METRICS:
-        raise InvalidArgumentError(f"metric: unknown metric {name!r}; registered: {', '.join(METRICS)}")
+        raise InvalidArgumentError(f"metric: unknown metric {shown(name)}; registered: {', '.join(METRICS)}")
     return METRICS[name]
 
 

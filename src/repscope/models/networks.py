@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import nn
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 from repscope.models.all_conv import AllConvNet
 from repscope.models.capsnet import CapsNet
 from repscope.models.classifiers import CNN5, MLP, VGG13BN, LeNet5
@@ -140,7 +140,7 @@ AUTOENCODERS: dict[str, Callable[..., tuple[nn.Module, nn.Module]]] = {
 
 def _lookup(table: dict[str, Any], name: str, what: str) -> Any:
     if name not in table:
-        raise InvalidArgumentError(f"{what}: unknown network {name!r}; registered: {', '.join(sorted(table))}")
+        raise InvalidArgumentError(f"{what}: unknown network {shown(name)}; registered: {', '.join(sorted(table))}")
     return table[name]
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 from repscope.registry import resolve
 
 Family = Literal["supervised", "vae", "gan", "multimodal"]
@@ -113,7 +113,7 @@ def model_entry(name: str) -> ModelEntry:
         When ``name`` is not registered (the message names ``model.name``).
     """
     if name not in MODELS:
-        raise InvalidArgumentError(f"model.name: unknown model {name!r}; registered: {', '.join(sorted(MODELS))}")
+        raise InvalidArgumentError(f"model.name: unknown model {shown(name)}; registered: {', '.join(sorted(MODELS))}")
     return MODELS[name]
 
 

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 from repscope.models.networks import build_autoencoder, default_architecture
 
 
@@ -197,7 +197,9 @@ def build_modality_networks(
         On an unknown name or parameter.
     """
     if name not in MODALITY_NETWORKS:
-        raise InvalidArgumentError(f"network: unknown {name!r}; registered: {', '.join(sorted(MODALITY_NETWORKS))}")
+        raise InvalidArgumentError(
+            f"network: unknown {shown(name)}; registered: {', '.join(sorted(MODALITY_NETWORKS))}"
+        )
     try:
         return MODALITY_NETWORKS[name](tuple(shape), int(latent_dim), **params)
     except TypeError as exc:

@@ -35,7 +35,7 @@ from repscope.data.sprites.attributes import (
     level_attributes,
     parse_caption,
 )
-from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
+from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError, shown
 from repscope.metrics import coherency
 from repscope.metrics.toolkit_coherency import (  # noqa: F401 -- importable from the study too
     TOOLKIT_SOURCE,
@@ -199,7 +199,7 @@ def _truth_table(level: int, captions: list[str], path: Path) -> np.ndarray:
     for k, caption in enumerate(captions):
         parsed = parse_caption(level, caption)
         if parsed is None:
-            raise DataFormatError(f"{path}: line {k + 1} {caption!r} is not a level-{level} caption")
+            raise DataFormatError(f"{path}: line {k + 1} {shown(caption)} is not a level-{level} caption")
         rows.append(parsed)
     if not rows:
         raise DataFormatError(f"{path}: no captions")
