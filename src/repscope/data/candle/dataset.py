@@ -43,7 +43,7 @@ from PIL import Image
 from repscope.data.boxes import BOX_NAMES
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.data.imagefile import read_image
-from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.errors import DataFormatError, InvalidArgumentError, shown
 from repscope.validation import check_memory
 
 OBJECTS: tuple[str, ...] = ("cube", "sphere", "cylinder", "cone", "torus")
@@ -77,8 +77,25 @@ def _field(record: dict[str, Any], key: str, path: Path) -> Any:
 def _class(value: Any, choices: tuple[Any, ...], key: str, path: Path) -> int:
     word = value.lower() if isinstance(value, str) else value
     if word not in choices:
-        raise DataFormatError(f"{path}: {key} {value!r} is not one of {', '.join(map(str, choices))}")
+        raise DataFormatError(f"{path}: {key} {shown(value)} is not one of {', '.join(map(str, choices))}")
     return choices.index(word)
+
+
+# the longest name a record may give (a scene is named after its backdrop, a few words): a longer string is
+# not a name but a corrupt field
+MAX_NAME_LENGTH = 100
+
+
+def _name(record: dict[str, Any], key: str, path: Path) -> str:
+    """The lower-case name under ``key``: a string (a list or a number there would become a class of its own)."""
+    value = _field(record, key, path)
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_NAME_LENGTH:
+        kind = "a string" if isinstance(value, str) else f"a JSON {type(value).__name__}"
+        raise DataFormatError(
+            f"{path}: {key} must be a name (a non-empty string of at most {MAX_NAME_LENGTH} characters), got {kind} "
+            f"{shown(value)}"
+        )
+    return value.lower()
 
 
 def _non_finite_key(value: Any, key: str) -> str | None:
@@ -116,8 +133,9 @@ def read_record(path: str | Path) -> dict[str, Any]:
     ------
     DataFormatError
         When the file is not JSON, a number anywhere in it is NaN or infinite (the key named), a key is
-        missing, it holds no object or more than one, a value has the wrong type, or ``bounds`` is
-        inverted (``x1 < x0`` or ``y1 < y0``).
+        missing, it holds no object or more than one, a value has the wrong type (``object_type``, ``color``,
+        ``scene`` and ``lights`` must be non-empty strings of at most :data:`MAX_NAME_LENGTH` characters), or
+        ``bounds`` is inverted (``x1 < x0`` or ``y1 < y0``).
     """
     path = Path(path)
     try:
@@ -142,24 +160,24 @@ def read_record(path: str | Path) -> dict[str, Any]:
     except (TypeError, ValueError):
         box = np.empty(0)
     if box.shape != (4,) or not np.all(np.isfinite(box)):
-        raise DataFormatError(f"{path}: bounds must be [[x0, y0], [x1, y1]] in pixels, got {item['bounds']!r}")
+        raise DataFormatError(f"{path}: bounds must be [[x0, y0], [x1, y1]] in pixels, got {shown(item['bounds'])}")
     if box[2] < box[0] or box[3] < box[1]:
         raise DataFormatError(
-            f"{path}: bounds {item['bounds']!r} is inverted; expected [[x0, y0], [x1, y1]] with x0 <= x1, y0 <= y1"
+            f"{path}: bounds {shown(item['bounds'])} is inverted; expected [[x0, y0], [x1, y1]] with x0 <= x1, y0 <= y1"
         )
     rotation = _field(item, "rotation", path)
     if isinstance(rotation, bool) or not isinstance(rotation, int | float) or rotation != int(rotation):
-        raise DataFormatError(f"{path}: rotation must be whole degrees, got {rotation!r}")
+        raise DataFormatError(f"{path}: rotation must be whole degrees, got {shown(rotation)}")
     size = _field(item, "size", path)
     if isinstance(size, bool) or not isinstance(size, str | int):
-        raise DataFormatError(f"{path}: size must be a name or an integer class, got {size!r}")
+        raise DataFormatError(f"{path}: size must be a name or an integer class, got {shown(size)}")
     return {
-        "object": str(_field(item, "object_type", path)).lower(),
-        "color": str(_field(item, "color", path)).lower(),
+        "object": _name(item, "object_type", path),
+        "color": _name(item, "color", path),
         "size": size.lower() if isinstance(size, str) else int(size),
         "rotation": int(rotation),
-        "scene": str(_field(record, "scene", path)).lower(),
-        "light": str(_field(record, "lights", path)).lower(),
+        "scene": _name(record, "scene", path),
+        "light": _name(record, "lights", path),
         "bounds": box,
     }
 

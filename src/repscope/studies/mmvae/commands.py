@@ -18,7 +18,7 @@ from repscope.studies.mmvae.train import (
     quick_config,
     train_multimodal,
 )
-from repscope.sweeps import expand_grid
+from repscope.sweeps import SWEEP_FILE, expand_grid
 from repscope.sweeps import run_sweep as run_points
 
 
@@ -81,6 +81,30 @@ def run_train(
     return train_multimodal(config, out=out, resume=resume, source=source, evaluate=None if evaluate else False)
 
 
+def check_holds_a_sweep(out: Path) -> None:
+    """Refuse to continue, with ``--resume``, a folder that never held a sweep.
+
+    A sweep writes its record (``sweep.json``) before its first point runs, so a folder that holds files
+    but no record holds someone else's files: a sweep resumed into it would write its points beside them.
+    An empty or missing folder is accepted (a sweep stopped before its record starts again).
+
+    Parameters
+    ----------
+    out : pathlib.Path
+        The ``--out`` given with ``--resume``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the folder and the missing record.
+    """
+    if out.is_dir() and any(out.iterdir()) and not (out / SWEEP_FILE).is_file():
+        raise InvalidArgumentError(
+            f"--resume: {out} holds no sweep record ({SWEEP_FILE}), so it never held a sweep; give the folder of the "
+            "sweep to continue, or another --out to start one"
+        )
+
+
 def run_sweep(
     config: MultimodalConfig,
     out: Path | None = None,
@@ -131,7 +155,8 @@ def run_sweep(
     Raises
     ------
     InvalidArgumentError
-        No grid axis, a point with a bad config, ``resume`` without ``out`` or with other settings.
+        No grid axis, a point with a bad config, ``resume`` without ``out``, into a folder that holds no sweep
+        (:func:`check_holds_a_sweep`) or with other settings.
     """
     if not grid:
         raise InvalidArgumentError("--grid: give at least one axis, e.g. --grid model=mvae,mmvae")
@@ -142,6 +167,8 @@ def run_sweep(
             check_evaluation_before_training(loaded, source, device=False)  # points may run elsewhere (Ray)
     if resume and out is None:
         raise InvalidArgumentError("--resume: continuing a sweep needs --out, the sweep folder to continue")
+    if resume:
+        check_holds_a_sweep(Path(out))
     if out is None:
         out = prepare_output(Path("runs") / f"sweep-{datetime.now():%Y%m%d-%H%M%S}", resume=resume, kind="directory")
     common = {
@@ -167,4 +194,4 @@ def run_sweep(
     )
 
 
-__all__ = ["MultimodalConfig", "load_command_config", "quick_config", "run_sweep", "run_train"]
+__all__ = ["MultimodalConfig", "check_holds_a_sweep", "load_command_config", "quick_config", "run_sweep", "run_train"]
