@@ -44,7 +44,7 @@ from repscope.config import (
     validate_config,
 )
 from repscope.data.registry import dataset_loader
-from repscope.errors import InvalidArgumentError
+from repscope.errors import InvalidArgumentError, shown
 from repscope.models.multimodal.networks import MODALITY_NETWORKS
 from repscope.studies.mmvae.evaluate import ACCELERATORS as EVALUATION_ACCELERATORS
 from repscope.studies.mmvae.evaluate import MIN_N_ANALYSIS, check_evaluation_settings, evaluate_run
@@ -112,7 +112,7 @@ class ModalitySection(Section):
     @classmethod
     def _known_network(cls, value: str) -> str:
         if value not in MODALITY_NETWORKS:
-            raise ValueError(f"unknown network {value!r}; registered: {', '.join(sorted(MODALITY_NETWORKS))}")
+            raise ValueError(f"unknown network {shown(value)}; registered: {', '.join(sorted(MODALITY_NETWORKS))}")
         return value
 
     def task_spec(self, name: str) -> dict[str, Any]:
@@ -222,7 +222,7 @@ class MultimodalConfig(Section):
     def _registered_model(cls, value: str) -> str:
         models = multimodal_models()
         if value not in models:
-            raise ValueError(f"unknown multimodal model {value!r}; registered: {', '.join(models)}")
+            raise ValueError(f"unknown multimodal model {shown(value)}; registered: {', '.join(models)}")
         return value
 
     @field_validator("modalities")
@@ -255,7 +255,7 @@ class MultimodalConfig(Section):
         models = multimodal_models()
         for model, settings in value.items():
             if model not in models:
-                raise ValueError(f"unknown multimodal model {model!r}; registered: {', '.join(models)}")
+                raise ValueError(f"unknown multimodal model {shown(model)}; registered: {', '.join(models)}")
             refused = sorted(set(settings) - set(PER_MODEL_KEYS))
             if refused:
                 raise ValueError(
