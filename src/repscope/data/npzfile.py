@@ -244,7 +244,7 @@ def check_array_file(path: str | Path, in_memory: bool = True) -> None:
         with path.open("rb") as handle:
             head = handle.read(len(NPY_MAGIC))
     except OSError:
-        return  # a missing or unreadable file: the caller's own reading names it
+        head = b""  # a missing or unreadable file: the caller's own reading names it
     if head.startswith(NPY_MAGIC):
         check_npy_file(path, in_memory=in_memory)
     elif head.startswith(NPZ_MAGIC):
