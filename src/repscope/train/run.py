@@ -46,6 +46,7 @@ from repscope.fileio import TEMP_PREFIX, OutputWriteError, is_write_refusal, mak
 from repscope.progress import TrainingProgress, progress_bar
 from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
+from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.runs import RunDirectory
 from repscope.train.config import TrainConfig
 from repscope.train.datamodule import DatasetModule
@@ -660,13 +661,47 @@ def evaluate_task(task: Any, dataset: Any, module: Any = None, trainer: Any = No
     return {f"test_{k.removeprefix('val_')}": float(v) for k, v in (results[0] if results else {}).items()}
 
 
-def _comparable(config: TrainConfig) -> dict[str, Any]:
-    # a resumed run may train for more epochs, and serve its batches or compile its networks another
-    # way (the same numbers); everything else must be what it was trained with
-    out = config.model_dump(mode="json")
-    for key in ("max_epochs", "data_placement", "compile"):
-        out["trainer"].pop(key)
-    return out
+# what a resumed training may change: more epochs, and where it runs (the same numbers on one kind of machine)
+RESUME_MAY_CHANGE = f"trainer.max_epochs and where the work runs ({PLACEMENT_TEXT})"
+
+
+def may_change_on_resume(key: str) -> bool:
+    """Whether the dotted config key ``key`` may differ when a training is resumed.
+
+    Parameters
+    ----------
+    key : str
+        A dotted key of a :class:`TrainConfig` (``trainer.logger``, ``model.params.beta``).
+
+    Returns
+    -------
+    bool
+        True for ``trainer.max_epochs`` and the keys that say where the work runs
+        (:func:`repscope.resume_check.where_the_work_runs`: the trainer's accelerator, devices, nodes,
+        strategy, logger, data placement and compilation).
+    """
+    return key == "trainer.max_epochs" or where_the_work_runs(key)
+
+
+def check_same_training(run_root: Path, config: TrainConfig) -> None:
+    """Refuse to resume the run in ``run_root`` with a config other than the one it was trained with.
+
+    Parameters
+    ----------
+    run_root : pathlib.Path
+        The run directory (its ``config.yaml`` is read through :func:`~repscope.train.reader.open_run`).
+    config : TrainConfig
+        The config given now.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming every setting that differs (but those :func:`may_change_on_resume`), with its stored and
+        its new value.
+    """
+    stored = open_run(run_root).config.model_dump(mode="json")
+    found = differences(stored, config.model_dump(mode="json"), may_change_on_resume)
+    refuse_changes(found, str(run_root), RESUME_MAY_CHANGE, verb="trained")
 
 
 def compile_networks(task: Any, mode: str) -> Any:
@@ -726,8 +761,8 @@ def fit(
         The run directory (default ``root/<kind>-<time>``); an existing non-empty one is refused
         unless ``resume``.
     resume : bool
-        Continue the run in ``out`` from ``checkpoints/last.ckpt`` (only ``trainer.max_epochs`` may
-        differ from the config it was trained with).
+        Continue the run in ``out`` from ``checkpoints/last.ckpt``; only the keys
+        :func:`may_change_on_resume` may differ from the config it was trained with.
     source : str
         Named in error messages (the config file, or the study and member).
     dataset : Dataset, optional
@@ -770,11 +805,7 @@ def fit(
                 f"--resume: {run_root} has no checkpoints/{LAST_CHECKPOINT} (stopped before its first epoch "
                 "ended); pass --overwrite to start it again"
             )
-        if _comparable(open_run(run_root).config) != _comparable(config):
-            raise InvalidArgumentError(
-                f"--resume: the config differs from the one {run_root} was trained with "
-                "(only trainer.max_epochs may change when resuming)"
-            )
+        check_same_training(run_root, config)
     elif out is not None:
         RunDirectory.check_free(out, resumable=True)
 
@@ -857,9 +888,17 @@ def fit(
 # resuming
 
 
+# what Lightning restores on a resumed fit: without one of them the run would not go on where it stopped
+TRAINING_STATE_KEYS = ("epoch", "global_step", "loops", "optimizer_states", "lr_schedulers")
+# the random states EpochCheckpoint keeps (its callback state): without them the resumed epochs draw
+# other rows and other noise than the uninterrupted run
+RANDOM_STATE_KEYS = ("rng.torch", "rng.numpy", "rng.python", "loader_generators")
+
+
 def check_resumable(path: Path, task: Any) -> None:
-    """Refuse, before anything is written, a ``last.ckpt`` that ``--resume`` could not continue:
-    unreadable, without Lightning's training state, or with weights that do not fit ``task``.
+    """Refuse, before anything is written, a ``last.ckpt`` that ``--resume`` could not continue as the
+    same run: unreadable, without part of Lightning's training state or of the random states, or with
+    weights that do not fit ``task``.
 
     Parameters
     ----------
@@ -874,16 +913,48 @@ def check_resumable(path: Path, task: Any) -> None:
     InvalidArgumentError
         When ``path`` is not a file.
     DataFormatError
-        When the checkpoint is unreadable, lacks ``epoch``, ``global_step`` or ``optimizer_states``, or
-        its ``state_dict`` does not match ``task`` (a missing or extra key, a different shape).
+        When the checkpoint is unreadable; lacks one of :data:`TRAINING_STATE_KEYS` (or the fit loop's
+        state in ``loops``), or the :class:`EpochCheckpoint` state with each of :data:`RANDOM_STATE_KEYS`
+        (every absent one is named); or its ``state_dict`` does not match ``task`` (a missing or extra
+        key, a different shape).
     """
     checkpoint = read_checkpoint(path)
-    missing = [key for key in ("epoch", "global_step", "optimizer_states") if key not in checkpoint]
+    missing = [key for key in TRAINING_STATE_KEYS if key not in checkpoint]
+    loops = checkpoint.get("loops")
+    if "loops" not in missing and not (isinstance(loops, Mapping) and isinstance(loops.get("fit_loop"), Mapping)):
+        missing.append("loops.fit_loop")
     if missing:
         raise DataFormatError(
             f"checkpoint {path}: lacks Lightning's training state ({', '.join(missing)}); it cannot be resumed"
         )
+    absent = _absent_random_states(checkpoint)
+    if absent:
+        raise DataFormatError(
+            f"checkpoint {path}: lacks the random states a resumed run restores ({', '.join(absent)}); it cannot "
+            "be continued as the same run (start it again)"
+        )
     load_weights(task, checkpoint, path, "the configured model")
+
+
+def _absent_random_states(checkpoint: Mapping[str, Any]) -> list[str]:
+    """The parts of :data:`RANDOM_STATE_KEYS` the checkpoint's :class:`EpochCheckpoint` state lacks, as
+    dotted keys under ``callbacks.EpochCheckpoint``; all of it when there is no such state."""
+    callbacks = checkpoint.get("callbacks")
+    states = [
+        value
+        for key, value in (callbacks.items() if isinstance(callbacks, Mapping) else ())
+        if str(key).startswith(EpochCheckpoint.__qualname__) and isinstance(value, Mapping)
+    ]
+    if not states:
+        return [f"callbacks.{EpochCheckpoint.__qualname__}"]
+    absent = []
+    for dotted in RANDOM_STATE_KEYS:
+        value: Any = states[0]
+        for part in dotted.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is None:
+            absent.append(f"callbacks.{EpochCheckpoint.__qualname__}.{dotted}")
+    return absent
 
 
 def load_task(path: Path | str, model: str | None = None) -> Any:
