@@ -26,7 +26,8 @@ so a point interrupted (Ctrl-C, a killed worker) has none and runs again on the 
 point with the marker is skipped and its row re-used. A point whose function raises is recorded as
 failed (error type and message) and the others still run; it runs again on the next call.
 A sweep is continued only with the points and the settings it was started with (``identity`` of
-:func:`run_sweep`: ``common`` less how the work is spread); a change is refused naming the setting.
+:func:`run_sweep`: ``common`` less how the work is spread); a change is refused naming every setting
+that differs (:mod:`repscope.resume_check`: where the work runs may change).
 
 The local workers end with the driver, also when it is killed (SIGTERM, SIGKILL) rather than
 interrupted: see :func:`repscope.resources.die_with_parent`. Ray ends its own trial processes.
@@ -78,6 +79,14 @@ from repscope.resources import (
     resolve_jobs,
     start_worker,
     usable_cores,
+)
+from repscope.resume_check import (
+    PLACEMENT_TEXT,
+    SPREAD_TEXT,
+    Difference,
+    differences,
+    refuse_changes,
+    where_the_work_runs,
 )
 
 DONE_MARKER = "sweep-done.json"
@@ -471,23 +480,6 @@ def _without_spread_keys(value: Any) -> Any:
     return value
 
 
-def _first_change(stored: Any, current: Any, path: str = "") -> tuple[str, Any, Any] | None:
-    """The first setting where ``current`` differs from ``stored``: ``(dotted key, stored, current)``, or None.
-
-    A key that ``stored`` lacks (a setting added to the package since the sweep started) is not compared."""
-    if isinstance(stored, dict) and isinstance(current, dict):
-        for key, value in current.items():
-            if key in stored:
-                change = _first_change(stored[key], value, f"{path}.{key}" if path else str(key))
-                if change is not None:
-                    return change
-        for key in stored:
-            if key not in current:
-                return (f"{path}.{key}" if path else str(key)), stored[key], None
-        return None
-    return None if stored == current else (path, stored, current)
-
-
 def _grid_text(overrides: Sequence[Mapping[str, str]]) -> str:
     """Points as ``key=v1,v2 key=...`` (each key's values in the order they occur)."""
     axes: dict[str, list[str]] = {}
@@ -497,11 +489,6 @@ def _grid_text(overrides: Sequence[Mapping[str, str]]) -> str:
                 axes[key].append(value)
     text = " ".join(f"{key}={','.join(values)}" for key, values in axes.items())
     return text if len(text) <= 200 else text[:197] + "..."
-
-
-def _shown(value: Any) -> str:
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _check_same_sweep(
@@ -518,12 +505,10 @@ def _check_same_sweep(
     else:  # a sweep.json written before identities were stored: its common arguments
         recorded, current = _without_spread_keys(stored.get("common")), _without_spread_keys(settings["common"])
     if recorded is not None:
-        change = _first_change(recorded, current)
-        if change is not None:
-            key, before, now = change
-            raise InvalidArgumentError(
-                f"--resume: {out} was started with {labels.get(key, key)} {_shown(before)}, not {_shown(now)}; {again}"
-            )
+        # a setting the record lacks was added to the package since: the sweep ran with its default
+        found = differences(recorded, current, where_the_work_runs, new_keys=False)
+        named = [Difference(labels.get(d.key, d.key), d.stored, d.current) for d in found]
+        refuse_changes(named, str(out), f"{SPREAD_TEXT} and where the work runs ({PLACEMENT_TEXT})")
     entries = stored.get("points")
     if isinstance(entries, list):
         try:
@@ -935,9 +920,12 @@ def run_sweep(
     identity : dict, optional
         The settings the points' results depend on (JSON-able), stored in ``sweep.json``; default
         ``common`` without the keys of :data:`SPREAD_KEYS` (at any depth). A sweep continued in ``out``
-        must have the identity and the points it was started with (in any order): the first setting
-        that differs (as a dotted key) or the grid is named, and nothing runs. A setting the stored
-        record lacks (added to the package since) is not compared.
+        must have the identity and the points it was started with (in any order): every setting that
+        differs (as a dotted key, with both values) or the grid is named, and nothing runs. Where the
+        work runs may differ (:func:`repscope.resume_check.where_the_work_runs`: the keys of
+        :data:`SPREAD_KEYS`, and a ``trainer`` section's accelerator, devices, logger, ...). A setting
+        the stored record lacks (added to the package since) is not compared; one it holds that is
+        absent now is a difference.
     labels : dict, optional
         What the messages call a dotted key of ``identity``, and ``"points"`` (default ``"the grid"``).
 

@@ -227,7 +227,7 @@ def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path
     code, _, stderr = run_cli(
         ["candle", "render", "--out", str(out), *FEW, "--resume", "--resolution", "64x48", "--samples", "3"]
     )
-    assert code == 1 and "samples 2, not 3" in stderr and len(stderr.strip().splitlines()) == 1
+    assert code == 1 and "was rendered with samples 2, now 3 (" in stderr and len(stderr.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize(

@@ -227,7 +227,7 @@ def test_resume_with_another_count_is_refused_and_nothing_trains(tmp_path, monke
     code, _, err = run_cli(
         ["invariance", "repo", "build", "--out", str(repo), "--set", "count=30", "--set", "seed=4", "--resume"]
     )
-    _one_line_error(code, err, "--resume", str(repo), "count 20, not 30")
+    _one_line_error(code, err, "--resume", str(repo), "was started with count 20, now 30 (")
     assert not trained and (repo / "repository.json").read_text() == before
     assert sorted(p.name for p in repo.iterdir()) == ["repository.json"]
 
@@ -241,9 +241,9 @@ def test_check_resume_names_the_setting_and_allows_placement(tmp_path, monkeypat
     moved.trainer.accelerator, moved.trainer.devices = "gpu", 2  # where it trains: allowed
     check_resume(moved, repo)
     cases = [
-        ({"lr": [3e-4, 1e-3]}, "lr [0.001, 0.0003], not [0.0003, 0.001]"),
-        ({"epochs": [1, 3]}, "epochs [1, 3, 6], not [1, 3]"),
-        ({"compat": "reference"}, "compat 'paper', not 'reference'"),
+        ({"lr": [3e-4, 1e-3]}, "lr [0.001, 0.0003], now [0.0003, 0.001]"),
+        ({"epochs": [1, 3]}, "epochs [1, 3, 6], now [1, 3]"),
+        ({"compat": "reference"}, "compat 'paper', now 'reference'"),
     ]
     for change, expected in cases:
         with pytest.raises(InvalidArgumentError) as info:
@@ -251,7 +251,7 @@ def test_check_resume_names_the_setting_and_allows_placement(tmp_path, monkeypat
         assert expected in str(info.value)
     precise = stored.model_copy(deep=True)
     precise.trainer.precision = "bf16-mixed"
-    with pytest.raises(InvalidArgumentError, match="trainer.precision '32-true', not 'bf16-mixed'"):
+    with pytest.raises(InvalidArgumentError, match="trainer.precision '32-true', now 'bf16-mixed'"):
         check_resume(precise, repo)
     (repo / "repository.json").write_text("{")
     with pytest.raises(DataFormatError, match="repository.json: not a repository manifest"):

@@ -42,6 +42,7 @@ from repscope.data.candle.grid import (
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import write_json_atomic
 from repscope.progress import progress_bar
+from repscope.resume_check import differences, refuse_changes
 
 MANIFEST = "render.json"
 STATE_DIR = ".render"
@@ -182,13 +183,15 @@ def _check_manifest(out: Path, settings: RenderSettings) -> None:
             stored = json.loads(path.read_text())["settings"]
         except (OSError, ValueError, KeyError, TypeError):
             raise DataFormatError(f"{path}: not a render manifest (remove it or choose another --out)") from None
-        changed = [key for key in identity if stored.get(key) != identity[key]]
-        if changed:
-            key = changed[0]
-            raise InvalidArgumentError(
-                f"--resume: {out} was rendered with {key} {stored.get(key)!r}, not {identity[key]!r}; "
-                "use the same settings or another --out"
-            )
+        if not isinstance(stored, dict):
+            raise DataFormatError(f"{path}: not a render manifest (remove it or choose another --out)")
+        found = differences(stored, identity)
+        refuse_changes(
+            found,
+            str(out),
+            "where the images render (--device, --threads, --workers, --backend, --address)",
+            verb="rendered",
+        )
         return
     write_json_atomic(
         path,

@@ -82,6 +82,7 @@ from repscope.data.sources import load_splits
 from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeError
 from repscope.fileio import check_free_space, make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 from repscope.pools import ordered_map, pool_context
+from repscope.resume_check import Difference, describe, differences, refuse_changes
 from repscope.validation import Seed, check_memory
 
 FORMAT_VERSION = (
@@ -811,8 +812,11 @@ def build_dataset(
         )
     if resume and manifest_path.exists() and not state_dir.exists():
         manifest = json.loads(manifest_path.read_text())
-        if manifest.get("config") != json.loads(json.dumps(config.to_dict())):
-            raise OutputExistsError(f"--out {out}: holds a complete build with another configuration")
+        found = differences(manifest.get("config"), json.loads(json.dumps(config.to_dict())))
+        if found:
+            raise OutputExistsError(
+                f"--out {out}: holds a complete build with another configuration ({describe(found)})"
+            )
         return manifest
     if resume and existing and not state_file.exists():
         raise OutputExistsError(f"--out {out}: not an interrupted build (no {STATE_DIR}/config.json)")
@@ -823,10 +827,8 @@ def build_dataset(
         except (OSError, ValueError) as exc:
             raise RepscopeError(f"{state_file}: unreadable build state ({exc}); delete {out} and build again") from None
         if recorded != config_record:
-            raise InvalidArgumentError(
-                f"--resume: {state_file} was started with another configuration "
-                f"(differs in: {', '.join(sorted(k for k in config_record if recorded.get(k) != config_record[k]))})"
-            )
+            found = differences(recorded, config_record) if isinstance(recorded, dict) else []
+            refuse_changes(found or [Difference("configuration", recorded, config_record)], str(out), "--workers")
 
     # the source is read before anything is created: a bad --source leaves nothing behind
     splits, split_rule = load_build_source(config)

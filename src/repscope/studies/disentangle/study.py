@@ -40,6 +40,7 @@ from repscope.metrics.disentanglement.irs import irs, unique_capture
 from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.report.disentangle_figures import FLAT_STD, irs_uc_heatmaps, near_constant, traversal_figure
+from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.runs import CONFIG_FILE, METRICS_FILE, RunDirectory, read_config
 from repscope.studies.common import MemberModel, TrainingSection, check_members, member_config, slug, train_or_load
 from repscope.studies.disentangle.cg import (
@@ -293,8 +294,9 @@ def first_difference(stored: Any, current: Any, path: str = "") -> tuple[str, An
 
 
 def check_same_study(out: Path, config: dict[str, Any]) -> bool:
-    """Refuse to continue the study in ``out`` with another config (``--resume``): one line naming the first
-    differing key. Returns whether ``out`` holds a study to continue (False: nothing written yet).
+    """Refuse to continue the study in ``out`` with another config (``--resume``): one line naming every
+    differing key with both values (where the work runs may change: :mod:`repscope.resume_check`).
+    Returns whether ``out`` holds a study to continue (False: nothing written yet).
 
     Parameters
     ----------
@@ -314,19 +316,14 @@ def check_same_study(out: Path, config: dict[str, Any]) -> bool:
     """
     if not (Path(out) / CONFIG_FILE).is_file():
         return False
-    change = first_difference(read_config(out), config)
-    if change is not None:
-        key, before, now = change
-
-        def shown(value: Any) -> str:
-            text = json.dumps(value, default=str)
-            return text if len(text) <= 80 else text[:77] + "..."
-
-        raise InvalidArgumentError(
-            f"--resume: {out} was started with {key} = {shown(before)}, not {shown(now)}; use the config it was "
-            "started with, or another --out"
-        )
+    # a setting the stored config lacks was added since the run started: it ran with the default
+    found = differences(read_config(out), config, _may_change_on_resume, new_keys=False)
+    refuse_changes(found, str(out), f"where the work runs ({PLACEMENT_TEXT})")
     return True
+
+
+def _may_change_on_resume(key: str) -> bool:
+    return key == "repscope_version" or where_the_work_runs(key)
 
 
 def _trained_member(

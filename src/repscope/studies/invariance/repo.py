@@ -41,9 +41,17 @@ import pandas as pd
 from pydantic import Field
 
 from repscope.data.invariance_transforms import transform_family
-from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.errors import DataFormatError
 from repscope.fileio import save_npy_atomic, write_json_atomic
 from repscope.progress import quiet_progress
+from repscope.resume_check import (
+    PLACEMENT_TEXT,
+    SPREAD_TEXT,
+    TRAINER_PLACEMENT_KEYS,
+    differences,
+    refuse_changes,
+    where_the_work_runs,
+)
 from repscope.studies.invariance.testing import (
     compat_modalities,
     draw_test_examples,
@@ -239,7 +247,7 @@ def _attempt(run_dir: Path) -> int:
 
 
 # trainer settings that say where a model trains, not what it learns: a resumed repository may change them
-PLACEMENT_KEYS = ("accelerator", "devices", "num_nodes", "strategy", "logger", "data_placement", "compile")
+PLACEMENT_KEYS = TRAINER_PLACEMENT_KEYS
 
 
 def check_resume(config: RepoConfig, out: Path) -> None:
@@ -263,7 +271,7 @@ def check_resume(config: RepoConfig, out: Path) -> None:
     Raises
     ------
     InvalidArgumentError
-        A setting differs, naming it and both values.
+        Settings differ, naming each of them with both values (:mod:`repscope.resume_check`).
     DataFormatError
         A ``repository.json`` that cannot be read.
     """
@@ -277,20 +285,8 @@ def check_resume(config: RepoConfig, out: Path) -> None:
     except (OSError, ValueError, KeyError, TypeError):
         raise DataFormatError(f"{path}: not a repository manifest (remove it or choose another --out)") from None
     current = json.loads(config.model_dump_json())
-
-    def flat(values: dict[str, Any]) -> dict[str, Any]:
-        rows = {f"trainer.{k}": v for k, v in (values.get("trainer") or {}).items() if k not in PLACEMENT_KEYS}
-        rows.update({k: v for k, v in values.items() if k != "trainer"})
-        return rows
-
-    before, now = flat(stored), flat(current)
-    changed = [key for key in sorted(set(before) | set(now)) if before.get(key) != now.get(key)]
-    if changed:
-        key = changed[0]
-        raise InvalidArgumentError(
-            f"--resume: repository {out} was started with {key} {before.get(key)!r}, not {now.get(key)!r}; "
-            "use the same settings or another --out"
-        )
+    found = differences(stored, current, where_the_work_runs)
+    refuse_changes(found, f"repository {out}", f"{SPREAD_TEXT} and where the work runs ({PLACEMENT_TEXT})")
 
 
 def build_repository(

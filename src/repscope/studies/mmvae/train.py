@@ -44,11 +44,13 @@ from repscope.config import (
     validate_config,
 )
 from repscope.data.registry import dataset_loader
-from repscope.errors import InvalidArgumentError, shown
+from repscope.errors import InvalidArgumentError, RepscopeError, shown
 from repscope.models.multimodal.networks import MODALITY_NETWORKS
+from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.studies.mmvae.evaluate import ACCELERATORS as EVALUATION_ACCELERATORS
 from repscope.studies.mmvae.evaluate import MIN_N_ANALYSIS, check_evaluation_settings, evaluate_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
+from repscope.train.reader import open_run
 from repscope.train.run import fit
 from repscope.train.tasks.multimodal import multimodal_models
 from repscope.validation import Seed
@@ -468,6 +470,66 @@ def check_evaluation_before_training(config: MultimodalConfig, source: str = "co
         )
 
 
+# what a resumed `mmvae train` may change besides where the work runs: how long it trains, and the
+# evaluation, which runs again on the weights once training ends
+RESUME_MAY_CHANGE = f"epochs, evaluation and where the work runs ({PLACEMENT_TEXT})"
+
+
+def may_change_on_resume(key: str) -> bool:
+    """Whether the dotted key ``key`` of a :class:`MultimodalConfig` may differ when a run is resumed.
+
+    Parameters
+    ----------
+    key : str
+        A dotted key (``epochs``, ``evaluation.n``, ``trainer.logger``, ``latent_dim``).
+
+    Returns
+    -------
+    bool
+        True for ``epochs`` (and its per-level entries), ``trainer.max_epochs``, ``evaluation`` and what
+        is under it, and the keys :func:`repscope.resume_check.where_the_work_runs`.
+    """
+    top = key.split(".", 1)[0]
+    return top in ("epochs", "evaluation") or key == "trainer.max_epochs" or where_the_work_runs(key)
+
+
+def check_same_run(run_dir: Path, config: MultimodalConfig) -> None:
+    """Refuse to resume the ``mmvae train`` run in ``run_dir`` with another multimodal config.
+
+    The config the run was started with is the ``origin`` its ``config.yaml`` records; a run without
+    one (trained by ``repscope train``) is left to :func:`repscope.train.run.fit`'s own check of the
+    training config, and so is a run whose ``config.yaml`` cannot be read.
+
+    Parameters
+    ----------
+    run_dir : pathlib.Path
+        The run directory to continue.
+    config : MultimodalConfig
+        The config given now.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming every setting that differs (but those :func:`may_change_on_resume`), with its stored
+        and its new value, in the config's own keys (``latent_dim 4, now 8``).
+    """
+    try:
+        origin = open_run(run_dir).origin
+    except RepscopeError:
+        return
+    if not isinstance(origin, dict) or origin.get("command") != ORIGIN_COMMAND:
+        return
+    stored = origin.get("config")
+    if not isinstance(stored, dict):
+        return
+    try:  # a setting added since the run started takes its default, as the run did
+        stored, new_keys = MultimodalConfig.model_validate(stored).model_dump(mode="json"), True
+    except ValueError:  # pydantic's ValidationError: compare what the record holds
+        new_keys = False
+    found = differences(stored, config.model_dump(mode="json"), may_change_on_resume, new_keys=new_keys)
+    refuse_changes(found, str(run_dir), RESUME_MAY_CHANGE, verb="trained")
+
+
 def train_multimodal(
     config: MultimodalConfig,
     out: Path | None = None,
@@ -485,7 +547,8 @@ def train_multimodal(
     out : pathlib.Path, optional
         Run directory (default ``runs/train-<time>``); with ``resume`` the run to continue.
     resume : bool, default=False
-        Continue ``out`` from its last checkpoint (the config must be the one it was trained with).
+        Continue ``out`` from its last checkpoint: the config must be the one it was trained with, but
+        for the keys :func:`may_change_on_resume` (:func:`check_same_run`).
     source : str, default="config"
         Where the config came from, for error messages.
     evaluate : bool, optional
@@ -502,6 +565,8 @@ def train_multimodal(
         evaluate = config.evaluation.enabled and config.data.name == "cdsprites"
     if evaluate:
         check_evaluation_before_training(config, source)
+    if resume and out is not None:
+        check_same_run(Path(out), config)
     outcome = fit(
         train_config,
         out=out,
@@ -617,6 +682,8 @@ __all__ = [
     "load_multimodal_config",
     "quick_config",
     "train_multimodal",
+    "check_same_run",
+    "may_change_on_resume",
     "check_evaluation_before_training",
     "sweep_point",
     "summary_row",

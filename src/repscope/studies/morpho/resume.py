@@ -6,8 +6,8 @@ needs from it; a resumed run reads those and skips their work. A member model wh
 part-way continues from its ``checkpoints/last.ckpt`` (:func:`repscope.train.run.fit` with
 ``resume=True``); one that finished (its ``metrics.json`` written) is loaded, not trained again. The
 config must be the one the run started with, except the keys of ``training.trainer`` that only say
-where the work runs (accelerator, devices, ...): the first other key that differs is named in the
-refusal.
+where the work runs (accelerator, devices, logger, data placement, ...): every other key that differs
+is named in the refusal, with its stored and its new value (:mod:`repscope.resume_check`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_json_atomic
+from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.runs import RunDirectory, read_config, to_plain
 
 # where the work runs, not what it computes: a resumed run may change them
@@ -26,6 +26,10 @@ PLACEMENT_KEYS = frozenset(
     f"training.trainer.{key}" for key in ("accelerator", "devices", "num_nodes", "strategy", "compile", "logger")
 ) | {"repscope_version"}
 STEPS = "steps"
+
+
+def _may_change_on_resume(key: str) -> bool:
+    return key in PLACEMENT_KEYS or where_the_work_runs(key)
 
 
 def first_difference(stored: Any, current: Any, prefix: str = "", ignore: frozenset[str] = frozenset()) -> str | None:
@@ -98,8 +102,8 @@ def open_study_run(kind: str, config: Any, out: Path | None, root: Path, resume:
     Raises
     ------
     InvalidArgumentError
-        ``--resume`` with a config that differs from the stored one (naming the first differing key),
-        or without ``out``.
+        ``--resume`` with a config that differs from the stored one (naming every differing key with
+        both values), or without ``out``.
     """
     current = to_plain(config.model_dump(mode="json"))
     run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
@@ -110,12 +114,8 @@ def open_study_run(kind: str, config: Any, out: Path | None, root: Path, resume:
             stored = to_plain(type(config).model_validate(settings).model_dump(mode="json"))
         except ValueError:  # pydantic's ValidationError: another study's config stays as stored
             pass
-        key = first_difference(stored, current, ignore=PLACEMENT_KEYS)
-        if key is not None:
-            raise InvalidArgumentError(
-                f"--resume: {key} differs from the config {run.root} was started with; resume with the same "
-                "config, or start a new run"
-            )
+        found = differences(stored, current, _may_change_on_resume)
+        refuse_changes(found, str(run.root), f"where the work runs ({PLACEMENT_TEXT})")
     run.write_config(current)
     return run
 

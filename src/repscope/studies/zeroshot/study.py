@@ -33,6 +33,7 @@ from repscope.data.softlabels import SoftLabels, check_kind, write_soft_labels
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
 from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
+from repscope.resume_check import PLACEMENT_TEXT, SPREAD_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.runs import RunDirectory, read_config, to_plain
 from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
@@ -362,9 +363,12 @@ def check_architectures(config: ZeroShotConfig, source: str) -> None:
         raise InvalidArgumentError(f"{source}: attack.thresholds: expected positive pixel values, e.g. [1, 3, 5, 10]")
 
 
-def _comparable(config: dict[str, Any]) -> dict[str, Any]:
-    # how the work is spread does not change the results
-    return {k: v for k, v in config.items() if k not in ("workers", "backend", "address", "repscope_version")}
+# what a resumed study may change: where the work runs (how it is spread, the trainer's device and logger)
+RESUME_MAY_CHANGE = f"{SPREAD_TEXT} and where the work runs ({PLACEMENT_TEXT})"
+
+
+def _may_change_on_resume(key: str) -> bool:
+    return key == "repscope_version" or where_the_work_runs(key)
 
 
 def _point_dir(folder: Path, *overrides: tuple[str, str]) -> Path:
@@ -379,16 +383,14 @@ def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool
     as_dict = to_plain(config.model_dump(mode="json"))
     if resume and run.config_path.exists():
         stored = read_config(run.root)
+        new_keys = True
         try:  # a setting added since the run started (attack.search, soft_labels) takes its default, as the run did
             settings = {key: value for key, value in stored.items() if key != "repscope_version"}
             stored = to_plain(ZeroShotConfig.model_validate(settings).model_dump(mode="json"))
         except ValueError:  # pydantic's ValidationError: a config of another shape stays as stored
-            pass
-        if _comparable(stored) != _comparable(as_dict):
-            raise InvalidArgumentError(
-                f"--resume: the config differs from the one {run.root} was started with (only workers, backend "
-                "and address may change)"
-            )
+            new_keys = False
+        found = differences(stored, as_dict, _may_change_on_resume, new_keys=new_keys)
+        refuse_changes(found, str(run.root), RESUME_MAY_CHANGE)
     run.write_config(as_dict)
     return run
 
