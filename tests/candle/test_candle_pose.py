@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from repscope.data.candle.scene import light_location, object_pose
+from repscope.data.candle.scene import light_location, object_pose, pixel_coordinates
 
 RECORDED = Path(__file__).parent.parent / "data" / "candle-blender-poses.json"
 # the cube's mesh after the stage scales it to 1 m across: the corners of [-0.5, 0.5]^3
@@ -84,6 +84,24 @@ def test_the_cubes_box_from_the_pose_is_the_one_blender_rendered(recorded):
         box = [pixels.min(axis=0).tolist(), pixels.max(axis=0).tolist()]
         bounds = record["objects"]["Cube_0"]["bounds"]
         np.testing.assert_allclose(box, bounds, atol=0.011, err_msg=str(point))
+
+
+def test_the_stages_projection_gives_the_boxes_blender_rendered(recorded):
+    """The stage's own projection (pixel_coordinates) of the cube's corners, placed by Blender's recorded
+    world matrix, through the recorded camera: the record's box; the corners by hand match it too."""
+    for case in [case for case in recorded if case["point"]["object"] == "cube"]:
+        blender, record = case["blender"], case["record"]
+        world = (np.c_[CUBE_CORNERS, np.ones(8)] @ np.array(blender["matrix_world"]).T)[:, :3]
+        pixels = pixel_coordinates(world, blender["projection_view"], (64, 48))
+        box = [pixels.min(axis=0).tolist(), pixels.max(axis=0).tolist()]
+        np.testing.assert_allclose(box, record["objects"]["Cube_0"]["bounds"], atol=0.011, err_msg=str(case["point"]))
+    # by hand: a camera matrix that is the identity maps (x, y) in [-1, 1] onto the image, y down
+    corners = np.array([[-1.0, 1.0, 0.0], [1.0, -1.0, 0.0], [0.0, 0.0, 0.5], [0.5, 0.5, 0.0]])
+    np.testing.assert_allclose(pixel_coordinates(corners, np.eye(4), (64, 48)), [[0, 0], [64, 48], [32, 24], [48, 12]])
+    # the w row divides: points twice as far (w = 2) land halfway to the centre
+    halving = np.eye(4)
+    halving[3] = [0, 0, 1, 1]
+    np.testing.assert_allclose(pixel_coordinates(np.array([[1.0, 1.0, 1.0]]), halving, (64, 48)), [[48, 12]])
 
 
 def test_the_light_stands_where_blender_put_it(recorded):

@@ -92,6 +92,30 @@ def object_pose(point: dict[str, Any]) -> tuple[tuple[float, float, float], tupl
     return (metres, metres, metres), (0.0, 0.0, math.radians(float(point["rotation"])))
 
 
+def pixel_coordinates(points: np.ndarray, projection_view: Any, resolution: tuple[int, int]) -> np.ndarray:
+    """Where world points land in the image, in pixels with the origin at the top-left corner.
+
+    Parameters
+    ----------
+    points : numpy.ndarray
+        ``(n, 3)`` world coordinates (metres).
+    projection_view : array-like
+        ``(4, 4)`` the camera's projection matrix times the inverse of its world matrix.
+    resolution : tuple of int
+        The image's width and height in pixels.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``(n, 2)`` ``(x, y)``: normalised device coordinates in [-1, 1] scaled to the image, y pointing
+        down (Blender's y points up).
+    """
+    width, height = resolution
+    homogeneous = np.c_[points, np.ones(len(points))] @ np.asarray(projection_view, dtype=np.float64).T
+    ndc = homogeneous[:, :2] / homogeneous[:, 3:4]
+    return np.c_[(ndc[:, 0] + 1) / 2 * width, (1 - ndc[:, 1]) / 2 * height]
+
+
 def light_location(light: str, position: tuple[float, float]) -> tuple[float, float, float]:
     """Where the artificial light stands for an object at floor ``position`` (metres).
 
@@ -604,9 +628,7 @@ class CandleStage:
         depsgraph = self.bpy.context.evaluated_depsgraph_get()
         projection = np.array(self.camera.calc_matrix_camera(depsgraph, x=self.width, y=self.height))
         view = np.array(self.camera.matrix_world.inverted())
-        homogeneous = np.c_[points, np.ones(len(points))] @ (projection @ view).T
-        ndc = homogeneous[:, :2] / homogeneous[:, 3:4]
-        return np.c_[(ndc[:, 0] + 1) / 2 * self.width, (1 - ndc[:, 1]) / 2 * self.height]
+        return pixel_coordinates(points, projection @ view, (self.width, self.height))
 
     def _place_camera(self, rng: np.random.Generator) -> dict[str, Any]:
         from mathutils import Vector  # noqa: PLC0415 -- ships with bpy
@@ -768,4 +790,5 @@ __all__ = [
     "light_location",
     "missing_bpy_message",
     "object_pose",
+    "pixel_coordinates",
 ]
