@@ -2189,6 +2189,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_disk_faults.py::test_a_name_longer_than_the_file_system_allows_is_one_line",),
         "an --out whose own name is too long passes the early check and fails in the first stat, without --out",
     ),
+    Mutation(
+        "candle-box-y-not-flipped",
+        ("src/repscope/data/candle/scene.py",),
+        "return np.c_[(ndc[:, 0] + 1) / 2 * width, (1 - ndc[:, 1]) / 2 * height]",
+        "return np.c_[(ndc[:, 0] + 1) / 2 * width, (1 + ndc[:, 1]) / 2 * height]",
+        ("tests/candle/test_candle_pose.py::test_the_stages_projection_gives_the_boxes_blender_rendered",),
+        "the object's box measured from the bottom of the image (Blender's y up): the record's box is mirrored",
+    ),
 ]
 
 
