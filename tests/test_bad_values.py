@@ -132,7 +132,12 @@ def test_two_rows_per_class_are_refused_before_noise_scores_as_disentangled(tmp_
 # a sweep resumed into a folder that never held one
 
 
-def test_a_sweep_resumed_into_a_folder_of_other_files_is_refused_and_the_folder_left_as_it_was(tmp_path, run_cli):
+def test_a_sweep_resumed_into_a_folder_of_other_files_is_refused_and_the_folder_left_as_it_was(
+    tmp_path, run_cli, monkeypatch
+):
+    ran = []
+    # a stand-in for the training of a point: were the refusal missing, the points would run (and write) at once
+    monkeypatch.setattr("repscope.studies.mmvae.train.sweep_point", lambda overrides, run_dir, *a, **k: ran.append(1))
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("my notes\n")
@@ -142,6 +147,7 @@ def test_a_sweep_resumed_into_a_folder_of_other_files_is_refused_and_the_folder_
         "folder of the sweep to continue, or another --out to start one"
     )
     assert [p.name for p in folder.iterdir()] == ["notes.txt"] and (folder / "notes.txt").read_text() == "my notes\n"
+    assert ran == []
 
 
 def test_a_sweep_folder_or_an_empty_one_may_be_resumed(tmp_path):
