@@ -2372,6 +2372,167 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_interrupt_at_finish.py::test_ctrl_c_in_the_last_clean_up_is_ignored_instead_of_killing_silently",),
         "a Ctrl-C in the native clean-up kills the process by the signal without a word",
     ),
+    Mutation(
+        "resume-stored-setting-absent-now-unseen",
+        ("src/repscope/resume_check.py",),
+        "        for key in [*current, *(k for k in stored if k not in current)]:",
+        "        for key in current:",
+        ("tests/test_resume_refusals.py::test_a_stored_setting_absent_now_and_a_new_one_are_differences",),
+        "a resume without a setting the run was trained with (its default then differs) is not refused",
+    ),
+    Mutation(
+        "resume-new-setting-unseen",
+        ("src/repscope/resume_check.py",),
+        "    new_keys: bool = True,",
+        "    new_keys: bool = False,",
+        ("tests/test_resume_refusals.py::test_a_stored_setting_absent_now_and_a_new_one_are_differences",),
+        "a resume that sets a parameter the run was trained without is not refused",
+    ),
+    Mutation(
+        "resume-refusal-names-first-only",
+        ("src/repscope/resume_check.py",),
+        "with {describe(found)} (on resume only",
+        "with {describe(found[:1])} (on resume only",
+        ("tests/test_resume_refusals.py::test_a_changed_config_is_refused_naming_every_setting_with_both_values",),
+        "a refused resume names only the first setting that differs",
+    ),
+    Mutation(
+        "resume-trainer-placement-refused",
+        ("src/repscope/train/run.py",),
+        '    return key == "trainer.max_epochs" or where_the_work_runs(key)',
+        '    return key == "trainer.max_epochs"',
+        ("tests/test_resume_refusals.py::test_where_the_work_runs_may_change_and_the_run_goes_on",),
+        "train --resume --logger none (or other devices, placement) is refused though the README lets it change",
+    ),
+    Mutation(
+        "resume-checkpoint-schedulers-not-required",
+        ("src/repscope/train/run.py",),
+        'TRAINING_STATE_KEYS = ("epoch", "global_step", "loops", "optimizer_states", "lr_schedulers")',
+        'TRAINING_STATE_KEYS = ("epoch", "global_step", "loops", "optimizer_states")',
+        (
+            "tests/test_resume_refusals.py::test_a_checkpoint_missing_part_of_its_state_is_refused_naming_it"
+            "[lr_schedulers]",
+        ),
+        "a checkpoint without its schedulers' state resumes with a restarted schedule",
+    ),
+    Mutation(
+        "resume-checkpoint-fit-loop-unchecked",
+        ("src/repscope/train/run.py",),
+        '        missing.append("loops.fit_loop")',
+        "        pass",
+        (
+            "tests/test_resume_refusals.py::test_a_checkpoint_missing_part_of_its_state_is_refused_naming_it"
+            "[loops.fit_loop]",
+        ),
+        "a checkpoint without the fit loop's state resumes from epoch 0",
+    ),
+    Mutation(
+        "resume-checkpoint-random-states-unchecked",
+        ("src/repscope/train/run.py",),
+        "    absent = _absent_random_states(checkpoint)",
+        "    absent = []",
+        (
+            "tests/test_resume_refusals.py::test_a_checkpoint_missing_part_of_its_state_is_refused_naming_it"
+            "[callbacks.EpochCheckpoint.rng.torch]",
+        ),
+        "a checkpoint without the random states resumes as another run",
+    ),
+    Mutation(
+        "resume-checkpoint-loader-state-not-required",
+        ("src/repscope/train/run.py",),
+        'RANDOM_STATE_KEYS = ("rng.torch", "rng.numpy", "rng.python", "loader_generators")',
+        'RANDOM_STATE_KEYS = ("rng.torch", "rng.numpy", "rng.python")',
+        (
+            "tests/test_resume_refusals.py::test_a_checkpoint_missing_part_of_its_state_is_refused_naming_it"
+            "[callbacks.EpochCheckpoint.loader_generators]",
+        ),
+        "a checkpoint without the shuffling generator's state resumes with another row order",
+    ),
+    Mutation(
+        "resume-random-states-not-restored",
+        ("src/repscope/train/run.py",),
+        '            _set_random_states(restored["rng"])',
+        "            pass",
+        ("tests/test_resume_same_run.py::test_a_run_resumed_after_ctrl_c_ends_as_the_uninterrupted_run[beta-vae]",),
+        "a resumed VAE draws other reparameterisation noise than the uninterrupted run",
+    ),
+    Mutation(
+        "loader-iterator-started-eagerly",
+        ("src/repscope/train/datamodule.py",),
+        "        yield from super().__iter__()",
+        "        return super().__iter__()",
+        ("tests/test_resume_same_run.py::test_a_run_resumed_after_ctrl_c_ends_as_the_uninterrupted_run[beta-vae]",),
+        "a run resumed on the loader path draws its first epoch's rows before the generator is restored",
+    ),
+    Mutation(
+        "semi-supervised-stream-position-not-restored",
+        ("src/repscope/train/tasks/semi_supervised.py",),
+        '            stream.position = int(restored["position"]) % len(stream)',
+        "            pass",
+        (
+            "tests/test_resume_same_run.py::test_a_run_resumed_after_ctrl_c_ends_as_the_uninterrupted_run"
+            "[beta-vae-semi]",
+        ),
+        "a resumed semi-supervised run starts its labelled stream again",
+    ),
+    Mutation(
+        "where-the-work-runs-at-any-depth",
+        ("src/repscope/resume_check.py",),
+        '    return parts[-1] in TRAINER_PLACEMENT_KEYS and len(parts) >= 2 and parts[-2] == "trainer"',
+        "    return parts[-1] in TRAINER_PLACEMENT_KEYS",
+        ("tests/test_resume_settings.py::test_where_the_work_runs_by_hand",),
+        "a model parameter named like a trainer setting (devices, logger) may change on resume",
+    ),
+    Mutation(
+        "sweep-resume-trainer-placement-refused",
+        ("src/repscope/sweeps.py",),
+        "        found = differences(recorded, current, where_the_work_runs, new_keys=False)",
+        "        found = differences(recorded, current, new_keys=False)",
+        (
+            "tests/test_resume_settings.py::test_a_sweep_resumes_on_other_devices_and_refuses_other_settings_naming_each",
+        ),
+        "a sweep resumed with another logger or other devices is refused",
+    ),
+    Mutation(
+        "mmvae-train-resume-unchecked",
+        ("src/repscope/studies/mmvae/train.py",),
+        "        check_same_run(Path(out), config)",
+        "        pass",
+        ("tests/test_resume_settings.py::test_mmvae_train_cli_refuses_a_changed_config_before_training",),
+        "mmvae train --resume names a changed setting in the training config's keys, or not before loading data",
+    ),
+    Mutation(
+        "mmvae-train-resume-evaluation-refused",
+        ("src/repscope/studies/mmvae/train.py",),
+        '    return top in ("epochs", "evaluation") or key == "trainer.max_epochs" or where_the_work_runs(key)',
+        '    return top == "epochs" or key == "trainer.max_epochs" or where_the_work_runs(key)',
+        ("tests/test_resume_settings.py::test_mmvae_train_resume_names_every_change_and_lets_the_trainer_move",),
+        "mmvae train --resume with another evaluation (which runs after the training) is refused",
+    ),
+    Mutation(
+        "morpho-resume-data-placement-refused",
+        ("src/repscope/studies/morpho/resume.py",),
+        "    return key in PLACEMENT_KEYS or where_the_work_runs(key)",
+        "    return key in PLACEMENT_KEYS",
+        ("tests/test_resume_settings.py::test_morpho_study_resume_lets_the_trainer_move_and_names_every_change",),
+        "a morpho study resumed with another data placement is refused",
+    ),
+    Mutation(
+        "zeroshot-resume-trainer-placement-refused",
+        ("src/repscope/studies/zeroshot/study.py",),
+        '    return key == "repscope_version" or where_the_work_runs(key)',
+        '    return key == "repscope_version"',
+        ("tests/test_resume_settings.py::test_zeroshot_resume_lets_the_trainer_move_and_names_every_change",),
+        "zeroshot --resume with another logger or devices is refused",
+    ),
+    Mutation(
+        "disentangle-resume-trainer-placement-refused",
+        ("src/repscope/studies/disentangle/study.py",),
+        '    return key == "repscope_version" or where_the_work_runs(key)',
+        '    return key == "repscope_version"',
+        ("tests/test_resume_settings.py::test_disentangle_study_resume_lets_the_trainer_move_and_names_every_change",),
+        "disentangle study --resume with another logger or devices is refused",
+    ),
 ]
 
 
