@@ -228,8 +228,9 @@ def _interrupted_exit(finished: bool = False) -> SystemExit:
         # an output written only once complete: say that nothing half-done is left to look for
         for path, option, kept in untouched_outputs()[-1:]:
             message += f"; {option} {path}: " + ("the old output is kept as it was" if kept else "nothing written")
-    if finished:  # the interrupt was swallowed on the way (in a clean-up callback) and the command went on
-        message += " as the command finished; its output is complete"
+    if finished:  # the interrupt was swallowed on the way (in a clean-up callback) and the command went on:
+        # nothing of it is incomplete (what the lists hold comes from earlier commands of this process)
+        message = "repscope: interrupted as the command finished; its output is complete"
     print(message, file=sys.stderr, flush=True)
     return SystemExit(130)
 
