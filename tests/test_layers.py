@@ -5,7 +5,7 @@ function-local import is a dependency as real as one at the top). A unit is a to
 module of repscope (``data``, ``models``, ``sweeps``, ...). The order, lowest first::
 
     foundation  errors, fileio, outputs, resources, config, validation, cache, progress, pools,
-                sweeps, registry, and the package's own __init__ (__version__)
+                sweeps, resume_check, registry, and the package's own __init__ (__version__)
     data        ground truth: loaders and generators
     models      torch modules
     metrics     pure functions on arrays: no torch, lightning, models or train
@@ -51,6 +51,7 @@ LAYERS: tuple[frozenset[str], ...] = (
             "progress",
             "pools",
             "sweeps",
+            "resume_check",
             "registry",
         }
     ),
