@@ -439,9 +439,10 @@ def run_disentangle_study(
     quick : bool
         A ``--quick`` run (said at the top of the report).
     resume : bool
-        Continue the study in ``out``: its config must be the one stored there (else one line naming the
-        first differing key); classifiers and models trained and scored there are kept, a training stopped
-        after a checkpoint goes on from its ``last.ckpt``, and only what is missing runs.
+        Continue the study in ``out``: its config must be the one stored there but for where the work runs
+        (else one line naming every differing key with both values); classifiers and models trained and
+        scored there are kept, a training stopped after a checkpoint goes on from its ``last.ckpt``, and
+        only what is missing runs.
     kind : str
         Names the default folder (``candle-study`` for the CANDLE study).
     add_intro : callable, optional

@@ -142,7 +142,8 @@ def run_sweep(
         ``--quick`` for every point.
     resume : bool, default=False
         Continue the sweep in ``out``: finished points are skipped. Another base config (a changed CONFIG,
-        ``--set`` or ``--quick``) or another grid is refused, naming the first setting that differs.
+        ``--set`` or ``--quick``) or another grid is refused, naming every setting that differs with both
+        values; where the work runs (workers, backend, the trainer's devices, logger, ...) may change.
     workers, backend, address, cpus_per_run, gpus_per_run
         Where the points run (:func:`repscope.sweeps.run_sweep`): with ``--accelerator gpu``, local
         ``workers`` share the GPUs they see; Ray trials need ``gpus_per_run`` (0.25: four on one GPU).
