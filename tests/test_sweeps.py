@@ -421,6 +421,7 @@ def test_the_ray_backend_without_ray_is_one_line_naming_the_extra(tmp_path, log,
     with pytest.raises(InvalidArgumentError, match=expected):
         run_sweep(points, TARGET, tmp_path / "out", common={"log": str(log)}, backend="ray")
     assert list(log.iterdir()) == []  # no point ran
+    assert not (tmp_path / "out").exists()  # refused before the sweep's folder and records are written
 
 
 def test_a_ray_address_where_no_cluster_answers_is_one_line_naming_it(tmp_path, log, monkeypatch):

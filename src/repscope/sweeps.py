@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import importlib.util
 import itertools
 import json
 import logging
@@ -94,6 +95,7 @@ SWEEP_FILE = "sweep.json"
 SUMMARY_CSV = "summary.csv"
 SUMMARY_MD = "summary.md"
 RAY_DIR = "ray"
+RAY_MISSING = "--backend ray: Ray is not installed; pip install 'repscope[ray]' (or 'ray[tune]>=2.9')"
 FORMAT_VERSION = 1
 # settings of how the work is spread, which do not change a point's results: a continued sweep may change them
 SPREAD_KEYS = ("workers", "backend", "address", "cpus_per_run", "gpus_per_run")
@@ -774,9 +776,7 @@ def _run_ray(
         import ray  # noqa: PLC0415 -- optional extra, loaded only for --backend ray
         from ray import tune  # noqa: PLC0415
     except ImportError:
-        raise InvalidArgumentError(
-            "--backend ray: Ray is not installed; pip install 'repscope[ray]' (or 'ray[tune]>=2.9')"
-        ) from None
+        raise InvalidArgumentError(RAY_MISSING) from None
 
     class Reporter(tune.Callback):
         """Records each point as its trial reports or dies (in the driver, as trials end)."""
@@ -977,6 +977,8 @@ def run_sweep(
         raise InvalidArgumentError(
             f"--gpus-per-run: expected a share of one GPU in (0, 1] or a whole number of GPUs, got {gpus_per_run!r}"
         )
+    if backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise InvalidArgumentError(RAY_MISSING)  # before the sweep's folder and records are written
     resolved = None if workers is None else resolve_jobs(workers, "--workers")
     common = dict(common or {})
 

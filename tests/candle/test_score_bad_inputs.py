@@ -117,14 +117,14 @@ def test_factor_sizes_as_strings_are_refused_naming_the_member(tmp_path):
 
 
 def test_a_factor_with_one_class_per_row_is_refused_naming_the_column(tmp_path, capsys):
-    rows = 12
+    rows = 15  # column 0: 3 classes of 5 rows, as many as the rows-per-class rule asks
     factors = np.stack([np.arange(rows) % 3, np.arange(rows)[::-1]], axis=1)  # column 1: every row its own class
     codes = np.random.default_rng(1).normal(size=(rows, 2))
     path = tmp_path / "ids.npz"
     np.savez(path, factors=factors, codes=codes)
     out = tmp_path / "scores.json"
     err = _cli_error(["disentangle", "score", str(path), "--out", str(out)], capsys)
-    assert "'factors' column 1 has 12 classes over 12 rows, each class a single row" in err
+    assert "'factors' column 1 has 15 classes over 15 rows, each class a single row" in err
     assert not out.exists()
 
 

@@ -61,7 +61,7 @@ def test_the_registered_dataset_finds_the_folder_and_samples(cifar_folder, tmp_p
         cifar10_dataset(str(tmp_path / "nowhere"))
 
 
-def test_vgg13_bn_on_cifar_through_the_invariance_test(cifar_folder, tmp_path, capsys):
+def test_vgg13_bn_on_cifar_through_the_invariance_test(cifar_folder, tmp_path, tmp_path_factory, capsys):
     from repscope.cli import main
     from repscope.models.classifiers import VGG13BN
 
@@ -70,7 +70,7 @@ def test_vgg13_bn_on_cifar_through_the_invariance_test(cifar_folder, tmp_path, c
     model = VGG13BN()
     assert sum(p.numel() for p in model.parameters()) == 9_416_010  # the CIFAR VGG-13 with batch norm
     torch.save(model.state_dict(), tmp_path / "vgg.pt")
-    out = tmp_path / "test"
+    out = tmp_path_factory.mktemp("runs") / "test"  # not inside the data folder: an --out there is refused
     args = ["invariance", "test", "--model", str(tmp_path / "vgg.pt"), "--arch", "vgg13-bn", "--data", "cifar10"]
     args += ["--data-param", f"data_dir={parent}", "--transform", "brightness", "--steps", "3", "--out", str(out)]
     try:
