@@ -75,16 +75,16 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "diversity-reference-is-training-digits",
         ("src/repscope/studies/morpho/diversity.py",),
-        "test_morpho = measure(digits.test_images)",
-        "test_morpho = measure(digits.train_images)",
+        "    test_morpho = measured(digits.test_images, ",
+        "    test_morpho = measured(digits.train_images, ",
         ("tests/morpho/test_studies.py::test_diversity_compares_samples_with_the_test_digits",),
         "samples compared with the digits the model was trained on",
     ),
     Mutation(
         "supervised-local-column-on-plain",
         ("src/repscope/studies/morpho/supervised.py",),
-        "load_morpho_mnist(set=name, target=target, **task_params)",
-        "load_morpho_mnist(set=train_set, target=target, **task_params)",
+        "else load_morpho_mnist(set=test_name, target=target, **task_params)",
+        "else load_morpho_mnist(set=train_set, target=target, **task_params)",
         ("tests/morpho/test_studies.py::test_supervised_columns_use_the_right_test_split",),
         "Table 3's LOCAL column measured on the PLAIN test digits",
     ),
@@ -107,8 +107,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "classifier-init-seed-ignored",
         ("src/repscope/studies/sprites/classifiers.py",),
-        "        batch_size=batch_size,\n        seed=seed,\n    )\n",
-        "        batch_size=batch_size,\n        seed=0,\n    )\n",
+        "        batch_size=batch_size,\n        seed=seed,\n        num_workers=",
+        "        batch_size=batch_size,\n        seed=0,\n        num_workers=",
         ("tests/test_seeds.py::test_classifier_seed_sets_the_weights_whatever_the_global_state",),
         "attribute classifiers start from the same weights whatever --seed",
     ),
@@ -706,13 +706,13 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "rows-per-class-boundary",
-        ("src/repscope/studies/disentangle/score.py",),
+        ("src/repscope/validation.py",),
         "        if per_class < MIN_ROWS_PER_CLASS:",
         "        if per_class <= MIN_ROWS_PER_CLASS:",
         (
-            "tests/candle/test_score_bad_inputs.py::test_fewer_than_two_rows_per_class_on_average_is_refused_and_two_are_accepted",
+            "tests/candle/test_score_bad_inputs.py::test_fewer_than_five_rows_per_class_on_average_is_refused_and_five_are_accepted",
         ),
-        "factors with exactly two rows a class refused",
+        "factors with exactly the minimum rows a class (5, check_factor_classes) refused",
     ),
     Mutation(
         "bootstrap-estimate-at-the-end",
@@ -945,7 +945,7 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "command-clock-not-restarted",
         ("src/repscope/progress.py",),
-        "        if _command_last_line is not None:\n            _command_last_line = time.monotonic()\n",
+        "        if _command_last_line is not None:\n            _command_last_line = now\n",
         "        pass\n",
         ("tests/test_progress_truth.py::test_short_steps_after_a_long_silence_in_a_command_say_they_finished",),
         "every short step of a command prints after the first silence: lines pile up",
@@ -960,10 +960,14 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "diversity-measure-count-per-chunk",
-        ("src/repscope/studies/morpho/diversity.py",),
-        "        return measure(images, progress=advance)\n",
-        "        return measure(images, progress=update)\n",
-        ("tests/morpho/test_morpho_visibility.py::test_measuring_samples_counts_the_digits_done_so_far",),
+        # the running total the study's bar takes is added up inside measure() now
+        ("src/repscope/data/morpho/morphometrics.py", "src/repscope/studies/morpho/diversity.py"),
+        "            finished += len(task[0])\n",
+        "            finished = len(task[0])\n",
+        (
+            "tests/morpho/test_morpho_visibility.py::test_measure_reports_the_running_total_of_digits_done",
+            "tests/morpho/test_morpho_visibility.py::test_measuring_samples_counts_the_digits_done_so_far",
+        ),
         "the diversity study's bar shows one chunk's size as its count (500/2000 done)",
     ),
     Mutation(
