@@ -2537,6 +2537,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/candle/test_candle_pose.py::test_the_stages_projection_gives_the_boxes_blender_rendered",),
         "the object's box measured from the bottom of the image (Blender's y up): the record's box is mirrored",
     ),
+    Mutation(
+        "sweep-ray-missing-refused-after-writing",
+        ("src/repscope/sweeps.py",),
+        '    if backend == "ray" and importlib.util.find_spec("ray") is None:\n',
+        "    if False:\n",
+        ("tests/test_sweeps.py::test_the_ray_backend_without_ray_is_one_line_naming_the_extra",),
+        "--backend ray without Ray writes the sweep's folder and records before it is refused",
+    ),
 ]
 
 
