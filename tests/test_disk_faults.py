@@ -346,3 +346,17 @@ def test_candle_pairs_beyond_the_memory_are_refused_before_the_folder_is_read(ru
     # 14 columns of references per pair (two files, two names per factor): 112 bytes at the least
     assert line.startswith("repscope: error: --n: 1,000,000,000,000 pairs needs at least 112,000,000,000,000 bytes")
     assert names_in(tmp_path) == ["candle"]
+
+
+def test_a_generated_split_beyond_the_memory_is_refused_naming_its_rows(run_cli, tmp_path):
+    # CdSprites+ draws its images on demand: only the splits' row numbers would be held, 16 bytes a row
+    out = tmp_path / "mmvae"
+    code, _, err = run_cli(["mmvae", "train", "--set", "data.train_size=1000000000000", "--out", str(out)])
+    line = one_error_line(code, err)
+    rows = 10**12 + 1000 + 1000  # the shipped config's 1,000 validation and 1,000 test rows besides
+    assert line.startswith(
+        "repscope: error: data: cdsprites (train 1,000,000,000,000, val 1,000, test 1,000 rows) needs at least "
+        f"{16 * rows:,} bytes ("
+    )
+    assert line.endswith("are available")
+    assert names_in(tmp_path) == []

@@ -2545,6 +2545,14 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_sweeps.py::test_the_ray_backend_without_ray_is_one_line_naming_the_extra",),
         "--backend ray without Ray writes the sweep's folder and records before it is refused",
     ),
+    Mutation(
+        "split-rows-unchecked",
+        ("src/repscope/train/datamodule.py",),
+        "        check_split_rows(dataset)\n",
+        "",
+        ("tests/test_disk_faults.py::test_a_generated_split_beyond_the_memory_is_refused_naming_its_rows",),
+        "a generated split of 10**12 rows ends in numpy's MemoryError traceback instead of one line naming it",
+    ),
 ]
 
 

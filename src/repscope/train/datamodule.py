@@ -39,6 +39,7 @@ from torch.utils.data import DataLoader
 
 from repscope.data.datasets import ArraySplit, Dataset
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_memory
 
 EVAL_BATCH = 512
 PLACEMENTS = ("auto", "loader", "device")
@@ -343,6 +344,34 @@ def loader(
     )
 
 
+# bytes held per row of a split whatever the data: its int64 row number in a SplitView and, for the
+# training split, the hold-out's permutation
+ROW_NUMBER_BYTES = 16
+
+
+def check_split_rows(dataset: Dataset) -> None:
+    """Refuse, before any work, splits whose row numbers alone exceed the memory.
+
+    A generated dataset draws its images on demand, so a size such as ``train_size: 1000000000000``
+    costs nothing until the splits are indexed: then numpy's ``MemoryError`` named neither the size nor
+    its key. Every split's rows are held as int64 row numbers (and the training split's permutation),
+    :data:`ROW_NUMBER_BYTES` a row, checked with :func:`repscope.validation.check_memory`.
+
+    Parameters
+    ----------
+    dataset : Dataset
+        The dataset to serve.
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``data: dsprites (train 1,000,000,000,000, test 4 rows) needs at least ... in memory; ...``.
+    """
+    sizes = {name: len(dataset.split(name)) for name in dataset.splits}
+    listed = ", ".join(f"{name} {count:,}" for name, count in sizes.items())
+    check_memory(ROW_NUMBER_BYTES * sum(sizes.values()), f"data: {dataset.name} ({listed} rows)")
+
+
 class DatasetModule(pl.LightningDataModule):
     """Train / validation / test loaders over the ``fields`` of a :class:`Dataset`.
 
@@ -396,6 +425,7 @@ class DatasetModule(pl.LightningDataModule):
             )
         self.dataset, self.fields = dataset, tuple(fields)
         self.batch_size, self.seed, self.num_workers = batch_size, seed, num_workers
+        check_split_rows(dataset)
         n = len(dataset.split("train"))
         if "val" in dataset.splits:
             self.train_set = SplitView(dataset, "train", self.fields)
@@ -494,11 +524,13 @@ __all__ = [
     "DEVICE_MEMORY_SHARE",
     "EVAL_BATCH",
     "PLACEMENTS",
+    "ROW_NUMBER_BYTES",
     "DatasetModule",
     "DeviceBatches",
     "DeviceStore",
     "LazyStartLoader",
     "SplitView",
+    "check_split_rows",
     "field_to_tensor",
     "free_memory",
     "loader",
