@@ -360,3 +360,17 @@ def test_a_generated_split_beyond_the_memory_is_refused_naming_its_rows(run_cli,
     )
     assert line.endswith("are available")
     assert names_in(tmp_path) == []
+
+
+def test_invariance_steps_whose_variance_matrix_exceeds_the_memory_are_refused_before_listing_them():
+    from repscope.data.invariance_transforms import rotation_family
+    from repscope.errors import InvalidArgumentError
+
+    steps = 10**9 + 1  # a billion transformations: 8 * steps**2 bytes for each position's matrix
+    with pytest.raises(InvalidArgumentError) as info:
+        rotation_family(15.0, steps)
+    assert str(info.value).startswith(
+        "steps: 1,000,000,001 transformations (a variance matrix of 1,000,000,001^2) needs at least "
+        f"{8 * steps**2:,} bytes"
+    )
+    assert len(rotation_family(15.0, 5).values) == 5  # a count that fits is listed as before

@@ -2553,6 +2553,17 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_disk_faults.py::test_a_generated_split_beyond_the_memory_is_refused_naming_its_rows",),
         "a generated split of 10**12 rows ends in numpy's MemoryError traceback instead of one line naming it",
     ),
+    Mutation(
+        "invariance-steps-memory-unchecked",
+        ("src/repscope/data/invariance_transforms.py",),
+        "    check_memory(8 * int(steps) ** 2,",
+        "    check_memory(4 * int(steps) ** 2,",
+        (
+            "tests/test_disk_faults.py::"
+            "test_invariance_steps_whose_variance_matrix_exceeds_the_memory_are_refused_before_listing_them",
+        ),
+        "the variance matrix counted at float32 (4 bytes) where it is float64: twice the steps fit the check",
+    ),
 ]
 
 

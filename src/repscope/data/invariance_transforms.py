@@ -25,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from repscope.errors import InvalidArgumentError, shown
+from repscope.validation import check_memory
 
 Apply = Callable[[torch.Tensor, float], torch.Tensor]
 
@@ -316,10 +317,14 @@ def symmetric_values(half_range: float, steps: int, centre: float = 0.0) -> tupl
     Raises
     ------
     InvalidArgumentError
-        When ``steps`` is even or below 3, or ``half_range`` is not positive.
+        When ``steps`` is even or below 3 or its ``steps x steps`` variance matrix exceeds the memory, or
+        ``half_range`` is not positive.
     """
     if isinstance(steps, bool) or int(steps) != steps or steps < 3 or steps % 2 == 0:
         raise InvalidArgumentError(f"steps: expected an odd number of at least 3 (2k + 1), got {steps!r}")
+    # each model position's variance matrix is steps x steps float64: a count no memory holds is refused
+    # before a billion values are listed (--steps 1000000001 ran on without a word)
+    check_memory(8 * int(steps) ** 2, f"steps: {int(steps):,} transformations (a variance matrix of {int(steps):,}^2)")
     if not half_range > 0:
         raise InvalidArgumentError(f"range: expected a positive half-range, got {half_range!r}")
     k = int(steps) // 2
