@@ -15,8 +15,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
+from linear_networks import LinearDecoder, LinearEncoder  # tests/linear_networks.py
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts
 from repscope.models.multimodal.models import (
@@ -42,30 +42,6 @@ NOISE = np.array([[0.3, -1.1, 0.6, 0.2, -0.4], [-0.7, 0.25, 1.3, -0.5, 0.9]])  #
 def _matrix(rows: int, cols: int, offset: float) -> np.ndarray:
     values = np.arange(rows * cols, dtype=np.float64).reshape(rows, cols)
     return np.sin(values * 1.3 + offset) * 0.6
-
-
-class LinearEncoder(nn.Module):
-    """``x -> (x W_mu, x W_logvar)`` with fixed weights."""
-
-    def __init__(self, w_mu: np.ndarray, w_logvar: np.ndarray) -> None:
-        super().__init__()
-        self.w_mu = nn.Parameter(torch.tensor(w_mu))
-        self.w_logvar = nn.Parameter(torch.tensor(w_logvar))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return x @ self.w_mu, x @ self.w_logvar
-
-
-class LinearDecoder(nn.Module):
-    """``z -> z V + c`` with fixed weights."""
-
-    def __init__(self, weight: np.ndarray, bias: np.ndarray) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.tensor(weight))
-        self.bias = nn.Parameter(torch.tensor(bias))
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return z @ self.weight + self.bias
 
 
 def weights(code: int) -> dict[str, dict[str, np.ndarray]]:

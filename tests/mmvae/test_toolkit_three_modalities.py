@@ -19,8 +19,8 @@ import math
 import numpy as np
 import pytest
 import torch
-from torch import nn
 
+from linear_networks import LinearDecoder, LinearEncoder  # tests/linear_networks.py
 from repscope.models.multimodal import experts
 from repscope.models.multimodal.models import LikelihoodSpec, MixtureOfProductsVAE, ProductOfExpertsVAE
 from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
@@ -61,26 +61,6 @@ def parameters(code: int) -> dict[str, dict[str, np.ndarray]]:
         }
         for i, name in enumerate(NAMES)
     }
-
-
-class LinearEncoder(nn.Module):
-    def __init__(self, w_mu: np.ndarray, w_logvar: np.ndarray) -> None:
-        super().__init__()
-        self.w_mu = nn.Parameter(torch.tensor(w_mu))
-        self.w_logvar = nn.Parameter(torch.tensor(w_logvar))
-
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        return x @ self.w_mu, x @ self.w_logvar
-
-
-class LinearDecoder(nn.Module):
-    def __init__(self, weight: np.ndarray, bias: np.ndarray) -> None:
-        super().__init__()
-        self.weight = nn.Parameter(torch.tensor(weight))
-        self.bias = nn.Parameter(torch.tensor(bias))
-
-    def forward(self, z: torch.Tensor) -> torch.Tensor:
-        return z @ self.weight + self.bias
 
 
 def networks(code: int) -> tuple[dict, dict, dict]:
@@ -360,21 +340,6 @@ def make_plus() -> ModalitySpecificMixtureVAE:
         for name, values in AUXILIARY_LOG_SCALE.items():
             net.auxiliary_log_scale[name].copy_(torch.tensor(values))
     return net
-
-
-@pytest.fixture
-def recorded_noise(monkeypatch):
-    """Every standard-normal draw the model makes, in order (the hand computation replays them)."""
-    draws: list[np.ndarray] = []
-    original = experts.random_normal
-
-    def record(shape, generator, dtype, device):
-        noise = original(shape, generator, dtype, device)
-        draws.append(noise.detach().numpy().copy())
-        return noise
-
-    monkeypatch.setattr(experts, "random_normal", record)
-    return draws
 
 
 def test_mmvae_plus_weights_a_missing_modalitys_code_by_its_learned_auxiliary_scale(recorded_noise):
