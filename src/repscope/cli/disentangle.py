@@ -179,14 +179,7 @@ def classifiers_command(
     if network:
         model_params["network_params"] = network
     if model_params:  # checked as a classifier's training would, on the data, before anything is written
-        from repscope.train.config import Named, TrainConfig
-        from repscope.train.run import build_task, load_data
-
-        config = TrainConfig(
-            model=Named(name=model, params=model_params), data=Named(name=data, params={**params, "target": names[0]})
-        )
-        config.check_params("--model-param")
-        build_task(config, load_data(config))
+        _check_training_params(model, model_params, data, {**params, "target": names[0]})
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory", inputs=inputs)
     with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
@@ -215,6 +208,17 @@ def classifiers_command(
             err=True,
         )
     typer.echo(f"written: {out}")
+
+
+def _check_training_params(model: str, model_params: dict, data: str, data_params: dict) -> None:
+    """Check ``--model-param`` through the training's own path: the config's parameter check, then the task
+    built on the data (what a classifier's training would refuse, refused before anything is written)."""
+    from repscope.train.config import Named, TrainConfig
+    from repscope.train.run import build_task, load_data
+
+    config = TrainConfig(model=Named(name=model, params=model_params), data=Named(name=data, params=data_params))
+    config.check_params("--model-param")
+    build_task(config, load_data(config))
 
 
 # studies: repscope disentangle <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...] (the registry)
