@@ -62,7 +62,7 @@ class Case:
 def multimodal_params(model: str, tiny: bool) -> dict[str, Any]:
     """The paper's networks and settings for ``model`` (the shipped paper config; ``tiny``: the
     shipped CPU config's smaller networks)."""
-    from repscope.studies.mmvae.train import load_multimodal_config
+    from repscope.studies.multimodal.train import load_multimodal_config
 
     config, _ = load_multimodal_config(CPU_CONFIG if tiny else PAPER_CONFIG, [f"model={model}"])
     return config.train_config().model.params
@@ -174,7 +174,7 @@ def rate(case: Case, dataset: Any, batch: int, placement: str, args: argparse.Na
     """Samples/s of ``args.steps`` timed steps of ``case`` at ``batch``, and the GPU utilisation."""
     from repscope.train.config import TrainConfig
     from repscope.train.datamodule import DatasetModule
-    from repscope.train.run import build_task, compile_networks
+    from repscope.train.fitting import build_task, compile_networks
 
     config = TrainConfig.model_validate(
         {
@@ -229,7 +229,7 @@ def shared_rate(case: Case, batch: int, args: argparse.Namespace, barrier: Any, 
     """One of ``--share`` processes: load the data, wait for the others, time the device path, put its
     rate (or its error) on ``results``."""
     from repscope.data.registry import load_dataset
-    from repscope.train.run import quiet_lightning
+    from repscope.train.fitting import quiet_lightning
 
     die_with_parent()
     try:
@@ -303,7 +303,7 @@ def main() -> None:
     if unknown:
         raise SystemExit(f"--models: no case for {', '.join(sorted(unknown))}")
     from repscope.data.registry import load_dataset
-    from repscope.train.run import quiet_lightning
+    from repscope.train.fitting import quiet_lightning
 
     quiet_lightning()
     selected = [c for c in cases(args.tiny) if not chosen or c.model in chosen]

@@ -22,9 +22,9 @@ import time
 import numpy as np
 import torch
 
-from repscope.data.invariance_transforms import transform_family
+from repscope.data.invariance.transforms import transform_family
 from repscope.data.sources import load_splits
-from repscope.models.classifiers import CNN5
+from repscope.models.morpho.baselines import CNN5
 from repscope.models.probes import resolve_positions, signal_sets
 from repscope.resources import configure_torch_threads, usable_cores
 from repscope.studies.invariance.testing import PAPER_MODALITIES, STATISTICS, matrices_and_features, model_signals

@@ -14,7 +14,7 @@ Rows, in one run on the same samples:
 * ``cpu, batch B``: the CPU with ``--batch-size`` B;
 * ``gpu, batch 1024`` (``ACCELERATOR_BATCH_SIZE``) and ``gpu, batch B``: where torch sees a GPU.
 
-Not timed: drawing the test samples, the coherency classifiers (:mod:`repscope.studies.sprites.coherency`),
+Not timed: drawing the test samples, the coherency classifiers (:mod:`repscope.studies.multimodal.coherency`),
 the linear probes, t-SNE and the report, which run on the CPU whatever ``--accelerator`` says. The goal
 (issue 27): ``mmvae evaluate --n 10000`` in under a minute on one GPU.
 
@@ -36,8 +36,8 @@ STEPS = ("generation", "log_likelihood", "posterior_means", "traversal")
 
 
 def _task(model: str, config: str, level: int) -> Any:
-    from repscope.data.sprites.datasets import cdsprites_dataset
-    from repscope.studies.mmvae.train import load_multimodal_config
+    from repscope.data.multimodal.datasets import cdsprites_dataset
+    from repscope.studies.multimodal.train import load_multimodal_config
     from repscope.train.registry import task_class
 
     params = load_multimodal_config(config, [f"model={model}"])[0].train_config().model.params
@@ -61,7 +61,7 @@ def _timed(step: Callable[[], Any], device: torch.device) -> float:
 
 
 def _steps(task: Any, test: dict[str, np.ndarray], k: int, forward: int, likelihood: int) -> dict[str, Callable]:
-    from repscope.studies.mmvae import analysis
+    from repscope.studies.multimodal import analysis
 
     given = {"image": test["image"], "text": test["text"]}
     n = len(test["image"])
@@ -84,7 +84,7 @@ def _steps(task: Any, test: dict[str, np.ndarray], k: int, forward: int, likelih
 
 
 def main() -> None:
-    from repscope.studies.mmvae.evaluate import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZES, evaluation_test_set
+    from repscope.studies.multimodal.evaluate import ACCELERATOR_BATCH_SIZE, CPU_BATCH_SIZES, evaluation_test_set
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--n", type=int, default=1000, help="test samples")

@@ -69,7 +69,7 @@ INSTALL = ".venv/bin/python -m pip install --no-deps --target /work/multivae-sit
 
 
 def _batches(n_batches: int, batch_size: int) -> list[dict[str, torch.Tensor]]:
-    from repscope.data.sprites.datasets import cdsprites_dataset
+    from repscope.data.multimodal.datasets import cdsprites_dataset
     from repscope.train.datamodule import field_to_tensor
 
     data = cdsprites_dataset(level=1, train_size=n_batches * batch_size, val_size=1, test_size=1, seed=0)
@@ -79,7 +79,7 @@ def _batches(n_batches: int, batch_size: int) -> list[dict[str, torch.Tensor]]:
 
 
 def _field_specs() -> dict[str, dict[str, Any]]:
-    from repscope.data.sprites.datasets import cdsprites_dataset
+    from repscope.data.multimodal.datasets import cdsprites_dataset
 
     fields = cdsprites_dataset(level=1, train_size=1, val_size=1, test_size=1).fields
     return {name: {"shape": list(spec.shape), "classes": spec.classes} for name, spec in fields.items()}

@@ -27,8 +27,8 @@ def _rate(count: int, seconds: float) -> float:
 
 
 def cdsprites_rates(level: int, samples: int, batch_size: int) -> dict[str, float]:
+    from repscope.data.multimodal.cdsprites import CdSpritesPlus
     from repscope.data.registry import load_dataset
-    from repscope.data.sprites.cdsprites import CdSpritesPlus
     from repscope.train.datamodule import SplitView, loader
 
     gen = CdSpritesPlus(level, size=samples, seed=0)
@@ -59,7 +59,7 @@ def cdsprites_rates(level: int, samples: int, batch_size: int) -> dict[str, floa
 
 def _whole_frame_render(classes: np.ndarray) -> np.ndarray:
     """The replaced dSprites rasteriser: all 64x64 pixel centres tested against all three shapes."""
-    from repscope.data.sprites import dsprites as d
+    from repscope.data import dsprites as d
 
     values = d.classes_to_values(classes)
     shape = classes[:, 1][:, None, None]
@@ -79,7 +79,7 @@ def _whole_frame_render(classes: np.ndarray) -> np.ndarray:
 
 
 def dsprites_rates(samples: int) -> tuple[dict[str, float], bool]:
-    from repscope.data.sprites import dsprites
+    from repscope.data import dsprites
 
     classes = dsprites.index_to_classes(np.random.default_rng(0).choice(dsprites.TOTAL, samples, replace=False))
     rates, images = {}, {}

@@ -6,7 +6,7 @@ Everything is measured in one run, each figure beside the baseline it is compare
   ``$REPSCOPE_HOME`` (the texture bank is drawn, then stored under ``textures/``) and again with the bank
   cached (read and checked); levels 1-2 use no textures, so there the two differ by noise only;
 * ``eager imports``: what the command paid before it imported only what it uses: a process that imports
-  torch, Lightning and matplotlib (what ``repscope.studies.sprites.commands`` pulled in through the
+  torch, Lightning and matplotlib (what ``repscope.studies.multimodal.dataset_commands`` pulled in through the
   attribute classifiers and the figures) on top of the command's own imports;
 * samples/s of `sprites generate --level 5 --n S` from the command line (start-up included) against the
   generator in this process (``CdSpritesPlus.batches``, bank already built), the rate a long run tends to;
@@ -75,7 +75,7 @@ def cold_and_warm(level: int, n: int, repeats: int, scratch: Path) -> tuple[floa
 
 def eager_import_seconds(repeats: int, scratch: Path) -> tuple[float, float]:
     """Median seconds of a process importing the command's modules alone, and with torch, Lightning, matplotlib."""
-    own = "import repscope.cli.sprites, repscope.studies.sprites.commands"
+    own = "import repscope.cli.sprites, repscope.studies.multimodal.dataset_commands"
     eager = own + "; import torch, lightning, matplotlib.pyplot"
     env = _env(scratch / "imports")
     alone = [_timed([sys.executable, "-c", own], env) for _ in range(repeats)]
@@ -85,7 +85,7 @@ def eager_import_seconds(repeats: int, scratch: Path) -> tuple[float, float]:
 
 def in_process_rate(level: int, samples: int) -> float:
     """Samples/s of the generator in this process, its bank built before the clock starts."""
-    from repscope.data.sprites.cdsprites import CdSpritesPlus
+    from repscope.data.multimodal.cdsprites import CdSpritesPlus
 
     generator = CdSpritesPlus(level, size=samples, seed=0)
     generator.batch([0])

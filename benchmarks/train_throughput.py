@@ -90,9 +90,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     from repscope.data.morpho.training_sets import TrainingSet, as_dataset
-    from repscope.data.sprites.datasets import dsprites_dataset
+    from repscope.data.multimodal.datasets import dsprites_dataset
     from repscope.train.datamodule import DatasetModule
-    from repscope.train.run import quiet_lightning
+    from repscope.train.fitting import quiet_lightning
     from repscope.train.tasks import SupervisedTask, VAETask
 
     quiet_lightning()

@@ -2,7 +2,7 @@
 adversarial-robustness-toolbox's own ``PixelAttack`` / ``ThresholdAttack`` (``es=0``) on one LeNet-5.
 
 Both run the same search with the same cma seeds (ART's ``cma.CMAEvolutionStrategy`` is patched during
-its call to take the seed :func:`repscope.attacks.attack_seed` gives ours), the same budget
+its call to take the seed :func:`repscope.studies.zeroshot.attacks.attack_seed` gives ours), the same budget
 (``max_iter``) and the same model: ART through its ``PyTorchClassifier`` (one forward pass per
 candidate, one more per iteration for ``xbest``, one at the end), ours through a ``predict`` that
 runs the population as one batch. For each norm and threshold the table gives the success counts of
@@ -31,10 +31,10 @@ import threadpoolctl
 import torch
 from torch import nn
 
-from repscope.attacks import PAPER_THRESHOLDS, attack, attack_seed
 from repscope.data.morpho.training_sets import load_digits
+from repscope.studies.zeroshot.attacks import PAPER_THRESHOLDS, attack, attack_seed
 from repscope.train.config import TrainConfig
-from repscope.train.run import fit, load_task
+from repscope.train.fitting import fit, load_task
 
 
 class SoftLabels(nn.Module):

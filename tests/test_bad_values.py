@@ -12,8 +12,8 @@ import pytest
 
 from repscope.data.candle.dataset import folder_records
 from repscope.errors import DataFormatError, InvalidArgumentError, one_line, shown
-from repscope.studies.disentangle.score import read_codes_npz
-from repscope.studies.mmvae.commands import check_holds_a_sweep
+from repscope.studies.candle.score_arrays import read_codes_npz
+from repscope.studies.multimodal.run_commands import check_holds_a_sweep
 from repscope.validation import check_factors_codes
 
 _PROGRESS = re.compile(r"repscope [\w -]+: [\d.]+ s elapsed")
@@ -137,7 +137,9 @@ def test_a_sweep_resumed_into_a_folder_of_other_files_is_refused_and_the_folder_
 ):
     ran = []
     # a stand-in for the training of a point: were the refusal missing, the points would run (and write) at once
-    monkeypatch.setattr("repscope.studies.mmvae.train.sweep_point", lambda overrides, run_dir, *a, **k: ran.append(1))
+    monkeypatch.setattr(
+        "repscope.studies.multimodal.train.sweep_point", lambda overrides, run_dir, *a, **k: ran.append(1)
+    )
     folder = tmp_path / "mine"
     folder.mkdir()
     (folder / "notes.txt").write_text("my notes\n")

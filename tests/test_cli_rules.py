@@ -105,7 +105,7 @@ def test_a_config_key_option_and_a_trainer_flag_win_over_quick(capsys, tmp_path,
 
 def test_mmvae_sweep_points_keep_the_set_over_quick(tmp_path):
     """A sweep loads every point again (load_multimodal_config): --set wins there too."""
-    from repscope.studies.mmvae.train import load_multimodal_config
+    from repscope.studies.multimodal.train import load_multimodal_config
 
     config, _ = load_multimodal_config(None, ["epochs=7", "data.train_size=4000"], quick=True)
     assert config.epochs == 7 and config.data.train_size == 4000

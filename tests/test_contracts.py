@@ -36,8 +36,8 @@ from repscope.data.registry import DATASETS, load_dataset
 from repscope.studies.registry import STUDIES
 from repscope.train.config import Named, TrainConfig
 from repscope.train.datamodule import DatasetModule
+from repscope.train.fitting import build_task, load_task
 from repscope.train.registry import MODELS, task_class
-from repscope.train.run import build_task, load_task
 from repscope.train.tasks.base import Classifier, Encoder, Generator, channels_last_shape
 from repscope.train.tasks.vae import VAETask
 
@@ -399,7 +399,7 @@ def test_every_dataset_names_its_sizes_and_folder_alike(name):
 def test_a_config_with_an_old_parameter_name_is_told_the_new_one(tmp_path):
     from repscope.config import load_config
     from repscope.errors import InvalidArgumentError
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     path = tmp_path / "old.yaml"
     path.write_text("model: {name: lenet5}\ndata: {name: digits, params: {max_train: 40, root: /x}}\n")

@@ -13,7 +13,7 @@ from repscope.data.registry import load_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.train.config import TrainConfig
 from repscope.train.datamodule import DatasetModule, DeviceBatches, DeviceStore, SplitView, loader
-from repscope.train.run import build_task
+from repscope.train.fitting import build_task
 
 STEPS = 20
 # MVAE's step on 64x64 colour images costs ~1.5 s on a CPU core: 6 steps (one epoch of 120 rows at batch
@@ -135,7 +135,7 @@ def test_auto_holds_in_memory_data_and_leaves_generated_data_to_the_loader_on_th
 
 
 def test_a_run_records_how_its_batches_were_served(tmp_path):
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     config = TrainConfig.model_validate(
         {
@@ -156,7 +156,7 @@ def test_a_run_records_how_its_batches_were_served(tmp_path):
 
 @pytest.mark.slow  # inductor compiles C++ kernels: about a minute on 2 cores
 def test_compiled_networks_train_to_the_same_losses_and_save_the_same_keys(tmp_path):
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     def run(mode: str):
         config = TrainConfig.model_validate(

@@ -172,7 +172,7 @@ def test_a_read_only_out_is_refused_before_any_work(run_cli, tmp_path, monkeypat
 
 
 def test_a_read_only_out_of_train_is_refused_before_the_data_is_read(run_cli, tmp_path, monkeypatch):
-    from repscope.train import run as train_run
+    from repscope.train import fitting as train_run
 
     config = tmp_path / "train.yaml"
     config.write_text(yaml.safe_dump(TINY_TRAIN))
@@ -205,7 +205,7 @@ def test_a_name_longer_than_the_file_system_allows_is_one_line(run_cli, tmp_path
 
 def test_a_refusal_no_writer_named_is_still_one_line(run_cli, tmp_path, monkeypatch):
     """The CLI's last resort: a full disk raised where no writer caught it."""
-    from repscope.studies.sprites import commands
+    from repscope.studies.multimodal import dataset_commands as commands
 
     culprit = tmp_path / "set" / "images.npy"
 
@@ -268,7 +268,7 @@ class _FullDiskTrainer:
 
 
 def test_a_checkpoint_save_on_a_full_disk_names_the_checkpoint(tmp_path):
-    from repscope.train.run import save_checkpoint_atomically
+    from repscope.train.fitting import save_checkpoint_atomically
 
     last = tmp_path / "checkpoints" / "last.ckpt"
     last.parent.mkdir()
@@ -363,7 +363,7 @@ def test_a_generated_split_beyond_the_memory_is_refused_naming_its_rows(run_cli,
 
 
 def test_invariance_steps_whose_variance_matrix_exceeds_the_memory_are_refused_before_listing_them():
-    from repscope.data.invariance_transforms import rotation_family
+    from repscope.data.invariance.transforms import rotation_family
     from repscope.errors import InvalidArgumentError
 
     steps = 10**9 + 1  # a billion transformations: 8 * steps**2 bytes for each position's matrix

@@ -13,15 +13,15 @@ import yaml
 from repscope.cli import main
 from repscope.config import load_config
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec, GeneratorSplit
+from repscope.data.multimodal.cdsprites import CdSpritesPlus
+from repscope.data.multimodal.datasets import cdsprites_dataset, dsprites_dataset
 from repscope.data.registry import DATASETS, load_dataset
-from repscope.data.sprites.cdsprites import CdSpritesPlus
-from repscope.data.sprites.datasets import cdsprites_dataset, dsprites_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.studies.registry import STUDIES
 from repscope.train.config import Named, TrainConfig
 from repscope.train.datamodule import DatasetModule
+from repscope.train.fitting import build_task, fit, load_task
 from repscope.train.registry import MODELS
-from repscope.train.run import build_task, fit, load_task
 
 SMALL_DIGITS = {
     "name": "digits",
@@ -77,7 +77,7 @@ def test_morpho_mnist_targets_are_fields_of_their_kind():
 
 
 def test_dsprites_dataset_splits_are_disjoint_and_images_match_the_grid():
-    from repscope.data.sprites import dsprites
+    from repscope.data import dsprites
 
     dataset = dsprites_dataset(train_size=500, test_size=100, seed=3, target="shape")
     train, test = dataset.split("train"), dataset.split("test")

@@ -183,7 +183,7 @@ def test_cli_reads_of_bad_npz_end_in_one_line(tmp_path, capsys, make, command):
 
 
 def test_pickled_dsprites_npz_is_never_unpickled(tmp_path):
-    from repscope.data.sprites.dsprites import read_npz
+    from repscope.data.dsprites import read_npz
     from repscope.errors import DataFormatError
 
     path = tmp_path / "dsprites.npz"

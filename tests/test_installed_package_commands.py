@@ -161,7 +161,7 @@ def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_
     $REPSCOPE_HOME and nothing trained, at every level."""
     target, empty = installed
     script = (
-        "import json; from repscope.studies.sprites import classifiers as c\n"
+        "import json; from repscope.studies.multimodal import classifiers as c\n"
         "c._train_locked = None  # training would fail: the package's own must be found\n"
         "print(json.dumps([str(c.load_classifiers(level).directory) for level in (1, 2, 3, 4, 5)]))\n"
     )
@@ -176,7 +176,7 @@ def test_the_installed_package_carries_its_dsprites_judges(installed, tmp_path):
     loads its weights from there."""
     target, empty = installed
     script = (
-        "import json; from repscope.studies.disentangle.cg import classifiers_folder, trained_factor_classifiers\n"
+        "import json; from repscope.studies.candle.cg import classifiers_folder, trained_factor_classifiers\n"
         "from repscope.train.reader import open_run\n"
         "folder = classifiers_folder('packaged', 'dsprites')\n"
         "names = ['shape', 'scale', 'orientation', 'posX', 'posY']\n"

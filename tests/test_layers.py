@@ -10,14 +10,13 @@ module of repscope (``data``, ``models``, ``sweeps``, ...). The order, lowest fi
     models      torch modules
     metrics     pure functions on arrays: no torch, lightning, models or train
     report      figures and the HTML report (reads data and metrics, e.g. soft labels)
-    runs        the run directory, which writes its figures through report.figures
-    train, attacks
-                fitting a model (writes a run and its training report), attacks
+    run_directory  the run directory, which writes its figures through report.figures
+    train       fitting a model (writes a run and its training report)
     studies     a paper's experiment: all of the above
     cli         the typer app (and __main__)
 
-``report`` and ``runs`` sit below ``train``, not beside ``studies``: ``train.run`` writes a run
-directory and its training report, and ``runs`` imports ``report.figures`` to write PNGs, while
+``report`` and ``run_directory`` sit below ``train``, not beside ``studies``: ``train.fitting`` writes a run
+directory and its training report, and ``run_directory`` imports ``report.figures`` to write PNGs, while
 ``report`` itself needs nothing above ``metrics``. ``sweeps`` is machinery like ``pools``: it runs
 any ``"module:function"`` it is given on worker processes or Ray, so data (the sharded CANDLE render),
 training and studies all use it.
@@ -59,8 +58,8 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"models"}),
     frozenset({"metrics"}),
     frozenset({"report"}),
-    frozenset({"runs"}),
-    frozenset({"train", "attacks"}),
+    frozenset({"run_directory"}),
+    frozenset({"train"}),
     frozenset({"studies"}),
     frozenset({"cli", "__main__"}),
 )

@@ -17,9 +17,9 @@ from torch.utils.data import DataLoader, TensorDataset
 
 from repscope.data.sources import load_source
 from repscope.errors import InvalidArgumentError
-from repscope.models.classifiers import MLP, LeNet5, knn_baseline, svm_baseline
-from repscope.models.codes import INFOGAN_SETTINGS, CodeSpec
-from repscope.models.mnist_gan import Discriminator, DiscriminatorTrunk, Encoder, Generator, RecognitionHead
+from repscope.models.morpho.baselines import MLP, LeNet5, knn_baseline, svm_baseline
+from repscope.models.morpho.infogan import Discriminator, DiscriminatorTrunk, Encoder, Generator, RecognitionHead
+from repscope.models.morpho.infogan_codes import INFOGAN_SETTINGS, CodeSpec
 from repscope.train.tasks import GANTask, InfoGANTask, SupervisedTask, VAETask
 
 for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):

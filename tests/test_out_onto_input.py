@@ -23,7 +23,7 @@ from repscope.cli import app
 from repscope.data.idx import write_mnist_pair
 from repscope.errors import OutputExistsError, OutputOntoInputError
 from repscope.outputs import CommandInput, inputs_in_mapping, output_target, prepare_output, refuse_output_onto_inputs
-from repscope.runs import RunDirectory
+from repscope.run_directory import RunDirectory
 
 # --------------------------------------------------------------------------------------------
 # the mechanism

@@ -426,7 +426,7 @@ CONFIG = {
 
 
 def test_a_resumed_training_reports_its_whole_training_time(tmp_path, run_cli, monkeypatch):
-    from repscope.train.run import read_checkpoint
+    from repscope.train.fitting import read_checkpoint
 
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     config = tmp_path / "train.yaml"
@@ -458,7 +458,7 @@ def test_a_resumed_training_reports_its_whole_training_time(tmp_path, run_cli, m
 def test_a_resume_from_a_checkpoint_without_its_time_counts_this_session_only(tmp_path, monkeypatch):
     from repscope.config import load_config
     from repscope.train.config import TrainConfig
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     path = tmp_path / "train.yaml"

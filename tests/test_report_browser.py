@@ -59,7 +59,8 @@ GOOD_PNG = _png()
 BAD_PAGE = """<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>bad</title></head><body style="margin: 8px">
 <h2>Intro</h2>
-<p>Each model writes ``metrics.json`` (see :mod:`repscope.runs`), files under softlabels/<architecture>.npz.</p>
+<p>Each model writes ``metrics.json`` (see :mod:`repscope.run_directory`),
+files under softlabels/<architecture>.npz.</p>
 <h2>Numbers</h2>
 <div style="overflow-x: auto"><table style="width: 3000px"><tr><td>wide</td></tr></table></div>
 <img src="data:image/png;base64,iVBORw0KGgo=" alt="traversal of model A">
@@ -89,7 +90,7 @@ def test_a_bad_page_shows_each_problem(tmp_path):
         'image 1 of 2 ("traversal of model A") did not load (an embedded image)'
     ]
     assert any("reStructuredText literal" in p and "``metrics.json``" in p for p in problems)
-    assert any("reStructuredText role" in p and ":mod:`repscope.runs`" in p for p in problems)
+    assert any("reStructuredText role" in p and ":mod:`repscope.run_directory`" in p for p in problems)
     assert any("<architecture>" in p and "unescaped" in p for p in problems)
     assert len(problems) == 5, problems  # the ``...`` inside <pre> is not a leak
 
@@ -127,7 +128,9 @@ def test_a_report_with_the_widest_tables_and_docstring_prose_passes(tmp_path):
         }
     )
     report = Report("Widest tables", quick=True)
-    report.add_paragraph("Each model writes ``metrics.json`` (:mod:`repscope.runs`, :func:`~repscope.runs.a`).")
+    report.add_paragraph(
+        "Each model writes ``metrics.json`` (:mod:`repscope.run_directory`, :func:`~repscope.run_directory.a`)."
+    )
     report.add_table(features, title="The 16 features", caption="A caption that runs on " * 30)
     report.add_table(mmd, title="MMD", labels=True)
     report.warning("judge accuracy 0.11 is at chance: ``cg`` is meaningless")
@@ -159,7 +162,7 @@ def _training(tmp_path):
 def _invariance_test(tmp_path):
     import torch
 
-    from repscope.models.simplenet import SimpleNet
+    from repscope.models.invariance.simplenet import SimpleNet
 
     torch.manual_seed(0)
     weights = tmp_path / "cnn5.pt"
@@ -171,7 +174,7 @@ def _invariance_test(tmp_path):
 
 
 def _sprites_coherency(tmp_path):
-    from repscope.data.sprites.attributes import compose_captions
+    from repscope.data.multimodal.attributes import compose_captions
 
     truth = compose_captions(2, np.array([[0, 0], [1, 1], [2, 0], [0, 1]]))
     folder = tmp_path / "outputs" / "image_to_text"
@@ -238,7 +241,7 @@ def _invariance_assess(tmp_path):
 
 
 def _mmvae_leaderboard(tmp_path):
-    from repscope.studies.mmvae.leaderboard import build_leaderboard
+    from repscope.studies.multimodal.leaderboard import build_leaderboard
 
     keys = ("text_to_image_strict", "text_to_image_features", "image_to_text_strict", "image_to_text_features")
     keys += ("image_to_text_letters", "joint_strict", "joint_features")
@@ -261,8 +264,8 @@ def _mmvae_leaderboard(tmp_path):
 
 
 def _disentangle_study(tmp_path):
+    from repscope.studies.candle.disentanglement import DisentangleStudyConfig, run_disentangle_study
     from repscope.studies.common import MemberModel
-    from repscope.studies.disentangle.study import DisentangleStudyConfig, run_disentangle_study
 
     config = DisentangleStudyConfig(
         data={"name": "dsprites", "params": {"train_size": 256, "test_size": 64}},
@@ -285,7 +288,7 @@ def _morpho_supervised(tmp_path):
 
 
 def _morpho_disentangle(tmp_path):
-    from repscope.studies.morpho.disentangle import DisentangleConfig, run_disentangle
+    from repscope.studies.morpho.infogan import DisentangleConfig, run_disentangle
 
     config = DisentangleConfig(
         **TINY_MORPHO,
@@ -307,7 +310,7 @@ class _ShapeZeroClassifiers:
         return np.zeros((len(images), 1), np.int64), np.ones((len(images), 1))
 
     def judge(self, images):
-        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+        from repscope.studies.multimodal.judges import Judgement  # noqa: PLC0415
 
         table, confidence = self.predict_with_confidence(images)
         return Judgement(table, confidence, np.ones(len(images), bool), np.zeros(len(images)))
@@ -317,9 +320,9 @@ class _ShapeZeroClassifiers:
 
 
 def _mmvae_evaluation(tmp_path):
-    from repscope.studies.mmvae.evaluate import evaluate_run
+    from repscope.studies.multimodal.evaluate import evaluate_run
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     text = {"width": 16, "layers": 1, "hidden": 32}
     networks = {
@@ -336,7 +339,8 @@ def _mmvae_evaluation(tmp_path):
     fit(config, out=tmp_path / "run", report=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            "repscope.studies.sprites.coherency.load_classifiers", lambda level, trainer=None: _ShapeZeroClassifiers()
+            "repscope.studies.multimodal.coherency.load_classifiers",
+            lambda level, trainer=None: _ShapeZeroClassifiers(),
         )
         evaluate_run(tmp_path / "run", n=24, seed=1, k=4, n_analysis=24)
     return tmp_path / "run" / "evaluation" / "report.html"

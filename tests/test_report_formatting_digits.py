@@ -109,11 +109,11 @@ def test_table_labels_from_a_mapping_with_the_readable_fallback():
 
 def test_restructured_text_becomes_html():
     text = (
-        "Writes ``metrics.json`` per run (:mod:`repscope.runs`, :func:`~repscope.runs.write_report`, "
+        "Writes ``metrics.json`` per run (:mod:`repscope.run_directory`, :func:`~repscope.run_directory.write_report`, "
         ":ref:`the guide <guide>`); `n` models, **all** of them, *once*; 2*3 and a * b stay."
     )
     assert inline_html(text) == (
-        "Writes <code>metrics.json</code> per run (<code>repscope.runs</code>, <code>write_report</code>, "
+        "Writes <code>metrics.json</code> per run (<code>repscope.run_directory</code>, <code>write_report</code>, "
         "<code>the guide</code>); <code>n</code> models, <strong>all</strong> of them, <em>once</em>; "
         "2*3 and a * b stay."
     )

@@ -20,11 +20,11 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-import repscope.train.run as train_run
+import repscope.train.fitting as train_run
 from repscope.config import load_config
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.train.config import TrainConfig
-from repscope.train.run import check_same_training, fit, read_checkpoint
+from repscope.train.fitting import check_same_training, fit, read_checkpoint
 
 for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
     logging.getLogger(_name).setLevel(logging.ERROR)

@@ -25,10 +25,10 @@ import pytest
 import torch
 from lightning.pytorch.callbacks import Callback
 
-import repscope.train.run as train_run
+import repscope.train.fitting as train_run
 from repscope.train.config import TrainConfig
+from repscope.train.fitting import fit, read_checkpoint
 from repscope.train.registry import MODELS, task_class
-from repscope.train.run import fit, read_checkpoint
 
 for _name in ("lightning.pytorch", "lightning.fabric", "lightning"):
     logging.getLogger(_name).setLevel(logging.ERROR)

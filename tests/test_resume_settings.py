@@ -94,7 +94,7 @@ def test_a_long_value_is_cut():
 @pytest.fixture
 def mmvae_run(tmp_path):
     """A run directory as ``mmvae train`` leaves it (its config.yaml, with the multimodal config as origin)."""
-    from repscope.studies.mmvae.train import load_multimodal_config
+    from repscope.studies.multimodal.train import load_multimodal_config
 
     config, _ = load_multimodal_config(None, ["latent_dim=4", "beta=1.0"])
     run = tmp_path / "run"
@@ -108,7 +108,7 @@ def mmvae_run(tmp_path):
 
 
 def test_mmvae_train_resume_names_every_change_and_lets_the_trainer_move(mmvae_run):
-    from repscope.studies.mmvae.train import check_same_run, load_multimodal_config
+    from repscope.studies.multimodal.train import check_same_run, load_multimodal_config
 
     given, _ = load_multimodal_config(None, ["latent_dim=4", "beta=1.0", "epochs=30", "evaluation.n=50"])
     moved(given.trainer)
@@ -125,7 +125,7 @@ def test_mmvae_train_cli_refuses_a_changed_config_before_training(mmvae_run, run
     def no_fit(*args, **kwargs):
         raise AssertionError("a model was trained")
 
-    monkeypatch.setattr("repscope.studies.mmvae.train.fit", no_fit)
+    monkeypatch.setattr("repscope.studies.multimodal.train.fit", no_fit)
     before = mmvae_run.joinpath("config.yaml").read_bytes()
     args = ["mmvae", "train", "--out", str(mmvae_run), "--resume", "--no-evaluate"]
     code, _, err = run_cli([*args, "--set", "latent_dim=4", "--set", "beta=3.0", "--logger", "none"])
@@ -207,7 +207,7 @@ def test_morpho_study_resume_lets_the_trainer_move_and_names_every_change(tmp_pa
 
 
 def test_disentangle_study_resume_lets_the_trainer_move_and_names_every_change(tmp_path):
-    from repscope.studies.disentangle.study import DisentangleStudyConfig, check_same_study
+    from repscope.studies.candle.disentanglement import DisentangleStudyConfig, check_same_study
 
     config = DisentangleStudyConfig()
     out = tmp_path / "study"

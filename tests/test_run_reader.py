@@ -13,10 +13,10 @@ import yaml
 
 from repscope import __version__
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.runs import read_config, read_metrics
+from repscope.run_directory import read_config, read_metrics
 from repscope.train import TrainedRun, open_run
 from repscope.train.config import Named, TrainConfig, TrainerSection
-from repscope.train.run import fit, load_task
+from repscope.train.fitting import fit, load_task
 
 TINY_DATA = {"source": "mnist-sample", "train_size": 120, "test_size": 40, "target": "label"}
 ORIGIN = {"command": "a study", "config": {"models": ["mlp"], "rounds": 2}}
@@ -169,8 +169,8 @@ def test_a_multimodal_run_of_before_keeps_its_config_file_as_the_origin(tmp_path
 
 
 def test_the_cdsprites_level_is_the_configs_else_the_loaders_default(tmp_path):
-    from repscope.data.sprites.datasets import cdsprites_dataset
-    from repscope.studies.mmvae.leaderboard import cdsprites_level, open_cdsprites_run
+    from repscope.data.multimodal.datasets import cdsprites_dataset
+    from repscope.studies.multimodal.leaderboard import cdsprites_level, open_cdsprites_run
 
     unset = write_run(tmp_path / "unset", model={"name": "mmvae"}, data={"name": "cdsprites"})
     default = inspect.signature(cdsprites_dataset).parameters["level"].default

@@ -16,7 +16,7 @@ import repscope
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import TEMP_PREFIX
 from repscope.report.figures import PNG_SIGNATURE, new_figure
-from repscope.runs import RunDirectory, to_plain, validate_name
+from repscope.run_directory import RunDirectory, to_plain, validate_name
 
 NOW = datetime(2024, 5, 17, 9, 3, 7)
 

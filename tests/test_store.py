@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from repscope.data import store
-from repscope.data.sprites import h5
-from repscope.data.sprites.attributes import ATTRIBUTES, compose_captions
-from repscope.data.sprites.dsprites import FACTOR_NAMES, FACTOR_SIZES
+from repscope.data.dsprites import FACTOR_NAMES, FACTOR_SIZES
+from repscope.data.multimodal import h5
+from repscope.data.multimodal.attributes import ATTRIBUTES, compose_captions
 from repscope.errors import (
     ChecksumError,
     DataFormatError,

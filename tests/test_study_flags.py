@@ -8,7 +8,7 @@ without one before anything trains, is switched off. Every Trainer of a training
 "gpu" (issue 27: the factor classifiers of ``disentangle study`` trained on the CPU), and at least the
 trainings the command runs must have happened, so a command that trains nothing cannot pass.
 
-:func:`repscope.train.run.evaluate_task`'s Trainer (the validation pass over the test split after a
+:func:`repscope.train.fitting.evaluate_task`'s Trainer (the validation pass over the test split after a
 training) is counted too: it runs where the training ran. To keep the file short, steps that train
 nothing are replaced: the zero-shot report's Isomap / t-SNE projections, and the CANDLE study's scoring
 and traversals (the same code runs in the dSprites study here; tests/candle runs it on CANDLE).
@@ -52,9 +52,9 @@ def trainers(monkeypatch, shared_home):
             records.append((str(accelerator), sys._getframe(1).f_code.co_name))
             super().__init__(*args, accelerator="cpu", **kwargs)
 
-    # repscope.train.run builds every Trainer as pl.Trainer (lightning.pytorch's attribute)
+    # repscope.train.fitting builds every Trainer as pl.Trainer (lightning.pytorch's attribute)
     monkeypatch.setattr(pl, "Trainer", RecordingTrainer)
-    monkeypatch.setattr("repscope.train.run.check_trainer", lambda config: None)
+    monkeypatch.setattr("repscope.train.fitting.check_trainer", lambda config: None)
     monkeypatch.setenv("REPSCOPE_HOME", str(shared_home))
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     # figures that train nothing and take seconds (t-SNE)
@@ -114,7 +114,7 @@ def _candle_folder(root: Path) -> Path:
 
 def _sprite_outputs(root: Path) -> Path:
     """A model's outputs at CdSprites+ level 1 (text -> image only): true captions and their images."""
-    from repscope.data.sprites.cdsprites import CdSpritesPlus
+    from repscope.data.multimodal.cdsprites import CdSpritesPlus
 
     images, captions, _ = CdSpritesPlus(1, size=8, seed=0, split="test").batch(np.arange(8))
     (root / "text_to_image").mkdir(parents=True)
@@ -127,7 +127,7 @@ def _sprite_outputs(root: Path) -> Path:
 def tiny_attribute_classifiers(monkeypatch, tmp_path):
     """No CdSprites+ attribute classifiers cached (a REPSCOPE_HOME of its own) nor packaged, so that they train
     on first use, with their defaults shrunk."""
-    import repscope.studies.sprites.classifiers as classifiers
+    import repscope.studies.multimodal.judges as classifiers
 
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "sprites-home"))
     monkeypatch.setattr(classifiers, "PACKAGED_DIR", tmp_path / "no-packaged-judges")  # nor those of the package
@@ -296,8 +296,8 @@ def test_the_accelerator_reaches_every_training(command, trainers, tmp_path, mon
     if command == "sprites evaluate":
         request.getfixturevalue("tiny_attribute_classifiers")
     if command == "candle study":  # its scoring trains nothing (see the module docstring)
-        monkeypatch.setattr("repscope.studies.disentangle.study.score_model", _no_scores)
-        monkeypatch.setattr("repscope.studies.disentangle.study.traversal_images", _no_images)
+        monkeypatch.setattr("repscope.studies.candle.disentanglement.score_model", _no_scores)
+        monkeypatch.setattr("repscope.studies.candle.disentanglement.traversal_images", _no_images)
     arguments, expected = CASES[command](tmp_path)
     result = CliRunner().invoke(app, [*command.split(), *arguments, "--accelerator", "gpu"])
     _check(result, trainers, expected)
@@ -317,7 +317,7 @@ def test_disentangle_classifiers_take_the_flags(trainers, tmp_path):
 
 
 def test_sprites_classifier_commands_take_the_flags(trainers, tmp_path, tiny_attribute_classifiers):
-    from repscope.studies.sprites.commands import generate_cdsprites
+    from repscope.studies.multimodal.dataset_commands import generate_cdsprites
 
     trained = ["sprites", "train-classifiers", "--level", "1", "--train-size", "64", "--val-size", "32"]
     _check(CliRunner().invoke(app, [*trained, "--epochs", "1", "--accelerator", "gpu"]), trainers, 1)

@@ -14,7 +14,7 @@ from repscope.cli import app, main
 from repscope.config import apply_overrides, load_config, shipped_config_path
 from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError
 from repscope.train.config import TrainConfig
-from repscope.train.run import fit, load_task, read_checkpoint
+from repscope.train.fitting import fit, load_task, read_checkpoint
 
 SMALL_DATA = {
     "name": "digits",
@@ -120,7 +120,7 @@ def test_the_training_report_is_drawn_without_warnings(lenet_run):
     import warnings
 
     from repscope.report.training import training_report
-    from repscope.train.run import epoch_curves
+    from repscope.train.fitting import epoch_curves
 
     outcome, root = lenet_run
     config = load_config(root / "lenet.yaml", TrainConfig)

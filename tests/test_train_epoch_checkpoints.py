@@ -11,10 +11,10 @@ import torch
 import yaml
 from lightning.pytorch.callbacks import Callback
 
-import repscope.train.run as train_run
+import repscope.train.fitting as train_run
 from repscope.config import load_config
 from repscope.train.config import TrainConfig
-from repscope.train.run import fit, read_checkpoint, resume_epoch, save_checkpoint_atomically
+from repscope.train.fitting import fit, read_checkpoint, resume_epoch, save_checkpoint_atomically
 
 CONFIG = {
     "model": {"name": "lenet5", "params": {"lr": 0.002}},

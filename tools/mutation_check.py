@@ -90,7 +90,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "cdsprites-red-green-swapped",
-        ("src/repscope/data/sprites/attributes.py",),
+        ("src/repscope/data/multimodal/attributes.py",),
         '    "red": (192, 64, 0),\n    "green": (10, 107, 60),\n',
         '    "red": (10, 107, 60),\n    "green": (192, 64, 0),\n',
         ("tests/sprites/test_cdsprites.py::test_colour_words_name_the_hue_of_the_shape",),
@@ -98,7 +98,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "train-seed-ignored",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         "pl.seed_everything(config.seed, workers=True, verbose=False)",
         "pl.seed_everything(0, workers=True, verbose=False)",
         ("tests/test_seeds.py::test_train_seed_sets_the_initial_weights",),
@@ -106,7 +106,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "classifier-init-seed-ignored",
-        ("src/repscope/studies/sprites/classifiers.py",),
+        ("src/repscope/studies/multimodal/judges.py",),
         "        batch_size=batch_size,\n        seed=seed,\n        num_workers=",
         "        batch_size=batch_size,\n        seed=0,\n        num_workers=",
         ("tests/test_seeds.py::test_classifier_seed_sets_the_weights_whatever_the_global_state",),
@@ -131,7 +131,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "caption-mask-one-short",
-        ("src/repscope/data/sprites/captions.py",),
+        ("src/repscope/data/multimodal/captions.py",),
         "mask[row, : len(codes)] = True",
         "mask[row, : len(codes) - 1] = True",
         (
@@ -150,7 +150,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dsprites-window-too-small",
-        ("src/repscope/data/sprites/dsprites.py",),
+        ("src/repscope/data/dsprites.py",),
         "PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) + 2",
         "PATCH_PX = int(np.ceil(2 * extent_px(SPRITE_RADIUS_PX))) - 1",
         ("tests/sprites/test_dsprites.py::test_window_drawing_equals_whole_frame_drawing",),
@@ -158,7 +158,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "textures-unseeded",
-        ("src/repscope/data/sprites/textures.py",),
+        ("src/repscope/data/multimodal/textures.py",),
         "procedural_photo(name, np.random.default_rng([self.seed, 7331, index, k]))",
         "procedural_photo(name, np.random.default_rng())",
         ("tests/sprites/test_cdsprites.py::test_loader_gives_the_same_bytes_with_zero_or_two_workers",),
@@ -166,7 +166,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "cdsprites-position-class-4-used",
-        ("src/repscope/data/sprites/cdsprites.py",),
+        ("src/repscope/data/multimodal/cdsprites.py",),
         "NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 5, 6, 7, 8, 9)",
         "NEAR_CLASSES: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)",
         ("tests/sprites/test_cdsprites.py::test_position_words_pick_the_reference_position_classes",),
@@ -174,7 +174,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "cdsprites-small-scale-class",
-        ("src/repscope/data/sprites/cdsprites.py",),
+        ("src/repscope/data/multimodal/cdsprites.py",),
         "SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 0)",
         "SIZE_SCALE_CLASSES: tuple[int, ...] = (5, 1)",
         ("tests/sprites/test_cdsprites.py::test_sizes_are_the_reference_scale_classes_and_level_1_is_big",),
@@ -182,7 +182,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dark-background-without-the-wrap",
-        ("src/repscope/data/sprites/textures.py",),
+        ("src/repscope/data/multimodal/textures.py",),
         "out[low] = (out[low].astype(np.int64) - DARKEN_BELOW) % 256",
         "out[low] = 0",
         ("tests/sprites/test_cdsprites.py::test_brightness_rules_by_hand",),
@@ -285,7 +285,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "toolkit-letters-over-the-generated-length",
-        ("src/repscope/metrics/toolkit_coherency.py",),
+        ("src/repscope/metrics/multimodal/toolkit_coherency.py",),
         "        letters = sum(a == b for a, b in zip(caption, true_caption)) / len(true_caption)\n",
         "        letters = sum(a == b for a, b in zip(caption, true_caption)) / max(len(caption), 1)\n",
         ("tests/sprites/test_toolkit_coherency.py",),
@@ -293,7 +293,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "paper-spread-without-rounding",
-        ("src/repscope/studies/mmvae/paper_table4.py",),
+        ("src/repscope/studies/multimodal/paper_table4.py",),
         "    return abs(ours - paper_mean) <= paper_std + ROUNDING[kind] + 1e-9\n",
         "    return abs(ours - paper_mean) <= paper_std + 1e-9\n",
         ("tests/mmvae/test_mmvae_leaderboard.py",),
@@ -301,7 +301,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "per-model-settings-of-the-files-model",
-        ("src/repscope/studies/mmvae/train.py",),
+        ("src/repscope/studies/multimodal/train.py",),
         '        if key.strip() == "model":\n',
         '        if key.strip() == "model" and False:\n',
         ("tests/mmvae/test_mmvae_train.py::test_the_paper_config_holds_the_papers_and_the_authors_settings",),
@@ -310,7 +310,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "compile-only-the-child-networks",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         '    methods = getattr(task, "compiled_methods", ())\n',
         "    methods = ()\n",
         ("tests/mmvae/test_no_host_sync.py::test_trainer_compile_traces_the_whole_multimodal_loss",),
@@ -400,7 +400,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "cnn5-without-its-second-dropout",
-        ("src/repscope/models/simplenet.py",),
+        ("src/repscope/models/invariance/simplenet.py",),
         "        x = self.pool(torch.relu(self.dropout(self.conv2(x))))",
         "        x = self.pool(torch.relu(self.conv2(x)))",
         ("tests/invariance/test_assess_reference.py::test_cnn5_forward_puts_dropout_where_the_reference_does",),
@@ -445,7 +445,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dqa-candidates-rounded",
-        ("src/repscope/studies/zeroshot/attack.py",),
+        ("src/repscope/studies/zeroshot/attack_study.py",),
         "    genes = candidates.astype(int)  # truncation toward zero",
         "    genes = np.rint(candidates).astype(int)  # truncation toward zero",
         (
@@ -455,7 +455,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dqa-threshold-genes-channel-first",
-        ("src/repscope/studies/zeroshot/attack.py",),
+        ("src/repscope/studies/zeroshot/attack_study.py",),
         "    values = image.ravel().astype(np.float64)",
         "    values = image.transpose(2, 0, 1).ravel().astype(np.float64)",
         (
@@ -501,7 +501,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "judge-held-to-raw-accuracy",
-        ("src/repscope/studies/disentangle/cg.py",),
+        ("src/repscope/studies/candle/cg.py",),
         'return {name: record["identifiable_accuracy"] for name, record in judge_records(folder).items()}',
         'return {name: record["accuracy"] for name, record in judge_records(folder).items()}',
         (
@@ -602,7 +602,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-prior-without-private-code",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "            log_p = log_prior(self.prior, z) + log_prior(self.prior, w)",
         "            log_p = log_prior(self.prior, z)",
         ("tests/mmvae/test_objective_terms.py::test_mmvae_plus_elbo_by_hand_with_every_weight_away_from_one",),
@@ -610,7 +610,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-likelihood-weight-dropped",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "spec.kind, output, target, scale=spec.scale, weight=spec.weight, mask=feature_mask, batch_dims=2",
         "spec.kind, output, target, scale=spec.scale, weight=1.0, mask=feature_mask, batch_dims=2",
         ("tests/mmvae/test_objective_terms.py::test_mmvae_plus_elbo_by_hand_with_every_weight_away_from_one",),
@@ -618,7 +618,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-cross-private-code-swapped",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "            code = w if name == source else self.auxiliary_sample(name, tuple(z.shape[:2]), generator)",
         "            code = w if name != source else self.auxiliary_sample(name, tuple(z.shape[:2]), generator)",
         ("tests/mmvae/test_objective_terms.py::test_mmvae_plus_elbo_by_hand_with_every_weight_away_from_one",),
@@ -726,7 +726,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "soft-labels-every-class-two-images",
-        ("src/repscope/data/softlabels.py",),
+        ("src/repscope/data/zeroshot/softlabels.py",),
         "    if all(len(values) < MIN_IMAGES for values in checked_loo):",
         "    if any(len(values) < MIN_IMAGES for values in checked_loo):",
         ("tests/zeroshot/test_zeroshot_bad_inputs.py::test_one_class_with_two_images_is_enough_and_scores_as_by_hand",),
@@ -750,7 +750,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "h5-read-errors-escape",
-        ("src/repscope/data/sprites/h5.py",),
+        ("src/repscope/data/multimodal/h5.py",),
         "    except (OSError, RuntimeError, ValueError) as error:",
         "    except (RuntimeError, ValueError) as error:",
         ("tests/sprites/test_image_bad_inputs.py::test_import_h5_names_the_rows_of_the_bad_chunk",),
@@ -766,7 +766,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-finite-check-any",
-        ("src/repscope/studies/mmvae/evaluate.py",),
+        ("src/repscope/studies/multimodal/evaluate.py",),
         "not bool(torch.isfinite(tensor).all())",
         "not bool(torch.isfinite(tensor).any())",
         (
@@ -776,7 +776,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-sweep-without-identity",
-        ("src/repscope/studies/mmvae/commands.py",),
+        ("src/repscope/studies/multimodal/run_commands.py",),
         '        identity=config.model_dump(mode="json"),',
         "        identity=None,",
         ("tests/mmvae/test_mmvae_bad_inputs.py::test_a_sweep_continued_with_another_set_or_grid_is_refused_naming_it",),
@@ -784,7 +784,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-loader-shuffle-state-lost",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         "                generator.set_state(state)",
         "                pass  # generator.set_state(state)",
         ("tests/test_train_epoch_checkpoints.py::test_resume_ends_where_an_uninterrupted_run_ends",),
@@ -818,7 +818,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "fit-seconds-only-since-resume",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         '"fit_seconds": round(seconds + (before or 0.0), 2)',
         '"fit_seconds": round(seconds, 2)',
         ("tests/test_progress_truth.py::test_a_resumed_training_reports_its_whole_training_time",),
@@ -836,7 +836,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dsprites-npz-count-lags",
-        ("src/repscope/data/sprites/dsprites.py",),
+        ("src/repscope/data/dsprites.py",),
         "update(min(start + chunk, count))",
         "update(start)",
         ("tests/sprites/test_sprites_visibility.py::test_writing_the_npz_layout_counts_drawing_then_compressing",),
@@ -844,7 +844,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "texture-cache-digest-unchecked",
-        ("src/repscope/data/sprites/textures.py",),
+        ("src/repscope/data/multimodal/textures.py",),
         'if meta.get("sha256") != _arrays_digest(key, arrays):',
         "if False:",
         ("tests/sprites/test_sprites_visibility.py::test_a_damaged_cache_file_is_drawn_again_not_trusted",),
@@ -936,7 +936,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "uc-membership-order-reversed",
-        ("src/repscope/report/disentangle_figures.py",),
+        ("src/repscope/report/candle_figures.py",),
         "key=lambda item: item[0], reverse=True)",
         "key=lambda item: item[0])",
         ("tests/candle/test_study_visibility.py::test_uc_membership_and_flat_images_by_hand",),
@@ -996,7 +996,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "leaderboard-unfinished-sent-to-evaluate",
-        ("src/repscope/studies/mmvae/leaderboard.py",),
+        ("src/repscope/studies/multimodal/leaderboard.py",),
         '    unfinished = [run for run in unevaluated if not (Path(run) / "metrics.json").is_file()]\n',
         "    unfinished = []\n",
         ("tests/mmvae/test_mmvae_leaderboard.py::test_mixed_up_inputs_are_refused_with_the_run_named",),
@@ -1020,7 +1020,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "coherency-reject-ignored",
-        ("src/repscope/metrics/coherency.py",),
+        ("src/repscope/metrics/multimodal/coherency.py",),
         "    result = _scores(level, (predicted == truth) & mask[:, None])\n",
         "    result = _scores(level, predicted == truth)\n",
         ("tests/sprites/test_coherency.py::test_an_unrecognised_image_is_wrong_on_every_attribute_by_hand",),
@@ -1028,7 +1028,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "joint-strict-ignores-reject",
-        ("src/repscope/metrics/coherency.py",),
+        ("src/repscope/metrics/multimodal/coherency.py",),
         "        bool(seen)\n        and isinstance(caption, str)\n",
         "        isinstance(caption, str)\n",
         ("tests/sprites/test_coherency.py::test_an_unrecognised_image_is_wrong_on_every_attribute_by_hand",),
@@ -1036,7 +1036,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "evaluate-drops-recognised",
-        ("src/repscope/studies/sprites/coherency.py",),
+        ("src/repscope/studies/multimodal/coherency.py",),
         "coherency.text_to_image(level, truth, predicted, judgement.recognised)",
         "coherency.text_to_image(level, truth, predicted)",
         (
@@ -1046,7 +1046,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "unusable-cache-unsaid",
-        ("src/repscope/studies/sprites/classifiers.py",),
+        ("src/repscope/studies/multimodal/judges.py",),
         "            if folder.exists():\n                print(\n",
         "            if False:\n                print(\n",
         (
@@ -1088,7 +1088,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "judges-image-size-unchecked",
-        ("src/repscope/studies/disentangle/cg.py",),
+        ("src/repscope/studies/candle/cg.py",),
         "        if trained != size:\n",
         "        if False:\n",
         (
@@ -1098,7 +1098,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "judges-dataset-unchecked",
-        ("src/repscope/studies/disentangle/cg.py",),
+        ("src/repscope/studies/candle/cg.py",),
         "        if run.data_name != data:\n",
         "        if False:\n",
         (
@@ -1125,7 +1125,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "packaged-judges-any-dataset",
-        ("src/repscope/studies/disentangle/cg.py",),
+        ("src/repscope/studies/candle/cg.py",),
         "    if data not in PACKAGED_JUDGES:\n",
         "    if False:\n",
         ("tests/candle/test_packaged_dsprites_judges.py::test_packaged_names_the_dsprites_judges_and_no_others",),
@@ -1133,7 +1133,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "packaged-judges-read-as-a-folder",
-        ("src/repscope/studies/disentangle/study.py",),
+        ("src/repscope/studies/candle/disentanglement.py",),
         "        judged_by = classifiers_folder(config.classifiers_dir, config.data.name)\n",
         "        judged_by = Path(config.classifiers_dir).expanduser()\n",
         (
@@ -1144,7 +1144,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "score-packaged-judges-unresolved",
-        ("src/repscope/studies/disentangle/cg.py",),
+        ("src/repscope/studies/candle/cg.py",),
         '    classifiers = classifiers_folder(classifiers, open_run(run_dir).data_name, "--classifiers")\n',
         "    classifiers = Path(classifiers)\n",
         (
@@ -1155,7 +1155,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "packaged-judge-weights-of-another-factor",
-        ("src/repscope/studies/disentangle/cg.py",),
+        ("src/repscope/studies/candle/cg.py",),
         "    return [open_run(folder / name).task() for name in names]\n",
         "    return [open_run(folder / names[0]).task() for name in names]\n",
         (
@@ -1166,7 +1166,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "attribute-cnn-first-stride-ignored",
-        ("src/repscope/models/sprite_cnn.py",),
+        ("src/repscope/models/multimodal/judge_cnn.py",),
         "stride=int(first_stride) if k == 0 else 2)",
         "stride=2)",
         ("tests/sprites/test_sprite_classifiers.py::test_attribute_cnn_full_resolution_and_max_readout_options",),
@@ -1174,7 +1174,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "attribute-cnn-max-readout-averages",
-        ("src/repscope/models/sprite_cnn.py",),
+        ("src/repscope/models/multimodal/judge_cnn.py",),
         "        anywhere = maps.amax(dim=(2, 3))\n",
         "        anywhere = maps.mean(dim=(2, 3))\n",
         ("tests/sprites/test_sprite_classifiers.py::test_the_max_readout_does_not_see_where_an_object_is",),
@@ -1193,7 +1193,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "shift-axes-swapped",
-        ("src/repscope/data/invariance_transforms.py",),
+        ("src/repscope/data/invariance/transforms.py",),
         "    rows = (torch.arange(height, device=images.device)[None, :] - moves[:, 1:2])",
         "    rows = (torch.arange(height, device=images.device)[None, :] - moves[:, 0:1])",
         (
@@ -1244,7 +1244,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "attribute-cnn-width-ignored",
-        ("src/repscope/models/sprite_cnn.py",),
+        ("src/repscope/models/multimodal/judge_cnn.py",),
         "        channels = (shape[0], *(c * width for c in CHANNELS[1:]))\n",
         "        channels = (shape[0], *CHANNELS[1:])\n",
         ("tests/sprites/test_sprite_classifiers.py::test_attribute_cnn_width_multiplies_every_block",),
@@ -1596,7 +1596,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dmvae-toolkit-private-kl-once",
-        ("src/repscope/models/multimodal/private.py",),
+        ("src/repscope/models/multimodal/dmvae.py",),
         "            total = -beta * sum(private_kls[n] * has[n] * (present_count - has[n]) for n in given)\n",
         "            total = -beta * sum(private_kls[n] * has[n] for n in given)\n",
         ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
@@ -1604,7 +1604,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dmvae-toolkit-joint-kl-per-modality-given",
-        ("src/repscope/models/multimodal/private.py",),
+        ("src/repscope/models/multimodal/dmvae.py",),
         "            joint_weight = present_count\n",
         "            joint_weight = len(given)\n",
         ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
@@ -1612,7 +1612,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dmvae-toolkit-single-source-kl-unmasked",
-        ("src/repscope/models/multimodal/private.py",),
+        ("src/repscope/models/multimodal/dmvae.py",),
         "                weight = joint_weight if index == 0 else available\n",
         "                weight = joint_weight if index == 0 else 1.0\n",
         ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
@@ -1620,7 +1620,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dmvae-private-kl-of-a-missing-modality",
-        ("src/repscope/models/multimodal/private.py",),
+        ("src/repscope/models/multimodal/dmvae.py",),
         "        private_kl = sum(private_kls[n] * has[n] for n in given)\n",
         "        private_kl = sum(private_kls[n] for n in given)\n",
         ("tests/mmvae/test_toolkit_three_modalities.py::test_dmvae_counts_each_kl_term_by_hand_with_three_modalities",),
@@ -1650,7 +1650,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-missing-weight-log-scale-halved",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "torch.zeros_like(scale), 2.0 * torch.log(scale))",
         "torch.zeros_like(scale), torch.log(scale))",
         (
@@ -1661,7 +1661,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-missing-weight-at-the-initial-scale",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "torch.zeros_like(scale), 2.0 * torch.log(scale))",
         "torch.zeros_like(scale), torch.zeros_like(scale))",
         (
@@ -1672,7 +1672,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-stratified-over-every-modality",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "        return -(total / mask.sum(0).to(total.dtype).clamp(min=1)).mean()\n",
         "        return -(total / len(self.modalities)).mean()\n",
         (
@@ -1683,7 +1683,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-mixture-density-ignores-presence",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "MultimodalVAE._log_mixture_density(z, c_mu, c_logvar, mask, False)",
         "MultimodalVAE._log_mixture_density(z, c_mu, c_logvar, torch.ones_like(mask), False)",
         (
@@ -1694,7 +1694,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-plus-missing-modality-reconstructed",
-        ("src/repscope/models/multimodal/plus.py",),
+        ("src/repscope/models/multimodal/mmvae_plus.py",),
         "            total = total + value * mask[index].to(value.dtype)\n        return total\n",
         "            total = total + value\n        return total\n",
         (
@@ -1705,7 +1705,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "shift-offsets-truncated",
-        ("src/repscope/data/invariance_transforms.py",),
+        ("src/repscope/data/invariance/transforms.py",),
         "    moves = torch.round(offsets.to(images.device, torch.float32)).long()",
         "    moves = offsets.to(images.device, torch.float32).long()",
         (
@@ -1716,7 +1716,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "shift-offsets-half-up",
-        ("src/repscope/data/invariance_transforms.py",),
+        ("src/repscope/data/invariance/transforms.py",),
         "    moves = torch.round(offsets.to(images.device, torch.float32)).long()",
         "    moves = torch.floor(offsets.to(images.device, torch.float32) + 0.5).long()",
         (
@@ -1727,7 +1727,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "shift-offsets-floored",
-        ("src/repscope/data/invariance_transforms.py",),
+        ("src/repscope/data/invariance/transforms.py",),
         "    moves = torch.round(offsets.to(images.device, torch.float32)).long()",
         "    moves = torch.floor(offsets.to(images.device, torch.float32)).long()",
         (
@@ -1738,7 +1738,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "sprites-shift-one-draw-for-both-axes",
-        ("src/repscope/data/sprites/augment.py",),
+        ("src/repscope/data/multimodal/augment.py",),
         '    cy = factors["centre_y"] + a.shift_px * (2 * draws[:, 5] - 1)',
         '    cy = factors["centre_y"] + a.shift_px * (2 * draws[:, 4] - 1)',
         (
@@ -1748,7 +1748,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "sprites-shift-one-sided",
-        ("src/repscope/data/sprites/augment.py",),
+        ("src/repscope/data/multimodal/augment.py",),
         '    cx = factors["centre_x"] + a.shift_px * (2 * draws[:, 4] - 1)',
         '    cx = factors["centre_x"] + a.shift_px * draws[:, 4]',
         (
@@ -1873,7 +1873,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "pixel-attack-step-size",
-        ("src/repscope/attacks/pixel_threshold.py",),
+        ("src/repscope/studies/zeroshot/attacks/pixel_threshold.py",),
         "return initial, [lower, upper], PIXEL_STD / 4",
         "return initial, [lower, upper], PIXEL_STD / 2",
         ("tests/zeroshot/test_attacks.py::test_same_outcome_as_art_recorded",),
@@ -1881,7 +1881,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "pixel-attack-box-one-short",
-        ("src/repscope/attacks/pixel_threshold.py",),
+        ("src/repscope/studies/zeroshot/attacks/pixel_threshold.py",),
         "upper = ([height, width] + [255] * channels) * threshold",
         "upper = ([height - 1, width - 1] + [255] * channels) * threshold",
         ("tests/zeroshot/test_attacks.py::test_same_outcome_as_art_recorded",),
@@ -1889,7 +1889,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "pixel-attack-start-one-pixel-on",
-        ("src/repscope/attacks/pixel_threshold.py",),
+        ("src/repscope/studies/zeroshot/attacks/pixel_threshold.py",),
         "row, col = divmod(count, width)",
         "row, col = divmod(count + 1, width)",
         ("tests/zeroshot/test_attacks.py::test_same_outcome_as_art_recorded",),
@@ -1897,7 +1897,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "pixel-attack-rows-by-width",
-        ("src/repscope/attacks/pixel_threshold.py",),
+        ("src/repscope/studies/zeroshot/attacks/pixel_threshold.py",),
         "rows, cols = genes[..., 0] % height, genes[..., 1] % width",
         "rows, cols = genes[..., 0] % width, genes[..., 1] % height",
         ("tests/zeroshot/test_attacks.py::test_same_outcome_as_art_recorded",),
@@ -1905,7 +1905,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "threshold-attack-step-size",
-        ("src/repscope/attacks/pixel_threshold.py",),
+        ("src/repscope/studies/zeroshot/attacks/pixel_threshold.py",),
         "return list(image.ravel()), [list(lower), list(upper)], threshold / 4",
         "return list(image.ravel()), [list(lower), list(upper)], threshold / 2",
         ("tests/zeroshot/test_attacks.py::test_same_outcome_as_art_recorded",),
@@ -1913,7 +1913,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "threshold-attack-upper-bound-one-short",
-        ("src/repscope/attacks/pixel_threshold.py",),
+        ("src/repscope/studies/zeroshot/attacks/pixel_threshold.py",),
         "upper = np.clip(values + threshold, 0, 255)",
         "upper = np.clip(values + threshold - 1, 0, 255)",
         ("tests/zeroshot/test_attacks.py::test_same_outcome_as_art_recorded",),
@@ -2023,7 +2023,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "out-onto-input-leaderboard-runs-undeclared",
-        ("src/repscope/studies/mmvae/leaderboard.py",),
+        ("src/repscope/studies/multimodal/leaderboard.py",),
         'inputs = [CommandInput(path, "RUN_DIRS", "the runs") for path in paths]',
         "inputs = []",
         (
@@ -2115,7 +2115,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "checkpoint-error-names-the-temporary-copy",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         "        raise output_error(path, OSError(exc.errno, exc.strerror)) from None\n",
         "        raise output_error(path, exc) from None\n",
         ("tests/test_disk_faults.py::test_a_checkpoint_save_on_a_full_disk_names_the_checkpoint",),
@@ -2273,7 +2273,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "npz-factors-cast-unchecked",
-        ("src/repscope/studies/disentangle/score.py",),
+        ("src/repscope/studies/candle/score_arrays.py",),
         "        factors = exact_factor_classes(factors, f\"{path}: 'factors'\")",
         "        factors = factors.astype(np.int64)",
         (
@@ -2299,7 +2299,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "sweep-resume-emptiness-flipped",
-        ("src/repscope/studies/mmvae/commands.py",),
+        ("src/repscope/studies/multimodal/run_commands.py",),
         "    if out.is_dir() and any(out.iterdir()) and not (out / SWEEP_FILE).is_file():",
         "    if out.is_dir() and not any(out.iterdir()) and not (out / SWEEP_FILE).is_file():",
         (
@@ -2310,7 +2310,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "caption-echoed-whole",
-        ("src/repscope/studies/sprites/coherency.py",),
+        ("src/repscope/studies/multimodal/coherency.py",),
         'f"{path}: line {k + 1} {shown(caption)} is not a level-{level} caption"',
         'f"{path}: line {k + 1} {caption!r} is not a level-{level} caption"',
         ("tests/test_bad_values.py::test_a_long_bad_caption_line_is_cut_in_the_error",),
@@ -2394,7 +2394,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-trainer-placement-refused",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         '    return key == "trainer.max_epochs" or where_the_work_runs(key)',
         '    return key == "trainer.max_epochs"',
         ("tests/test_resume_refusals.py::test_where_the_work_runs_may_change_and_the_run_goes_on",),
@@ -2402,7 +2402,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-checkpoint-schedulers-not-required",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         'TRAINING_STATE_KEYS = ("epoch", "global_step", "loops", "optimizer_states", "lr_schedulers")',
         'TRAINING_STATE_KEYS = ("epoch", "global_step", "loops", "optimizer_states")',
         (
@@ -2413,7 +2413,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-checkpoint-fit-loop-unchecked",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         '        missing.append("loops.fit_loop")',
         "        pass",
         (
@@ -2424,7 +2424,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-checkpoint-random-states-unchecked",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         "    absent = _absent_random_states(checkpoint)",
         "    absent = []",
         (
@@ -2435,7 +2435,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-checkpoint-loader-state-not-required",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         'RANDOM_STATE_KEYS = ("rng.torch", "rng.numpy", "rng.python", "loader_generators")',
         'RANDOM_STATE_KEYS = ("rng.torch", "rng.numpy", "rng.python")',
         (
@@ -2446,7 +2446,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "resume-random-states-not-restored",
-        ("src/repscope/train/run.py",),
+        ("src/repscope/train/fitting.py",),
         '            _set_random_states(restored["rng"])',
         "            pass",
         ("tests/test_resume_same_run.py::test_a_run_resumed_after_ctrl_c_ends_as_the_uninterrupted_run[beta-vae]",),
@@ -2491,7 +2491,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-train-resume-unchecked",
-        ("src/repscope/studies/mmvae/train.py",),
+        ("src/repscope/studies/multimodal/train.py",),
         "        check_same_run(Path(out), config)",
         "        pass",
         ("tests/test_resume_settings.py::test_mmvae_train_cli_refuses_a_changed_config_before_training",),
@@ -2499,7 +2499,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "mmvae-train-resume-evaluation-refused",
-        ("src/repscope/studies/mmvae/train.py",),
+        ("src/repscope/studies/multimodal/train.py",),
         '    return top in ("epochs", "evaluation") or key == "trainer.max_epochs" or where_the_work_runs(key)',
         '    return top == "epochs" or key == "trainer.max_epochs" or where_the_work_runs(key)',
         ("tests/test_resume_settings.py::test_mmvae_train_resume_names_every_change_and_lets_the_trainer_move",),
@@ -2523,7 +2523,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "disentangle-resume-trainer-placement-refused",
-        ("src/repscope/studies/disentangle/study.py",),
+        ("src/repscope/studies/candle/disentanglement.py",),
         '    return key == "repscope_version" or where_the_work_runs(key)',
         '    return key == "repscope_version"',
         ("tests/test_resume_settings.py::test_disentangle_study_resume_lets_the_trainer_move_and_names_every_change",),
@@ -2555,7 +2555,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "invariance-steps-memory-unchecked",
-        ("src/repscope/data/invariance_transforms.py",),
+        ("src/repscope/data/invariance/transforms.py",),
         "    check_memory(8 * int(steps) ** 2,",
         "    check_memory(4 * int(steps) ** 2,",
         (

@@ -1,9 +1,11 @@
 """Atomic file writes: a half-written file never takes the name of a whole one.
 
-Every writer in repscope goes through :func:`atomic_write` (or the helpers built on it): data go
-to a temporary file in the destination directory, which is flushed, fsynced and renamed over the
-destination only once complete. An interrupted run therefore leaves either the previous file or
-nothing, plus at most a ``.tmp-*`` file that later runs ignore.
+Every writer in repscope goes through this module: :func:`atomic_write` (or the helpers built on it)
+when it writes through a Python file object, :func:`atomic_path` when a library writes the file
+itself (h5py, a checkpoint, a memory map), :func:`replace_directory` for a whole folder. Data go to a
+temporary name in the destination directory, which is renamed over the destination only once
+complete (``tests/test_one_way_to_write.py`` fails on a rename anywhere else). An interrupted run therefore
+leaves either the previous file or nothing, plus at most a ``.tmp-*`` file that later runs ignore.
 
 A destination that cannot be written (a read-only directory, a file standing where a directory
 should be, a full disk, a file name longer than the file system allows) raises
@@ -343,6 +345,70 @@ def atomic_write(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO[Any]]
         with contextlib.suppress(OSError):
             os.unlink(tmp_name)
         raise
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator[Path]:
+    """A temporary sibling of ``path`` to write, renamed to ``path`` on success, removed on failure.
+
+    For writers that open the file themselves (h5py, ``torch.save``, a memory map, a zip writer).
+    The temporary name starts with ``.tmp-`` (:data:`TEMP_PREFIX`) and keeps the suffix, so a
+    library that picks the format by suffix still sees it. With ``directory=True`` the yielded path
+    is a new empty folder, which replaces a folder at ``path`` (:func:`replace_directory`). The
+    file's mode is what a plain ``open()`` would give. A destination that cannot be written raises
+    :class:`OutputWriteError` naming ``path``.
+    """
+    path = Path(path)
+    make_output_dir(path.parent)
+    try:
+        if directory:
+            temporary = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent))
+        else:
+            fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.stem}.", suffix=path.suffix, dir=path.parent)
+            os.close(fd)
+            temporary = Path(name)
+    except OSError as exc:
+        raise output_error(path, exc) from None
+    try:
+        yield temporary
+        try:
+            if directory:
+                replace_directory(temporary, path)
+            else:
+                # mkstemp creates the file private (0600); give it the mode a plain open() would
+                os.chmod(temporary, 0o666 & ~current_umask())
+                os.replace(temporary, path)
+        except OSError as exc:
+            raise output_error(path, exc) from None
+    except BaseException:
+        _remove_path(temporary)
+        raise
+
+
+def replace_directory(built: str | os.PathLike, directory: str | os.PathLike) -> None:
+    """Put the finished folder ``built`` at ``directory``; a folder or file there is removed after.
+
+    Two renames on one file system: the old folder first moves into a ``.tmp-<name>.old-*`` sibling,
+    then ``built`` takes the name, so at every moment ``directory`` is either the old whole folder or
+    the new whole one (an interrupted swap leaves the old one under the ``.tmp-`` name, which later
+    runs ignore).
+    """
+    built, directory = Path(built), Path(directory)
+    if directory.is_dir() and not directory.is_symlink():
+        old = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{directory.name}.old-", dir=directory.parent))
+        os.rename(directory, old / directory.name)
+        os.rename(built, directory)
+        shutil.rmtree(old, ignore_errors=True)
+    else:
+        os.replace(built, directory)
+
+
+def _remove_path(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
 
 
 def current_umask() -> int:

@@ -34,7 +34,7 @@ def resolve(reference: str) -> Any:
     Parameters
     ----------
     reference : str
-        ``"module:attribute"``, e.g. ``"repscope.data.sprites.datasets:dsprites_dataset"``.
+        ``"module:attribute"``, e.g. ``"repscope.data.multimodal.datasets:dsprites_dataset"``.
 
     Returns
     -------

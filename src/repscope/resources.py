@@ -6,7 +6,7 @@ Why torch threads are chosen with care: torch runs its operators on an OpenMP po
 parallel operator. When another process keeps one of the cores busy, the thread that shares that
 core is descheduled for whole time slices while its partner waits at the barrier, and OpenMP's
 busy-waiting makes the waiting thread compete for CPU as well. Measured on a 2-core machine with a
-``while True: pass`` process beside a small CNN training (:class:`~repscope.models.sprite_cnn.AttributeCNN`,
+``while True: pass`` process beside a small CNN training (:class:`~repscope.models.multimodal.judge_cnn.AttributeCNN`,
 batches of 64, seconds per 2,048 images): alone, 2 threads 0.78 s, 1 thread 1.14-1.4 s; beside the
 busy process, 2 threads 10.7-17.4 s (mean over epochs; best epoch 2.9-3.8 s), 2 threads with
 ``OMP_WAIT_POLICY=PASSIVE`` 2.0-2.5 s, 1 thread 1.3-1.5 s. The thread count changes the last bits of

@@ -5,7 +5,7 @@ Every area that trains many models (multimodal-VAE grids, the ML4ML model reposi
 leave-one-class-out training) goes through :func:`run_sweep`::
 
     points = expand_grid(["model=mvae,mmvae", "data.level=1,2", "seed=0,1"])
-    result = run_sweep(points, "repscope.studies.mmvae.train:sweep_point", Path("runs/grid"), workers=2)
+    result = run_sweep(points, "repscope.studies.multimodal.train:sweep_point", Path("runs/grid"), workers=2)
 
 The target ``"module:function"`` is imported by name in each worker, and called as
 ``function(overrides: list[str], run_dir: Path, resume: bool, **common) -> dict`` with the point's

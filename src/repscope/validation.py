@@ -32,6 +32,7 @@ names the argument or file and says what is wrong.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -56,6 +57,7 @@ __all__ = [
     "check_images",
     "check_memory",
     "check_pixel_values",
+    "check_positive_int",
     "check_seed",
     "check_training_factors",
     "exact_factor_classes",
@@ -595,6 +597,40 @@ def exact_factor_classes(factors: np.ndarray, where: str = "factors") -> np.ndar
             "could become one; number the classes 0, 1, 2, ..."
         )
     return factors.astype(np.int64, copy=False)
+
+
+# --------------------------------------------------------------------------------------------
+# counts
+
+
+def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
+    """The one rule of a count (sizes, epochs, batch sizes, budgets) given to a Python function.
+
+    Parameters
+    ----------
+    value : Any
+        The count given: an integer of any integer type (a bool is not one).
+    name : str
+        The argument or key that gave it, for the message.
+    allow_none : bool, default=False
+        Whether ``None`` (meaning "all" or "the default" where the caller says so) passes through.
+
+    Returns
+    -------
+    int or None
+        ``value`` as a Python int (``None`` when given and allowed).
+
+    Raises
+    ------
+    InvalidArgumentError
+        ``<name>: expected a positive integer, got <value>`` for anything else, 0 and 3.0 included.
+        Config schemas use ``Field(ge=1)`` for the same rule, so a config file is refused naming its key.
+    """
+    if value is None and allow_none:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidArgumentError(f"{name}: expected a positive integer, got {value!r}")
+    return int(value)
 
 
 # --------------------------------------------------------------------------------------------

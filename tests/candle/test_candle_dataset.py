@@ -177,9 +177,9 @@ def test_pairs_from_the_cli_name_files_whose_json_differs_as_asked(folder, tmp_p
 
 
 def test_registered_dataset_trains_a_box_weighted_model(folder, tmp_path):
-    from repscope.studies.disentangle.score import codes_of_run
+    from repscope.studies.candle.score_arrays import codes_of_run
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     confounded = load_dataset("candle", data_dir=str(folder), subset="confounded")
     counts = {name: len(split) for name, split in confounded.splits.items()}

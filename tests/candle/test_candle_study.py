@@ -10,7 +10,7 @@ import yaml
 
 from browser_checks import assert_report_passes_browser_check  # tests/browser_checks.py
 from repscope.data.candle.dataset import read_folder
-from repscope.studies.candle.study import QUICK_GRID, CandleStudyConfig, quick, render_folder, run_candle_study
+from repscope.studies.candle.candle_half import QUICK_GRID, CandleStudyConfig, quick, render_folder, run_candle_study
 from repscope.studies.common import MemberModel
 
 # every factor varies (a constant factor has no information to score), the images stay tiny: the

@@ -15,8 +15,8 @@ from repscope.data.candle.render import select_points
 from repscope.data.candle.scene import import_bpy, missing_bpy_message
 from repscope.errors import InvalidArgumentError
 from repscope.report import Report
-from repscope.studies.candle import study as candle_study
-from repscope.studies.candle.study import CandleStudyConfig, rendered_sample
+from repscope.studies.candle import candle_half as candle_study
+from repscope.studies.candle.candle_half import CandleStudyConfig, rendered_sample
 
 
 def test_limit_takes_points_across_the_whole_grid():

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from repscope.cli import app
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, scalar_scores
-from repscope.studies.disentangle.score import read_codes_npz
+from repscope.studies.candle.score_arrays import read_codes_npz
 
 
 def mean_metric(factors, codes):
@@ -99,9 +99,9 @@ def test_the_cli_scores_a_disentangled_code_above_its_rotation(tmp_path):
 
 
 def test_a_trained_vae_run_is_scored_on_its_own_test_images(tmp_path):
-    from repscope.studies.disentangle.score import codes_of_run
+    from repscope.studies.candle.score_arrays import codes_of_run
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     config = TrainConfig(
         model=Named(name="beta-vae", params={"latent_dim": 4}),
@@ -122,10 +122,10 @@ def test_a_trained_vae_run_is_scored_on_its_own_test_images(tmp_path):
 
 def test_an_infogan_run_is_scored_on_the_codes_its_recognition_network_infers(tmp_path, monkeypatch):
     from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
-    from repscope.studies.disentangle.score import codes_of_run
+    from repscope.studies.candle.score_arrays import codes_of_run
     from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.fitting import fit
     from repscope.train.reader import TrainedRun
-    from repscope.train.run import fit
 
     config = TrainConfig(
         model=Named(name="infogan"),
@@ -158,10 +158,10 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
 
     from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
     from repscope.metrics.disentanglement.irs import unique_capture
-    from repscope.studies.disentangle.cg import cg_of_run
-    from repscope.studies.disentangle.score import codes_of_run
+    from repscope.studies.candle.cg import cg_of_run
+    from repscope.studies.candle.score_arrays import codes_of_run
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit, load_task
+    from repscope.train.fitting import fit, load_task
 
     fit(
         TrainConfig(

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 
 from repscope.errors import InvalidArgumentError
+from repscope.studies.candle.disentanglement import DisentangleStudyConfig, quick, run_disentangle_study
 from repscope.studies.common import MemberModel
-from repscope.studies.disentangle.study import DisentangleStudyConfig, quick, run_disentangle_study
 
 
 def tiny_config(**changes) -> DisentangleStudyConfig:
@@ -98,8 +98,8 @@ def test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_wri
 def test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused(tmp_path):
     import yaml
 
-    from repscope.runs import CONFIG_FILE
-    from repscope.studies.disentangle.cg import trained_factor_classifiers
+    from repscope.run_directory import CONFIG_FILE
+    from repscope.studies.candle.cg import trained_factor_classifiers
 
     def judge(factor, target, judged=True):
         run = tmp_path / "judges" / factor

@@ -246,9 +246,9 @@ def test_each_trains_logs_its_terms_and_round_trips(name, sprites, tmp_path):
 
 @pytest.mark.parametrize("name", ["beta-tcvae", "dip-vae-i", "dip-vae-ii", "factor-vae"])
 def test_each_model_trains_through_the_framework_on_dsprites_and_is_scored(tmp_path, name):
-    from repscope.studies.disentangle.score import codes_of_run
+    from repscope.studies.candle.score_arrays import codes_of_run
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     config = TrainConfig(
         model=Named(name=name, params={"latent_dim": 4}),

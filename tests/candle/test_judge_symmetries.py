@@ -1,5 +1,5 @@
 """Factor classifiers are held to what the images show: symmetric values count as right, invisible ones
-are left out (repscope.data.symmetries, repscope.studies.disentangle.cg)."""
+are left out (repscope.data.symmetries, repscope.studies.candle.cg)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 import yaml
 
-from repscope.data.sprites import dsprites
+from repscope.data import dsprites
 from repscope.data.symmetries import identifiable_hits
 from repscope.errors import InvalidArgumentError
-from repscope.studies.disentangle.cg import classifier_accuracies, judge_record, judge_records
+from repscope.studies.candle.cg import classifier_accuracies, judge_record, judge_records
 from repscope.train.reader import open_run
 
 
@@ -146,7 +146,7 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
 def test_the_factor_cnn_reads_where_a_pixel_is_and_checks_its_parameters():
     import torch
 
-    from repscope.models.factor_cnn import FactorCNN
+    from repscope.models.candle.judge_cnn import FactorCNN
     from repscope.models.networks import build_classifier, network_parameters
 
     torch.manual_seed(0)

@@ -226,7 +226,7 @@ def test_the_cli_help_and_the_score_command_read_the_registry():
 
     from repscope.cli import app
     from repscope.registry import registries
-    from repscope.studies.disentangle.score import score_arrays
+    from repscope.studies.candle.score_arrays import score_arrays
 
     scorable = metric_names(ARRAY_INPUTS)
     assert "cg" in metric_names() and "cg" not in scorable  # CG needs a decoder and factor classifiers

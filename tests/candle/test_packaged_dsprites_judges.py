@@ -8,12 +8,12 @@ import json
 import numpy as np
 import pytest
 
-from repscope.data.sprites import dsprites
-from repscope.data.sprites.datasets import dsprites_dataset
+from repscope.data import dsprites
+from repscope.data.multimodal.datasets import dsprites_dataset
 from repscope.errors import InvalidArgumentError
+from repscope.studies.candle.cg import PACKAGED_JUDGES, classifiers_folder, judge_record
+from repscope.studies.candle.disentanglement import DSPRITES_FACTORS, DisentangleStudyConfig, run_disentangle_study
 from repscope.studies.common import MemberModel
-from repscope.studies.disentangle.cg import PACKAGED_JUDGES, classifiers_folder, judge_record
-from repscope.studies.disentangle.study import DSPRITES_FACTORS, DisentangleStudyConfig, run_disentangle_study
 from repscope.train.reader import open_run
 
 FOLDER = PACKAGED_JUDGES["dsprites"]

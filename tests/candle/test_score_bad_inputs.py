@@ -13,7 +13,7 @@ import pytest
 from repscope.cli import main
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_interval, bootstrap_intervals
-from repscope.studies.disentangle.score import (
+from repscope.studies.candle.score_arrays import (
     check_bootstrap,
     check_factor_classes,
     many_class_warnings,

@@ -18,7 +18,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from host_reads import no_host_reads  # tests/host_reads.py (tests/ is on the path of its conftest)
-from repscope.data.sprites.datasets import dsprites_dataset
+from repscope.data.multimodal.datasets import dsprites_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.train.datamodule import SplitView
 from repscope.train.tasks.semi_supervised import (

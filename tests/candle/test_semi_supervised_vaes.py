@@ -14,8 +14,8 @@ import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from repscope.data.sprites.datasets import dsprites_dataset
-from repscope.data.sprites.dsprites import FACTOR_SIZES
+from repscope.data.dsprites import FACTOR_SIZES
+from repscope.data.multimodal.datasets import dsprites_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.train.datamodule import SplitView
 from repscope.train.tasks.semi_supervised import (
@@ -297,7 +297,7 @@ def test_supervision_ties_the_assigned_dimensions_to_their_factors():
 
 def test_a_semi_supervised_variant_trains_through_the_framework_on_dsprites(tmp_path):
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     config = TrainConfig(
         model=Named(name="beta-tcvae-semi", params={"latent_dim": 6}),

@@ -13,16 +13,16 @@ import pytest
 import yaml
 
 from repscope.errors import InvalidArgumentError
-from repscope.report.disentangle_figures import near_constant, uc_membership
-from repscope.studies.common import MemberModel
-from repscope.studies.disentangle import study as study_module
-from repscope.studies.disentangle.score import score_arrays
-from repscope.studies.disentangle.study import (
+from repscope.report.candle_figures import near_constant, uc_membership
+from repscope.studies.candle import disentanglement as study_module
+from repscope.studies.candle.disentanglement import (
     DisentangleStudyConfig,
     column_label,
     first_difference,
     run_disentangle_study,
 )
+from repscope.studies.candle.score_arrays import score_arrays
+from repscope.studies.common import MemberModel
 
 pytestmark = pytest.mark.filterwarnings("ignore:CG judged by weak:RuntimeWarning")  # the stubbed weak judge
 
@@ -240,7 +240,7 @@ def test_the_cli_resume_refuses_a_changed_config_in_one_line(tmp_path, run_cli):
 
 
 def test_the_factor_classifiers_are_counted_and_a_resume_keeps_the_trained_ones(tmp_path, lines, capsys):
-    from repscope.studies.disentangle.cg import train_factor_classifiers
+    from repscope.studies.candle.cg import train_factor_classifiers
 
     arguments = {"data_params": {"train_size": 64, "test_size": 32}, "epochs": 1}
     first = train_factor_classifiers("dsprites", ["shape", "scale"], tmp_path / "c", **arguments)

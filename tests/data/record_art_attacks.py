@@ -1,6 +1,6 @@
 """Record ``tests/data/art-pixel-threshold-attacks.json``: what the adversarial-robustness-toolbox's own
 ``PixelAttack`` / ``ThresholdAttack`` (``es=0``) return on a fixed tiny classifier, so that
-``tests/zeroshot/test_attacks.py`` pins ``repscope.attacks`` against ART on machines without ART.
+``tests/zeroshot/test_attacks.py`` pins ``repscope.studies.zeroshot.attacks`` against ART on machines without ART.
 
 Run from the repository root in an environment with the attacks extra (``pip install -e '.[attacks]'``)::
 
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from repscope.attacks import attack_seed
+from repscope.studies.zeroshot.attacks import attack_seed
 
 OUT = Path(__file__).with_name("art-pixel-threshold-attacks.json")
 # norm, image shape (C, H, W), thresholds; 5 images each (drawn with seed = the case's position), budget 12, seed 3

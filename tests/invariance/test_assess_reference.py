@@ -14,7 +14,7 @@ import yaml
 from torch import nn
 from torch.nn import functional as F
 
-from repscope.data.invariance_transforms import transform_family
+from repscope.data.invariance.transforms import transform_family
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.models.networks import build_classifier
 from repscope.models.probes import resolve_positions
@@ -212,8 +212,8 @@ def test_a_symmetric_input_network_is_the_unit_one_on_normalised_images():
     import torch
 
     from repscope.errors import InvalidArgumentError
-    from repscope.models.classifiers import VGG13BN
-    from repscope.models.simplenet import SimpleNet
+    from repscope.models.invariance.simplenet import SimpleNet
+    from repscope.models.morpho.baselines import VGG13BN
 
     for network, shape in ((SimpleNet, (1, 28, 28)), (VGG13BN, (3, 32, 32))):
         torch.manual_seed(0)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from repscope.data.cifar import RECORD, cifar10_dataset, read_cifar_batch
 from repscope.data.registry import load_dataset
+from repscope.data.zeroshot.cifar import RECORD, cifar10_dataset, read_cifar_batch
 from repscope.errors import DataFormatError, InvalidArgumentError
 
 
@@ -63,7 +63,7 @@ def test_the_registered_dataset_finds_the_folder_and_samples(cifar_folder, tmp_p
 
 def test_vgg13_bn_on_cifar_through_the_invariance_test(cifar_folder, tmp_path, tmp_path_factory, capsys):
     from repscope.cli import main
-    from repscope.models.classifiers import VGG13BN
+    from repscope.models.morpho.baselines import VGG13BN
 
     parent, _, _ = cifar_folder
     torch.manual_seed(0)

@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 import torch
 
-from repscope.data.invariance_transforms import transform_family
+from repscope.data.invariance.transforms import transform_family
 from repscope.metrics.invariance import features as F
 from repscope.metrics.invariance.variance_matrix import subsample_rows
 from repscope.studies.invariance.assess import train_assessors
@@ -179,7 +179,7 @@ BRIGHTNESS = (-0.2, -0.1, 0.0, 0.1, 0.2)
 def classifier_file(tmp_path_factory):
     """An untrained CNN5 whose logits are spread enough (fc2 x 40, three classes favoured) that 6 of the
     first 40 test digits are right at the identity, each by a margin far above float rounding."""
-    from repscope.models.simplenet import SimpleNet
+    from repscope.models.invariance.simplenet import SimpleNet
 
     torch.manual_seed(3)
     network = SimpleNet().eval()

@@ -93,7 +93,7 @@ def fake_repository(folder, count: int = 24, seed: int = 0):
 def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     import torch
 
-    from repscope.models.simplenet import SimpleNet
+    from repscope.models.invariance.simplenet import SimpleNet
 
     run = run_cli
     repo = fake_repository(tmp_path / "repo")

@@ -12,7 +12,7 @@ import pytest
 import torch
 from torch import nn
 
-from repscope.data.invariance_transforms import TransformFamily
+from repscope.data.invariance.transforms import TransformFamily
 from repscope.studies.invariance.testing import matrices_and_features, model_signals, robust_accuracy
 
 IMAGES = np.array(

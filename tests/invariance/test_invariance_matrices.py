@@ -7,7 +7,7 @@ import pytest
 import torch
 from torch import nn
 
-from repscope.data.invariance_transforms import (
+from repscope.data.invariance.transforms import (
     brighten,
     custom_family,
     rotate,
@@ -17,7 +17,7 @@ from repscope.data.invariance_transforms import (
 )
 from repscope.errors import InvalidArgumentError
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix, variance_matrix_of_dif
-from repscope.models.classifiers import LeNet5
+from repscope.models.morpho.baselines import LeNet5
 from repscope.models.probes import convolution_names, resolve_positions, signal_sets
 from repscope.studies.invariance.testing import matrices_and_features, model_signals, robust_accuracy
 
@@ -168,7 +168,7 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, run
 
     import pandas as pd
 
-    from repscope.models.simplenet import SimpleNet
+    from repscope.models.invariance.simplenet import SimpleNet
 
     torch.manual_seed(0)
     weights = tmp_path / "cnn5.pt"
@@ -212,7 +212,7 @@ def test_invariance_test_cli_writes_matrices_features_and_a_report(tmp_path, run
 
 
 def test_per_example_transforms_equal_the_batch_ones_and_draws_cover_the_ranges():
-    from repscope.data.invariance_transforms import brighten_each, check_ranges, draw_values, rotate_each, zoom_each
+    from repscope.data.invariance.transforms import brighten_each, check_ranges, draw_values, rotate_each, zoom_each
 
     images = torch.rand(3, 1, 16, 16)
     angles = torch.tensor([-10.0, 0.0, 7.0])
@@ -236,7 +236,7 @@ def test_per_example_transforms_equal_the_batch_ones_and_draws_cover_the_ranges(
 
 
 def test_shift_moves_each_image_by_whole_pixels_and_repeats_the_edges():
-    from repscope.data.invariance_transforms import shift_each
+    from repscope.data.invariance.transforms import shift_each
 
     image = torch.arange(20.0).reshape(1, 1, 4, 5)  # value 5 * row + column
     images = torch.cat([image, image + 100.0])
@@ -278,7 +278,7 @@ def test_a_shift_augmented_task_draws_two_offsets_an_image_from_the_ranges():
 def test_rotation_augmentation_raises_robust_accuracy_under_rotation(tmp_path):
     from repscope.data.registry import load_dataset
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     data = Named(name="digits", params={"train_size": 1500, "test_size": 300, "target": "label"})
     robust = {}

@@ -1,4 +1,4 @@
-"""The shift augmentation (:func:`repscope.data.invariance_transforms.shift_each`) at offsets where the
+"""The shift augmentation (:func:`repscope.data.invariance.transforms.shift_each`) at offsets where the
 roundings part ways: to the nearest pixel with a half to the even one (0.5 -> 0, 1.5 -> 2, -2.5 -> -2,
 2.7 -> 3), where truncation, flooring, ceiling and rounding halves away from zero each move some of
 these images by another pixel. Every expected image is written out by hand."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from repscope.data.invariance_transforms import shift_each
+from repscope.data.invariance.transforms import shift_each
 
 # 4 rows x 6 columns, value 10 * row + column: a pixel names where it came from
 IMAGE = [[10 * row + column for column in range(6)] for row in range(4)]

@@ -49,7 +49,7 @@ def no_training(monkeypatch):
     def fit(*args, **kwargs):
         raise AssertionError("a model was trained")
 
-    monkeypatch.setattr("repscope.studies.mmvae.train.fit", fit)
+    monkeypatch.setattr("repscope.studies.multimodal.train.fit", fit)
 
 
 # --------------------------------------------------------------------------------------------
@@ -66,7 +66,7 @@ def fake_points(monkeypatch, tmp_path):
         Path(run_dir).mkdir(parents=True, exist_ok=True)
         return {"test_loss": float(len(called))}
 
-    monkeypatch.setattr("repscope.studies.mmvae.train.sweep_point", sweep_point)
+    monkeypatch.setattr("repscope.studies.multimodal.train.sweep_point", sweep_point)
     return called
 
 
@@ -156,7 +156,7 @@ def test_evaluation_settings_are_refused_before_training_naming_the_config_key(t
     line = one_error_line(err)
     assert code == 1 and "with --set evaluation.n_analysis=7" in line and "(got 7)" in line and not out.exists()
     # without the analysis, the count is not used
-    from repscope.studies.mmvae.train import load_multimodal_config
+    from repscope.studies.multimodal.train import load_multimodal_config
 
     loaded, _ = load_multimodal_config(None, ["evaluation.analysis=false", "evaluation.n_analysis=5"])
     assert loaded.evaluation.n_analysis == 5
@@ -174,7 +174,7 @@ def test_an_evaluation_that_cannot_run_is_refused_before_training(tmp_path, run_
     assert code == 1 and "modalities: the CdSprites+ evaluation reads image and text, not image, caption" in line
     assert not out.exists()
     # a GPU this machine lacks: refused before training here; a sweep's driver checks the name only
-    from repscope.studies.mmvae.train import check_evaluation_before_training, load_multimodal_config
+    from repscope.studies.multimodal.train import check_evaluation_before_training, load_multimodal_config
 
     on_gpu, _ = load_multimodal_config(None, ["trainer.accelerator=gpu"])
     check_evaluation_before_training(on_gpu, device=False)
@@ -195,7 +195,7 @@ def test_an_evaluation_that_cannot_run_is_refused_before_training(tmp_path, run_
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory):
     """An MVAE trained one epoch on 64 level-1 samples (torch on one thread while it trains)."""
-    from repscope.studies.mmvae.train import load_multimodal_config, train_multimodal
+    from repscope.studies.multimodal.train import load_multimodal_config, train_multimodal
 
     root = tmp_path_factory.mktemp("mmvae-bad-inputs")
     config, source = load_multimodal_config(
@@ -221,7 +221,7 @@ class SquareClassifiers:
         return np.zeros((len(images), 1), np.int64), np.ones((len(images), 1))
 
     def judge(self, images):
-        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+        from repscope.studies.multimodal.judges import Judgement  # noqa: PLC0415
 
         table, confidence = self.predict_with_confidence(images)
         return Judgement(table, confidence, np.ones(len(images), bool), np.zeros(len(images)))
@@ -234,7 +234,7 @@ class SquareClassifiers:
 def stand_in_classifiers(monkeypatch):
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     monkeypatch.setattr(
-        "repscope.studies.sprites.coherency.load_classifiers", lambda level, trainer=None: SquareClassifiers()
+        "repscope.studies.multimodal.coherency.load_classifiers", lambda level, trainer=None: SquareClassifiers()
     )
 
 
@@ -272,7 +272,7 @@ def test_a_failed_evaluation_leaves_no_half_folder_and_the_corrected_rerun_runs(
     args = ["mmvae", "evaluate", str(trained_run), "--n", "5", "--no-analysis", "--joint-traversal-steps", "0"]
     out = tmp_path / "evaluation"
     with monkeypatch.context() as patch:  # fails after the outputs were generated and written
-        patch.setattr("repscope.studies.mmvae.evaluate.evaluate_outputs", broken)
+        patch.setattr("repscope.studies.multimodal.evaluate.evaluate_outputs", broken)
         code, _, err = run_cli([*args, "-o", str(out)])
     assert code == 1 and "disk full" in err
     assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []
@@ -283,6 +283,6 @@ def test_a_failed_evaluation_leaves_no_half_folder_and_the_corrected_rerun_runs(
     # an --overwrite that fails keeps the complete evaluation there was
     before = files(out)
     with monkeypatch.context() as patch:
-        patch.setattr("repscope.studies.mmvae.evaluate.evaluate_outputs", broken)
+        patch.setattr("repscope.studies.multimodal.evaluate.evaluate_outputs", broken)
         code, _, _ = run_cli([*args, "-o", str(out), "--overwrite", "--seed", "3"])
     assert code == 1 and files(out) == before and list(tmp_path.glob(".tmp-*")) == []

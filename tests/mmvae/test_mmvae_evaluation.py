@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 import torch
 
-from repscope.data.sprites.captions import encode_captions
+from repscope.data.multimodal.captions import encode_captions
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.models.multimodal.likelihoods import log_prior
-from repscope.studies.mmvae.analysis import (
+from repscope.studies.multimodal.analysis import (
     latent_traversals,
     linear_factorisation,
     log_likelihoods,
@@ -106,7 +106,7 @@ class RecordingDecoder:
 
 
 def test_a_traversal_changes_only_its_dimension_and_decodes_one_row_per_dimension():
-    from repscope.report.mmvae_report import traversal_figure
+    from repscope.report.multimodal_report import traversal_figure
 
     base = np.array([0.5, -0.25, 1.0, 2.0])
     values = [-3.0, -1.5, 0.0, 1.5, 3.0]
@@ -135,7 +135,7 @@ def test_a_traversal_changes_only_its_dimension_and_decodes_one_row_per_dimensio
 
 
 def test_joint_traversal_latents_walk_each_dimension_in_turn_from_zero():
-    from repscope.studies.mmvae.analysis import joint_traversal_latents
+    from repscope.studies.multimodal.analysis import joint_traversal_latents
 
     z = joint_traversal_latents(3, 5, (-2.0, 2.0))
     assert z.shape == (15, 3) and z.dtype == np.float32
@@ -202,7 +202,7 @@ def test_log_likelihoods_estimate_the_joint_and_each_modality_from_itself():
 
 
 def test_the_loss_terms_figure_needs_the_per_modality_columns():
-    from repscope.report.mmvae_report import loss_term_columns, loss_terms_figure
+    from repscope.report.multimodal_report import loss_term_columns, loss_terms_figure
 
     curves = pd.DataFrame(
         {
@@ -235,7 +235,7 @@ def trained_run(tmp_path_factory):
     import torch
 
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     root = tmp_path_factory.mktemp("mmvae-evaluate")
     networks = {
@@ -275,7 +275,7 @@ class ShapeZeroClassifiers:
         return np.zeros((len(images), 1), np.int64), np.ones((len(images), 1))
 
     def judge(self, images):
-        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+        from repscope.studies.multimodal.judges import Judgement  # noqa: PLC0415
 
         table, confidence = self.predict_with_confidence(images)
         return Judgement(table, confidence, np.ones(len(images), bool), np.zeros(len(images)))
@@ -294,12 +294,12 @@ def evaluation_env(monkeypatch):
         trainers.append(trainer)
         return ShapeZeroClassifiers()
 
-    monkeypatch.setattr("repscope.studies.sprites.coherency.load_classifiers", load_classifiers)
+    monkeypatch.setattr("repscope.studies.multimodal.coherency.load_classifiers", load_classifiers)
     return trainers
 
 
 def test_evaluate_writes_every_part_and_its_numbers_agree_with_the_task(trained_run, evaluation_env):
-    from repscope.studies.mmvae.evaluate import evaluate_run, evaluation_test_set
+    from repscope.studies.multimodal.evaluate import evaluate_run, evaluation_test_set
 
     root, outcome = trained_run
     run = root / "run"
@@ -410,7 +410,7 @@ def test_evaluate_command_without_the_analysis_and_its_refusals(trained_run, eva
 
 def test_the_command_line_defaults_are_the_studys():
     from repscope.cli import mmvae as cli
-    from repscope.studies.mmvae import evaluate as study
+    from repscope.studies.multimodal import evaluate as study
 
     assert (cli.EVALUATE_DEFAULT_N, cli.EVALUATE_DEFAULT_K, cli.EVALUATE_DEFAULT_N_ANALYSIS) == (
         study.DEFAULT_N,
@@ -484,7 +484,7 @@ def previous_cross_generation(task, given, seed, batch_size=256):
 
 
 def test_on_the_cpu_the_evaluation_gives_the_numbers_of_the_host_loops_it_replaced(trained_run):
-    from repscope.studies.mmvae.evaluate import evaluation_test_set
+    from repscope.studies.multimodal.evaluate import evaluation_test_set
 
     _, outcome = trained_run
     task = outcome.task
@@ -507,7 +507,7 @@ def test_on_the_cpu_the_evaluation_gives_the_numbers_of_the_host_loops_it_replac
 
 
 def test_evaluate_records_where_and_in_what_batches_it_ran(trained_run, evaluation_env, tmp_path):
-    from repscope.studies.mmvae.evaluate import evaluate_run, evaluation_device, evaluation_test_set
+    from repscope.studies.multimodal.evaluate import evaluate_run, evaluation_device, evaluation_test_set
 
     root, outcome = trained_run
     metrics = evaluate_run(root / "run", n=24, seed=1, k=3, n_analysis=30, out=tmp_path / "default")

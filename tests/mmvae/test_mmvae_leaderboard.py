@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from repscope.errors import InvalidArgumentError, SourceNotFoundError
-from repscope.studies.mmvae.leaderboard import (
+from repscope.studies.multimodal.leaderboard import (
     build_leaderboard,
     display_table,
     find_run_dirs,
@@ -255,7 +255,7 @@ def test_each_cell_is_set_beside_the_papers_table_4_with_its_spread_by_hand(swee
 
 
 def test_within_spread_is_inclusive_at_the_papers_std_plus_half_its_rounding_unit():
-    from repscope.studies.mmvae.paper_table4 import within_spread
+    from repscope.studies.multimodal.paper_table4 import within_spread
 
     assert within_spread(51.5, 47, 4, "percent") and not within_spread(51.6, 47, 4, "percent")
     assert within_spread(42.5, 47, 4, "percent") and not within_spread(42.4, 47, 4, "percent")
@@ -265,7 +265,7 @@ def test_within_spread_is_inclusive_at_the_papers_std_plus_half_its_rounding_uni
 
 def test_the_paper_table_is_the_printed_one():
     """Spot checks against the printed Table 4 (corners, DMVAE's dims, level 2's MVAE printed with 12 dims)."""
-    from repscope.studies.mmvae.paper_table4 import PAPER_METRICS, PAPER_TABLE4
+    from repscope.studies.multimodal.paper_table4 import PAPER_METRICS, PAPER_TABLE4
 
     assert len(PAPER_TABLE4) == 20 and {model for _, model in PAPER_TABLE4} == {"mmvae", "mvae", "mopoe", "dmvae"}
     assert all(len(cells) == len(PAPER_METRICS) for _, cells in PAPER_TABLE4.values())

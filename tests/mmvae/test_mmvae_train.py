@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from repscope.cli import app
 from repscope.errors import InvalidArgumentError
-from repscope.studies.mmvae.train import MultimodalConfig, load_multimodal_config, quick_config
+from repscope.studies.multimodal.train import MultimodalConfig, load_multimodal_config, quick_config
 from repscope.train import open_run
 
 TINY = [

@@ -143,7 +143,7 @@ def test_bad_settings_are_refused():
 
 def test_image_and_caption_networks_train_on_cdsprites_level_1():
     """The paper's pairing: CdSprites+ images (fc-image) and one-hot captions (text-transformer)."""
-    from repscope.data.sprites.datasets import cdsprites_dataset
+    from repscope.data.multimodal.datasets import cdsprites_dataset
     from repscope.models.multimodal.networks import build_modality_networks
 
     data = cdsprites_dataset(level=1, train_size=64, test_size=8, val_size=8, seed=0)  # streamed: with captions
@@ -192,7 +192,7 @@ def test_the_training_entry_point_fits_a_multimodal_vae_on_cdsprites(tmp_path, n
     import pandas as pd
 
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit, load_task
+    from repscope.train.fitting import fit, load_task
 
     config = TrainConfig(
         model=Named(name=name, params={"latent_dim": 8, "modalities": SMALL_NETS}),
@@ -213,7 +213,7 @@ def test_the_training_entry_point_fits_a_multimodal_vae_on_cdsprites(tmp_path, n
 
 def test_a_modality_naming_a_missing_field_or_key_is_one_clear_error(tmp_path):
     from repscope.train.config import Named, TrainConfig
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     data = Named(name="cdsprites", params={"level": 1, "train_size": 32, "val_size": 8, "test_size": 8})
     wrong_field = {**SMALL_NETS, "text": {**SMALL_NETS["text"], "field": "caption"}}
@@ -231,8 +231,8 @@ class OracleTask:
     modalities = {"image": {}, "text": {}}
 
     def __init__(self, level: int, n: int, seed: int) -> None:
-        from repscope.data.sprites.datasets import cdsprites_dataset
-        from repscope.studies.mmvae.evaluate import EVALUATION_SEED_OFFSET
+        from repscope.data.multimodal.datasets import cdsprites_dataset
+        from repscope.studies.multimodal.evaluate import EVALUATION_SEED_OFFSET
 
         data = cdsprites_dataset(level=level, train_size=1, val_size=1, test_size=n, seed=seed + EVALUATION_SEED_OFFSET)
         self.test = data.batch("test", np.arange(n), ["image", "text", "mask"])
@@ -254,10 +254,10 @@ class OracleTask:
 
 
 def test_evaluation_outputs_round_trip_a_perfect_model(tmp_path):
-    from repscope.data.sprites.captions import decode_captions
-    from repscope.metrics import coherency
-    from repscope.studies.mmvae.evaluate import write_cdsprites_outputs
-    from repscope.studies.sprites.coherency import read_captions, read_output_images
+    from repscope.data.multimodal.captions import decode_captions
+    from repscope.metrics.multimodal import coherency
+    from repscope.studies.multimodal.coherency import read_captions, read_output_images
+    from repscope.studies.multimodal.evaluate import write_cdsprites_outputs
 
     oracle = OracleTask(level=2, n=24, seed=5)
     folder = write_cdsprites_outputs(oracle, 2, 24, 5, tmp_path / "outputs")
@@ -267,14 +267,14 @@ def test_evaluation_outputs_round_trip_a_perfect_model(tmp_path):
     assert written == truth  # padding spaces are not part of a caption
     images = read_output_images(folder / "text_to_image" / "images.npy")
     assert np.array_equal(images, oracle.test["image"].transpose(0, 2, 3, 1))
-    from repscope.studies.sprites.coherency import _truth_table
+    from repscope.studies.multimodal.coherency import _truth_table
 
     table = _truth_table(2, truth, folder / "image_to_text" / "truth.txt")
     assert coherency.image_to_text(2, table, written)["strict"] == 100.0
 
 
 def test_evaluate_refuses_what_is_not_a_cdsprites_multimodal_run(tmp_path):
-    from repscope.studies.mmvae.evaluate import evaluate_run
+    from repscope.studies.multimodal.evaluate import evaluate_run
 
     with pytest.raises(InvalidArgumentError, match="config.yaml"):
         evaluate_run(tmp_path)
@@ -286,7 +286,7 @@ def test_evaluate_refuses_what_is_not_a_cdsprites_multimodal_run(tmp_path):
 
 
 def test_a_caption_ends_with_two_scored_spaces_and_padding_is_hidden_from_the_encoder():
-    from repscope.data.sprites.datasets import cdsprites_dataset
+    from repscope.data.multimodal.datasets import cdsprites_dataset
     from repscope.train.datamodule import field_to_tensor
     from repscope.train.tasks.multimodal import MoPoETask
 
@@ -310,7 +310,7 @@ def test_a_caption_ends_with_two_scored_spaces_and_padding_is_hidden_from_the_en
 
 
 def make_dmvae(shared: int = 2, private: int = 2):
-    from repscope.models.multimodal.private import PrivateSharedVAE
+    from repscope.models.multimodal.dmvae import PrivateSharedVAE
 
     size = shared + private
 
@@ -349,7 +349,7 @@ def test_dmvae_learns_both_directions_through_its_shared_code():
 
 def test_dmvae_trains_through_the_framework(tmp_path):
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     config = TrainConfig(
         model=Named(name="dmvae", params={"latent_dim": 6, "private_dim": 2, "modalities": SMALL_NETS}),

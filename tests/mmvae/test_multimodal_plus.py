@@ -18,13 +18,13 @@ from test_multimodal_models import (
 )
 from torch import nn
 
+from repscope.models.multimodal.mmvae_plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.models import (
     LikelihoodSpec,
     MixtureOfExpertsVAE,
     MixtureOfProductsVAE,
     ProductOfExpertsVAE,
 )
-from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 
 
 def make_plus(shared: int = 2, private: int = 2) -> ModalitySpecificMixtureVAE:
@@ -129,8 +129,8 @@ def test_the_log_likelihood_estimate_of_an_exact_posterior_is_the_closed_form(mo
 @pytest.mark.parametrize("name", ["mmvae", "dmvae", "mmvae-plus"])
 def test_a_trained_task_gives_latents_decodings_and_log_likelihoods(tmp_path, name):
     from repscope.train.config import Named, TrainConfig, TrainerSection
+    from repscope.train.fitting import fit
     from repscope.train.registry import task_class
-    from repscope.train.run import fit
 
     private = {"private_dim": 2} if task_class(name).private_latents else {}  # only those models take it
     config = TrainConfig(

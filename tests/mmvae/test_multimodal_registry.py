@@ -11,8 +11,8 @@ import torch
 
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.models.multimodal.models import OBJECTIVES
+from repscope.train.fitting import load_task
 from repscope.train.registry import MODELS, task_class
-from repscope.train.run import load_task
 from repscope.train.tasks.multimodal import MMVAETask, MultimodalVAETask, multimodal_models
 
 NAMES = [name for name, entry in MODELS.items() if entry.family == "multimodal"]  # read at collection time
@@ -130,7 +130,7 @@ def test_the_class_facts_the_studies_read():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_the_study_config_gives_each_model_the_settings_its_class_declares(name):
-    from repscope.studies.mmvae.train import MODEL_SETTINGS, MultimodalConfig
+    from repscope.studies.multimodal.train import MODEL_SETTINGS, MultimodalConfig
 
     params = MultimodalConfig(model=name).train_config().model.params
     declared = set(task_class(name).config_fields())
@@ -139,7 +139,7 @@ def test_the_study_config_gives_each_model_the_settings_its_class_declares(name)
 
 
 def test_the_study_config_refuses_an_unregistered_model_listing_the_registered_ones():
-    from repscope.studies.mmvae.train import MultimodalConfig
+    from repscope.studies.multimodal.train import MultimodalConfig
 
     with pytest.raises(ValueError, match="unknown multimodal model 'vae'; registered: " + ", ".join(NAMES)):
         MultimodalConfig(model="vae")

@@ -20,7 +20,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from host_reads import no_host_reads  # tests/host_reads.py (tests/ is on the path of its conftest)
-from repscope.data.sprites.datasets import cdsprites_dataset
+from repscope.data.multimodal.datasets import cdsprites_dataset
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts
 from repscope.train.datamodule import field_to_tensor
@@ -241,7 +241,7 @@ def test_trainer_compile_traces_the_whole_multimodal_loss(name, cdsprites, monke
     stands in for inductor: the same tracing, no kernels to build, the same numbers as uncompiled."""
     from torch._dynamo.utils import counters
 
-    from repscope.train.run import compile_networks
+    from repscope.train.fitting import compile_networks
 
     batch, specs = cdsprites
     compiled_with = []

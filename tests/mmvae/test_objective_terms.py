@@ -16,8 +16,8 @@ import torch
 
 from linear_networks import LinearDecoder, LinearEncoder  # tests/linear_networks.py
 from repscope.models.multimodal import objectives
+from repscope.models.multimodal.mmvae_plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.models import LikelihoodSpec
-from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
 from repscope.train.registry import MODELS, task_class
 
 BETA = 0.6

@@ -11,12 +11,12 @@ import torch
 from PIL import Image
 
 from repscope.config import load_config, shipped_config_path
-from repscope.data.polymnist import PolyMNIST, polymnist_dataset, procedural_background
+from repscope.data.multimodal.polymnist import PolyMNIST, polymnist_dataset, procedural_background
 from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 from repscope.resources import THREADS_ENV
 from repscope.train.config import TrainConfig
-from repscope.train.run import fit
+from repscope.train.fitting import fit
 
 MODALITIES = ("m0", "m1", "m2", "m3", "m4")
 

@@ -19,13 +19,13 @@ import torch
 from linear_networks import LinearDecoder, LinearEncoder  # tests/linear_networks.py
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts
+from repscope.models.multimodal.dmvae import PrivateSharedVAE
 from repscope.models.multimodal.models import (
     LikelihoodSpec,
     MixtureOfExpertsVAE,
     MixtureOfProductsVAE,
     ProductOfExpertsVAE,
 )
-from repscope.models.multimodal.private import PrivateSharedVAE
 from repscope.train.registry import task_class
 
 LATENT, PRIVATE = 3, 2

@@ -22,9 +22,9 @@ import torch
 
 from linear_networks import LinearDecoder, LinearEncoder  # tests/linear_networks.py
 from repscope.models.multimodal import experts
+from repscope.models.multimodal.dmvae import PrivateSharedVAE
+from repscope.models.multimodal.mmvae_plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.models import LikelihoodSpec, MixtureOfProductsVAE, ProductOfExpertsVAE
-from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
-from repscope.models.multimodal.private import PrivateSharedVAE
 
 BETA = 0.6
 LATENT, SHARED, PRIVATE = 3, 2, 2

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
+from repscope.data import dsprites
 from repscope.data.boxes import box_masks, foreground_boxes
-from repscope.data.sprites import dsprites
 from repscope.errors import InvalidArgumentError
 from repscope.train.tasks.disentangling_vaes import FactorVAETask
 from repscope.train.tasks.semi_supervised import SemiSupervisedBetaTCVAETask
@@ -114,7 +114,7 @@ def test_box_weight_must_be_positive(value):
 
 def test_box_weighted_model_trains_through_the_framework_on_dsprites(tmp_path):
     from repscope.train.config import Named, TrainConfig, TrainerSection
-    from repscope.train.run import fit
+    from repscope.train.fitting import fit
 
     runs = {}
     for weight in (1.0, 20.0):

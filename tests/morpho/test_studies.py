@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from browser_checks import assert_report_passes_browser_check  # tests/browser_checks.py
 from repscope.cli import app, main
 from repscope.config import load_config, shipped_config_path
-from repscope.studies.morpho.disentangle import DisentangleConfig, run_disentangle
 from repscope.studies.morpho.diversity import DiversityConfig
+from repscope.studies.morpho.infogan import DisentangleConfig, run_disentangle
 from repscope.studies.morpho.supervised import SupervisedConfig, run_supervised
 
 TINY_DATA = {"source": "mnist-sample", "seed": 0, "train_size": 300, "test_size": 120}

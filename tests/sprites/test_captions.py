@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from repscope.data.sprites.captions import (
+from repscope.data.multimodal.captions import (
     MAX_CAPTION_LENGTH,
     corrupt_caption,
     decode_captions,

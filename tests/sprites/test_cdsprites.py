@@ -5,14 +5,14 @@ import pytest
 import torch
 from PIL import Image
 
-from repscope.data.sprites.attributes import (
+from repscope.data.multimodal.attributes import (
     ATTRIBUTE_VALUES,
     COLOUR_RGB,
     combination_count,
     compose_caption,
     parse_caption,
 )
-from repscope.data.sprites.cdsprites import (
+from repscope.data.multimodal.cdsprites import (
     CdSpritesPlus,
     counter_uniforms,
     default_size,
@@ -20,7 +20,7 @@ from repscope.data.sprites.cdsprites import (
     paste_background,
     stream_key,
 )
-from repscope.data.sprites.textures import TEXTURE_FAMILIES, brighten, darken, resize, stretch
+from repscope.data.multimodal.textures import TEXTURE_FAMILIES, brighten, darken, resize, stretch
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
 
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import torch
 
-from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, COLOUR_RGB, level_attributes
-from repscope.data.sprites.augment import (
+from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, COLOUR_RGB, level_attributes
+from repscope.data.multimodal.augment import (
     NO_SHAPE_KINDS,
     NONE_CLASS,
     Augmentation,
@@ -20,11 +20,11 @@ from repscope.data.sprites.augment import (
     jittered_masks,
     no_shape_images,
 )
-from repscope.data.sprites.cdsprites import CdSpritesPlus
-from repscope.data.sprites.second_renderer import coverage, second_rendering
+from repscope.data.multimodal.cdsprites import CdSpritesPlus
+from repscope.data.multimodal.second_renderer import coverage, second_rendering
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.studies.sprites import classifiers as sc
-from repscope.studies.sprites.classifiers import AttributeClassifiers, read_classifiers, train_classifiers
+from repscope.studies.multimodal import judges as sc
+from repscope.studies.multimodal.judges import AttributeClassifiers, read_classifiers, train_classifiers
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*below.*0.98:RuntimeWarning")
 

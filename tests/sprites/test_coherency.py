@@ -6,14 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from repscope.data.sprites.attributes import (
+from repscope.data.multimodal.attributes import (
     ATTRIBUTES,
     combination_count,
     combinations_to_table,
     compose_captions,
 )
 from repscope.errors import InvalidArgumentError
-from repscope.metrics.coherency import coherency_report, format_features, image_to_text, joint, text_to_image
+from repscope.metrics.multimodal.coherency import coherency_report, format_features, image_to_text, joint, text_to_image
 
 # Level 5 column order: shape, size, colour, position, background.
 PINK_HEART = [2, 1, 4, 2, 0]  # 'small pink heart at bottom left on dark' (39 characters)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from repscope.data.sprites.dsprites import (
+from repscope.data.dsprites import (
     FACTOR_SIZES,
     FACTOR_VALUES,
     SPRITE_RADIUS_PX,
@@ -125,7 +125,7 @@ def whole_frame(classes_: np.ndarray) -> np.ndarray:
     """The drawing rule of the module docstring applied to every pixel of the 64x64 frame: a pixel
     is on when its centre lies inside the shape rotated counter-clockwise by the orientation, scaled
     to half-size ``scale * SPRITE_RADIUS_PX`` and centred at ``MARGIN_PX + pos * (64 - 2 MARGIN_PX)``."""
-    from repscope.data.sprites import dsprites as d
+    from repscope.data import dsprites as d
 
     values = classes_to_values(classes_)
     span = 64 - 2.0 * d.MARGIN_PX

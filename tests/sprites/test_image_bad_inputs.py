@@ -16,8 +16,8 @@ from PIL import Image
 from repscope.cli import main
 from repscope.data import imagefile
 from repscope.data.imagefile import read_image
-from repscope.data.polymnist import load_backgrounds
-from repscope.data.sprites.textures import MAX_PHOTO_PIXELS, load_photos
+from repscope.data.multimodal.polymnist import load_backgrounds
+from repscope.data.multimodal.textures import MAX_PHOTO_PIXELS, load_photos
 from repscope.errors import DataFormatError, InvalidArgumentError
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -184,7 +184,7 @@ def test_import_h5_with_a_corrupt_gzip_chunk_is_one_line_naming_file_and_dataset
 
 
 def test_import_h5_names_the_rows_of_the_bad_chunk(tmp_path):
-    from repscope.data.sprites.h5 import import_h5
+    from repscope.data.multimodal.h5 import import_h5
 
     path = tmp_path / "traindata.h5"
     write_h5_with_corrupt_chunk(path)

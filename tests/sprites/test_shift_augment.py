@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from repscope.data.sprites.augment import Augmentation, augmented_images
-from repscope.data.sprites.cdsprites import CdSpritesPlus
+from repscope.data.multimodal.augment import Augmentation, augmented_images
+from repscope.data.multimodal.cdsprites import CdSpritesPlus
 
 SAMPLES, SHIFT = 80, 2.7
 

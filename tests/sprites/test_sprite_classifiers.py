@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import torch
 
-from repscope.data.sprites.attributes import ATTRIBUTE_VALUES, level_attributes
-from repscope.data.sprites.cdsprites import CdSpritesPlus
+from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, level_attributes
+from repscope.data.multimodal.cdsprites import CdSpritesPlus
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
-from repscope.models.sprite_cnn import AttributeCNN
-from repscope.studies.sprites import classifiers as sc
-from repscope.studies.sprites.classifiers import (
+from repscope.models.multimodal.judge_cnn import AttributeCNN
+from repscope.studies.multimodal import judges as sc
+from repscope.studies.multimodal.judges import (
     classifiers_dir,
     evaluate_classifiers,
     load_classifiers,
@@ -324,7 +324,7 @@ def test_training_is_deterministic_in_the_seed(tmp_path):
 
 
 def test_bad_arguments_are_named():
-    from repscope.data.sprites.datasets import cdsprites_dataset
+    from repscope.data.multimodal.datasets import cdsprites_dataset
 
     with pytest.raises(InvalidArgumentError, match="target"):
         cdsprites_dataset(level=2, target="colour", train_size=8, val_size=8, test_size=8)

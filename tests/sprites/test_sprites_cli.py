@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 from repscope.cli import app
-from repscope.data.sprites import dsprites
-from repscope.data.sprites.attributes import compose_captions
-from repscope.data.sprites.cdsprites import CdSpritesPlus
+from repscope.data import dsprites
+from repscope.data.multimodal.attributes import compose_captions
+from repscope.data.multimodal.cdsprites import CdSpritesPlus
 from repscope.data.store import read_dataset
 
 runner = CliRunner()
@@ -176,7 +176,7 @@ def test_evaluate_rejects_bad_folders(tmp_path):
 
 def test_output_images_are_read_as_uint8_rgb_or_refused_naming_the_file(tmp_path):
     from repscope.errors import DataFormatError
-    from repscope.studies.sprites.coherency import read_output_images
+    from repscope.studies.multimodal.coherency import read_output_images
 
     values = np.zeros((2, 3, 64, 64), np.float32)  # channels first, as a torch decoder returns them
     values[1, 0, 5, 7] = 1.0
@@ -256,13 +256,13 @@ def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path
 
 def test_generate_help_names_every_texture_family():
     from repscope.cli.sprites import FAMILIES_HELP
-    from repscope.data.sprites.textures import TEXTURE_FAMILIES
+    from repscope.data.multimodal.textures import TEXTURE_FAMILIES
 
     assert FAMILIES_HELP.split(", ") == list(TEXTURE_FAMILIES)
 
 
 def test_generate_with_chosen_texture_families(tmp_path):
-    from repscope.data.sprites.textures import TEXTURE_FAMILIES
+    from repscope.data.multimodal.textures import TEXTURE_FAMILIES
 
     result = invoke(
         "sprites", "generate", "--level", 5, "--n", 240, "--texture-families", "dots,fabric", "--out", tmp_path / "d"

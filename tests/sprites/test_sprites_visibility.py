@@ -14,15 +14,16 @@ import pytest
 from typer.testing import CliRunner
 
 from repscope.cli import app
-from repscope.data.sprites import dsprites, textures
-from repscope.data.sprites.textures import (
+from repscope.data import dsprites
+from repscope.data.multimodal import textures
+from repscope.data.multimodal.textures import (
     BANK_ARRAYS,
     TextureBank,
     bank_cache_path,
     cached_procedural_bank,
     read_bank_cache,
 )
-from repscope.studies.mmvae.evaluate import _Steps
+from repscope.studies.multimodal.evaluate import _Steps
 
 PER_FAMILY = 2  # 12 textures: a bank of the real recipe, drawn in a fraction of a second
 
@@ -168,7 +169,7 @@ def test_generating_sprites_imports_neither_torch_nor_lightning_nor_matplotlib(t
     script = (
         "import sys\n"
         "from repscope.cli.sprites import app\n"
-        "from repscope.studies.sprites.commands import generate_cdsprites, generate_dsprites\n"
+        "from repscope.studies.multimodal.dataset_commands import generate_cdsprites, generate_dsprites\n"
         f"generate_cdsprites({str(tmp_path / 'c')!r}, 1, 4)\n"
         f"generate_dsprites({str(tmp_path / 'd.npz')!r}, 4)\n"
         "print(sorted(m for m in ('torch', 'lightning', 'matplotlib', 'sklearn') if m in sys.modules))\n"
@@ -221,7 +222,7 @@ def test_a_long_evaluation_step_keeps_reporting_while_it_runs(monkeypatch, capsy
 def test_the_evaluation_page_labels_its_headline_numbers_and_keeps_the_settings_apart():
     import pandas as pd
 
-    from repscope.report.mmvae_report import evaluation_report
+    from repscope.report.multimodal_report import evaluation_report
 
     summary = {
         "model": "mmvae",

@@ -17,8 +17,8 @@ import pandas as pd
 import pytest
 
 from repscope.errors import InvalidArgumentError
-from repscope.metrics import coherency as ours
-from repscope.studies.sprites.coherency import (
+from repscope.metrics.multimodal import coherency as ours
+from repscope.studies.multimodal.coherency import (
     coherency_table,
     evaluate_outputs,
     read_captions,
@@ -146,7 +146,7 @@ def test_text_to_image_reads_the_true_caption_and_matches_the_classifiers_words(
     assert wrong["features"] == 3 and not wrong["per_attribute"]["shape"] and not wrong["per_attribute"]["position"]
     # on well-formed true captions the toolkit's text -> image is ours, number for number
     rng = np.random.default_rng(7)
-    from repscope.data.sprites.attributes import compose_captions
+    from repscope.data.multimodal.attributes import compose_captions
 
     table = np.stack([rng.integers(0, k, 60) for k in (3, 2, 5, 4, 2)], axis=1)
     predicted = np.where(rng.random(table.shape) < 0.2, (table + 1) % [3, 2, 5, 4, 2], table)
@@ -199,7 +199,7 @@ class Level2Judges:
         return np.zeros((len(images), 2), np.int64), np.ones((len(images), 2))
 
     def judge(self, images):
-        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+        from repscope.studies.multimodal.judges import Judgement  # noqa: PLC0415
 
         table, confidence = self.predict_with_confidence(images)
         return Judgement(table, confidence, np.ones(len(images), bool), np.zeros(len(images)))
@@ -212,7 +212,7 @@ class BlankRejectingJudges(Level2Judges):
     """Level2Judges that, like the real judge's reject option, recognise no shape in a blank image."""
 
     def judge(self, images):
-        from repscope.studies.sprites.classifiers import Judgement  # noqa: PLC0415
+        from repscope.studies.multimodal.judges import Judgement  # noqa: PLC0415
 
         table, confidence = self.predict_with_confidence(images)
         blank = np.asarray(images).reshape(len(images), -1).max(axis=1) == 0
@@ -221,7 +221,7 @@ class BlankRejectingJudges(Level2Judges):
 
 def test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "repscope.studies.sprites.coherency.load_classifiers", lambda level, trainer=None: BlankRejectingJudges()
+        "repscope.studies.multimodal.coherency.load_classifiers", lambda level, trainer=None: BlankRejectingJudges()
     )
     folder = tmp_path / "outputs"
     (folder / "text_to_image").mkdir(parents=True)
@@ -241,7 +241,7 @@ def test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported(tmp_
 
 def test_a_folder_is_scored_both_ways_and_the_toolkit_reads_the_raw_captions(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "repscope.studies.sprites.coherency.load_classifiers", lambda level, trainer=None: Level2Judges()
+        "repscope.studies.multimodal.coherency.load_classifiers", lambda level, trainer=None: Level2Judges()
     )
     folder = tmp_path / "outputs"
     (folder / "image_to_text").mkdir(parents=True)

@@ -1,4 +1,5 @@
-"""The Raw Zero-Shot black-box attacks (repscope.attacks): the same outcome as the adversarial-robustness-
+"""The Raw Zero-Shot black-box attacks (repscope.studies.zeroshot.attacks):
+the same outcome as the adversarial-robustness-
 toolbox's PixelAttack / ThresholdAttack (es=0) with the same cma seeds, the norm constraints, a model
 fooled by one known pixel, determinism without touching numpy's global random state, and clear errors."""
 
@@ -14,9 +15,9 @@ import pytest
 import torch
 from torch import nn
 
-from repscope.attacks import attack_counts, attack_seed, pixel_attack, threshold_attack
-from repscope.attacks.pixel_threshold import _pixel_images
 from repscope.errors import InvalidArgumentError
+from repscope.studies.zeroshot.attacks import attack_counts, attack_seed, pixel_attack, threshold_attack
+from repscope.studies.zeroshot.attacks.pixel_threshold import _pixel_images
 
 
 def linear_predict(shape: tuple[int, int, int], classes: int = 3, scale: float = 0.02, seed: int = 0):
@@ -368,7 +369,7 @@ def test_the_package_needs_no_torch():
     import subprocess
     import sys
 
-    code = "import sys, repscope.attacks; print('torch' in sys.modules)"
+    code = "import sys, repscope.studies.zeroshot.attacks; print('torch' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == (
         "False"
     )

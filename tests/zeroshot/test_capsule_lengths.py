@@ -16,7 +16,7 @@ import pytest
 import torch
 import yaml
 
-from repscope.data.softlabels import check_soft_labels, read_soft_labels, write_soft_labels
+from repscope.data.zeroshot.softlabels import check_soft_labels, read_soft_labels, write_soft_labels
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.metrics.zeroshot import amalgam_metric, raw_zero_shot_dbi, zero_shot_scores
 
@@ -231,7 +231,7 @@ def test_the_study_key_picks_each_architectures_soft_labels():
 
 def test_soft_labels_reference_reaches_the_capsnet_of_a_training_point(tmp_path, monkeypatch):
     """train_point with soft_labels reference keeps CapsNet's raw lengths (fit replaced by a tiny CapsNet)."""
-    import repscope.train.run
+    import repscope.train.fitting
     from repscope.studies.zeroshot.study import train_point
 
     rng = np.random.default_rng(6)
@@ -244,7 +244,7 @@ def test_soft_labels_reference_reaches_the_capsnet_of_a_training_point(tmp_path,
         task=task,
         metrics={"test_accuracy": 0.5, "fit_seconds": 0.1, "n_train": 9},
     )
-    monkeypatch.setattr(repscope.train.run, "fit", lambda *args, **kwargs: outcome)
+    monkeypatch.setattr(repscope.train.fitting, "fit", lambda *args, **kwargs: outcome)
     config = {"architectures": [{"label": "CapsNet", "name": "capsnet"}], "soft_label_n": None}
     class_1 = images[targets == 1]
     for setting, folder in (("reference", "raw"), ("normalised", "paper")):
@@ -259,7 +259,7 @@ def test_soft_labels_reference_reaches_the_capsnet_of_a_training_point(tmp_path,
 
 
 def test_the_representation_row_says_which_kind_it_was_computed_on(tmp_path):
-    from repscope.runs import RunDirectory
+    from repscope.run_directory import RunDirectory
     from repscope.studies.zeroshot.study import ZeroShotConfig, _point_dir, _score_architecture, point_overrides
 
     config = ZeroShotConfig(architectures=[{"label": "CapsNet", "name": "capsnet"}], soft_labels="reference")

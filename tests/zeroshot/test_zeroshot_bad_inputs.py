@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from repscope.cli import main
-from repscope.data.softlabels import read_soft_labels
+from repscope.data.zeroshot.softlabels import read_soft_labels
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.metrics.zeroshot import davies_bouldin_soft_labels, raw_zero_shot_dbi
 

@@ -11,7 +11,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from repscope.data.softlabels import read_soft_labels, write_soft_labels
+from repscope.data.zeroshot.softlabels import read_soft_labels, write_soft_labels
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.metrics.zeroshot import (
     amalgam_histograms,

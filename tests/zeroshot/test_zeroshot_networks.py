@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.capsnet import CapsNet, capsule_lengths, dynamic_routing, squash
 from repscope.models.networks import build_classifier, network_parameters
+from repscope.models.zeroshot.capsnet import CapsNet, capsule_lengths, dynamic_routing, squash
 from repscope.train.config import TrainConfig
-from repscope.train.run import fit, load_task, read_checkpoint
+from repscope.train.fitting import fit, load_task, read_checkpoint
 from repscope.train.tasks import CapsNetTask, SupervisedTask
 from repscope.train.tasks.capsule import margin_loss, reconstruction_error
 

@@ -18,10 +18,10 @@ import pandas as pd
 import pytest
 import torch
 
-from repscope.attacks import attack_seed
 from repscope.errors import InvalidArgumentError
 from repscope.metrics.zeroshot import rank_correlation
-from repscope.studies.zeroshot.attack import dqa_attack
+from repscope.studies.zeroshot.attack_study import dqa_attack
+from repscope.studies.zeroshot.attacks import attack_seed
 
 # ---------------------------------------------------------------------------------------------------
 # the DQA search, by hand
@@ -167,7 +167,7 @@ def test_dqa_search_refuses_bad_arguments():
 
 
 def test_the_attack_tables_say_which_search_made_them():
-    from repscope.studies.zeroshot.attack import check_search, run_attacks
+    from repscope.studies.zeroshot.attack_study import check_search, run_attacks
     from repscope.train.tasks import SupervisedTask
 
     torch.manual_seed(0)
@@ -226,7 +226,7 @@ def test_capsnet_reference_soft_labels_are_the_raw_keras_lengths():
 
 
 def test_the_dqa_search_reads_capsnet_raw_lengths():
-    from repscope.studies.zeroshot.attack import predictor
+    from repscope.studies.zeroshot.attack_study import predictor
     from repscope.train.tasks import CapsNetTask
 
     torch.manual_seed(1)

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from repscope.data.softlabels import read_soft_labels
+from repscope.data.zeroshot.softlabels import read_soft_labels
 from repscope.metrics.zeroshot import zero_shot_scores
 from repscope.studies.zeroshot.study import ZeroShotConfig, chosen_architectures, quick, soft_label_rows
 
@@ -171,7 +171,7 @@ def test_soft_label_rows_are_a_seeded_draw_per_class():
 
 def test_attack_command_on_a_trained_classifier(tmp_path, run_cli):
     from repscope.train.config import TrainConfig
-    from repscope.train.run import fit, load_task
+    from repscope.train.fitting import fit, load_task
 
     config = TrainConfig(
         model={"name": "lenet5"},

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repscope.data.softlabels import SoftLabels
+from repscope.data.zeroshot.softlabels import SoftLabels
 from repscope.report.zeroshot_figures import amalgam_histogram_grid, projection_grid
 from repscope.studies.zeroshot.report import INTRO, accuracy_warnings, attack_display, representation_display
 
@@ -111,7 +111,7 @@ def test_projections_report_their_panels(monkeypatch, capsys):
 
 
 def test_each_training_names_its_model_and_the_class_left_out(monkeypatch, tmp_path):
-    import repscope.train.run as train_run
+    import repscope.train.fitting as train_run
     from repscope.studies.zeroshot.study import train_point
 
     seen = []

@@ -210,7 +210,7 @@ def _interrupted_exit(finished: bool = False) -> SystemExit:
     for path, option, can_resume in incomplete:
         # what the run wrote so far stays; the next run must resume or replace it explicitly
         how = "--resume to go on or --overwrite to replace it" if can_resume else "--overwrite to replace it"
-        train_run = sys.modules.get("repscope.train.run")  # loaded only if a training ran: no import at exit
+        train_run = sys.modules.get("repscope.train.fitting")  # loaded only if a training ran: no import at exit
         epoch = train_run.resume_epoch(path) if can_resume and train_run is not None else None
         if epoch is not None:
             how = f"--resume to go on from epoch {epoch} or --overwrite to replace it"

@@ -67,8 +67,8 @@ def score_command(
 
     from repscope.fileio import dumps_json
     from repscope.outputs import CommandInput, prepare_output
-    from repscope.studies.disentangle.score import check_bootstrap
-    from repscope.studies.disentangle.scoring import score_file, score_intervals
+    from repscope.studies.candle.score_arrays import check_bootstrap
+    from repscope.studies.candle.score_command import score_file, score_intervals
 
     check_bootstrap(bootstrap)
     if out is not None:
@@ -150,7 +150,7 @@ def classifiers_command(
     (raw, and identifiable: up to what the images can show)."""
     from repscope.errors import InvalidArgumentError, shown
     from repscope.outputs import inputs_in_mapping, output_target, prepare_output, refuse_output_onto_inputs
-    from repscope.studies.disentangle.cg import judge_records, train_factor_classifiers
+    from repscope.studies.candle.cg import judge_records, train_factor_classifiers
     from repscope.train.registry import MODELS
 
     if model not in MODELS or not MODELS[model].supervised:
@@ -159,7 +159,7 @@ def classifiers_command(
 
     from repscope.config import parse_assignments
     from repscope.data.candle.dataset import FACTOR_NAMES as CANDLE_FACTORS
-    from repscope.studies.disentangle.study import DSPRITES_FACTORS
+    from repscope.studies.candle.disentanglement import DSPRITES_FACTORS
 
     defaults = {"dsprites": DSPRITES_FACTORS, "candle": list(CANDLE_FACTORS)}
     if not factor and data not in defaults:
@@ -214,7 +214,7 @@ def _check_training_params(model: str, model_params: dict, data: str, data_param
     """Check ``--model-param`` through the training's own path: the config's parameter check, then the task
     built on the data (what a classifier's training would refuse, refused before anything is written)."""
     from repscope.train.config import Named, TrainConfig
-    from repscope.train.run import build_task, load_data
+    from repscope.train.fitting import build_task, load_data
 
     config = TrainConfig(model=Named(name=model, params=model_params), data=Named(name=data, params=data_params))
     config.check_params("--model-param")

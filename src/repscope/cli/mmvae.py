@@ -12,7 +12,7 @@ from repscope.cli.studies import trainer_section, with_trainer_flags
 
 app = typer.Typer(no_args_is_help=True)
 
-# repscope.studies.mmvae.evaluate's defaults, written out: `repscope --help` does not import the study (torch)
+# repscope.studies.multimodal.evaluate's defaults, written out: `repscope --help` does not import the study (torch)
 EVALUATE_DEFAULT_N = 1000
 EVALUATE_DEFAULT_K = 30
 EVALUATE_DEFAULT_N_ANALYSIS = 1000
@@ -77,8 +77,8 @@ def evaluate_command(
 
     The model runs on --accelerator (default cpu: the numbers of earlier evaluations; gpu or auto for a GPU);
     the level's attribute classifiers, when they are not cached yet, train on the Trainer flags."""
-    from repscope.studies.mmvae.evaluate import evaluate_run
-    from repscope.studies.sprites.classifiers import default_trainer
+    from repscope.studies.multimodal.evaluate import evaluate_run
+    from repscope.studies.multimodal.judges import default_trainer
 
     flags = dict(trainer_flags or {})
     folder = out if out is not None else run_dir / "evaluation"
@@ -145,7 +145,7 @@ def leaderboard_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it exists (once the new one is written)"),
 ) -> None:
     """The paper's Table 4 (level x model; mean (std) over seeds) from evaluated runs: Markdown, CSV, HTML."""
-    from repscope.studies.mmvae.leaderboard import build_leaderboard
+    from repscope.studies.multimodal.leaderboard import build_leaderboard
 
     result = build_leaderboard(run_dirs, out, overwrite=overwrite)
     for warning in result["warnings"]:

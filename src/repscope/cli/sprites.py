@@ -17,7 +17,7 @@ LEVEL_METAVAR = "[1|2|3|4|5]"
 LEVEL_HELP = "CdSprites+ level: 1 shape; 2 + size; 3 + colour; 4 + position; 5 + background"
 DATASET_CHOICES = Literal["cdsprites", "dsprites"]
 SPLIT_CHOICES = Literal["train", "val", "test"]
-# repscope.data.sprites.textures.TEXTURE_FAMILIES, written out: the CLI starts without numpy (a test checks)
+# repscope.data.multimodal.textures.TEXTURE_FAMILIES, written out: the CLI starts without numpy (a test checks)
 FAMILIES_HELP = "noise, stripes, dots, checks, blotches, fabric"
 
 
@@ -52,17 +52,17 @@ def generate_command(
     ),
 ) -> None:
     """Generate a sprite dataset (images, captions, factors) from a seed."""
-    from repscope.data.sprites.attributes import check_level
+    from repscope.data.multimodal.attributes import check_level
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
-    from repscope.studies.sprites.commands import generate_cdsprites, generate_dsprites
+    from repscope.studies.multimodal.dataset_commands import generate_cdsprites, generate_dsprites
 
     if n is not None and n < 1:
         raise InvalidArgumentError(f"--n: must be at least 1, got {n}")
     inputs = [] if texture_dir is None else [CommandInput(texture_dir, "--texture-dir", "the texture photographs")]
     if dataset == "cdsprites":
-        from repscope.data.sprites.cdsprites import default_size
+        from repscope.data.multimodal.cdsprites import default_size
 
         level = check_level(level, "--level")
         total = n or default_size(level, split)
@@ -82,7 +82,7 @@ def generate_command(
                 )
         typer.echo(f"wrote {total} CdSprites+ level-{level} samples -> {out}")
     else:
-        from repscope.data.sprites.dsprites import TOTAL
+        from repscope.data.dsprites import TOTAL
 
         kind = "file" if out.suffix == ".npz" else "directory"
         with output_target(out, overwrite=overwrite, kind=kind, inputs=inputs) as target:
@@ -105,7 +105,7 @@ def show_command(
 ) -> None:
     """Write a PNG grid of random samples with their captions."""
     from repscope.outputs import CommandInput, output_target
-    from repscope.studies.sprites.commands import show_dataset
+    from repscope.studies.multimodal.dataset_commands import show_dataset
 
     path = out or dataset_dir / "samples.png"
     # the default PNG lies in the dataset's folder, the one place there that is the command's own
@@ -125,7 +125,7 @@ def export_h5_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace the h5 file if it exists"),
 ) -> None:
     """Write a dataset as `image` (N x 64 x 64 x 3 uint8 BGR) and `text` (byte strings) in an h5 file."""
-    from repscope.data.sprites.h5 import export_h5
+    from repscope.data.multimodal.h5 import export_h5
     from repscope.data.store import read_dataset
     from repscope.errors import InvalidArgumentError
     from repscope.outputs import CommandInput, output_target
@@ -152,8 +152,8 @@ def import_h5_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace OUT if it exists (once the import is complete)"),
 ) -> None:
     """Convert the reference toolkit's traindata.h5 into a dataset directory (attributes parsed from captions)."""
-    from repscope.data.sprites.attributes import check_level
-    from repscope.data.sprites.h5 import import_h5
+    from repscope.data.multimodal.attributes import check_level
+    from repscope.data.multimodal.h5 import import_h5
     from repscope.data.store import read_dataset
     from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
@@ -186,8 +186,8 @@ def train_classifiers_command(
     trainer_flags: Optional[dict] = None,
 ) -> None:
     """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
-    from repscope.data.sprites.attributes import check_level
-    from repscope.studies.sprites.classifiers import classifiers_dir, default_trainer, train_classifiers
+    from repscope.data.multimodal.attributes import check_level
+    from repscope.studies.multimodal.judges import classifiers_dir, default_trainer, train_classifiers
 
     level = check_level(level, "--level")
     trainer = trainer_section(trainer_flags, default_trainer())
@@ -245,8 +245,8 @@ def classify_command(
 ) -> None:
     """Predict every attribute with the level's classifiers (trained on first use); report per-attribute accuracy."""
     from repscope.progress import progress_bar
-    from repscope.studies.sprites.classifiers import default_trainer
-    from repscope.studies.sprites.commands import classify_dataset
+    from repscope.studies.multimodal.dataset_commands import classify_dataset
+    from repscope.studies.multimodal.judges import default_trainer
 
     trainer = trainer_section(trainer_flags, default_trainer())
     with progress_bar(f"classifying {dataset_dir.name}") as update:

@@ -67,7 +67,7 @@ def attack_command(
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
     from repscope.config import parse_assignments
     from repscope.outputs import CommandInput, inputs_in_mapping, output_target
-    from repscope.studies.zeroshot.attack import attack_classifier, check_search
+    from repscope.studies.zeroshot.attack_study import attack_classifier, check_search
 
     params = parse_assignments(data_param, "--data-param")
     check_search(search)

@@ -17,13 +17,13 @@ from repscope.registry import resolve
 DATASETS: dict[str, str] = {
     "digits": "repscope.data.morpho.training_sets:digits_dataset",
     "morpho-mnist": "repscope.data.morpho.training_sets:morpho_mnist_dataset",
-    "dsprites": "repscope.data.sprites.datasets:dsprites_dataset",
-    "cdsprites": "repscope.data.sprites.datasets:cdsprites_dataset",
-    "polymnist": "repscope.data.polymnist:polymnist_dataset",
+    "dsprites": "repscope.data.multimodal.datasets:dsprites_dataset",
+    "cdsprites": "repscope.data.multimodal.datasets:cdsprites_dataset",
+    "polymnist": "repscope.data.multimodal.polymnist:polymnist_dataset",
     "candle": "repscope.data.candle.dataset:candle_dataset",
-    "anomalous": "repscope.data.anomalies:anomalous_dataset",
-    "cifar10": "repscope.data.cifar:cifar10_dataset",
-    "leave-class-out": "repscope.data.leave_class_out:leave_class_out_dataset",
+    "anomalous": "repscope.data.invariance.anomalies:anomalous_dataset",
+    "cifar10": "repscope.data.zeroshot.cifar:cifar10_dataset",
+    "leave-class-out": "repscope.data.zeroshot.leave_class_out:leave_class_out_dataset",
 }
 
 

@@ -9,14 +9,14 @@ A **dataset directory** (format :data:`FORMAT_VERSION`) holds
   dSprites; written and read memory-mapped, so a 960,000-image set (11.8 GB) never sits in memory;
 - ``captions.txt`` — CdSprites+ only, one caption a line (utf-8, ``\\n``);
 - ``factors.csv`` — one row per sample: the class columns (``ATTRIBUTES[:level]`` for CdSprites+,
-  :data:`~repscope.data.sprites.dsprites.FACTOR_NAMES` for dSprites) first, then any extra columns
+  :data:`~repscope.data.dsprites.FACTOR_NAMES` for dSprites) first, then any extra columns
   (nuisance factors) the generator gave.
 
 :func:`write_dataset` builds the directory under a temporary sibling name and renames it into place
 only when complete, so an interrupted run leaves nothing that looks whole.
 
 The reference multimodal-VAE toolkit's ``.h5`` files are read and written by
-:mod:`repscope.data.sprites.h5`.
+:mod:`repscope.data.multimodal.h5`.
 """
 
 from __future__ import annotations
@@ -36,9 +36,9 @@ import numpy as np
 import pandas as pd
 
 from repscope import version_stamp
+from repscope.data.dsprites import FACTOR_NAMES
+from repscope.data.multimodal import attributes as attrs
 from repscope.data.npzfile import check_npy_file
-from repscope.data.sprites import attributes as attrs
-from repscope.data.sprites.dsprites import FACTOR_NAMES
 from repscope.errors import (
     ChecksumError,
     DataFormatError,
@@ -131,7 +131,7 @@ def class_columns(generator: str, level: int | None) -> tuple[str, ...]:
     -------
     tuple of str
         ``ATTRIBUTES[:level]`` (e.g. ``("shape", "size")`` at level 2) for ``cdsprites``;
-        :data:`~repscope.data.sprites.dsprites.FACTOR_NAMES` (``color, shape, scale, orientation, posX,
+        :data:`~repscope.data.dsprites.FACTOR_NAMES` (``color, shape, scale, orientation, posX,
         posY``) for ``dsprites``.
 
     Raises

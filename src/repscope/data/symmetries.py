@@ -12,7 +12,7 @@ a value whose image is the true value's image under the object's symmetry, and e
 the image does not show at all are left out of the count (``counted`` False). Its rules, per
 ``(dataset, factor)`` in :data:`RULES`:
 
-* ``dsprites`` ``orientation`` (:mod:`repscope.data.sprites.dsprites`): angles ``theta = c * 2 pi / 39``
+* ``dsprites`` ``orientation`` (:mod:`repscope.data.dsprites`): angles ``theta = c * 2 pi / 39``
   for classes ``c = 0..39``; symmetry period ``P`` = 90 degrees for the square, 180 for the ellipse,
   360 for the heart; a hit when the circular distance of the two angles modulo ``P`` is at most half
   a class step (``pi / 39``). The lattice of 40 angles is not closed under 90 or 180 degrees, so a turned

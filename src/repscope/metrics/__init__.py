@@ -10,9 +10,9 @@ produced them. Each function's docstring states its formula and the paper it fol
 - :mod:`repscope.metrics.partial_correlations`: partial correlations of latent codes with factors
   (disentanglement); :func:`partial_correlation_metric` in the ``metric(factors, codes, **params) -> dict``
   convention.
-- :mod:`repscope.metrics.coherency`: cross- and joint-coherency (Strict / Features / Letters) of
+- :mod:`repscope.metrics.multimodal.coherency`: cross- and joint-coherency (Strict / Features / Letters) of
   CdSprites+ image/caption pairs.
-- :mod:`repscope.metrics.toolkit_coherency`: the same by the rules of the CdSprites+ authors' toolkit.
+- :mod:`repscope.metrics.multimodal.toolkit_coherency`: the same by the rules of the CdSprites+ authors' toolkit.
 
 The functions below are imported from their modules on first use, so that importing a light module
 of this package (the metric registry, read by the CLI's help) does not load scipy and pandas.

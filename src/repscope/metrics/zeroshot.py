@@ -5,7 +5,7 @@ A classifier is trained ``n`` times, each time without one class ``i``, and show
 that unknown class; its soft-labels ``e_j`` (``n - 1`` entries) say how it describes the unknown class
 with the ones it knows. A classifier trained on all ``n`` classes gives the reference soft-labels ``e'``.
 Inputs everywhere: ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)`` (the layout of
-:mod:`repscope.data.softlabels`); rows are probability vectors, or with ``kind="capsule_lengths"`` a
+:mod:`repscope.data.zeroshot.softlabels`); rows are probability vectors, or with ``kind="capsule_lengths"`` a
 CapsNet's raw capsule lengths (each in ``[0, 1]``, rows summing to anything).
 
 Raw capsule lengths are what the authors' code scores for CapsNet: ``shashankkotyan/RepresentationMetrics``,
@@ -41,7 +41,7 @@ from repscope.errors import InvalidArgumentError
 def _checked(
     loo: Sequence[Any], full: Sequence[Any] | None = None, kind: str = "probabilities"
 ) -> tuple[list[np.ndarray], list[np.ndarray]]:
-    from repscope.data.softlabels import check_soft_labels  # noqa: PLC0415 -- data validates the layout
+    from repscope.data.zeroshot.softlabels import check_soft_labels  # noqa: PLC0415 -- data validates the layout
 
     if full is None:
         # the DBI needs only the loo arrays: give a matching, valid full array for the check (valid for either kind)
@@ -67,7 +67,7 @@ def raw_zero_shot_dbi(loo: Sequence[Any], kind: str = "probabilities") -> dict[s
     loo : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)``: the model trained without class ``i`` on class ``i``'s images.
     kind : {"probabilities", "capsule_lengths"}, default="probabilities"
-        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
+        What the rows are (:mod:`repscope.data.zeroshot.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
@@ -103,7 +103,7 @@ def davies_bouldin_soft_labels(loo: Sequence[Any], kind: str = "probabilities") 
     loo : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)``.
     kind : {"probabilities", "capsule_lengths"}, default="probabilities"
-        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
+        What the rows are (:mod:`repscope.data.zeroshot.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
@@ -135,7 +135,7 @@ def amalgam_histograms(
     loo, full : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)``.
     kind : {"probabilities", "capsule_lengths"}, default="probabilities"
-        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
+        What the rows are (:mod:`repscope.data.zeroshot.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
@@ -183,7 +183,7 @@ def amalgam_metric(loo: Sequence[Any], full: Sequence[Any], kind: str = "probabi
     loo, full : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)``.
     kind : {"probabilities", "capsule_lengths"}, default="probabilities"
-        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
+        What the rows are (:mod:`repscope.data.zeroshot.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------
@@ -217,7 +217,7 @@ def zero_shot_scores(loo: Sequence[Any], full: Sequence[Any], kind: str = "proba
     loo, full : sequence of array-like
         ``loo[i]`` ``(m_i, n - 1)`` and ``full[i]`` ``(m_i, n)``.
     kind : {"probabilities", "capsule_lengths"}, default="probabilities"
-        What the rows are (:mod:`repscope.data.softlabels`); raw capsule lengths are read as they are.
+        What the rows are (:mod:`repscope.data.zeroshot.softlabels`); raw capsule lengths are read as they are.
 
     Returns
     -------

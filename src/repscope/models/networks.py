@@ -22,16 +22,16 @@ from typing import Any
 from torch import nn
 
 from repscope.errors import InvalidArgumentError, shown
-from repscope.models.all_conv import AllConvNet
-from repscope.models.capsnet import CapsNet
-from repscope.models.classifiers import CNN5, MLP, VGG13BN, LeNet5
+from repscope.models.candle.judge_cnn import FactorCNN
 from repscope.models.conv64 import Conv64Decoder, Conv64Encoder
-from repscope.models.factor_cnn import FactorCNN
-from repscope.models.mnist_gan import Encoder, Generator
-from repscope.models.network_in_network import NetworkInNetwork
-from repscope.models.resnet import ResNet
-from repscope.models.simplenet import SimpleNet
-from repscope.models.sprite_cnn import AttributeCNN
+from repscope.models.invariance.simplenet import SimpleNet
+from repscope.models.morpho.baselines import CNN5, MLP, VGG13BN, LeNet5
+from repscope.models.morpho.infogan import Encoder, Generator
+from repscope.models.multimodal.judge_cnn import AttributeCNN
+from repscope.models.zeroshot.all_conv import AllConvNet
+from repscope.models.zeroshot.capsnet import CapsNet
+from repscope.models.zeroshot.network_in_network import NetworkInNetwork
+from repscope.models.zeroshot.resnet import ResNet
 
 
 def _lenet5(image_shape: tuple[int, ...], num_outputs: int) -> nn.Module:

@@ -544,7 +544,7 @@ class Report:
     ) -> None:
         """A list of links to files, e.g. a run's tables and figures.
 
-        ``paths`` may be a mapping (name -> path, as :attr:`repscope.runs.RunDirectory.tables`);
+        ``paths`` may be a mapping (name -> path, as :attr:`repscope.run_directory.RunDirectory.tables`);
         links are made relative to ``base`` (the folder that will hold the report) when given.
         """
         values = list(paths.values()) if isinstance(paths, Mapping) else list(paths)

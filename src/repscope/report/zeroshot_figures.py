@@ -11,7 +11,7 @@ from matplotlib.figure import Figure
 from scipy.sparse import SparseEfficiencyWarning
 from sklearn.manifold import TSNE, Isomap
 
-from repscope.data.softlabels import SoftLabels
+from repscope.data.zeroshot.softlabels import SoftLabels
 from repscope.metrics.zeroshot import amalgam_histograms
 from repscope.progress import progress_bar
 from repscope.report.figures import new_figure

@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
-from repscope.runs import read_metrics
+from repscope.run_directory import read_metrics
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
-from repscope.train.run import build_task, fit, load_data, load_task
+from repscope.train.fitting import build_task, fit, load_data, load_task
 from repscope.validation import Seed
 
 

@@ -208,7 +208,7 @@ STUDIES: tuple[CommandEntry, ...] = (
     CommandEntry(
         "disentangle",
         "study",
-        "repscope.studies.disentangle.study",
+        "repscope.studies.candle.disentanglement",
         "DisentangleStudyConfig",
         "run_disentangle_study",
         "Disentanglement VAEs on dSprites scored on IRS, UC and CG (rho 1, 2), MIG, DCI, SAP: the CANDLE Table 2.",
@@ -218,7 +218,7 @@ STUDIES: tuple[CommandEntry, ...] = (
     CommandEntry(
         "candle",
         "study",
-        "repscope.studies.candle.study",
+        "repscope.studies.candle.candle_half",
         "CandleStudyConfig",
         "run_candle_study",
         "The disentanglement study on CANDLE's confounded subset (renders it first): IRS, UC, CG (Table 2).",
@@ -238,7 +238,7 @@ STUDIES: tuple[CommandEntry, ...] = (
     CommandEntry(
         "morpho",
         "disentangle",
-        "repscope.studies.morpho.disentangle",
+        "repscope.studies.morpho.infogan",
         "DisentangleConfig",
         "run_disentangle",
         "Disentanglement: partial correlations of InfoGAN codes with morphometrics, inferential and generative.",
@@ -258,7 +258,7 @@ STUDIES: tuple[CommandEntry, ...] = (
     CommandEntry(
         "sprites",
         "evaluate",
-        "repscope.studies.sprites.coherency",
+        "repscope.studies.multimodal.coherency",
         "CoherencyConfig",
         "run_coherency",
         "Cross- and joint-coherency (Strict / Features / Letters) of a model's generated outputs.",
@@ -326,7 +326,7 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
     CommandEntry(
         None,
         "train",
-        "repscope.train.run",
+        "repscope.train.fitting",
         "TrainConfig",
         "fit",
         "Train a model and write a run directory (config, metrics.json, curves, report, checkpoints).",
@@ -345,7 +345,7 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
     CommandEntry(
         "mmvae",
         "train",
-        "repscope.studies.mmvae.commands",
+        "repscope.studies.multimodal.run_commands",
         "MultimodalConfig",
         "run_train",
         "Train one multimodal VAE (--set model=NAME, a registered multimodal model) and evaluate it on CdSprites+.",
@@ -375,7 +375,7 @@ TRAINING_COMMANDS: tuple[CommandEntry, ...] = (
     CommandEntry(
         "mmvae",
         "sweep",
-        "repscope.studies.mmvae.commands",
+        "repscope.studies.multimodal.run_commands",
         "MultimodalConfig",
         "run_sweep",
         "Train and evaluate every point of a grid (models x levels x latent sizes x seeds); a restarted sweep "

@@ -10,13 +10,13 @@ Modules
     The validated training config (model, data, trainer).
 ``repscope.train.datamodule``
     A LightningDataModule over in-memory digit arrays.
-``repscope.train.run``
+``repscope.train.fitting``
     Train a config into a run directory (``fit``); load a trained task from a checkpoint (``load_task``).
 ``repscope.train.reader``
     Read a run directory back: ``open_run(path) -> TrainedRun`` (typed config, metrics, the trained
     task on demand).
 
-``fit``, ``load_task``, ``TrainOutcome`` (``repscope.train.run``), ``open_run`` and ``TrainedRun`` are
+``fit``, ``load_task``, ``TrainOutcome`` (``repscope.train.fitting``), ``open_run`` and ``TrainedRun`` are
 importable from ``repscope.train`` itself.
 """
 
@@ -30,9 +30,9 @@ from typing import Any
 _EXPORTS = {
     "TrainedRun": "repscope.train.reader",
     "open_run": "repscope.train.reader",
-    "TrainOutcome": "repscope.train.run",
-    "fit": "repscope.train.run",
-    "load_task": "repscope.train.run",
+    "TrainOutcome": "repscope.train.fitting",
+    "fit": "repscope.train.fitting",
+    "load_task": "repscope.train.fitting",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -287,7 +287,7 @@ class LazyStartLoader(DataLoader):
     the checkpoint, so the base seed came from the freshly seeded generator and the order from the
     restored one: one draw out of step with the uninterrupted run, whose rows then came in another
     order (weights 1.1 apart after three epochs of a beta-VAE). Started lazily, every draw of an
-    epoch comes after the callback that restores the generator (``repscope.train.run.EpochCheckpoint``),
+    epoch comes after the callback that restores the generator (``repscope.train.fitting.EpochCheckpoint``),
     as in the uninterrupted run; the number and order of draws are unchanged, so are the batches of
     runs that are not resumed.
     """

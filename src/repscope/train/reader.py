@@ -1,7 +1,7 @@
 """Read a training run back: :func:`open_run` gives a :class:`TrainedRun` (typed config, metrics, the
 trained task on demand), and the checkpoint readers every load goes through.
 
-A run directory is what :func:`repscope.train.run.fit` writes (``repscope train``, every study member,
+A run directory is what :func:`repscope.train.fitting.fit` writes (``repscope train``, every study member,
 the attribute and factor classifiers): ``config.yaml`` (the :class:`~repscope.train.config.TrainConfig`
 as run, plus ``repscope_version`` and, for a run made by a higher-level command, ``origin``),
 ``metrics.json`` and ``checkpoints/``. This module is the one place that reads them; no study parses a
@@ -28,7 +28,7 @@ from typing import Any
 from repscope.config import read_yaml_mapping, validate_config
 from repscope.data.registry import load_dataset, loader_arguments
 from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError
-from repscope.runs import CONFIG_FILE, read_config, read_metrics
+from repscope.run_directory import CONFIG_FILE, read_config, read_metrics
 from repscope.train.config import TrainConfig
 from repscope.train.registry import model_entry, task_class
 
@@ -168,7 +168,7 @@ class TrainedRun:
 
 def open_run(path: Path | str) -> TrainedRun:
     """Read the run directory ``path`` of ``repscope train`` (or of a study member trained through
-    :func:`~repscope.train.run.fit`): its validated config, its metrics and, on demand, its task.
+    :func:`~repscope.train.fitting.fit`): its validated config, its metrics and, on demand, its task.
 
     Parameters
     ----------

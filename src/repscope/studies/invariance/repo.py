@@ -6,7 +6,7 @@ A seeded draw of ``count`` settings from the grid of the config's lists:
   (``[-a/2, a/2]``), ``covering`` (``[-a, a]``), ``gap`` (``[-a, -a/2]`` and ``[a/2, a]``);
 * learning rate, epochs, batch size, optimiser (``adam``; add ``sgd``, with momentum 0.9);
 * an anomaly: ``none``, ``noise`` (noise images with random labels), ``leak`` (test data in training),
-  ``impaired`` (wrong labels), ``small`` (a smaller training set) (:mod:`repscope.data.anomalies`)
+  ``impaired`` (wrong labels), ``small`` (a smaller training set) (:mod:`repscope.data.invariance.anomalies`)
   or ``no_shuffle`` (training without shuffling).
 
 Each model is one point of the sweep runner (:func:`repscope.sweeps.run_sweep`; local workers or Ray;
@@ -40,7 +40,7 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from repscope.data.invariance_transforms import transform_family
+from repscope.data.invariance.transforms import transform_family
 from repscope.errors import DataFormatError
 from repscope.fileio import save_npy_atomic, write_json_atomic
 from repscope.progress import quiet_progress
@@ -165,7 +165,7 @@ def augment_ranges(coverage: str, half_range: float, centre: float) -> list[list
 
 def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any]) -> dict[str, Any]:
     """Sweep target: train one model of the repository, test it, write its metadata, matrices, features."""
-    from repscope.train.run import fit  # noqa: PLC0415
+    from repscope.train.fitting import fit  # noqa: PLC0415
 
     repo = RepoConfig(**config)
     settings = dict(item.split("=", 1) for item in overrides)

@@ -1,6 +1,6 @@
 """Invariance testing of one classifier (ML4ML deployment workflow): signals, variance matrices, features.
 
-For a transformation family ``t_0 .. t_n`` (:mod:`repscope.data.invariance_transforms`) and the test
+For a transformation family ``t_0 .. t_n`` (:mod:`repscope.data.invariance.transforms`) and the test
 images, every image is transformed ``n + 1`` times and passed through the model once per transformation
 (batched); probes (:mod:`repscope.models.probes`) read the signal sets at each position, and a modality
 ``f@position`` keeps one number per example and transformation, ``f(S)`` with ``f`` max or mean. The
@@ -31,7 +31,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from repscope.data.invariance_transforms import TransformFamily
+from repscope.data.invariance.transforms import TransformFamily
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import save_npy_atomic
 from repscope.metrics.invariance.features import matrix_features
@@ -376,8 +376,8 @@ def load_classifier(
     """
     from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.models.networks import build_classifier  # noqa: PLC0415
+    from repscope.train.fitting import load_task  # noqa: PLC0415
     from repscope.train.reader import open_run  # noqa: PLC0415
-    from repscope.train.run import load_task  # noqa: PLC0415
 
     path = Path(model)
     if not path.exists():
@@ -492,10 +492,10 @@ def run_invariance_test(
         ``examples``, ``compat`` and ``features`` per modality; with ``compat="reference"`` also
         ``features_reference`` (:func:`reference_features`).
     """
-    from repscope.data.invariance_transforms import transform_family  # noqa: PLC0415
+    from repscope.data.invariance.transforms import transform_family  # noqa: PLC0415
     from repscope.report import Report  # noqa: PLC0415
     from repscope.report.figures import variance_heatmap  # noqa: PLC0415
-    from repscope.runs import RunDirectory  # noqa: PLC0415
+    from repscope.run_directory import RunDirectory  # noqa: PLC0415
 
     modalities = compat_modalities(compat)
     correct_only = correct_only or compat == "reference"

@@ -25,9 +25,9 @@ from repscope.data.morpho.morphometrics import MORPHOMETRICS
 from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.report.figures import distributions_by_class, image_grid
-from repscope.runs import RunDirectory
+from repscope.run_directory import RunDirectory
 from repscope.studies.morpho.diversity import DiversityConfig, add_diversity
-from repscope.studies.sprites.commands import cdsprites_panel
+from repscope.studies.multimodal.dataset_commands import cdsprites_panel
 from repscope.train.config import TrainerSection
 from repscope.validation import Seed
 

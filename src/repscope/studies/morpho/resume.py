@@ -3,7 +3,7 @@
 A study run is a series of steps (a model trained, a model's samples measured and compared, a
 model evaluated on a task). Each finished step leaves ``steps/<name>.json`` holding what the study
 needs from it; a resumed run reads those and skips their work. A member model whose training stopped
-part-way continues from its ``checkpoints/last.ckpt`` (:func:`repscope.train.run.fit` with
+part-way continues from its ``checkpoints/last.ckpt`` (:func:`repscope.train.fitting.fit` with
 ``resume=True``); one that finished (its ``metrics.json`` written) is loaded, not trained again. The
 config must be the one the run started with, except the keys of ``training.trainer`` that only say
 where the work runs (accelerator, devices, logger, data placement, ...): every other key that differs
@@ -19,7 +19,7 @@ from typing import Any
 
 from repscope.fileio import write_json_atomic
 from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
-from repscope.runs import RunDirectory, read_config, to_plain
+from repscope.run_directory import RunDirectory, read_config, to_plain
 
 # where the work runs, not what it computes: a resumed run may change them
 PLACEMENT_KEYS = frozenset(
@@ -222,8 +222,8 @@ def train_member(
         The trained task (eval mode) and its training metrics.
     """
     from repscope.studies.common import member_config, train_or_load  # noqa: PLC0415
+    from repscope.train.fitting import fit  # noqa: PLC0415
     from repscope.train.reader import open_run  # noqa: PLC0415
-    from repscope.train.run import fit  # noqa: PLC0415
 
     if resume and not member.checkpoint and out.exists():
         if (out / "metrics.json").exists():  # finished: metrics.json is written last

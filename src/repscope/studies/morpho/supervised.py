@@ -23,7 +23,7 @@ import pandas as pd
 from pydantic import Field
 
 from repscope.data.morpho.training_sets import load_morpho_mnist
-from repscope.models.classifiers import knn_baseline, svm_baseline
+from repscope.models.morpho.baselines import knn_baseline, svm_baseline
 from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.studies.common import MemberModel, MorphoDataSection, TrainingSection

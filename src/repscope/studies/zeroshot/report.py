@@ -10,7 +10,7 @@ import pandas as pd
 from repscope.metrics.zeroshot import rank_correlation
 from repscope.report import Report
 from repscope.report.zeroshot_figures import amalgam_by_class, amalgam_histogram_grid, projection_grid
-from repscope.runs import RunDirectory
+from repscope.run_directory import RunDirectory
 
 SIGNIFICANCE = 0.05
 

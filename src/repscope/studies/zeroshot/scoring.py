@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from repscope.data.softlabels import read_soft_labels
+from repscope.data.zeroshot.softlabels import read_soft_labels
 from repscope.fileio import write_json_atomic
 from repscope.metrics.zeroshot import zero_shot_scores
 
@@ -27,7 +27,7 @@ def score_soft_labels_file(soft_labels: str | Path, out: str | Path | None = Non
     ----------
     soft_labels : str or pathlib.Path
         A ``softlabels.npz``: ``loo_<i>`` (m_i, n-1) and ``full_<i>`` (m_i, n) per class
-        (:func:`repscope.data.softlabels.read_soft_labels`).
+        (:func:`repscope.data.zeroshot.softlabels.read_soft_labels`).
     out : str or pathlib.Path, optional
         JSON file to write the result to (atomically).
 

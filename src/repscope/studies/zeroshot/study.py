@@ -3,7 +3,7 @@
 For every architecture, ``n + 1`` classifiers train on the dataset: one without each class (its
 ``n - 1`` outputs never name it) and one on all ``n`` classes. Each model without class ``i`` is shown
 class ``i``'s test images and its soft-labels are kept, with the full model's on the same images
-(``softlabels/<architecture>.npz``, the layout of :mod:`repscope.data.softlabels`). They are scored by
+(``softlabels/<architecture>.npz``, the layout of :mod:`repscope.data.zeroshot.softlabels`). They are scored by
 the paper's DBI (Eq. 3, a within-cluster scatter), scikit-learn's Davies-Bouldin index and the Amalgam
 Metric (Eq. 4, and its per-image mean). CapsNet's soft-labels are its capsule lengths normalised to sum to
 one (``soft_labels: normalised``, the paper's text) or, with ``soft_labels: reference``, the raw lengths the
@@ -29,12 +29,12 @@ import numpy as np
 import pandas as pd
 from pydantic import Field
 
-from repscope.data.softlabels import SoftLabels, check_kind, write_soft_labels
+from repscope.data.zeroshot.softlabels import SoftLabels, check_kind, write_soft_labels
 from repscope.errors import InvalidArgumentError, RepscopeError
 from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
 from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
 from repscope.resume_check import PLACEMENT_TEXT, SPREAD_TEXT, differences, refuse_changes, where_the_work_runs
-from repscope.runs import RunDirectory, read_config, to_plain
+from repscope.run_directory import RunDirectory, read_config, to_plain
 from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 from repscope.validation import Seed
@@ -98,7 +98,7 @@ class AttackSection(Section):
     # CMA-ES generations per image and threshold (the adversarial-robustness-toolbox's max_iter; art only)
     budget: int = Field(100, ge=1)
     # art: the adversarial-robustness-toolbox's search; dqa: the authors' DQA search (one generation of
-    # 400 candidates, repscope.studies.zeroshot.attack.dqa_attack), whose attacks the paper's Table 1 counts
+    # 400 candidates, repscope.studies.zeroshot.attack_study.dqa_attack), whose attacks the paper's Table 1 counts
     search: Literal["art", "dqa"] = "art"
     seed: Seed = 0
 
@@ -202,7 +202,7 @@ def soft_label_kind(config: ZeroShotConfig, architecture: Architecture) -> str:
     str
         ``capsule_lengths`` for a CapsNet (a model trained by
         :class:`~repscope.train.tasks.capsule.CapsNetTask`) with ``soft_labels: reference``, else
-        ``probabilities`` (:mod:`repscope.data.softlabels`).
+        ``probabilities`` (:mod:`repscope.data.zeroshot.softlabels`).
     """
     from repscope.registry import resolve  # noqa: PLC0415
     from repscope.train.registry import model_entry  # noqa: PLC0415
@@ -261,13 +261,13 @@ def _find(config: ZeroShotConfig, label: str) -> Architecture:
 def train_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any]) -> dict[str, Any]:
     """Sweep target: train one model (``arch=<label>``, ``excluded=<class>|full``), keep its soft-labels.
 
-    Writes ``train/`` (the run directory of :func:`repscope.train.run.fit`), ``softlabels.npy`` (float32:
+    Writes ``train/`` (the run directory of :func:`repscope.train.fitting.fit`), ``softlabels.npy`` (float32:
     the model without class ``i`` on class ``i``'s kept test images, ``(m_i, n - 1)``; the full model on
     every class's kept images in class order, ``(sum m_i, n)``; of the kind :func:`soft_label_kind`
     gives) and, for the full model, ``correct.npy`` (bool, one per test image of the base: classified
     correctly).
     """
-    from repscope.train.run import fit  # noqa: PLC0415
+    from repscope.train.fitting import fit  # noqa: PLC0415
 
     study = ZeroShotConfig(**config)
     settings = dict(item.split("=", 1) for item in overrides)
@@ -313,7 +313,7 @@ def attack_point(
 ) -> dict[str, Any]:
     """Sweep target: attack the full classifier of ``arch`` with one norm at one threshold on the chosen
     images; writes ``attack.csv`` (per image: success, queries, iterations, predicted class)."""
-    from repscope.studies.zeroshot.attack import run_attacks  # noqa: PLC0415
+    from repscope.studies.zeroshot.attack_study import run_attacks  # noqa: PLC0415
     from repscope.train.reader import open_run  # noqa: PLC0415
 
     study = ZeroShotConfig(**config)
@@ -404,7 +404,7 @@ def _score_architecture(
     accuracies: pd.Series,
 ) -> tuple[SoftLabels, dict[str, Any]]:
     """Gather one architecture's soft-labels into ``softlabels/<label>.npz`` and score them."""
-    from repscope.data.softlabels import read_soft_labels  # noqa: PLC0415
+    from repscope.data.zeroshot.softlabels import read_soft_labels  # noqa: PLC0415
 
     models = run.path("models")
     full_dir = _point_dir(models, *point_overrides(architecture.label, None))
@@ -500,7 +500,7 @@ def run_zeroshot_study(
     from repscope.progress import track  # noqa: PLC0415
     from repscope.studies.zeroshot.report import write_zeroshot_report  # noqa: PLC0415
     from repscope.sweeps import SweepPoint  # noqa: PLC0415
-    from repscope.train.run import load_data  # noqa: PLC0415
+    from repscope.train.fitting import load_data  # noqa: PLC0415
 
     check_architectures(config, source)
     architectures = chosen_architectures(config)

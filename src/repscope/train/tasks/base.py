@@ -471,7 +471,7 @@ class ConfiguredModule(pl.LightningModule):
     checkpoint, follow from the ``Config``. Two hooks let a family adapt what is taken and what is
     recorded: :meth:`accepted_arguments` and :meth:`recorded_hyperparameters`.
 
-    ``trainer.compile`` (:func:`repscope.train.run.compile_networks`) compiles the methods named in
+    ``trainer.compile`` (:func:`repscope.train.fitting.compile_networks`) compiles the methods named in
     :attr:`compiled_methods`, each whole; where there are none, each child network.
     """
 

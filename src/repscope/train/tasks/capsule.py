@@ -11,7 +11,7 @@ import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.capsnet import EPSILON, CapsNet, capsule_lengths
+from repscope.models.zeroshot.capsnet import EPSILON, CapsNet, capsule_lengths
 from repscope.train.tasks.base import EVAL_BATCH
 from repscope.train.tasks.supervised import SupervisedTask
 
@@ -77,7 +77,7 @@ def reconstruction_error(reconstructed: torch.Tensor, images: torch.Tensor) -> t
 
 
 class CapsNetTask(SupervisedTask):
-    """A :class:`~repscope.models.capsnet.CapsNet` trained as Sabour et al. train it: Adam on the
+    """A :class:`~repscope.models.zeroshot.capsnet.CapsNet` trained as Sabour et al. train it: Adam on the
     margin loss (:func:`margin_loss`) plus ``reconstruction_weight`` (0.0005) times the summed squared
     reconstruction error of each image (:func:`reconstruction_error`, batch mean) when the network has
     its decoder. The decoder reads the true class's capsule in training and the longest capsule in
@@ -133,7 +133,7 @@ class CapsNetTask(SupervisedTask):
         Raw Zero-Shot paper's "capsule lengths, normalised"), one row per image.
 
         Computed in float64 (from the float32 lengths), so each row sums to one within 1e-12. Every
-        length is at least 1e-4 (:func:`~repscope.models.capsnet.capsule_lengths`), so no row divides
+        length is at least 1e-4 (:func:`~repscope.models.zeroshot.capsnet.capsule_lengths`), so no row divides
         by zero.
 
         ``compat="reference"`` gives what the authors' code reads instead: the raw capsule lengths, not

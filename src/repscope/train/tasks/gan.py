@@ -19,8 +19,8 @@ import torch
 import torch.nn.functional as F
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.codes import NOISE_KEY, CodeSpec
-from repscope.models.mnist_gan import Discriminator, Generator, RecognitionHead
+from repscope.models.morpho.infogan import Discriminator, Generator, RecognitionHead
+from repscope.models.morpho.infogan_codes import NOISE_KEY, CodeSpec
 from repscope.train.tasks.base import (
     EVAL_BATCH,
     ImageTask,

@@ -51,7 +51,9 @@ import torch
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.models.multimodal.dmvae import KL_ACCOUNTINGS, PrivateSharedVAE
 from repscope.models.multimodal.likelihoods import LIKELIHOODS, PRIORS, log_likelihood, log_normal, log_prior
+from repscope.models.multimodal.mmvae_plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.models import (
     BOUNDS,
     OBJECTIVES,
@@ -63,8 +65,6 @@ from repscope.models.multimodal.models import (
     ProductOfExpertsVAE,
 )
 from repscope.models.multimodal.networks import build_modality_networks
-from repscope.models.multimodal.plus import ModalitySpecificMixtureVAE
-from repscope.models.multimodal.private import KL_ACCOUNTINGS, PrivateSharedVAE
 from repscope.train.registry import MODELS, task_class
 from repscope.train.tasks.base import ConfiguredModule, optimiser_options
 
@@ -752,7 +752,7 @@ class DMVAETask(PrivateLatentVAETask):
         How often the KL terms count: the private KLs once per source of the shared code (the paper), or as
         the CdSprites+ authors' toolkit (``multimodal_compare/models/mmvae_models.py``,
         ``DMVAE.objective``: each private KL once per other modality, the joint KL once per modality):
-        :mod:`repscope.models.multimodal.private`.
+        :mod:`repscope.models.multimodal.dmvae`.
     **shared
         As for :class:`PrivateLatentVAETask`.
     """

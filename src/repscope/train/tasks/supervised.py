@@ -10,9 +10,9 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from repscope.data.invariance_transforms import PER_EXAMPLE, check_ranges, draw_values
+from repscope.data.invariance.transforms import PER_EXAMPLE, check_ranges, draw_values
 from repscope.errors import InvalidArgumentError
-from repscope.models.classifiers import KINDS
+from repscope.models.morpho.baselines import KINDS
 from repscope.models.networks import build_classifier
 from repscope.train.tasks.base import (
     DIGIT_SHAPE,
@@ -46,7 +46,7 @@ class SupervisedTask(ImageTask):
     drawn uniformly from ``augment_ranges`` (``[[low, high], ...]``; two intervals make a range with a
     gap), as the ML4ML model repository varies its models; validation and test images stay as they are.
     ``shift`` moves each image by two values drawn from the ranges, whole pixels right and down, the
-    edges repeated (:func:`repscope.data.invariance_transforms.shift_each`), so that a judge of a small
+    edges repeated (:func:`repscope.data.invariance.transforms.shift_each`), so that a judge of a small
     object on photographed scenes learns less of where things sit in the frame (CANDLE's rotation judge:
     0.45 -> 0.60 identifiable accuracy with shifts of up to 6 pixels).
 
