@@ -9,13 +9,13 @@ parsed, and :mod:`repscope.metrics.multimodal.coherency` scores text->image, ima
 ``tables/coherency.csv`` (one row per direction and rules) and ``report.html``.
 
 ``compat`` chooses the rules: ``ours`` (the paper's printed definitions, strictly:
-:mod:`repscope.metrics.multimodal.coherency`), ``toolkit`` (the rules of the authors' evaluation script exactly,
-:func:`repscope.metrics.multimodal.toolkit_coherency.toolkit_coherency`;
-``multimodal_compare/eval/eval_cdsprites.py`` of gabinsane/multimodal-vae-comparison) or ``both`` (the default: the two side by
-side, ours under each direction's key, the toolkit's under ``toolkit``). The toolkit's rules read captions more leniently: a
-generated caption that starts with the true one is Strict-right whatever follows it; an attribute is read
-as a substring of fixed space-separated tokens; a joint pair needs no well-formed caption.
-"""
+:mod:`repscope.metrics.multimodal.coherency`), ``toolkit`` (the rules of the authors' evaluation script
+exactly, :func:`repscope.metrics.multimodal.toolkit_coherency.toolkit_coherency`;
+``multimodal_compare/eval/eval_cdsprites.py`` of gabinsane/multimodal-vae-comparison) or ``both`` (the
+default: the two side by side, ours under each direction's key, the toolkit's under ``toolkit``). The
+toolkit's rules read captions more leniently: a generated caption that starts with the true one is
+Strict-right whatever follows it; an attribute is read as a substring of fixed space-separated tokens; a joint
+pair needs no well-formed caption. """
 
 from __future__ import annotations
 
