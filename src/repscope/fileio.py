@@ -403,6 +403,21 @@ def replace_directory(built: str | os.PathLike, directory: str | os.PathLike) ->
         os.replace(built, directory)
 
 
+def rename(source: str | os.PathLike, target: str | os.PathLike) -> Path:
+    """Give the whole file or folder ``source`` the name ``target`` (one rename, same file system).
+
+    For what is complete already and only moves (a run set aside under a new name, a finished file
+    into its folder); a write goes through :func:`atomic_write` or :func:`atomic_path`. A refusal by
+    the file system raises :class:`OutputWriteError` naming ``target``.
+    """
+    target = Path(target)
+    try:
+        os.replace(source, target)
+    except OSError as exc:
+        raise output_error(target, exc) from None
+    return target
+
+
 def _remove_path(path: Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
