@@ -20,14 +20,9 @@ from repscope.data.multimodal.captions import MAX_CAPTION_LENGTH, VOCABULARY_SIZ
 from repscope.data.multimodal.cdsprites import TEST_SIZE, CdSpritesPlus, default_size
 from repscope.errors import InvalidArgumentError
 from repscope.progress import progress_bar
+from repscope.validation import check_positive_int
 
 GENERATE_CHUNK = 2_048
-
-
-def _positive(value: int | None, name: str) -> int | None:
-    if value is not None and (isinstance(value, bool) or int(value) != value or value < 1):
-        raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
-    return None if value is None else int(value)
 
 
 def dsprites_dataset(
@@ -58,8 +53,8 @@ def dsprites_dataset(
         categorical field per factor, ``index`` (the grid index) and ``box`` (float32 ``(4,)``, the
         sprite's bounding box in pixels, :mod:`repscope.data.boxes`).
     """
-    test_size = _positive(test_size, "test_size")
-    train_size = _positive(train_size, "train_size")
+    test_size = check_positive_int(test_size, "test_size", allow_none=True)
+    train_size = check_positive_int(train_size, "train_size", allow_none=True)
     train_size = dsprites.TOTAL - test_size if train_size is None else train_size
     if train_size + test_size > dsprites.TOTAL:
         raise InvalidArgumentError(
@@ -149,9 +144,12 @@ def cdsprites_dataset(
     attributes = level_attributes(level)
     if target is not None and target not in attributes:
         raise InvalidArgumentError(f"target: level {level} has the attributes {', '.join(attributes)}, not {target!r}")
-    sizes = {"train": _positive(train_size, "train_size"), "val": _positive(val_size, "val_size")}
+    sizes = {
+        "train": check_positive_int(train_size, "train_size", allow_none=True),
+        "val": check_positive_int(val_size, "val_size", allow_none=True),
+    }
     if test_size != 0:  # 0: no test split (the attribute classifiers are measured on val)
-        sizes["test"] = _positive(test_size, "test_size")
+        sizes["test"] = check_positive_int(test_size, "test_size", allow_none=True)
     generators = {
         split: CdSpritesPlus(
             level,

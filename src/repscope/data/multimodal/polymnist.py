@@ -49,6 +49,7 @@ from repscope.data.morpho.training_sets import load_digits
 from repscope.data.multimodal.cdsprites import counter_uniforms, stream_key
 from repscope.data.multimodal.textures import MAX_PHOTO_PIXELS, PHOTO_SUFFIXES, TEXTURE_FAMILIES, procedural_photo
 from repscope.errors import InvalidArgumentError, SourceNotFoundError
+from repscope.validation import check_positive_int
 
 SIDE = 28  # pixels of a digit and of a modality's image
 DIGIT_THRESHOLD = 128  # a digit pixel is on at this grey level or above
@@ -57,14 +58,6 @@ DEFAULT_MODALITIES = 5
 SPLIT_CODES = {"train": 0, "val": 1, "test": 2}
 _DUOTONE_LOW = (0, 115)  # grey level 0 maps to a colour with channels in this range
 _DUOTONE_HIGH = (140, 255)  # grey level 255 maps to one in this range
-
-
-def _positive(value: Any, name: str, allow_none: bool = True) -> int | None:
-    if value is None and allow_none:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def modality_names(modalities: int) -> tuple[str, ...]:
@@ -270,7 +263,7 @@ class PolyMNIST:
                 raise InvalidArgumentError(f"backgrounds[{k}]: must be at least 28x28, got {background.shape[:2]}")
         if split not in SPLIT_CODES:
             raise InvalidArgumentError(f"split: must be one of {', '.join(SPLIT_CODES)}, got {split!r}")
-        self.size = _positive(size, "size", allow_none=False)
+        self.size = check_positive_int(size, "size")
         self.seed, self.split = int(seed), split
         if self.seed < 0:
             raise InvalidArgumentError(f"seed: must be a non-negative integer, got {seed!r}")
@@ -474,9 +467,9 @@ def polymnist_dataset(
         raise InvalidArgumentError(f"modalities: must be an integer >= 2, got {modalities!r}")
     modalities = int(modalities)
     sizes = {
-        "train": _positive(train_size, "train_size"),
-        "val": _positive(val_size, "val_size"),
-        "test": _positive(test_size, "test_size"),
+        "train": check_positive_int(train_size, "train_size", allow_none=True),
+        "val": check_positive_int(val_size, "val_size", allow_none=True),
+        "test": check_positive_int(test_size, "test_size", allow_none=True),
     }
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
         raise InvalidArgumentError(f"seed: must be a non-negative integer, got {seed!r}")

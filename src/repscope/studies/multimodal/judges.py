@@ -96,7 +96,7 @@ from repscope.train.config import Named, TrainConfig, TrainerSection
 from repscope.train.fitting import fit, read_checkpoint
 from repscope.train.tasks.base import EVAL_BATCH, evaluating, image_batches
 from repscope.train.tasks.supervised import SupervisedTask
-from repscope.validation import check_images
+from repscope.validation import check_images, check_positive_int
 
 TARGET_ACCURACY = 0.98
 METADATA_FILE = "classifiers.json"
@@ -456,7 +456,7 @@ def measure_second_renderer(
         ``recognised`` and ``blurred_recognised``; ``targets`` (``accuracy`` 0.98, ``blurred_accuracy`` 0.95)
         and ``meets_target`` (every attribute meets both).
     """
-    size = _positive(size, "size")
+    size = check_positive_int(size, "size")
     result: dict[str, Any] = {"size": size, "seed": int(seed), "blur_sigma": MEASURED_BLUR_SIGMA}
     for prefix, sigma in (("", 0.0), ("blurred_", MEASURED_BLUR_SIGMA)):
         drawn = second_rendering(classifiers.level, size, seed=int(seed), blur_sigma=sigma)
@@ -508,12 +508,6 @@ def evaluate_classifiers(classifiers: AttributeClassifiers, images: Any, table: 
 
 # ---------------------------------------------------------------------------------------------
 # training
-
-
-def _positive(value: Any, name: str) -> int:
-    if isinstance(value, bool) or int(value) != value or value < 1:
-        raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
-    return int(value)
 
 
 def attribute_config(
@@ -773,11 +767,11 @@ def train_classifiers(
         For each attribute whose validation or held-out accuracy is below ``TARGET_ACCURACY``.
     """
     level = check_level(level)
-    train_size, val_size = _positive(train_size, "train_size"), _positive(val_size, "val_size")
+    train_size, val_size = check_positive_int(train_size, "train_size"), check_positive_int(val_size, "val_size")
     if other_train_size is None:
         other_train_size = min(DEFAULT_OTHER_TRAIN_SIZE, train_size)
-    other_train_size = _positive(other_train_size, "other_train_size")
-    epochs, batch_size = _positive(epochs, "epochs"), _positive(batch_size, "batch_size")
+    other_train_size = check_positive_int(other_train_size, "other_train_size")
+    epochs, batch_size = check_positive_int(epochs, "epochs"), check_positive_int(batch_size, "batch_size")
     if isinstance(seed, bool) or int(seed) != seed or seed < 0:
         raise InvalidArgumentError(f"seed: must be a non-negative integer, got {seed!r}")
     if not float(lr) > 0:
