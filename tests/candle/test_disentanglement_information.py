@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from repscope.errors import InvalidArgumentError
+from repscope.metrics.disentanglement.discretize import histogram_discretize
 from repscope.metrics.disentanglement.information import (
-    _histogram_discretize,
     _mig_reference,
     _modularity,
     mig,
@@ -63,9 +63,9 @@ def test_mig_hand_computed_case():
 def test_histogram_discretize_follows_numpy_histogram_edges():
     values = np.array([[0.0], [0.049], [0.05], [0.5], [1.0]])
     # 20 bins over [0, 1]: left edges 0, 0.05, ..., 0.95; the minimum is bin 1 and the maximum bin 20
-    np.testing.assert_array_equal(_histogram_discretize(values, 20)[:, 0], [1, 1, 2, 11, 20])
+    np.testing.assert_array_equal(histogram_discretize(values, 20)[:, 0], [1, 1, 2, 11, 20])
     # a constant column falls in one bin
-    assert np.unique(_histogram_discretize(np.full((5, 1), 3.0), 20)).size == 1
+    assert np.unique(histogram_discretize(np.full((5, 1), 3.0), 20)).size == 1
 
 
 @pytest.mark.parametrize("num_bins", [1, 2, 7, 20])
@@ -85,7 +85,7 @@ def test_histogram_discretize_equals_digitize_on_every_edge(num_bins):
     expected = np.column_stack(
         [np.digitize(column, np.histogram_bin_edges(column, bins=num_bins)[:-1]) for column in columns]
     )
-    np.testing.assert_array_equal(_histogram_discretize(values, num_bins), expected)
+    np.testing.assert_array_equal(histogram_discretize(values, num_bins), expected)
 
 
 @pytest.mark.parametrize("continuous", [False, True])
@@ -124,7 +124,7 @@ def test_mig_continuous_factors():
     assert all(math.log(20) - 0.02 < h <= math.log(20) for h in result["entropy"])
     assert result["mig"] > 0.95
     # the same numbers as passing the discretised factors as classes
-    binned = mig(_histogram_discretize(factors, 20), codes)
+    binned = mig(histogram_discretize(factors, 20), codes)
     np.testing.assert_allclose(result["mutual_information"], binned["mutual_information"], atol=1e-12)
     assert result["mig"] == pytest.approx(binned["mig"], abs=1e-12)
     assert mig(factors, rng.standard_normal(factors.shape), continuous_factors=True)["mig"] < 0.05

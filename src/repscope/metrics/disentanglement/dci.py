@@ -55,7 +55,7 @@ from joblib import Parallel, delayed
 from sklearn.ensemble import GradientBoostingClassifier
 
 from repscope.errors import InvalidArgumentError
-from repscope.validation import as_array, check_factors_codes, check_training_factors
+from repscope.validation import as_array, check_factors_codes, check_positive_int, check_training_factors
 
 __all__ = ["completeness_from_importance", "dci", "disentanglement_from_importance"]
 
@@ -126,7 +126,7 @@ def dci(
     factor_labels, code_values = check_factors_codes(factors, codes)
     n_rows = factor_labels.shape[0]
     train_fraction = _check_train_fraction(train_fraction)
-    n_estimators = _check_positive_int(n_estimators, "n_estimators")
+    n_estimators = check_positive_int(n_estimators, "n_estimators")
     seed = _check_seed(seed)
     if n_jobs is not None and (isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0):
         raise InvalidArgumentError(f"n_jobs: expected None, a positive integer or -1 (all cores), got {n_jobs!r}")
@@ -269,12 +269,6 @@ def _check_train_fraction(value: Any) -> float:
     if not 0.0 < value < 1.0:
         raise InvalidArgumentError(f"train_fraction: expected a number in (0, 1), got {value}")
     return value
-
-
-def _check_positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise InvalidArgumentError(f"{name}: expected a positive integer, got {value!r}")
-    return int(value)
 
 
 def _check_seed(value: Any) -> int:

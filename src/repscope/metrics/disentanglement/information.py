@@ -9,7 +9,8 @@ The defaults follow disentanglement_lib (Locatello et al., 2019) so that numbers
 papers that used it:
 
 * codes are discretised per latent by a ``num_bins = 20`` equal-width histogram
-  (``np.digitize(z, np.histogram(z, num_bins)[1][:-1])``, bins numbered 1..num_bins);
+  (``np.digitize(z, np.histogram(z, num_bins)[1][:-1])``, bins numbered 1..num_bins:
+  :func:`repscope.metrics.disentanglement.discretize.histogram_discretize`);
 * mutual information is in nats, with the plug-in (empirical-frequency) estimate of
   ``sklearn.metrics.mutual_info_score``; here it is computed for all (latent, factor) pairs from
   contingency tables built with one ``np.bincount`` per factor;
@@ -32,7 +33,8 @@ from sklearn.multiclass import OneVsRestClassifier
 from sklearn.svm import LinearSVC
 
 from repscope.errors import InvalidArgumentError
-from repscope.validation import check_factors_codes, check_training_factors
+from repscope.metrics.disentanglement.discretize import histogram_discretize
+from repscope.validation import check_factors_codes, check_positive_int, check_training_factors
 
 __all__ = ["mig", "modularity_explicitness", "sap"]
 
@@ -54,12 +56,6 @@ def _check_inputs(factors: Any, codes: Any, *, integer_factors: bool = True) -> 
     return factors_array.astype(np.float64, copy=False), codes_array
 
 
-def _check_num_bins(num_bins: Any) -> int:
-    if isinstance(num_bins, bool) or not isinstance(num_bins, int | np.integer) or num_bins < 1:
-        raise InvalidArgumentError(f"num_bins: expected a positive integer, got {num_bins!r}")
-    return int(num_bins)
-
-
 def _split(num_rows: int, test_fraction: Any) -> int:
     """Number of training rows: ``ceil(N * (1 - test_fraction))``, leaving at least one row on each side."""
     if isinstance(test_fraction, bool) or not isinstance(test_fraction, int | float | np.floating):
@@ -74,32 +70,6 @@ def _split(num_rows: int, test_fraction: Any) -> int:
             f"of N={num_rows}; both must be at least 1"
         )
     return num_train
-
-
-def _histogram_discretize(values: np.ndarray, num_bins: int) -> np.ndarray:
-    """Per column, the bin (1..num_bins) of an equal-width ``num_bins``-bin histogram over the column's range.
-
-    The rule of disentanglement_lib's ``_histogram_discretize``: ``np.digitize`` against the left edges of
-    ``np.histogram``'s bins, so the column minimum falls in bin 1 and its maximum in bin ``num_bins``.
-    Computed without a search: the bin is first read off ``(z - min) / width`` and then moved by one
-    where rounding put ``z`` on the wrong side of an edge, so the result is ``np.digitize``'s exactly.
-    """
-    by_column = np.ascontiguousarray(values.T, dtype=np.float64)
-    discretized = np.empty(by_column.shape, dtype=np.int64)
-    for column, row in enumerate(by_column):
-        left_edges = np.histogram_bin_edges(row, bins=num_bins)[:-1]
-        width = left_edges[1] - left_edges[0] if num_bins > 1 else 1.0
-        if width > 0:
-            # z >= min, so truncation is the floor; 0-based: the index of the left edge at or below z
-            guess = ((row - left_edges[0]) / width).astype(np.int64)
-            np.minimum(guess, num_bins - 1, out=guess)
-        else:
-            guess = np.zeros(row.shape, dtype=np.int64)
-        guess -= row < np.take(left_edges, guess)
-        above = np.minimum(guess + 1, num_bins - 1)
-        guess += (row >= np.take(left_edges, above)) & (above > guess)
-        discretized[column] = guess + 1
-    return np.ascontiguousarray(discretized.T)
 
 
 def _class_indices(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -168,10 +138,10 @@ def _mutual_information(discrete_codes: np.ndarray, factor_labels: np.ndarray) -
 
 
 def _prepare_mig(factors: Any, codes: Any, num_bins: Any, continuous_factors: bool):
-    num_bins = _check_num_bins(num_bins)
+    num_bins = check_positive_int(num_bins, "num_bins")
     factors, codes = _check_inputs(factors, codes, integer_factors=not continuous_factors)
-    factor_labels = _histogram_discretize(factors, num_bins) if continuous_factors else factors
-    return factor_labels, _histogram_discretize(codes, num_bins), num_bins
+    factor_labels = histogram_discretize(factors, num_bins) if continuous_factors else factors
+    return factor_labels, histogram_discretize(codes, num_bins), num_bins
 
 
 def _mig_from_matrix(information: np.ndarray, entropy: np.ndarray) -> np.ndarray:
@@ -457,14 +427,14 @@ def modularity_explicitness(factors: Any, codes: Any, num_bins: int = 20, test_f
     Ridgeway, Mozer. Learning Deep Disentangled Embeddings With the F-Statistic Loss. NeurIPS 2018.
     disentanglement_lib ``modularity_explicitness.py``.
     """
-    num_bins = _check_num_bins(num_bins)
+    num_bins = check_positive_int(num_bins, "num_bins")
     factors, codes = _check_inputs(factors, codes)
     num_train = _split(codes.shape[0], test_fraction)
     codes_train, codes_test = codes[:num_train], codes[num_train:]
     factors_train, factors_test = factors[:num_train], factors[num_train:]
     check_training_factors(factors_train)
 
-    information = _mutual_information(_histogram_discretize(codes_train, num_bins), factors_train)
+    information = _mutual_information(histogram_discretize(codes_train, num_bins), factors_train)
     modularity_per_code = _modularity(information)
 
     mean = codes_train.mean(axis=0)

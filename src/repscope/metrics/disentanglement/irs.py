@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
+from repscope.metrics.disentanglement import discretize
 from repscope.resources import usable_cores
-from repscope.validation import as_array, check_factors_codes
+from repscope.validation import as_array, check_factors_codes, check_positive_int
 
 __all__ = ["histogram_discretize", "irs", "reference_selection", "uc_from_irs_matrix", "unique_capture"]
 
@@ -70,6 +71,9 @@ def _check_reference_inputs(factors: Any, codes: Any) -> tuple[np.ndarray, np.nd
 def histogram_discretize(factors: Any, num_bins: int = REFERENCE_NUM_BINS) -> np.ndarray:
     """Bin each factor column as disentanglement_lib's histogram discretiser does before IRS.
 
+    The factors are checked, then binned by the discretiser every metric shares
+    (:func:`repscope.metrics.disentanglement.discretize.histogram_discretize`).
+
     For each column ``g``: ``edges = numpy.histogram(g, num_bins)[1]`` (``num_bins + 1`` equally spaced
     edges from ``min(g)`` to ``max(g)``) and the bin of a value is ``numpy.digitize(g, edges[:-1])``, a
     number in ``1..num_bins`` (the last bin is closed: ``max(g)`` falls in bin ``num_bins``). Values
@@ -100,19 +104,13 @@ def histogram_discretize(factors: Any, num_bins: int = REFERENCE_NUM_BINS) -> np
     ``make_discretizer`` and ``_histogram_discretize`` (rows there are factors; columns here), called by
     ``compute_irs`` in ``evaluation/metrics/irs.py`` (and in the CANDLE fork's copy of that file).
     """
-    if isinstance(num_bins, bool) or not isinstance(num_bins, numbers.Integral) or num_bins < 1:
-        raise InvalidArgumentError(f"num_bins: expected a positive integer, got {num_bins!r}")
+    num_bins = check_positive_int(num_bins, "num_bins")
     array = as_array(factors, "factors")
     if array.ndim != 2 or array.dtype.kind not in "biuf":
         raise InvalidArgumentError(f"factors: expected a 2-D real array (N, K), got shape {array.shape}, {array.dtype}")
     if not np.all(np.isfinite(array)):
         raise InvalidArgumentError("factors: holds NaN or infinity")
-    array = array.astype(np.float64, copy=False)
-    binned = np.empty(array.shape, dtype=np.int64)
-    for column in range(array.shape[1]):
-        edges = np.histogram(array[:, column], int(num_bins))[1]
-        binned[:, column] = np.digitize(array[:, column], edges[:-1])
-    return binned
+    return discretize.histogram_discretize(array, num_bins)
 
 
 def _check_quantile(diff_quantile: Any) -> float:
