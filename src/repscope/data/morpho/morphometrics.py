@@ -37,88 +37,9 @@ from repscope.data.morpho.pipeline import (
     analyse_reference,
     check_digits,
 )
+from repscope.data.morpho.strokes import COLUMNS, MORPHOMETRICS, morphometric_table, stroke_measures
 from repscope.errors import InvalidArgumentError
 from repscope.pools import ordered_map, pool_context
-
-MORPHOMETRICS: tuple[str, ...] = ("area", "length", "thickness", "slant", "width", "height")
-COLUMNS: tuple[str, ...] = ("index", *MORPHOMETRICS, "valid")
-
-_SQRT2 = float(np.sqrt(2.0))
-
-
-# --------------------------------------------------------------------------------------------
-# stroke measures (binary image, distance transform, skeleton), for one or many digits at once
-
-
-def stroke_measures(
-    binary: np.ndarray,
-    distance: np.ndarray,
-    medial: np.ndarray,
-    labels: np.ndarray,
-    n_digits: int,
-    scale: int,
-) -> dict[str, np.ndarray]:
-    """Area, length and thickness of ``n_digits`` digits laid out in one canvas.
-
-    ``labels`` gives each pixel's digit index (-1: none); digits must not touch (a background
-    gap separates them) so that skeleton neighbours always belong to the same digit.
-
-    With the hi-res scale ``f`` (Castro et al., section 2.2-2.3)::
-
-        area      = #{foreground pixels} / f^2
-        length    = (#{side-sharing skeleton pairs} + sqrt(2) #{corner-sharing skeleton pairs}) / f
-        thickness = 2 * mean_{skeleton pixels} distance / f
-
-    Parameters
-    ----------
-    binary : numpy.ndarray
-        bool ``(H, W)`` hi-res foreground canvas.
-    distance : numpy.ndarray
-        float ``(H, W)`` Euclidean distance to the background, in hi-res pixels.
-    medial : numpy.ndarray
-        bool ``(H, W)`` medial-axis skeleton.
-    labels : numpy.ndarray
-        int ``(H, W)`` digit index 0 .. n_digits-1 of each pixel, -1 for none.
-    n_digits : int
-        Number of digits.
-    scale : int
-        Upscaling factor f of the canvas (hi-res pixels per image pixel).
-
-    Returns
-    -------
-    dict of str to numpy.ndarray
-        float64 ``(n_digits,)`` arrays ``area`` (pixels^2 of the original image), ``length`` and
-        ``thickness`` (pixels of the original image; thickness NaN without skeleton).
-
-    References
-    ----------
-    Castro et al., Morpho-MNIST: quantitative assessment and diagnostics for representation
-    learning, sections 2.2-2.3.
-    """
-    labels_fg = labels[binary]
-    area = np.bincount(labels_fg[labels_fg >= 0], minlength=n_digits).astype(np.float64)
-
-    # skeleton neighbour counts: straight (shared side) and diagonal (shared corner)
-    skel = np.pad(medial, 1)
-    centre = skel[1:-1, 1:-1]
-    straight = skel[:-2, 1:-1].astype(np.int8) + skel[2:, 1:-1] + skel[1:-1, :-2] + skel[1:-1, 2:]
-    diagonal = skel[:-2, :-2].astype(np.int8) + skel[:-2, 2:] + skel[2:, :-2] + skel[2:, 2:]
-    skel_labels = labels[centre]
-    on_digit = skel_labels >= 0
-    skel_labels = skel_labels[on_digit]
-    pair_length = (straight[centre] + _SQRT2 * diagonal[centre])[on_digit]
-    # every pair is seen from both of its pixels
-    length = 0.5 * np.bincount(skel_labels, weights=pair_length, minlength=n_digits)
-    skel_count = np.bincount(skel_labels, minlength=n_digits)
-    dist_sum = np.bincount(skel_labels, weights=distance[centre][on_digit], minlength=n_digits)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        thickness = np.where(skel_count > 0, 2.0 * dist_sum / np.maximum(skel_count, 1), np.nan)
-    return {
-        "area": area / scale**2,
-        "length": length / scale,
-        "thickness": thickness / scale,
-    }
-
 
 # --------------------------------------------------------------------------------------------
 # grey-level measures (moments and mass bounds of the hi-res image), vectorised over a batch
@@ -277,7 +198,7 @@ def measure_batch(batch: MorphologyBatch) -> pd.DataFrame:
     n = len(batch)
     stroke = stroke_measures(batch.canvas.binary, batch.distance, batch.skeleton, batch.canvas.labels, n, config.scale)
     grey = grey_measures(batch.hires, config.scale, config.bound_fraction)
-    return _frame(np.arange(n), stroke, grey, batch.valid)
+    return morphometric_table(np.arange(n), stroke, grey, batch.valid)
 
 
 def measure_digit(hires: np.ndarray, morph: DigitMorphology) -> dict[str, float]:
@@ -301,15 +222,8 @@ def measure_digit(hires: np.ndarray, morph: DigitMorphology) -> dict[str, float]
     labels = np.zeros(morph.binary.shape, dtype=np.int32)
     stroke = stroke_measures(morph.binary, morph.distance, morph.skeleton, labels, 1, config.scale)
     grey = grey_measures(hires[None], config.scale, config.bound_fraction)
-    frame = _frame(np.arange(1), stroke, grey, np.array([morph.valid]))
+    frame = morphometric_table(np.arange(1), stroke, grey, np.array([morph.valid]))
     return {name: frame[name].iloc[0] for name in (*MORPHOMETRICS, "valid")}
-
-
-def _frame(index, stroke, grey, valid) -> pd.DataFrame:
-    frame = pd.DataFrame({"index": index, **stroke, **grey})
-    frame.loc[~valid, list(MORPHOMETRICS)] = np.nan
-    frame["valid"] = valid
-    return frame[list(COLUMNS)]
 
 
 def _measure_chunk(args: tuple[np.ndarray, PipelineConfig, str, str]) -> pd.DataFrame:

@@ -25,7 +25,7 @@ released ``measure_image``), and how it differs from our default:
    foreground pixels in raster order (today: ``default_rng``); the distance map is SciPy's
    Euclidean distance transform of the binary image as it is (a stroke touching the image border
    is not measured to the border).
-5. **Area, length, thickness** as in the default (:func:`~repscope.data.morpho.morphometrics.stroke_measures`).
+5. **Area, length, thickness** as in the default (:func:`~repscope.data.morpho.strokes.stroke_measures`).
 6. **Slant, width, height** from the quantised hi-res image: ``slant = arctan(-u11 / u02)`` with
    ``u11``, ``u02`` its second-order central moments (x: column, y: row); the vertical CDF
    ``V(t) = mass(y < t) / mass`` and the sheared horizontal CDF
@@ -50,10 +50,9 @@ import numpy as np
 import pandas as pd
 from scipy import ndimage
 
-# a module reference: morphometrics imports this module to dispatch compat="published"
-import repscope.data.morpho.morphometrics as morphometrics
 from repscope.data.morpho import resample, skeleton
 from repscope.data.morpho.pipeline import PipelineConfig, tile_crops
+from repscope.data.morpho.strokes import morphometric_table, stroke_measures
 from repscope.errors import InvalidArgumentError
 
 COMPAT_MODES: tuple[str, ...] = ("none", "published")
@@ -210,7 +209,7 @@ def stroke_measures_published(binary: np.ndarray, scale: int) -> dict[str, np.nd
     -------
     dict of str to numpy.ndarray
         float64 ``(N,)`` ``area``, ``length``, ``thickness`` in pixels of the original image (NaN
-        thickness without skeleton); see :func:`~repscope.data.morpho.morphometrics.stroke_measures`.
+        thickness without skeleton); see :func:`~repscope.data.morpho.strokes.stroke_measures`.
     """
     n = binary.shape[0]
     edges = (binary[:, 0], binary[:, -1], binary[:, :, 0], binary[:, :, -1])
@@ -220,9 +219,7 @@ def stroke_measures_published(binary: np.ndarray, scale: int) -> dict[str, np.nd
     medial = skeleton.medial_axis_tiled(
         canvas.binary, distance_sq, canvas.labels, 0, tiebreak=skeleton.legacy_tiebreak_permutation
     )
-    out = morphometrics.stroke_measures(
-        canvas.binary, np.sqrt(distance_sq, dtype=np.float64), medial, canvas.labels, n, scale
-    )
+    out = stroke_measures(canvas.binary, np.sqrt(distance_sq, dtype=np.float64), medial, canvas.labels, n, scale)
     # digits touching the image border: their distances are measured inside the image only
     for k in np.flatnonzero(touches):
         image = binary[k]
@@ -230,7 +227,7 @@ def stroke_measures_published(binary: np.ndarray, scale: int) -> dict[str, np.nd
         padded = np.pad(image, 1)
         labels = np.where(padded, 0, -1).astype(np.int32)
         axis = skeleton.medial_axis_tiled(padded, padded_sq, labels, 0, tiebreak=skeleton.legacy_tiebreak_permutation)
-        one = morphometrics.stroke_measures(padded, np.sqrt(padded_sq), axis, labels, 1, scale)
+        one = stroke_measures(padded, np.sqrt(padded_sq), axis, labels, 1, scale)
         for name in out:
             out[name][k] = one[name][0]
     return out
@@ -347,7 +344,7 @@ def measure_published_batch(images: np.ndarray, config: PipelineConfig | None = 
     valid = binary.any(axis=(1, 2))
     stroke = stroke_measures_published(binary, config.scale)
     grey = grey_measures_published(hires, config.scale, config.bound_fraction)
-    return morphometrics._frame(np.arange(len(hires)), stroke, grey, valid)
+    return morphometric_table(np.arange(len(hires)), stroke, grey, valid)
 
 
 def measure_published_reference(image: np.ndarray, config: PipelineConfig | None = None) -> dict[str, float]:

@@ -20,6 +20,7 @@ from torch import nn
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.inputs import check_input_range, scaled_inputs
+from repscope.validation import check_positive_int
 
 KINDS = ("classification", "regression")
 
@@ -186,13 +187,15 @@ def check_flag(value: Any, name: str) -> bool:
 
 
 def check_positive(value: Any, name: str, integer: bool = False) -> Any:
-    """``value`` checked as a positive number (an int when ``integer``); bools are refused."""
+    """``value`` checked as a positive number; bools are refused.
+
+    With ``integer`` the one rule of a count applies (:func:`repscope.validation.check_positive_int`:
+    ``<name>: expected a positive integer, got <value>``); otherwise a finite float above 0.
+    """
+    if integer:
+        return check_positive_int(value, name)
     if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or value != value:
         raise InvalidArgumentError(f"{name}: must be a positive number, got {value!r}")
-    if integer:
-        if int(value) != value:
-            raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
-        return int(value)
     if value == float("inf"):
         raise InvalidArgumentError(f"{name}: must be a finite number, got {value!r}")
     return float(value)
