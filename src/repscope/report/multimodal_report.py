@@ -327,13 +327,24 @@ def evaluation_report(
     repscope.report.Report
     """
     notes = dict(notes or {})
-    level = summary.get("level")
     report = Report(
-        f"Evaluation of {summary.get('model')} on CdSprites+ level {level}",
+        f"Evaluation of {summary.get('model')} on CdSprites+ level {summary.get('level')}",
         subtitle=f"run {summary.get('run')}; {summary.get('n')} test samples per direction, seed {summary.get('seed')}",
     )
     for warning in warnings:
         report.add_warning(warning)
+    _add_numbers(report, summary)
+    _add_coherency(report, summary.get("level"), tables, figures)
+    _add_log_likelihood(report, tables, notes)
+    _add_loss_terms(report, figures, notes)
+    _add_latent_analysis(report, tables, figures, notes)
+    if files:
+        report.add_files(list(files), base=base, title="Files")
+    return report
+
+
+def _add_numbers(report: Report, summary: Mapping[str, Any]) -> None:
+    """The headline numbers, then the settings (:data:`SETTING_KEYS`) apart."""
     numbers = {
         key: value for key, value in summary.items() if isinstance(value, (int, float)) and not isinstance(value, bool)
     }
@@ -343,12 +354,14 @@ def evaluation_report(
     if settings:
         report.add_metrics(settings, title="Settings")
 
+
+def _add_coherency(report: Report, level: Any, tables: Mapping[str, pd.DataFrame], figures: Mapping[str, Path]) -> None:
     report.add_heading("Cross- and joint-coherency")
     report.add_paragraph(
         "Strict: % of samples with every attribute right (a caption must be exactly right). Features: mean "
         f"number of right attributes per sample, of the level's {level}. Letters: % of caption characters "
-        "right, position by position. Generated images are judged by the level's attribute classifiers; "
-        "joint pairs are decoded from the same prior sample and judged against each other "
+        "right, position by position. Generated images are judged by the level's judges (attribute "
+        "classifiers); joint pairs are decoded from the same prior sample and judged against each other "
         "(Sejnova et al., Sec. 3.3)."
     )
     if "coherency" in tables:
@@ -357,6 +370,8 @@ def evaluation_report(
     _add_figure(report, figures, "image_to_text", "Image -> text: test images titled with the generated captions")
     _add_figure(report, figures, "joint_samples", "Joint: image and caption decoded from the same prior sample")
 
+
+def _add_log_likelihood(report: Report, tables: Mapping[str, pd.DataFrame], notes: Mapping[str, str]) -> None:
     if "log_likelihood" in tables:
         report.add_heading("Test log-likelihood")
         report.add_paragraph(
@@ -371,6 +386,8 @@ def evaluation_report(
         report.add_heading("Test log-likelihood")
         report.add_paragraph(notes["log_likelihood"])
 
+
+def _add_loss_terms(report: Report, figures: Mapping[str, Path], notes: Mapping[str, str]) -> None:
     report.add_heading("KL divergence and reconstruction per modality (training)")
     if "loss_terms" in figures:
         report.add_figure(
@@ -381,6 +398,11 @@ def evaluation_report(
     else:
         report.add_paragraph(notes.get("loss_terms", "No per-modality loss terms were logged in training."))
 
+
+def _add_latent_analysis(
+    report: Report, tables: Mapping[str, pd.DataFrame], figures: Mapping[str, Path], notes: Mapping[str, str]
+) -> None:
+    """The linear probes, the t-SNE and the traversals of the latents."""
     if "linear_factorisation" in tables:
         report.add_heading("Latent factorisation")
         report.add_paragraph(
@@ -396,7 +418,6 @@ def evaluation_report(
     elif "tsne" in notes:
         report.add_heading("t-SNE of the latents")
         report.add_paragraph(notes["tsne"])
-
     if "traversals" in figures or "traversal_captions" in tables:
         report.add_heading("Latent traversals")
         report.add_paragraph(
@@ -409,9 +430,6 @@ def evaluation_report(
         _add_figure(report, figures, "traversals", "Images decoded along each latent dimension (rows)")
         if "traversal_captions" in tables:
             report.add_table(tables["traversal_captions"], title="Captions decoded along each dimension", max_rows=None)
-    if files:
-        report.add_files(list(files), base=base, title="Files")
-    return report
 
 
 __all__ = [
