@@ -8,9 +8,7 @@ from OpenCV images), and dataset ``text``, the captions as byte strings. :func:`
 
 from __future__ import annotations
 
-import contextlib
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from repscope.data.store import (
     write_dataset,
 )
 from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError, SourceNotFoundError
-from repscope.fileio import TEMP_PREFIX, current_umask, make_output_dir, output_error
+from repscope.fileio import atomic_path
 
 H5_IMAGE = "image"
 H5_TEXT = "text"
@@ -90,14 +88,8 @@ def export_h5(
         if not caption.isascii():
             raise DataFormatError(f"{dataset.path / CAPTIONS_FILE}: row {i}: caption {caption!r} is not ASCII")
     n = len(dataset)
-    make_output_dir(out_h5.parent)
-    try:
-        fd, tmp_name = tempfile.mkstemp(prefix=TEMP_PREFIX + out_h5.name + ".", dir=out_h5.parent)
-    except OSError as error:
-        raise output_error(out_h5, error) from None
-    os.close(fd)
-    try:
-        with h5py.File(tmp_name, "w") as handle:
+    with atomic_path(out_h5) as temporary:
+        with h5py.File(temporary, "w") as handle:
             image = handle.create_dataset(
                 H5_IMAGE, shape=dataset.images.shape, dtype=np.uint8, chunks=(min(n, 256), *dataset.images.shape[1:])
             )
@@ -108,20 +100,10 @@ def export_h5(
                 text[start:stop] = np.array([c.encode("ascii") for c in captions[start:stop]], dtype=object)
                 if progress is not None:
                     progress(stop)
-        with open(tmp_name, "rb+") as handle:
+        with open(temporary, "rb+") as handle:
             os.fsync(handle.fileno())
         if out_h5.exists() or out_h5.is_symlink():  # appeared while we copied: keep it
             raise OutputExistsError(f"{out_h5}: already exists; choose another output file or remove it first")
-        try:
-            # mkstemp made the file private (0600); give it the mode every other output has
-            os.chmod(tmp_name, 0o666 & ~current_umask())
-            os.replace(tmp_name, out_h5)
-        except OSError as error:
-            raise output_error(out_h5, error) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp_name)
-        raise
     return out_h5
 
 

@@ -6,8 +6,6 @@ can call them too.
 
 from __future__ import annotations
 
-import os
-import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -22,7 +20,7 @@ from repscope.data.multimodal.captions import corrupt_caption
 from repscope.data.multimodal.cdsprites import CdSpritesPlus
 from repscope.data.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
-from repscope.fileio import write_bytes_atomic, write_json_atomic
+from repscope.fileio import rename, write_bytes_atomic, write_json_atomic
 from repscope.outputs import CommandInput, prepare_output
 
 # `sprites generate` needs neither torch, Lightning nor matplotlib: the verbs that do import them
@@ -229,13 +227,13 @@ def classify_dataset(
     if not any((folder / name).exists() for name in CLASSIFICATION_FILES):
         return _classify_into(dataset_dir, level, folder, batch_size, progress, trainer)
     folder.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=f".tmp-{folder.name}.classify-", dir=folder.resolve().parent))
-    try:
-        result = _classify_into(dataset_dir, level, scratch, batch_size, progress, trainer)
+    scratch_dir = tempfile.TemporaryDirectory(
+        prefix=f".tmp-{folder.name}.classify-", dir=folder.resolve().parent, ignore_cleanup_errors=True
+    )
+    with scratch_dir as scratch:
+        result = _classify_into(dataset_dir, level, Path(scratch), batch_size, progress, trainer)
         for name in CLASSIFICATION_FILES:
-            os.replace(scratch / name, folder / name)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+            rename(Path(scratch) / name, folder / name)
     return result
 
 

@@ -45,6 +45,7 @@ from repscope.config import (
 )
 from repscope.data.registry import dataset_loader
 from repscope.errors import InvalidArgumentError, RepscopeError, shown
+from repscope.fileio import rename
 from repscope.models.multimodal.networks import MODALITY_NETWORKS
 from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.studies.multimodal.evaluate import ACCELERATORS as EVALUATION_ACCELERATORS
@@ -672,7 +673,7 @@ def _set_aside(run_dir: Path) -> None:
     index = 1
     while run_dir.with_name(f"{run_dir.name}.interrupted-{index}").exists():
         index += 1
-    run_dir.rename(run_dir.with_name(f"{run_dir.name}.interrupted-{index}"))
+    rename(run_dir, run_dir.with_name(f"{run_dir.name}.interrupted-{index}"))
 
 
 __all__ = [
