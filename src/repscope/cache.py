@@ -2,7 +2,8 @@
 
 One mechanism for all of them: a file lock beside the cached folder makes a second process wait for
 the first one's build instead of building too, and a folder is built under a temporary sibling name
-and renamed into place only when complete, so a crash never leaves a half cache that looks whole.
+(:func:`temporary_sibling`) and put in place only when complete (:func:`repscope.fileio.replace_directory`),
+so a crash never leaves a half cache that looks whole.
 """
 
 from __future__ import annotations
@@ -34,17 +35,6 @@ def temporary_sibling(directory: Path) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{directory.name}.", dir=directory.parent))
 
 
-def replace_directory(built: Path, directory: Path) -> None:
-    """Put the finished folder ``built`` at ``directory``; an older folder there is removed after."""
-    old = None
-    if directory.exists():
-        old = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{directory.name}.old-", dir=directory.parent))
-        os.rename(directory, old / directory.name)
-    os.rename(built, directory)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
 def remove_leftovers(directory: Path) -> None:
     """Temporary folders of builds of ``directory`` that crashed (call it under the lock only)."""
     for stale in directory.parent.glob(f"{TEMP_PREFIX}{directory.name}.*"):
@@ -52,4 +42,4 @@ def remove_leftovers(directory: Path) -> None:
             shutil.rmtree(stale, ignore_errors=True)
 
 
-__all__ = ["exclusive_lock", "temporary_sibling", "replace_directory", "remove_leftovers"]
+__all__ = ["exclusive_lock", "temporary_sibling", "remove_leftovers"]

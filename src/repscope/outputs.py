@@ -28,10 +28,16 @@ from pathlib import Path
 from typing import Any, Literal
 
 from repscope.errors import InvalidArgumentError, OutputExistsError, OutputOntoInputError
-from repscope.fileio import OutputWriteError, check_can_create, is_write_refusal, write_refusal_text
+from repscope.fileio import (
+    TEMP_PREFIX,
+    OutputWriteError,
+    check_can_create,
+    is_write_refusal,
+    replace_directory,
+    write_refusal_text,
+)
 
 Kind = Literal["file", "directory"]
-TEMP_PREFIX = ".tmp-"  # the prefix of repscope.fileio: later runs ignore such names
 # outputs a command left incomplete when it stopped (interrupted or failed), for its last message
 _incomplete: list[tuple[Path, str, bool]] = []
 # outputs whose writer stopped before writing anything there: (path, option, whether an old output was kept)
@@ -274,17 +280,6 @@ def _remove(path: Path) -> None:
             path.unlink()
 
 
-def replace_output(new: Path, path: Path) -> None:
-    """Put the complete output ``new`` at ``path``; what was there is removed afterwards."""
-    if path.is_dir() and not path.is_symlink():
-        old = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{path.name}.old-", dir=path.parent))
-        os.rename(path, old / path.name)
-        os.rename(new, path)
-        shutil.rmtree(old, ignore_errors=True)
-    else:
-        os.replace(new, path)
-
-
 @contextlib.contextmanager
 def output_target(
     path: str | os.PathLike,
@@ -334,7 +329,7 @@ def output_target(
         raise
     if not target.exists():  # the writer wrote nothing: keep the old output
         return
-    replace_output(target, path)
+    replace_directory(target, path)
 
 
 def incomplete_outputs() -> list[tuple[Path, str, bool]]:
@@ -371,5 +366,4 @@ __all__ = [
     "output_target",
     "prepare_output",
     "refuse_output_onto_inputs",
-    "replace_output",
 ]

@@ -54,8 +54,8 @@ from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, level_attribut
 from repscope.data.multimodal.captions import decode_captions
 from repscope.data.multimodal.datasets import cdsprites_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.fileio import write_bytes_atomic, write_json_atomic
-from repscope.outputs import TEMP_PREFIX, CommandInput, prepare_output, refuse_output_onto_inputs, replace_output
+from repscope.fileio import TEMP_PREFIX, replace_directory, write_bytes_atomic, write_json_atomic
+from repscope.outputs import CommandInput, prepare_output, refuse_output_onto_inputs
 from repscope.progress import progress_bar
 from repscope.report.cdsprites_figures import captioned_grid
 from repscope.report.multimodal_report import (
@@ -622,7 +622,7 @@ def _built_beside(out: Path, overwrite: bool) -> Iterator[Path]:
     try:
         yield target
         prepare_output(out, overwrite=overwrite, kind="directory")  # written meanwhile by another process?
-        replace_output(target, out)
+        replace_directory(target, out)
     except BaseException:
         shutil.rmtree(target, ignore_errors=True)
         raise

@@ -78,7 +78,7 @@ import numpy as np
 import torch
 
 from repscope import __version__
-from repscope.cache import exclusive_lock, remove_leftovers, replace_directory, temporary_sibling
+from repscope.cache import exclusive_lock, remove_leftovers, temporary_sibling
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec, GeneratorSplit
 from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, check_level, check_table, level_attributes
 from repscope.data.multimodal.augment import NONE_CLASS, Augmentation, AugmentedCdSprites, blur, no_shape_images
@@ -88,7 +88,7 @@ from repscope.data.multimodal.second_renderer import second_rendering
 from repscope.data.multimodal.textures import TEXTURE_FAMILIES
 from repscope.data.sources import repscope_home
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
-from repscope.fileio import atomic_write, write_json_atomic
+from repscope.fileio import atomic_write, replace_directory, write_json_atomic
 from repscope.progress import quiet_progress
 from repscope.resources import resolve_jobs
 from repscope.studies.common import auxiliary_trainer
