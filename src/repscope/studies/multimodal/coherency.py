@@ -15,11 +15,13 @@ exactly, :func:`repscope.metrics.multimodal.toolkit_coherency.toolkit_coherency`
 default: the two side by side, ours under each direction's key, the toolkit's under ``toolkit``). The
 toolkit's rules read captions more leniently: a generated caption that starts with the true one is
 Strict-right whatever follows it; an attribute is read as a substring of fixed space-separated tokens; a joint
-pair needs no well-formed caption. """
+pair needs no well-formed caption."""
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -90,30 +92,68 @@ def run_coherency(
     """
     folder = Path(config.folder)
     # scored before anything is written
-    results = evaluate_outputs(folder, config.level, trainer=config.trainer, compat=config.compat)
-    run = RunDirectory.create("sprites-evaluate", out=out, root=root)
-    run.write_config(
-        {"study": "sprites evaluate", "folder": str(folder.resolve()), "level": config.level, "compat": config.compat}
+    result = compute_coherency(
+        read_output_parts(folder, raw_captions=config.compat != "ours"),
+        config.level,
+        trainer=config.trainer,
+        compat=config.compat,
     )
-    run.write_metrics(results)
-    table = coherency_table(results)
-    run.write_table("coherency", table)
-    report = Report("CdSprites+ coherency", subtitle=f"{folder}, level {config.level}")
-    for warning in results.get("warnings", []):
-        report.add_warning(warning)
+    run = RunDirectory.create("sprites-evaluate", out=out, root=root)
+    write_coherency(result, run, folder)
+    for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    return run.write_report(coherency_report(result, folder))
+
+
+def write_coherency(result: CoherencyResult, run: RunDirectory, folder: Path) -> None:
+    """Write the scores of :func:`compute_coherency` into ``run``: ``config.yaml``, ``metrics.json`` (every
+    score, :meth:`CoherencyResult.as_dict`) and ``tables/coherency.csv``.
+
+    Parameters
+    ----------
+    result : CoherencyResult
+        The scores.
+    run : repscope.run_directory.RunDirectory
+        Where they go.
+    folder : pathlib.Path
+        The folder of outputs that was scored (recorded in the config).
+    """
+    run.write_config(
+        {"study": "sprites evaluate", "folder": str(folder.resolve()), "level": result.level, "compat": result.compat}
+    )
+    run.write_metrics(result.as_dict())
+    run.write_table("coherency", result.table())
+
+
+def coherency_report(result: CoherencyResult, folder: Path) -> Report:
+    """The page of ``repscope sprites evaluate``: the warnings, what each column means and the scores.
+
+    Parameters
+    ----------
+    result : CoherencyResult
+        The scores.
+    folder : pathlib.Path
+        The folder of outputs that was scored (the page's subtitle).
+
+    Returns
+    -------
+    repscope.report.Report
+    """
+    report = Report("CdSprites+ coherency", subtitle=f"{folder}, level {result.level}")
+    for warning in result.warnings:
+        report.add_warning(warning)
     report.add_paragraph(
         "Strict: % of samples with every attribute right. Features: mean number of right "
         "attributes per sample (of the level's). Letters: % of caption characters right, "
-        "position by position. Images are judged by the level's attribute classifiers; Rejected: % of "
+        "position by position. Images are judged by the level's judges (attribute classifiers); Rejected: % of "
         "images in which they recognise no shape (a blob, noise, an empty frame). Rules 'ours': "
         "the paper's definitions, strictly (a caption is right when it equals the true one; a rejected "
         "image is wrong on every attribute). Rules "
         "'toolkit': those of the authors' script multimodal_compare/eval/eval_cdsprites.py (a caption is "
         "right when it starts with the true one; words are read as substrings of fixed tokens)."
     )
-    report.add_table(table, title="Coherency")
-    return run.write_report(report)
+    report.add_table(result.table(), title="Coherency")
+    return report
 
 
 # --------------------------------------------------------------------------------------------
@@ -194,6 +234,151 @@ def read_output_images(path: Path) -> np.ndarray:
     return np.asarray(images) if images.dtype == np.uint8 else to_uint8(images)
 
 
+PARTS = ("text_to_image", "image_to_text", "joint", "joint_traversal")
+JUDGED_PARTS = ("text_to_image", "joint", "joint_traversal")  # the parts with generated images
+
+
+@dataclass(frozen=True)
+class OutputPart:
+    """One part of a model's outputs (:data:`OUTPUT_LAYOUT`), in memory.
+
+    Attributes
+    ----------
+    where : pathlib.Path
+        The part's folder (``FOLDER/text_to_image``, ...): the files of :data:`OUTPUT_LAYOUT` in it are
+        named in the messages, whether the outputs were read from there or not.
+    truth : list of str, optional
+        ``truth.txt``: the captions given (text -> image) or the true captions of the images given
+        (image -> text).
+    images : numpy.ndarray, optional
+        ``images.npy``: the generated images, uint8 ``(N, 64, 64, 3)``.
+    captions : list of str, optional
+        ``captions.txt``: the generated captions up to their end mark.
+    raw_captions : list of str, optional
+        ``captions_raw.txt``: the decoder's whole captions, which the toolkit's rules read where given.
+    """
+
+    where: Path
+    truth: list[str] | None = None
+    images: np.ndarray | None = None
+    captions: list[str] | None = None
+    raw_captions: list[str] | None = None
+
+
+@dataclass(frozen=True)
+class CoherencyResult:
+    """The coherency of a model's outputs (:func:`compute_coherency`).
+
+    Attributes
+    ----------
+    level : int
+        CdSprites+ level of the captions.
+    compat : {"both", "ours", "toolkit"}
+        The rules that scored them.
+    counts : dict of str to int
+        Samples per part, in the order of :data:`PARTS`.
+    ours : dict of str to dict
+        Per part, the scores of :mod:`repscope.metrics.multimodal.coherency` (our rules; empty without them).
+    toolkit : dict of str to dict or None
+        Per part, :func:`toolkit_coherency` (each with ``captions_file`` where captions were read); None
+        without the toolkit's rules.
+    judge_confidence : dict of str to float
+        Per judged part, the judges' mean confidence on its images.
+    rejected : dict of str to float
+        Per judged part, % of images the judge recognises no shape in (by our rules they count wrong on
+        every attribute; the toolkit's rules, whose classifiers have no reject option, read them as they are).
+    part_warnings : dict of str to tuple of str
+        Per judged part, what the judges' confidence and rejections warn of.
+    judge_validation_accuracy : dict of str to float or None
+        The judges' validation accuracy per attribute; None when no image was judged.
+    """
+
+    level: int
+    compat: str
+    counts: dict[str, int]
+    ours: dict[str, dict[str, Any]]
+    toolkit: dict[str, dict[str, Any]] | None
+    judge_confidence: dict[str, float]
+    rejected: dict[str, float]
+    part_warnings: dict[str, tuple[str, ...]]
+    judge_validation_accuracy: dict[str, float] | None
+
+    @property
+    def warnings(self) -> list[str]:
+        """Every warning, part by part."""
+        return [warning for part in self.counts for warning in self.part_warnings.get(part, ())]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The scores as :func:`evaluate_outputs` returns them (and ``metrics.json`` holds them): ``level``,
+        ``compat``, ``counts``, per part its scores by our rules, ``classifier_confidence``, ``rejected`` and
+        ``warnings`` where images were judged, ``toolkit`` and ``classifier_validation_accuracy``; the keys in
+        the order in which the parts were scored."""
+        scores: dict[str, Any] = {"level": self.level, "compat": self.compat, "counts": dict(self.counts)}
+        for part in self.counts:
+            if part in self.ours:
+                scores[part] = self.ours[part]
+            if part in self.rejected:
+                scores.setdefault("classifier_confidence", {})[part] = self.judge_confidence[part]
+                scores.setdefault("rejected", {})[part] = self.rejected[part]
+                for warning in self.part_warnings.get(part, ()):
+                    scores.setdefault("warnings", []).append(warning)
+        if self.toolkit is not None:
+            scores["toolkit"] = dict(self.toolkit)
+        if self.judge_validation_accuracy is not None:
+            scores["classifier_validation_accuracy"] = dict(self.judge_validation_accuracy)
+        return scores
+
+    def table(self) -> pd.DataFrame:
+        """One row per part and rules (:func:`coherency_table`)."""
+        return coherency_table(self.as_dict())
+
+
+def read_output_parts(folder: str | Path, raw_captions: bool = True) -> dict[str, OutputPart]:
+    """Read the parts of a model's outputs laid out as :data:`OUTPUT_LAYOUT` (any may be missing, not all).
+
+    Parameters
+    ----------
+    folder : str or pathlib.Path
+        The outputs.
+    raw_captions : bool, default=True
+        Also read each part's ``captions_raw.txt`` where there is one (what the toolkit's rules read).
+
+    Returns
+    -------
+    dict of str to OutputPart
+        The parts present, in the order of :data:`PARTS`.
+
+    Raises
+    ------
+    SourceNotFoundError, DataFormatError
+        When the folder holds no part, or a file is missing or unreadable.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SourceNotFoundError(f"{folder}: not a folder")
+    present = {name: folder / name for name in PARTS if (folder / name).is_dir()}
+    if not present:
+        evaluated = folder / "evaluation" / "outputs"
+        if evaluated.is_dir():  # the run directory of an evaluated MMVAE: its outputs are one level down
+            raise SourceNotFoundError(
+                f"{folder}: a run directory, not a folder of outputs; its evaluation's outputs are in {evaluated}"
+            )
+        raise SourceNotFoundError(
+            f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})"
+        )
+    return {name: _read_part(name, where, raw_captions) for name, where in present.items()}
+
+
+def _read_part(name: str, where: Path, raw_captions: bool) -> OutputPart:
+    truth = read_captions(where / "truth.txt") if name in ("text_to_image", "image_to_text") else None
+    images = read_output_images(where / "images.npy") if name in JUDGED_PARTS else None
+    captions = read_captions(where / "captions.txt") if name != "text_to_image" else None
+    raw = None
+    if raw_captions and captions is not None and (where / "captions_raw.txt").exists():
+        raw = read_captions(where / "captions_raw.txt")
+    return OutputPart(where, truth=truth, images=images, captions=captions, raw_captions=raw)
+
+
 def _truth_table(level: int, captions: list[str], path: Path) -> np.ndarray:
     rows = []
     for k, caption in enumerate(captions):
@@ -215,7 +400,8 @@ def evaluate_outputs(
     folder: str | Path, level: int, trainer: TrainerSection | None = None, compat: str = "both"
 ) -> dict[str, Any]:
     """Cross- and joint-coherency (Strict / Features / Letters) of a model's outputs laid out as
-    :data:`OUTPUT_LAYOUT` (any of the parts may be missing, not all).
+    :data:`OUTPUT_LAYOUT` (any of the parts may be missing, not all): :func:`read_output_parts`, then
+    :func:`compute_coherency`.
 
     Parameters
     ----------
@@ -224,7 +410,7 @@ def evaluate_outputs(
     level : int
         CdSprites+ level 1-5 of the captions.
     trainer : TrainerSection, optional
-        Where the level's attribute classifiers train if they are not cached yet (default
+        Where the level's judges train if they are not cached yet (default
         :func:`repscope.studies.multimodal.judges.default_trainer`).
     compat : {"both", "ours", "toolkit"}, default="both"
         The rules (module docstring). The toolkit's rules read a part's ``captions_raw.txt`` where there is
@@ -233,13 +419,7 @@ def evaluate_outputs(
     Returns
     -------
     dict
-        ``level``, ``compat``, ``counts`` (samples per part); with ours, per part (``text_to_image``,
-        ``image_to_text``, ``joint``, ``joint_traversal``) the scores of :mod:`repscope.metrics.multimodal.coherency`;
-        with the toolkit's, ``toolkit``: ``{part: toolkit_coherency(...)}`` (each with ``captions_file``
-        where captions were read); ``classifier_confidence``, ``rejected`` (per part, % of images the judge
-        recognises no shape in: by our rules they count wrong on every attribute; the toolkit's rules, whose
-        classifiers have no reject option, read them as they are), ``classifier_validation_accuracy`` and
-        ``warnings`` where images were judged.
+        :meth:`CoherencyResult.as_dict`.
 
     Raises
     ------
@@ -248,116 +428,178 @@ def evaluate_outputs(
     SourceNotFoundError, DataFormatError
         When the folder holds no part, a file is missing or unreadable, or counts differ.
     """
+    level, compat = _check_rules(level, compat)
+    parts = read_output_parts(folder, raw_captions=compat != "ours")
+    return compute_coherency(parts, level, trainer=trainer, compat=compat).as_dict()
+
+
+def _check_rules(level: Any, compat: str) -> tuple[int, str]:
     level = check_level(level, "--level")
     if compat not in COMPAT:
         raise InvalidArgumentError(f"--compat: must be one of {', '.join(COMPAT)}, got {compat!r}")
-    ours, toolkit = compat in ("both", "ours"), compat in ("both", "toolkit")
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise SourceNotFoundError(f"{folder}: not a folder")
-    parts = {name: folder / name for name in ("text_to_image", "image_to_text", "joint", "joint_traversal")}
-    present = {name: path for name, path in parts.items() if path.is_dir()}
-    if not present:
-        evaluated = folder / "evaluation" / "outputs"
-        if evaluated.is_dir():  # the run directory of an evaluated MMVAE: its outputs are one level down
-            raise SourceNotFoundError(
-                f"{folder}: a run directory, not a folder of outputs; its evaluation's outputs are in {evaluated}"
+    return level, compat
+
+
+def compute_coherency(
+    parts: Mapping[str, OutputPart],
+    level: int,
+    *,
+    trainer: TrainerSection | None = None,
+    compat: str = "both",
+    judges: Any = None,
+) -> CoherencyResult:
+    """Score a model's outputs by our rules and (or) the toolkit's; nothing is written.
+
+    Parameters
+    ----------
+    parts : mapping of str to OutputPart
+        The outputs by part (:data:`PARTS`; :func:`read_output_parts` reads them from a folder).
+    level : int
+        CdSprites+ level 1-5 of the captions.
+    trainer : TrainerSection, optional
+        Where the level's judges train if they are not cached yet (default
+        :func:`repscope.studies.multimodal.judges.default_trainer`); unused when ``judges`` is given.
+    compat : {"both", "ours", "toolkit"}, default="both"
+        The rules (module docstring).
+    judges : AttributeClassifiers, optional
+        The level's judges (default: loaded, or trained once, when a part holds images).
+
+    Returns
+    -------
+    CoherencyResult
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``level`` or ``compat`` is not one of theirs.
+    DataFormatError
+        When a truth caption is not one of the level's, or the counts of a part differ.
+    """
+    level, compat = _check_rules(level, compat)
+    scoring = _Scoring(level, compat, trainer, judges)
+    for name in PARTS:
+        if name in parts:
+            scoring.score(name, parts[name])
+    return scoring.result()
+
+
+class _Scoring:
+    """The scores of one part after another, and the judges, loaded on the first part with images."""
+
+    def __init__(self, level: int, compat: str, trainer: TrainerSection | None, judges: Any) -> None:
+        self.level, self.compat, self.trainer, self.judges = level, compat, trainer, judges
+        self.ours_rules, self.toolkit_rules = compat in ("both", "ours"), compat in ("both", "toolkit")
+        self.counts: dict[str, int] = {}
+        self.ours: dict[str, dict[str, Any]] = {}
+        self.toolkit: dict[str, dict[str, Any]] = {}
+        self.confidence: dict[str, float] = {}
+        self.rejected: dict[str, float] = {}
+        self.warnings: dict[str, tuple[str, ...]] = {}
+        self.judged = False
+
+    def score(self, name: str, part: OutputPart) -> None:
+        if name == "text_to_image":
+            self._text_to_image(part)
+        elif name == "image_to_text":
+            self._image_to_text(part)
+        else:
+            self._joint(name, part)
+
+    def _text_to_image(self, part: OutputPart) -> None:
+        truth = _truth_table(self.level, part.truth, part.where / "truth.txt")
+        _same_length(part.where / "truth.txt", len(truth), part.where / "images.npy", len(part.images))
+        judgement = self._judge("text_to_image", part.images)
+        if self.ours_rules:
+            self.ours["text_to_image"] = coherency.text_to_image(
+                self.level, truth, judgement.table, judgement.recognised
             )
-        raise SourceNotFoundError(
-            f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})"
-        )
-    classifiers = None
-    results: dict[str, Any] = {"level": level, "compat": compat, "counts": {}}
-    by_toolkit: dict[str, Any] = {}
-    if "text_to_image" in present:
-        base = present["text_to_image"]
-        truth_captions = read_captions(base / "truth.txt")
-        truth = _truth_table(level, truth_captions, base / "truth.txt")
-        images = read_output_images(base / "images.npy")
-        _same_length(base / "truth.txt", len(truth), base / "images.npy", len(images))
-        classifiers = classifiers or _judges(level, trainer)
-        judgement = classifiers.judge(images)
-        predicted, confidence = judgement.table, judgement.confidence
-        if ours:
-            results["text_to_image"] = coherency.text_to_image(level, truth, predicted, judgement.recognised)
-        if toolkit:
-            by_toolkit["text_to_image"] = toolkit_coherency(
-                level, "text_to_image", truth=truth_captions, predicted=predicted
+        if self.toolkit_rules:
+            self.toolkit["text_to_image"] = toolkit_coherency(
+                self.level, "text_to_image", truth=part.truth, predicted=judgement.table
             )
-        _note_familiarity(results, "text_to_image", classifiers.familiarity(confidence), judgement.recognised)
-        results["counts"]["text_to_image"] = len(truth)
-    if "image_to_text" in present:
-        base = present["image_to_text"]
-        truth_captions = read_captions(base / "truth.txt")
-        truth = _truth_table(level, truth_captions, base / "truth.txt")
-        captions = read_captions(base / "captions.txt")
-        _same_length(base / "truth.txt", len(truth), base / "captions.txt", len(captions))
-        if ours:
-            results["image_to_text"] = coherency.image_to_text(level, truth, captions)
-        if toolkit:
-            raw, source = _toolkit_captions(base, captions)
-            scores = toolkit_coherency(level, "image_to_text", truth=truth_captions, captions=raw)
-            by_toolkit["image_to_text"] = {**scores, "captions_file": source}
-        results["counts"]["image_to_text"] = len(truth)
-    for part in ("joint", "joint_traversal"):
-        if part not in present:
-            continue
-        base = present[part]
-        images = read_output_images(base / "images.npy")
-        captions = read_captions(base / "captions.txt")
-        _same_length(base / "images.npy", len(images), base / "captions.txt", len(captions))
-        classifiers = classifiers or _judges(level, trainer)
-        judgement = classifiers.judge(images)
-        predicted, confidence = judgement.table, judgement.confidence
-        if ours:
-            results[part] = coherency.joint(level, captions, predicted, judgement.recognised)
-        if toolkit:
-            raw, source = _toolkit_captions(base, captions)
-            by_toolkit[part] = {
-                **toolkit_coherency(level, "joint", captions=raw, predicted=predicted),
+        self.counts["text_to_image"] = len(truth)
+
+    def _image_to_text(self, part: OutputPart) -> None:
+        truth = _truth_table(self.level, part.truth, part.where / "truth.txt")
+        _same_length(part.where / "truth.txt", len(truth), part.where / "captions.txt", len(part.captions))
+        if self.ours_rules:
+            self.ours["image_to_text"] = coherency.image_to_text(self.level, truth, part.captions)
+        if self.toolkit_rules:
+            raw, source = _toolkit_captions(part)
+            scores = toolkit_coherency(self.level, "image_to_text", truth=part.truth, captions=raw)
+            self.toolkit["image_to_text"] = {**scores, "captions_file": source}
+        self.counts["image_to_text"] = len(truth)
+
+    def _joint(self, name: str, part: OutputPart) -> None:
+        _same_length(part.where / "images.npy", len(part.images), part.where / "captions.txt", len(part.captions))
+        judgement = self._judge(name, part.images)
+        if self.ours_rules:
+            self.ours[name] = coherency.joint(self.level, part.captions, judgement.table, judgement.recognised)
+        if self.toolkit_rules:
+            raw, source = _toolkit_captions(part)
+            self.toolkit[name] = {
+                **toolkit_coherency(self.level, "joint", captions=raw, predicted=judgement.table),
                 "captions_file": source,
             }
-        _note_familiarity(results, part, classifiers.familiarity(confidence), judgement.recognised)
-        results["counts"][part] = len(captions)
-    if toolkit:
-        results["toolkit"] = by_toolkit
-    if classifiers is not None:
-        results["classifier_validation_accuracy"] = {k: float(v) for k, v in classifiers.accuracies.items()}
-    return results
+        self.counts[name] = len(part.captions)
+
+    def _judge(self, name: str, images: np.ndarray) -> Any:
+        """The judges' reading of a part's images; their confidence, rejections and warnings noted."""
+        if self.judges is None:
+            self.judges = _judges(self.level, self.trainer)
+        self.judged = True
+        judgement = self.judges.judge(images)
+        familiarity = self.judges.familiarity(judgement.confidence)
+        self.confidence[name] = familiarity["mean_confidence"]
+        self.rejected[name] = 100.0 * float(np.mean(~np.asarray(judgement.recognised, dtype=bool)))
+        self.warnings[name] = _judge_warnings(name, familiarity, self.rejected[name])
+        return judgement
+
+    def result(self) -> CoherencyResult:
+        accuracy = None
+        if self.judged:
+            accuracy = {k: float(v) for k, v in self.judges.accuracies.items()}
+        return CoherencyResult(
+            level=self.level,
+            compat=self.compat,
+            counts=self.counts,
+            ours=self.ours,
+            toolkit=self.toolkit if self.toolkit_rules else None,
+            judge_confidence=self.confidence,
+            rejected=self.rejected,
+            part_warnings=self.warnings,
+            judge_validation_accuracy=accuracy,
+        )
 
 
-def _toolkit_captions(base: Path, captions: list[str]) -> tuple[list[str], str]:
+def _toolkit_captions(part: OutputPart) -> tuple[list[str], str]:
     """The captions the toolkit's rules read: ``captions_raw.txt`` where there is one (as many lines as
     ``captions.txt``), else ``captions.txt``; and the file's name."""
-    raw_path = base / "captions_raw.txt"
-    if not raw_path.exists():
-        return captions, "captions.txt"
-    raw = read_captions(raw_path)
-    _same_length(base / "captions.txt", len(captions), raw_path, len(raw))
-    return raw, "captions_raw.txt"
+    if part.raw_captions is None:
+        return part.captions, "captions.txt"
+    raw_path = part.where / "captions_raw.txt"
+    _same_length(part.where / "captions.txt", len(part.captions), raw_path, len(part.raw_captions))
+    return part.raw_captions, "captions_raw.txt"
 
 
 def _judges(level: int, trainer: TrainerSection | None) -> Any:
-    # no trainer: the level alone, the classifiers' default (what a stand-in for load_classifiers takes)
+    # no trainer: the level alone, the judges' default (what a stand-in for load_classifiers takes)
     return load_classifiers(level) if trainer is None else load_classifiers(level, trainer=trainer)
 
 
-def _note_familiarity(
-    results: dict[str, Any], direction: str, familiarity: dict[str, Any], recognised: np.ndarray
-) -> None:
-    """Record the classifiers' mean confidence on a direction's images and the share of images the judge
-    does not recognise as a shape (``rejected``, %); a warning when they are unsure or reject many."""
-    name = direction.replace("_", " ")
-    results.setdefault("classifier_confidence", {})[direction] = familiarity["mean_confidence"]
-    rejected = 100.0 * float(np.mean(~np.asarray(recognised, dtype=bool)))
-    results.setdefault("rejected", {})[direction] = rejected
+def _judge_warnings(part: str, familiarity: dict[str, Any], rejected: float) -> tuple[str, ...]:
+    """The warnings on a part's images: the judges are unsure of them (``familiarity``), or recognise no
+    shape in many (``rejected``, %)."""
+    name = part.replace("_", " ")
+    warnings = []
     if familiarity["warning"]:
-        results.setdefault("warnings", []).append(f"{name} images: {familiarity['warning']}")
+        warnings.append(f"{name} images: {familiarity['warning']}")
     if rejected >= REJECTED_WARNING_PERCENT:
-        results.setdefault("warnings", []).append(
+        warnings.append(
             f"{name} images: the judge recognises no shape in {rejected:.1f}% of them (faint blobs, noise, empty "
             "frames); they count wrong on every attribute by our rules (the toolkit's rules read them as they are)"
         )
+    return tuple(warnings)
 
 
 def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
@@ -367,7 +609,7 @@ def coherency_table(results: dict[str, Any]) -> pd.DataFrame:
     Parameters
     ----------
     results : dict
-        What :func:`evaluate_outputs` returns.
+        What :func:`evaluate_outputs` returns (:meth:`CoherencyResult.as_dict`).
 
     Returns
     -------
