@@ -26,7 +26,6 @@ import hashlib
 import json
 import math
 import os
-import shutil
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,7 +47,9 @@ from repscope.errors import (
 )
 from repscope.fileio import (
     _json_default,
+    atomic_path,
     check_free_space,
+    current_umask,
     make_output_dir,
     output_error,
     reserve_space,
@@ -226,28 +227,20 @@ def write_dataset(
     # the images alone, before a sample is drawn: the factors and captions add a few percent
     images_bytes = count * math.prod(image_shape)
     check_free_space(out.parent, images_bytes, f"a dataset of {count:,} images of {'x'.join(map(str, image_shape))}")
-    partial = out.parent / f".{out.name}.partial-{os.getpid()}"
     try:
-        if partial.exists():  # left by an interrupted run of this same process id: ours by name
-            shutil.rmtree(partial)
-        partial.mkdir()
-    except OSError as error:
-        raise output_error(out, error) from None
-    try:
-        try:
-            _write_and_place(partial, out, batches, count, generator, level, seed, params, image_shape, progress)
-        except OSError as error:  # a full disk while writing the factors, captions or dataset.json
-            if error.errno is None:  # ours (the output taken meanwhile), with its own message
-                raise
-            refusal = OSError(error.errno, os.strerror(error.errno))
-            raise output_error(out, refusal, needed=images_bytes) from None
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+        with atomic_path(out, directory=True) as partial:
+            # the temporary folder is made private; the dataset gets the mode a plain mkdir would give
+            partial.chmod(0o777 & ~current_umask())
+            _write_files_and_meta(partial, out, batches, count, generator, level, seed, params, image_shape, progress)
+    except OSError as error:  # a full disk while writing the factors, captions or dataset.json
+        if error.errno is None:  # ours (the output taken meanwhile), with its own message
+            raise
+        refusal = OSError(error.errno, os.strerror(error.errno))
+        raise output_error(out, refusal, needed=images_bytes) from None
     return out
 
 
-def _write_and_place(
+def _write_files_and_meta(
     partial: Path,
     out: Path,
     batches: Iterable[Any],
@@ -259,7 +252,7 @@ def _write_and_place(
     image_shape: tuple[int, ...],
     progress: Progress | None,
 ) -> None:
-    """Write the dataset's files into ``partial``, then rename it to ``out``."""
+    """Write the dataset's files and ``dataset.json`` into ``partial``, the folder that becomes ``out``."""
     files = _write_files(partial, batches, count, generator, level, image_shape, progress, out)
     meta = {
         "format_version": FORMAT_VERSION,
@@ -279,12 +272,6 @@ def _write_and_place(
     }
     write_json_atomic(partial / META_FILE, meta)
     _check_output_free(out)  # someone may have written there while we generated
-    try:
-        if out.exists():
-            out.rmdir()
-        os.replace(partial, out)
-    except OSError as error:
-        raise output_error(out, error) from None
 
 
 def _write_files(
@@ -562,7 +549,17 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Datase
         if not (path / name).is_file():
             raise DataFormatError(f"{path / name}: missing from the dataset directory")
 
-    images_file = path / IMAGES_FILE
+    images = _read_images(path / IMAGES_FILE, count, image_shape)
+    captions = _read_captions(path / CAPTIONS_FILE, count) if layout(generator).captions else None
+    factors = _read_factors(path / FACTORS_FILE, count, generator, level)
+    # checksums last: a truncated or malformed file is reported as such (DataFormatError) first
+    if verify is not False:
+        _verify_files(path, meta, expected, full=verify is True)
+    return DatasetDir(path, meta, images, captions, factors)
+
+
+def _read_images(images_file: Path, count: int, image_shape: tuple[int, ...]) -> np.ndarray:
+    """``images.npy`` memory-mapped read-only, checked against the count and shape of ``dataset.json``."""
     check_npy_file(images_file, in_memory=False)  # a header declaring more than the file holds: refused here
     try:
         images = np.load(images_file, mmap_mode="r", allow_pickle=False)
@@ -578,21 +575,25 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Datase
             f"{images_file}: {size} bytes, but a {images.shape} uint8 array takes "
             f"{images.offset + images.nbytes}; the file was changed after writing"
         )
+    return images
 
-    captions = None
-    if layout(generator).captions:
-        captions_file = path / CAPTIONS_FILE
-        try:
-            text = captions_file.read_bytes().decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise DataFormatError(f"{captions_file}: not utf-8 text ({error})") from None
-        if text and not text.endswith("\n"):
-            raise DataFormatError(f"{captions_file}: truncated (the last line has no line end)")
-        captions = text.split("\n")[:-1]
-        if len(captions) != count:
-            raise DataFormatError(f"{captions_file}: {len(captions)} captions, but {META_FILE} says {count} samples")
 
-    factors_file = path / FACTORS_FILE
+def _read_captions(captions_file: Path, count: int) -> list[str]:
+    """The ``count`` lines of ``captions.txt`` (utf-8, each ended by a line end)."""
+    try:
+        text = captions_file.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataFormatError(f"{captions_file}: not utf-8 text ({error})") from None
+    if text and not text.endswith("\n"):
+        raise DataFormatError(f"{captions_file}: truncated (the last line has no line end)")
+    captions = text.split("\n")[:-1]
+    if len(captions) != count:
+        raise DataFormatError(f"{captions_file}: {len(captions)} captions, but {META_FILE} says {count} samples")
+    return captions
+
+
+def _read_factors(factors_file: Path, count: int, generator: str, level: int | None) -> pd.DataFrame:
+    """``factors.csv``: ``count`` rows holding the generator's class columns, with classes in range."""
     try:
         factors = pd.read_csv(factors_file)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as error:
@@ -612,10 +613,7 @@ def read_dataset(path: str | os.PathLike, verify: bool | str = "auto") -> Datase
             raise DataFormatError(f"{factors_file}: {error}") from None
     elif factors[list(required)].to_numpy().dtype.kind not in "iu":
         raise DataFormatError(f"{factors_file}: class columns {', '.join(required)} must hold integers")
-    # checksums last: a truncated or malformed file is reported as such (DataFormatError) first
-    if verify is not False:
-        _verify_files(path, meta, expected, full=verify is True)
-    return DatasetDir(path, meta, images, captions, factors)
+    return factors
 
 
 def _verify_files(path: Path, meta: dict[str, Any], expected: list[str], full: bool) -> None:

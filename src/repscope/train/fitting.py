@@ -42,7 +42,7 @@ from lightning.pytorch.loggers import CSVLogger, TensorBoardLogger
 from repscope import __version__
 from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.fileio import TEMP_PREFIX, OutputWriteError, is_write_refusal, make_output_dir, output_error
+from repscope.fileio import OutputWriteError, atomic_path, is_write_refusal, output_error
 from repscope.progress import TrainingProgress, progress_bar
 from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
@@ -465,36 +465,29 @@ def save_checkpoint_atomically(trainer: Any, path: Path) -> Path:
         ``path``.
     """
     path = Path(path)
-    writer = trainer.is_global_zero
-    if writer:
-        make_output_dir(path.parent)
-    temporary = path.with_name(f"{TEMP_PREFIX}{path.name}.{os.getpid()}")
     try:
-        trainer.save_checkpoint(temporary, weights_only=False)
-        if writer:
-            os.replace(temporary, path)
+        if trainer.is_global_zero:
+            with atomic_path(path) as temporary:
+                trainer.save_checkpoint(temporary, weights_only=False)
+        else:
+            # Lightning writes on global rank zero only; the other ranks take part in the collective save
+            trainer.save_checkpoint(path, weights_only=False)
     except OSError as exc:  # a full disk: one line naming the checkpoint, not the temporary copies
         if not is_write_refusal(exc) or isinstance(exc, OutputWriteError):
             raise
         raise output_error(path, OSError(exc.errno, exc.strerror)) from None
-    finally:
-        if writer and temporary.exists():
-            temporary.unlink()  # a failed or interrupted save: the previous checkpoint stays as it was
     trainer.strategy.barrier()
     return path
 
 
 def _replace_with_copy(source: Path, target: Path) -> None:
-    temporary = target.with_name(f"{TEMP_PREFIX}{target.name}.{os.getpid()}")
-    try:
+    """``target`` becomes a copy of ``source`` (a hard link where the file system has them) in one rename."""
+    with atomic_path(target) as temporary:
+        temporary.unlink()  # the link needs the name free: atomic_path reserved it with an empty file
         try:
             os.link(source, temporary)
         except OSError:  # a file system without hard links
             shutil.copyfile(source, temporary)
-        os.replace(temporary, target)
-    finally:
-        if temporary.exists():
-            temporary.unlink()
 
 
 def resume_epoch(run_root: Path | str) -> int | None:
