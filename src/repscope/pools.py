@@ -22,7 +22,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from typing import Any, TypeVar
 
 from repscope.resources import exit_if_orphaned, start_worker
@@ -73,11 +73,13 @@ def stop_now(executor: ProcessPoolExecutor) -> None:
         manager.join(timeout=5)
 
 
-def _ignore_interrupts(parent_pid: int) -> None:
+def _start_pool_worker(parent_pid: int, setup: Callable[..., None] | None, setup_args: tuple) -> None:
     # Ctrl-C is the parent's to handle: it stops handing out work (see the module docstring)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # a SIGTERM or SIGKILL of the parent ends the worker too (it cannot stop the pool itself)
     start_worker(parent_pid)
+    if setup is not None:
+        setup(*setup_args)
 
 
 def _call_in_worker(function: Callable[[Any], Result], task: Any) -> Result:
@@ -85,6 +87,29 @@ def _call_in_worker(function: Callable[[Any], Result], task: Any) -> Result:
         return function(task)
     finally:
         exit_if_orphaned()  # the parent died while the task ran and the task outlived the SIGTERM
+
+
+@contextlib.contextmanager
+def _worker_processes(
+    workers: int, start_method: str | None, setup: Callable[..., None] | None, setup_args: tuple
+) -> Iterator[ProcessPoolExecutor]:
+    """A pool of ``workers`` processes that ignore SIGINT and end with this one; Ctrl-C in the block stops it."""
+    context = pool_context() if start_method is None else multiprocessing.get_context(start_method)
+    executor = ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=context,
+        initializer=_start_pool_worker,
+        initargs=(os.getpid(), setup, setup_args),
+    )
+    try:
+        yield executor
+    except KeyboardInterrupt:
+        # stop at once: the running tasks' results are lost, never half-written (their writes
+        # are atomic), and the results the caller saved stay for a resume
+        stop_now(executor)
+        raise
+    finally:
+        executor.shutdown(wait=True, cancel_futures=True)
 
 
 @contextlib.contextmanager
@@ -121,18 +146,82 @@ def ordered_map(function: Callable[[Any], Result], tasks: Sequence[Any], jobs: i
     if jobs <= 1 or len(tasks) <= 1:
         yield (function(task) for task in tasks)
         return
-    executor = ProcessPoolExecutor(
-        max_workers=min(jobs, len(tasks)),
-        mp_context=pool_context(),
-        initializer=_ignore_interrupts,
-        initargs=(os.getpid(),),
-    )
-    try:
+    with _worker_processes(min(jobs, len(tasks)), None, None, ()) as executor:
         yield executor.map(functools.partial(_call_in_worker, function), tasks)
-    except KeyboardInterrupt:
-        # stop at once: the running tasks' results are lost, never half-written (their writes
-        # are atomic), and the results the caller saved stay for a resume
-        stop_now(executor)
-        raise
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+
+
+@contextlib.contextmanager
+def unordered_map(
+    function: Callable[[Any], Result],
+    tasks: Sequence[Any],
+    jobs: int,
+    *,
+    start_method: str | None = None,
+    setup: Callable[..., None] | None = None,
+    setup_args: tuple = (),
+    on_worker_failure: Callable[[BaseException], Result] | None = None,
+) -> Iterator[Iterator[tuple[Any, Result]]]:
+    """A context giving ``(task, function(task))`` for every task as the tasks finish, computed on
+    ``min(jobs, len(tasks))`` processes (in this process, in order, for ``jobs`` 1 or a single task)::
+
+        with unordered_map(run, points, jobs, on_worker_failure=failed) as finished:
+            for point, outcome in finished:
+                record(point, outcome)  # as each one ends: the caller keeps its own record
+
+    Ctrl-C anywhere in the ``with`` body, the end of the workers with this process and the rest are as
+    :func:`ordered_map`. Each worker process runs task after task.
+
+    Parameters
+    ----------
+    function : callable
+        Called as ``function(task)``; with more than one process it, the tasks and ``setup`` must be
+        picklable (``start_method="spawn"`` imports them by name in a new interpreter).
+    tasks : sequence
+        The tasks.
+    jobs : int
+        Number of worker processes at most; ``<= 1`` computes everything in this process.
+    start_method : str, optional
+        How the workers start (``"spawn"``: a fresh interpreter, for work whose threads, as torch's,
+        must not be forked); default :func:`pool_context`.
+    setup : callable, optional
+        Called as ``setup(*setup_args)`` once in each worker process as it starts (its environment,
+        its thread counts); not called in this process.
+    setup_args : tuple
+        The arguments of ``setup``.
+    on_worker_failure : callable, optional
+        Turns the exception of a task that failed in a worker process (it raised, called
+        ``sys.exit``, or the process died) into that task's result, so that the other tasks go on;
+        None lets the exception propagate. In this process a task's exception always propagates.
+
+    Yields
+    ------
+    iterator of (task, result)
+        Each task with its result, in the order they finish (tasks finishing together in the order of
+        ``tasks``).
+    """
+    if jobs <= 1 or len(tasks) <= 1:
+        yield ((task, function(task)) for task in tasks)
+        return
+    with _worker_processes(min(jobs, len(tasks)), start_method, setup, setup_args) as executor:
+        futures = {executor.submit(_call_in_worker, function, task): index for index, task in enumerate(tasks)}
+        yield _as_finished(futures, tasks, on_worker_failure)
+
+
+def _as_finished(
+    futures: dict[Future, int], tasks: Sequence[Any], on_worker_failure: Callable[[BaseException], Any] | None
+) -> Iterator[tuple[Any, Any]]:
+    """``(task, result)`` as the futures end; ``futures`` maps each to the index of its task."""
+    waiting = set(futures)
+    while waiting:
+        ended, waiting = wait(waiting, return_when=FIRST_COMPLETED)
+        for future in sorted(ended, key=futures.__getitem__):
+            try:
+                result = future.result()
+            except (Exception, SystemExit) as exc:  # a worker that died (BrokenProcessPool), sys.exit
+                if on_worker_failure is None:
+                    raise
+                result = on_worker_failure(exc)
+            yield tasks[futures[future]], result
+
+
+__all__ = ["ordered_map", "pool_context", "stop_now", "unordered_map"]

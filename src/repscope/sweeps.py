@@ -29,7 +29,8 @@ A sweep is continued only with the points and the settings it was started with (
 :func:`run_sweep`: ``common`` less how the work is spread); a change is refused naming every setting
 that differs (:mod:`repscope.resume_check`: where the work runs may change).
 
-The local workers end with the driver, also when it is killed (SIGTERM, SIGKILL) rather than
+The local workers are spawned processes of :func:`repscope.pools.unordered_map`, each running point
+after point; they end with the driver, also when it is killed (SIGTERM, SIGKILL) rather than
 interrupted: see :func:`repscope.resources.die_with_parent`. Ray ends its own trial processes.
 
 Applying the output rule (``--overwrite`` / ``--resume``) to ``out`` is the caller's job: this
@@ -44,22 +45,20 @@ stopped by Ctrl-C is noted (:func:`interrupted_sweeps`): the ``repscope`` comman
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import importlib.util
 import itertools
 import json
 import logging
 import math
-import multiprocessing
 import numbers
 import os
 import re
 import secrets
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -70,15 +69,13 @@ import pandas as pd
 from repscope import version_stamp
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import check_writable_dir, write_json_atomic, write_text_atomic
-from repscope.pools import stop_now
+from repscope.pools import unordered_map
 from repscope.progress import progress_bar, progress_mode
 from repscope.registry import resolve
 from repscope.resources import (
     THREADS_ENV,
     configure_torch_threads,
-    exit_if_orphaned,
     resolve_jobs,
-    start_worker,
     usable_cores,
 )
 from repscope.resume_check import (
@@ -660,54 +657,36 @@ def _worker_environment(threads: int) -> dict[str, str]:
     return env
 
 
-def _start_worker(env: dict[str, str], parent_pid: int) -> None:
-    # Ctrl-C is the driver's to handle: it stops the pool (as repscope.pools)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # a SIGTERM or SIGKILL of the driver ends the worker too (see repscope.resources.die_with_parent)
-    start_worker(parent_pid)
+def _configure_worker(env: dict[str, str]) -> None:
+    """The start of a local worker process (after :mod:`repscope.pools` made it ignore Ctrl-C and end with
+    the driver): its environment, and torch's threads where torch is loaded already."""
     os.environ.update(env)
     if "torch" in sys.modules:
         configure_torch_threads()
 
 
-def _run_point_in_worker(target: str, point: SweepPoint, out: Path, common: dict) -> dict[str, Any]:
-    try:
-        return run_point(target, point, out, common)
-    finally:
-        # the driver died during the point, whose training turned the SIGTERM into a stop (Lightning)
-        exit_if_orphaned()
+def _failed_in_worker(error: BaseException) -> dict[str, Any]:
+    """The outcome of a point whose worker process died (BrokenProcessPool) or called ``sys.exit``."""
+    text = " ".join(str(error).split()) or "the worker process ended"
+    return {"status": "failed", "error": {"type": type(error).__name__, "message": text}}
 
 
 def _run_local(pending: list[SweepPoint], target: str, out: Path, common: dict, workers: int, finish: Callable) -> None:
-    if workers <= 1 or len(pending) <= 1:
-        for point in pending:
-            finish(point, run_point(target, point, out, common))
-        return
     threads = max(1, usable_cores() // workers)
-    executor = ProcessPoolExecutor(
-        max_workers=min(workers, len(pending)),
-        mp_context=multiprocessing.get_context("spawn"),
-        initializer=_start_worker,
-        initargs=(_worker_environment(threads), os.getpid()),
-    )
-    try:
-        futures = {executor.submit(_run_point_in_worker, target, point, out, common): point for point in pending}
-        waiting = set(futures)
-        while waiting:
-            ended, waiting = wait(waiting, return_when=FIRST_COMPLETED)
-            for future in sorted(ended, key=lambda future: pending.index(futures[future])):
-                try:
-                    outcome = future.result()
-                except (Exception, SystemExit) as exc:  # a worker that died (BrokenProcessPool), sys.exit
-                    text = " ".join(str(exc).split()) or "the worker process ended"
-                    outcome = {"status": "failed", "error": {"type": type(exc).__name__, "message": text}}
-                finish(futures[future], outcome)
-    except KeyboardInterrupt:
-        # stop at once: a running point leaves no marker and runs again (resumed) next time
-        stop_now(executor)
-        raise
-    finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+    run = functools.partial(run_point, target, out=out, common=common)
+    # spawned, not forked: a driver that trained already holds torch's threads, which a fork would copy broken.
+    # A point stopped by Ctrl-C leaves no marker and runs again (resumed) next time.
+    with unordered_map(
+        run,
+        pending,
+        workers,
+        start_method="spawn",
+        setup=_configure_worker,
+        setup_args=(_worker_environment(threads),),
+        on_worker_failure=_failed_in_worker,
+    ) as finished:
+        for point, outcome in finished:
+            finish(point, outcome)
 
 
 @contextlib.contextmanager
@@ -760,23 +739,56 @@ def ray_trial(
     tune.report({"sweep_point": index, "sweep_outcome": json.dumps(outcome)})
 
 
-def _run_ray(
-    pending: list[SweepPoint],
-    target: str,
-    out: Path,
-    common: dict,
-    workers: int | None,
-    finish: Callable,
-    address: str | None,
-    cpus_per_run: float,
-    gpus_per_run: float | None,
-    runtime_env: dict | None,
-) -> None:
+@dataclass(frozen=True)
+class _RayPlacement:
+    """Where and how wide a Ray sweep runs (the ``--backend ray`` options of :func:`run_sweep`)."""
+
+    workers: int | None  # trials at once; None: as many as the CPUs allow
+    address: str | None
+    cpus_per_run: float
+    gpus_per_run: float | None
+    runtime_env: dict | None
+
+
+def _ray_environment(ray: Any, address: str | None) -> dict[str, str]:
+    """The variables a Ray sweep runs under: no Ctrl-C handler or output of Tune's own, a local token."""
+    # Tune's own Ctrl-C handler would end fit() quietly: the interrupt must reach the caller
+    quiet = {"TUNE_DISABLE_SIGINT_HANDLER": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"}
+    quiet.update(RAY_USAGE_STATS_ENABLED="0", RAY_AIR_NEW_OUTPUT="0")  # the old reporter is silent at verbose=0
+    if address is None and not ray.is_initialized() and not _RAY_AUTH.intersection(os.environ):
+        # Recent Ray turns token authentication on for a new local instance (setting RAY_AUTH_MODE)
+        # and saves a new token in ~/.ray/auth_token; a token in the environment of the instance's
+        # processes keeps the authentication without writing to the home directory. One token per
+        # process: Ray caches the token it read.
+        quiet["RAY_AUTH_TOKEN"] = _local_ray_token()
+    return quiet
+
+
+def _start_ray(ray: Any, placement: _RayPlacement) -> bool:
+    """Start a local Ray instance or join the cluster at the address, unless Ray runs already; whether it
+    was started here (and so is shut down at the end)."""
+    if ray.is_initialized():
+        return False
+    options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
+    if placement.runtime_env:
+        options["runtime_env"] = placement.runtime_env
+    address, concurrent, cpus_per_run = placement.address, placement.workers, placement.cpus_per_run
+    if address is None:
+        cpus = concurrent * cpus_per_run if concurrent else max(usable_cores(), cpus_per_run)
+        ray.init(num_cpus=max(1, math.ceil(cpus)), **options)
+        return True
     try:
-        import ray  # noqa: PLC0415 -- optional extra, loaded only for --backend ray
-        from ray import tune  # noqa: PLC0415
-    except ImportError:
-        raise InvalidArgumentError(RAY_MISSING) from None
+        ray.init(address=address, **options)
+    except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise
+        raise InvalidArgumentError(
+            f"--address {address}: no Ray cluster answers there ({exc}); start one first "
+            "(`ray start --head` on its head machine) or leave --address out for a local instance"
+        ) from None
+    return True
+
+
+def _ray_reporter(tune: Any, pending: list[SweepPoint], finish: Callable) -> Any:
+    """A Tune callback that records each point as its trial reports or dies (in the driver, as trials end)."""
 
     class Reporter(tune.Callback):
         """Records each point as its trial reports or dies (in the driver, as trials end)."""
@@ -792,66 +804,53 @@ def _run_ray(
             outcome["error"]["message"] = text
             finish(pending[int(trial.config["point"])], outcome)
 
-    threads = max(1, int(cpus_per_run))
-    concurrent = workers  # None: as many trials as the CPUs allow
-    # Tune's own Ctrl-C handler would end fit() quietly: the interrupt must reach the caller
-    quiet = {"TUNE_DISABLE_SIGINT_HANDLER": "1", "TUNE_DISABLE_AUTO_CALLBACK_LOGGERS": "1"}
-    quiet.update(RAY_USAGE_STATS_ENABLED="0", RAY_AIR_NEW_OUTPUT="0")  # the old reporter is silent at verbose=0
-    if address is None and not ray.is_initialized() and not _RAY_AUTH.intersection(os.environ):
-        # Recent Ray turns token authentication on for a new local instance (setting RAY_AUTH_MODE)
-        # and saves a new token in ~/.ray/auth_token; a token in the environment of the instance's
-        # processes keeps the authentication without writing to the home directory. One token per
-        # process: Ray caches the token it read.
-        quiet["RAY_AUTH_TOKEN"] = _local_ray_token()
-    started_here = False
-    with _environment(restore=("RAY_AUTH_MODE",), **quiet):
-        if not ray.is_initialized():
-            options: dict[str, Any] = {
-                "include_dashboard": False,
-                "log_to_driver": False,
-                "logging_level": logging.ERROR,
-            }
-            if runtime_env:
-                options["runtime_env"] = runtime_env
-            if address is None:
-                cpus = concurrent * cpus_per_run if concurrent else max(usable_cores(), cpus_per_run)
-                ray.init(num_cpus=max(1, math.ceil(cpus)), **options)
-            else:
-                try:
-                    ray.init(address=address, **options)
-                except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise
-                    raise InvalidArgumentError(
-                        f"--address {address}: no Ray cluster answers there ({exc}); start one first "
-                        "(`ray start --head` on its head machine) or leave --address out for a local instance"
-                    ) from None
-            started_here = True
+    return Reporter()
+
+
+def _ray_tuner(
+    tune: Any,
+    pending: list[SweepPoint],
+    target: str,
+    out: Path,
+    common: dict,
+    finish: Callable,
+    placement: _RayPlacement,
+) -> Any:
+    """The Tune run of the pending points: one trial per point, its results under ``out/ray``."""
+    storage = check_writable_dir(out / RAY_DIR)
+    threads = max(1, int(placement.cpus_per_run))
+    trainable = tune.with_parameters(
+        ray_trial, target=target, points=pending, out=str(out), common=common, env=_worker_environment(threads)
+    )
+    gpus = {"gpu": placement.gpus_per_run} if placement.gpus_per_run else {}
+    return tune.Tuner(
+        tune.with_resources(trainable, {"cpu": placement.cpus_per_run, **gpus}),
+        param_space={"point": tune.grid_search(list(range(len(pending))))},
+        # one process runs point after point, as the local pool's workers do (starting
+        # a Ray actor per point doubled the time of short runs)
+        tune_config=tune.TuneConfig(num_samples=1, max_concurrent_trials=placement.workers, reuse_actors=True),
+        run_config=tune.RunConfig(
+            name=f"tune-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}",
+            storage_path=str(storage),
+            verbose=0,
+            callbacks=[_ray_reporter(tune, pending, finish)],
+            failure_config=tune.FailureConfig(max_failures=0),
+        ),
+    )
+
+
+def _run_ray(
+    pending: list[SweepPoint], target: str, out: Path, common: dict, finish: Callable, placement: _RayPlacement
+) -> None:
+    try:
+        import ray  # noqa: PLC0415 -- optional extra, loaded only for --backend ray
+        from ray import tune  # noqa: PLC0415
+    except ImportError:
+        raise InvalidArgumentError(RAY_MISSING) from None
+    with _environment(restore=("RAY_AUTH_MODE",), **_ray_environment(ray, placement.address)):
+        started_here = _start_ray(ray, placement)
         try:
-            storage = check_writable_dir(out / RAY_DIR)
-            trainable = tune.with_parameters(
-                ray_trial,
-                target=target,
-                points=pending,
-                out=str(out),
-                common=common,
-                env=_worker_environment(threads),
-            )
-            tuner = tune.Tuner(
-                tune.with_resources(
-                    trainable, {"cpu": cpus_per_run, **({"gpu": gpus_per_run} if gpus_per_run else {})}
-                ),
-                param_space={"point": tune.grid_search(list(range(len(pending))))},
-                # one process runs point after point, as the local pool's workers do (starting
-                # a Ray actor per point doubled the time of short runs)
-                tune_config=tune.TuneConfig(num_samples=1, max_concurrent_trials=concurrent, reuse_actors=True),
-                run_config=tune.RunConfig(
-                    name=f"tune-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}",
-                    storage_path=str(storage),
-                    verbose=0,
-                    callbacks=[Reporter()],
-                    failure_config=tune.FailureConfig(max_failures=0),
-                ),
-            )
-            tuner.fit()
+            _ray_tuner(tune, pending, target, out, common, finish, placement).fit()
         finally:
             if started_here:
                 ray.shutdown()
@@ -859,6 +858,95 @@ def _run_ray(
 
 # --------------------------------------------------------------------------------------------
 # the runner
+
+
+def _run_nothing(finish: Callable) -> None:
+    """The backend of a sweep with every point finished (Ray is not started for nothing)."""
+
+
+def _check_target(target: str) -> None:
+    """Refuse a target that is not an importable, callable ``"module:function"``."""
+    if not isinstance(target, str) or not re.fullmatch(r"[\w.]+:[\w.]+", target):
+        raise InvalidArgumentError(f"target: expected 'module:function', got {target!r}")
+    try:
+        function = resolve(target)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidArgumentError(f"target: cannot import {target!r} ({exc})") from None
+    if not callable(function):
+        raise InvalidArgumentError(f"target: {target!r} is not callable")
+
+
+def _check_placement(backend: str, address: str | None, cpus_per_run: float | None, gpus_per_run: float | None) -> None:
+    """Refuse a backend or an option of where the work runs that does not fit it (naming the option)."""
+    if backend not in ("local", "ray"):
+        raise InvalidArgumentError(f"--backend: expected 'local' or 'ray', got {backend!r}")
+    if backend == "local" and address is not None:
+        raise InvalidArgumentError("--address: only with --backend ray")
+    if backend == "local" and cpus_per_run is not None:
+        raise InvalidArgumentError("--cpus-per-run: only with --backend ray")
+    if cpus_per_run is not None and not (isinstance(cpus_per_run, numbers.Real) and cpus_per_run > 0):
+        raise InvalidArgumentError(f"--cpus-per-run: expected a positive number, got {cpus_per_run!r}")
+    if backend == "local" and gpus_per_run is not None:
+        raise InvalidArgumentError("--gpus-per-run: only with --backend ray (local workers all see every GPU)")
+    if gpus_per_run is not None and not (
+        isinstance(gpus_per_run, numbers.Real)
+        and not isinstance(gpus_per_run, bool)
+        and (0 < gpus_per_run <= 1 or float(gpus_per_run).is_integer() and gpus_per_run > 0)
+    ):
+        raise InvalidArgumentError(
+            f"--gpus-per-run: expected a share of one GPU in (0, 1] or a whole number of GPUs, got {gpus_per_run!r}"
+        )
+    if backend == "ray" and importlib.util.find_spec("ray") is None:
+        raise InvalidArgumentError(RAY_MISSING)  # before the sweep's folder and records are written
+
+
+def _start_record(
+    out: Path, target: str, points: list[SweepPoint], settings: dict[str, Any], labels: Mapping[str, str]
+) -> tuple[_Record, list[SweepPoint]]:
+    """The record of the sweep in ``out`` (a continued one checked against its start) with the finished points
+    re-used, and the points still to run, in grid order."""
+    record = _Record(out, target, points, settings, labels)
+    pending = []
+    for point in points:
+        marker = read_marker(out, point)
+        if marker is None:
+            pending.append(point)
+        else:
+            record.reuse(point, marker)
+    return record, pending
+
+
+def _run_pending(
+    record: _Record, description: str, progress: bool | None, run: Callable[[Callable], None]
+) -> pd.DataFrame:
+    """Run the pending points with ``run(finish)`` under the sweep's bar, recording each as it ends and an
+    interruption; return the summary table written at the end."""
+    total = len(record.points)
+    # the bar and the lines show done/total themselves; the label adds the failures only. The reused
+    # points start the count: the time left is estimated from the runs of this call
+    with progress_bar(description, total=total, enabled=progress, initial=len(record.reused)) as update:
+
+        def finish(point: SweepPoint, outcome: dict[str, Any]) -> None:
+            record.finish(point, outcome)
+            done, failed = record.counts()
+            label = description + (f" ({failed} failed)" if failed else "")
+            update(done + failed, description=label)
+
+        update(len(record.reused))
+        record.write_state()
+        try:
+            run(finish)
+        except KeyboardInterrupt:
+            record.interrupted = True
+            done, failed = record.counts()
+            _interrupted.append(InterruptedSweep(record.out, done, failed, total))
+            raise
+        else:
+            record.finished = _now()
+        finally:
+            record.write_state()
+            table = record.write_summary()
+    return table
 
 
 def run_sweep(
@@ -948,37 +1036,11 @@ def run_sweep(
         ``--resume`` hint), and the interrupt propagates.
     """
     points = list(points)
-    if not isinstance(target, str) or not re.fullmatch(r"[\w.]+:[\w.]+", target):
-        raise InvalidArgumentError(f"target: expected 'module:function', got {target!r}")
-    try:
-        function = resolve(target)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidArgumentError(f"target: cannot import {target!r} ({exc})") from None
-    if not callable(function):
-        raise InvalidArgumentError(f"target: {target!r} is not callable")
+    _check_target(target)
     names = [point.name for point in points]
     if len(set(names)) != len(names):
         raise InvalidArgumentError("points: two points have the same name; build them with expand_grid")
-    if backend not in ("local", "ray"):
-        raise InvalidArgumentError(f"--backend: expected 'local' or 'ray', got {backend!r}")
-    if backend == "local" and address is not None:
-        raise InvalidArgumentError("--address: only with --backend ray")
-    if backend == "local" and cpus_per_run is not None:
-        raise InvalidArgumentError("--cpus-per-run: only with --backend ray")
-    if cpus_per_run is not None and not (isinstance(cpus_per_run, numbers.Real) and cpus_per_run > 0):
-        raise InvalidArgumentError(f"--cpus-per-run: expected a positive number, got {cpus_per_run!r}")
-    if backend == "local" and gpus_per_run is not None:
-        raise InvalidArgumentError("--gpus-per-run: only with --backend ray (local workers all see every GPU)")
-    if gpus_per_run is not None and not (
-        isinstance(gpus_per_run, numbers.Real)
-        and not isinstance(gpus_per_run, bool)
-        and (0 < gpus_per_run <= 1 or float(gpus_per_run).is_integer() and gpus_per_run > 0)
-    ):
-        raise InvalidArgumentError(
-            f"--gpus-per-run: expected a share of one GPU in (0, 1] or a whole number of GPUs, got {gpus_per_run!r}"
-        )
-    if backend == "ray" and importlib.util.find_spec("ray") is None:
-        raise InvalidArgumentError(RAY_MISSING)  # before the sweep's folder and records are written
+    _check_placement(backend, address, cpus_per_run, gpus_per_run)
     resolved = None if workers is None else resolve_jobs(workers, "--workers")
     common = dict(common or {})
 
@@ -992,54 +1054,15 @@ def run_sweep(
         "common": _jsonable(common),
         "identity": _jsonable(dict(identity)) if identity is not None else _without_spread_keys(_jsonable(common)),
     }
-    record = _Record(out, target, points, settings, dict(labels or {}))
-    pending = []
-    for point in points:
-        marker = read_marker(out, point)
-        if marker is None:
-            pending.append(point)
-        else:
-            record.reuse(point, marker)
-
-    total = len(points)
-    # the bar and the lines show done/total themselves; the label adds the failures only. The reused
-    # points start the count: the time left is estimated from the runs of this call
-    with progress_bar(description, total=total, enabled=progress, initial=len(record.reused)) as update:
-
-        def finish(point: SweepPoint, outcome: dict[str, Any]) -> None:
-            record.finish(point, outcome)
-            done, failed = record.counts()
-            label = description + (f" ({failed} failed)" if failed else "")
-            update(done + failed, description=label)
-
-        update(len(record.reused))
-        record.write_state()
-        try:
-            if backend == "local":
-                _run_local(pending, target, out, common, resolved or 1, finish)
-            elif pending:
-                _run_ray(
-                    pending,
-                    target,
-                    out,
-                    common,
-                    resolved,
-                    finish,
-                    address,
-                    cpus_per_run or 1,
-                    gpus_per_run,
-                    runtime_env,
-                )
-        except KeyboardInterrupt:
-            record.interrupted = True
-            done, failed = record.counts()
-            _interrupted.append(InterruptedSweep(out, done, failed, total))
-            raise
-        else:
-            record.finished = _now()
-        finally:
-            record.write_state()
-            table = record.write_summary()
+    record, pending = _start_record(out, target, points, settings, dict(labels or {}))
+    if backend == "local":
+        run = functools.partial(_run_local, pending, target, out, common, resolved or 1)
+    elif pending:
+        placement = _RayPlacement(resolved, address, cpus_per_run or 1, gpus_per_run, runtime_env)
+        run = functools.partial(_run_ray, pending, target, out, common, placement=placement)
+    else:
+        run = _run_nothing
+    table = _run_pending(record, description, progress, run)
 
     return SweepResult(
         out=out,
