@@ -56,6 +56,7 @@ from repscope.fileio import (
     sha256_file,
     write_json_atomic,
 )
+from repscope.validation import check_positive_int
 
 FORMAT_VERSION = 1
 META_FILE = "dataset.json"
@@ -202,9 +203,7 @@ def write_dataset(
     """
     out = Path(out)
     level = _check_generator(generator, level)
-    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) or count < 1:
-        raise InvalidArgumentError(f"count: must be a positive integer, got {count!r}")
-    count = int(count)
+    count = check_positive_int(count, "count")
     try:
         image_shape = tuple(int(s) for s in image_shape)
     except (TypeError, ValueError):

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 DEFAULT_DPI = 110
@@ -89,6 +90,31 @@ def distributions_by_class(
     if not isinstance(df, pd.DataFrame):
         raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
     columns = checked_columns(df, columns)
+    classes = _classes_of(df, class_column)
+    column_labels = dict(column_labels or {})
+    ncols = min(len(columns), 6) if ncols is None else check_positive_int(ncols, "ncols")
+    nrows = math.ceil(len(columns) / ncols)
+
+    fig = new_figure(width=0.4 + 2.3 * ncols, height=0.6 + (0.3 * len(classes) + 0.6) * nrows)
+    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
+    positions = np.arange(len(classes))
+    for ax, column in zip(axes, columns):
+        values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
+        by_class = [values[(df[class_column] == cls).to_numpy()] for cls in classes]
+        _class_distributions_panel(ax, by_class, positions)
+        ax.set_xlabel(column_labels.get(column, column))
+    for ax in axes[len(columns) :]:
+        ax.set_visible(False)
+    first = axes[0]
+    first.set_yticks(positions, [str(c) for c in classes])
+    first.set_ylim(len(classes) - 0.5, -0.5)  # first class on top
+    for row in range(nrows):
+        axes[row * ncols].set_ylabel(class_column)
+    return fig
+
+
+def _classes_of(df: pd.DataFrame, class_column: str) -> list[Any]:
+    """The classes in ``df[class_column]``, sorted (in the order of first appearance when of mixed types)."""
     if class_column not in df.columns:
         raise InvalidArgumentError(f"class_column: {class_column!r} not in the table (it has {list(df.columns)})")
     classes = list(pd.unique(df[class_column].dropna()))
@@ -98,56 +124,40 @@ def distributions_by_class(
         classes = sorted(classes)
     except TypeError:  # mixed types: keep the order of first appearance
         pass
-    column_labels = dict(column_labels or {})
-    if ncols is None:
-        ncols = min(len(columns), 6)
-    if ncols < 1:
-        raise InvalidArgumentError(f"ncols: must be >= 1, got {ncols}")
-    nrows = math.ceil(len(columns) / ncols)
+    return classes
 
-    fig = new_figure(width=0.4 + 2.3 * ncols, height=0.6 + (0.3 * len(classes) + 0.6) * nrows)
-    axes = fig.subplots(nrows, ncols, sharey=True, squeeze=False).ravel()
-    positions = np.arange(len(classes))
-    for ax, column in zip(axes, columns):
-        values = pd.to_numeric(df[column], errors="coerce").to_numpy(dtype=float)
-        medians = np.full(len(classes), np.nan)
-        for position, cls in zip(positions, classes):
-            chosen = values[(df[class_column] == cls).to_numpy()]
-            chosen = chosen[np.isfinite(chosen)]
-            if chosen.size == 0:
-                continue
-            medians[position] = np.median(chosen)
-            if np.unique(chosen).size >= 2:
-                parts = ax.violinplot([chosen], positions=[position], widths=0.8, showextrema=False, **_HORIZONTAL)
-                for body in parts["bodies"]:
-                    body.set_facecolor("#4c72b0")
-                    body.set_edgecolor("#2a4a7f")
-                    body.set_alpha(0.75)
-            else:
-                ax.scatter(chosen, np.full(chosen.size, position), s=10, color="#2a4a7f", zorder=2)
-        ax.plot(
-            medians,
-            positions,
-            linestyle="none",
-            marker="o",
-            markersize=3.5,
-            markerfacecolor="white",
-            markeredgecolor="#222222",
-            markeredgewidth=0.6,
-            zorder=3,
-            gid="medians",
-        )
-        ax.set_xlabel(column_labels.get(column, column))
-        ax.grid(axis="x", color="#dddddd", linewidth=0.6)
-        ax.set_axisbelow(True)
-    for ax in axes[len(columns) :]:
-        ax.set_visible(False)
-    first = axes[0]
-    first.set_yticks(positions, [str(c) for c in classes])
-    first.set_ylim(len(classes) - 0.5, -0.5)  # first class on top
-    for row in range(nrows):
-        axes[row * ncols].set_ylabel(class_column)
-    return fig
+
+def _class_distributions_panel(ax: Axes, by_class: list[np.ndarray], positions: np.ndarray) -> None:
+    """One panel of :func:`distributions_by_class`: a horizontal violin (points for fewer than two distinct
+    values) of each class's finite values at its position, and the medians as white dots."""
+    medians = np.full(len(by_class), np.nan)
+    for position, chosen in zip(positions, by_class):
+        chosen = chosen[np.isfinite(chosen)]
+        if chosen.size == 0:
+            continue
+        medians[position] = np.median(chosen)
+        if np.unique(chosen).size >= 2:
+            parts = ax.violinplot([chosen], positions=[position], widths=0.8, showextrema=False, **_HORIZONTAL)
+            for body in parts["bodies"]:
+                body.set_facecolor("#4c72b0")
+                body.set_edgecolor("#2a4a7f")
+                body.set_alpha(0.75)
+        else:
+            ax.scatter(chosen, np.full(chosen.size, position), s=10, color="#2a4a7f", zorder=2)
+    ax.plot(
+        medians,
+        positions,
+        linestyle="none",
+        marker="o",
+        markersize=3.5,
+        markerfacecolor="white",
+        markeredgecolor="#222222",
+        markeredgewidth=0.6,
+        zorder=3,
+        gid="medians",
+    )
+    ax.grid(axis="x", color="#dddddd", linewidth=0.6)
+    ax.set_axisbelow(True)
 
 
 def image_grid(
@@ -194,9 +204,7 @@ def image_grid(
         rgb = False
     else:
         raise InvalidArgumentError(f"images: expected shape (N, H, W) or (N, H, W, 3), got {images.shape}")
-    for argument, value in (("nrows", nrows), ("ncols", ncols)):
-        if not isinstance(value, (int, np.integer)) or value < 1:
-            raise InvalidArgumentError(f"{argument}: must be a positive integer, got {value!r}")
+    nrows, ncols = check_positive_int(nrows, "nrows"), check_positive_int(ncols, "ncols")
     count = images.shape[0]
     if count > nrows * ncols:
         raise InvalidArgumentError(f"images: {count} images do not fit a {nrows} x {ncols} grid")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 # A sequence metric longer than this is shortened on the page (metrics.json keeps it whole).
 MAX_SEQUENCE_ITEMS = 20
@@ -48,8 +49,7 @@ def format_number(value: Any, digits: int = 4) -> str:
         return str(value)
     if isinstance(value, int):
         return str(value)
-    if isinstance(digits, bool) or not isinstance(digits, int) or digits < 1:
-        raise InvalidArgumentError(f"digits: expected a positive integer, got {digits!r}")
+    digits = check_positive_int(digits, "digits")
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):

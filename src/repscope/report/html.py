@@ -18,6 +18,7 @@ import math
 import os
 import re
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,7 @@ from repscope.report.formatting import (  # noqa: F401  (format_value and MAX_SE
     readable_label,
     resolve_label,
 )
+from repscope.validation import check_positive_int
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _NUM = ' class="num"'
@@ -202,6 +204,113 @@ def _slug(text: str, taken: set[str]) -> str:
         slug, n = f"{base}-{n}", n + 1
     taken.add(slug)
     return slug
+
+
+def _shows_index(df: pd.DataFrame) -> bool:
+    """Whether :meth:`Report.add_table` shows ``df``'s index: all but the default 0..n-1 range."""
+    index = df.index
+    return not (isinstance(index, pd.RangeIndex) and index.start == 0 and index.step == 1 and index.name is None)
+
+
+def _header_cells(df: pd.DataFrame, numeric_columns: list[bool], labels: Mapping[Any, str] | bool | None) -> list[str]:
+    """The ``<th>`` cells of a table's header row: the index's name (when the index is shown), then the columns."""
+    # in a wide table a raw key such as horizontal_gradient_row_std may break after each "_"
+    shown_text = _breakable if 1 + len(df.columns) > WIDE_COLUMNS else _esc
+
+    def header_cell(key: Any, attrs: str = "") -> str:
+        raw = " / ".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
+        label = resolve_label(key, labels)
+        tip = f' title="{_esc(raw)}"' if label != raw else ""
+        return f"<th{attrs}{tip}>{shown_text(label)}</th>"
+
+    header = []
+    if _shows_index(df):
+        names = [n for n in df.index.names if n is not None]
+        header.append(header_cell(tuple(names) if len(names) > 1 else (names[0] if names else "")))
+    for column, numeric in zip(df.columns, numeric_columns):
+        header.append(header_cell(column, _NUM if numeric else ""))
+    return header
+
+
+def _row_label(value: Any, labels: Mapping[Any, str] | bool | None, fmt: Callable[[float], str]) -> str:
+    """The ``<th>`` of a row's index value: relabelled by a mapping that lists it or by ``labels=True``."""
+    if isinstance(labels, Mapping) and isinstance(value, str) and value in labels:
+        return f'<th scope="row" title="{_esc(value)}">{_esc(str(labels[value]))}</th>'
+    if labels is True and isinstance(value, str):
+        label = readable_label(value)
+        tip = f' title="{_esc(value)}"' if label != value else ""
+        return f'<th scope="row"{tip}>{_esc(label)}</th>'
+    return f'<th scope="row">{_esc(format_value(value, fmt))}</th>'
+
+
+@dataclass(frozen=True)
+class _CellRules:
+    """How :meth:`Report.add_table` writes a data cell: the float format, the permutations of p-values
+    (given, or a ``permutations`` column row by row) and the baselines a cell is compared with."""
+
+    fmt: Callable[[float], str]
+    permutations: int | Mapping[str, int] | None
+    row_permutations: list[Any] | None
+    baselines: dict[Any, float]
+    higher_is_better: bool
+
+    def is_worse(self, value: Any, limit: float) -> bool:
+        """Whether ``value`` is on the wrong side of its baseline ``limit``."""
+        return (value < limit) if self.higher_is_better else (value > limit)
+
+    def cell(self, column: Any, value: Any, numeric: bool, is_p: bool, position: int) -> tuple[str, bool, bool]:
+        """The ``<td>`` of ``value``, whether it was compared with a baseline, and whether it is worse."""
+        # a missing value in a text column reads better blank than "NaN"
+        missing = value is None or (not numeric and isinstance(value, float) and math.isnan(value))
+        if missing:
+            text = ""
+        elif is_p:
+            given = _table_permutations(column, self.permutations, self.row_permutations, position)
+            text = format_p_value(value, given)
+        else:
+            text = format_value(value, self.fmt)
+        classes = ["num"] if numeric else ["long"] if _has_long_token(text) else []
+        limit = self.baselines.get(column)
+        compared = limit is not None and _is_number(value)
+        worse = compared and self.is_worse(value, limit)
+        if worse:
+            classes.append("below-baseline")
+            text = f"{text} {BELOW_BASELINE_MARK}"
+        class_attr = f' class="{" ".join(classes)}"' if classes else ""
+        return f"<td{class_attr}>{_esc(text)}</td>", compared, worse
+
+    def count_hidden(self, df: pd.DataFrame, shown_rows: int) -> tuple[int, int]:
+        """Values compared with a baseline, and those worse, in the rows past the first ``shown_rows``."""
+        compared = worse = 0
+        for column, limit in self.baselines.items():
+            for value in df[column].iloc[shown_rows:]:
+                if _is_number(value):
+                    compared += 1
+                    worse += bool(self.is_worse(value, limit))
+        return compared, worse
+
+
+def _body_rows(
+    df: pd.DataFrame,
+    shown: pd.DataFrame,
+    numeric_columns: list[bool],
+    p_columns: list[bool],
+    rules: _CellRules,
+    labels: Mapping[Any, str] | bool | None,
+) -> tuple[list[str], int, int]:
+    """The ``<tr>`` rows of the ``shown`` rows, the values compared with a baseline and those worse."""
+    show_index = _shows_index(df)
+    compared = worse = 0
+    body = []
+    for position, (index_value, row) in enumerate(zip(shown.index, shown.itertuples(index=False, name=None))):
+        cells = [_row_label(index_value, labels, rules.fmt)] if show_index else []
+        for column, value, numeric, is_p in zip(df.columns, row, numeric_columns, p_columns):
+            cell, was_compared, was_worse = rules.cell(column, value, numeric, is_p, position)
+            cells.append(cell)
+            compared += was_compared
+            worse += was_worse
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return body, compared, worse
 
 
 class Report:
@@ -386,86 +495,30 @@ class Report:
         """
         if not isinstance(df, pd.DataFrame):
             raise InvalidArgumentError(f"df: expected a pandas.DataFrame, got {type(df).__name__}")
-        if max_rows is not None and (not isinstance(max_rows, int) or max_rows < 1):
-            raise InvalidArgumentError(f"max_rows: expected a positive integer or None, got {max_rows!r}")
+        max_rows = check_positive_int(max_rows, "max_rows", allow_none=True)
         fmt = _float_formatter(float_format)
-        show_index = not (
-            isinstance(df.index, pd.RangeIndex) and df.index.start == 0 and df.index.step == 1 and df.index.name is None
-        )
-        shown = df if max_rows is None else df.iloc[:max_rows]
-        numeric_columns = [
-            pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) for dtype in df.dtypes
-        ]
-
         if labels is not None and not isinstance(labels, (Mapping, bool)):
             raise InvalidArgumentError(
                 f"labels: expected a mapping key -> label, True or None, got {type(labels).__name__}"
             )
-
-        # in a wide table a raw key such as horizontal_gradient_row_std may break after each "_"
-        shown_text = _breakable if 1 + len(df.columns) > WIDE_COLUMNS else _esc
-
-        def header_cell(key: Any, attrs: str = "") -> str:
-            raw = " / ".join(str(part) for part in key) if isinstance(key, tuple) else str(key)
-            label = resolve_label(key, labels)
-            tip = f' title="{_esc(raw)}"' if label != raw else ""
-            return f"<th{attrs}{tip}>{shown_text(label)}</th>"
-
-        def row_label(value: Any) -> str:
-            if isinstance(labels, Mapping) and isinstance(value, str) and value in labels:
-                return f'<th scope="row" title="{_esc(value)}">{_esc(str(labels[value]))}</th>'
-            if labels is True and isinstance(value, str):
-                label = readable_label(value)
-                tip = f' title="{_esc(value)}"' if label != value else ""
-                return f'<th scope="row"{tip}>{_esc(label)}</th>'
-            return f'<th scope="row">{_esc(format_value(value, fmt))}</th>'
-
-        header = []
-        if show_index:
-            names = [n for n in df.index.names if n is not None]
-            header.append(header_cell(tuple(names) if len(names) > 1 else (names[0] if names else "")))
-        for column, numeric in zip(df.columns, numeric_columns):
-            header.append(header_cell(column, _NUM if numeric else ""))
-
+        shown = df if max_rows is None else df.iloc[:max_rows]
+        numeric_columns = [
+            pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype) for dtype in df.dtypes
+        ]
         p_columns = [is_p_value_name(column) for column in df.columns]
-        baselines = _column_baselines(df.columns, numeric_columns, p_columns, baseline)
-        row_permutations = (
-            df["permutations"].tolist() if permutations is None and "permutations" in df.columns else None
+        rules = _CellRules(
+            fmt=fmt,
+            permutations=permutations,
+            row_permutations=(
+                df["permutations"].tolist() if permutations is None and "permutations" in df.columns else None
+            ),
+            baselines=_column_baselines(df.columns, numeric_columns, p_columns, baseline),
+            higher_is_better=higher_is_better,
         )
-        worse = 0
-        compared = 0
-        body = []
-        for position, (index_value, row) in enumerate(zip(shown.index, shown.itertuples(index=False, name=None))):
-            cells = []
-            if show_index:
-                cells.append(row_label(index_value))
-            for column, value, numeric, is_p in zip(df.columns, row, numeric_columns, p_columns):
-                # a missing value in a text column reads better blank than "NaN"
-                missing = value is None or (not numeric and isinstance(value, float) and math.isnan(value))
-                if missing:
-                    text = ""
-                elif is_p:
-                    text = format_p_value(value, _table_permutations(column, permutations, row_permutations, position))
-                else:
-                    text = format_value(value, fmt)
-                classes = ["num"] if numeric else ["long"] if _has_long_token(text) else []
-                limit = baselines.get(column)
-                if limit is not None and _is_number(value):
-                    compared += 1
-                    if (value < limit) if higher_is_better else (value > limit):
-                        worse += 1
-                        classes.append("below-baseline")
-                        text = f"{text} {BELOW_BASELINE_MARK}"
-                class_attr = f' class="{" ".join(classes)}"' if classes else ""
-                cells.append(f"<td{class_attr}>{_esc(text)}</td>")
-            body.append("<tr>" + "".join(cells) + "</tr>")
+        header = _header_cells(df, numeric_columns, labels)
+        body, compared, worse = _body_rows(df, shown, numeric_columns, p_columns, rules, labels)
         # rows beyond max_rows count for the warning too
-        for column, limit in baselines.items():
-            for value in df[column].iloc[len(shown) :]:
-                if _is_number(value):
-                    compared += 1
-                    worse += bool((value < limit) if higher_is_better else (value > limit))
-
+        hidden_compared, hidden_worse = rules.count_hidden(df, len(shown))
         if title is not None:
             self.add_heading(title, level=3)
         notes = []
@@ -473,14 +526,10 @@ class Report:
             notes.append(inline_html(caption))
         if len(shown) < len(df):
             notes.append(f"Showing the first {len(shown):,} of {len(df):,} rows.")
-        if baselines:
-            side = "below" if higher_is_better else "above"
-            described = _describe_baselines(baselines)
-            notes.append(f"{BELOW_BASELINE_MARK} marks a value {side} the {baseline_label} ({described}).")
-            if worse:
-                self.add_warning(
-                    f"{title or 'A table'}: {worse} of {compared} values {side} the {baseline_label} ({described})."
-                )
+        if rules.baselines:
+            notes.append(
+                self._baseline_note(rules, title, baseline_label, compared + hidden_compared, worse + hidden_worse)
+            )
         caption_html = f"<caption>{' '.join(notes)}</caption>\n" if notes else ""
         width = len(header)
         wide = "".join(f" {name}" for name, limit in _WIDTH_CLASSES if width > limit)
@@ -490,6 +539,18 @@ class Report:
             f"{caption_html}<thead><tr>{''.join(header)}</tr></thead>\n"
             "<tbody>\n" + "\n".join(body) + "\n</tbody></table></div>"
         )
+
+    def _baseline_note(
+        self, rules: _CellRules, title: str | None, baseline_label: str, compared: int, worse: int
+    ) -> str:
+        """The caption's note on the baseline marks; a warning (:meth:`add_warning`) when a value is worse."""
+        side = "below" if rules.higher_is_better else "above"
+        described = _describe_baselines(rules.baselines)
+        if worse:
+            self.add_warning(
+                f"{title or 'A table'}: {worse} of {compared} values {side} the {baseline_label} ({described})."
+            )
+        return f"{BELOW_BASELINE_MARK} marks a value {side} the {baseline_label} ({described})."
 
     def add_figure(self, png: Any, caption: str | None = None, alt: str | None = None) -> None:
         """Embed a PNG figure as a base64 ``data:`` URI.

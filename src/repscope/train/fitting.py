@@ -787,18 +787,7 @@ def fit(
         as_dict["origin"] = dict(origin)
     check_trainer(config)
     if resume:
-        run_root = Path(out) if out is not None else None
-        if run_root is None:
-            raise InvalidArgumentError("--resume: continuing a run needs --out, the run directory to continue")
-        last = run_root / "checkpoints" / LAST_CHECKPOINT
-        if not (run_root / "config.yaml").exists():
-            raise InvalidArgumentError(f"--resume: {run_root} holds no config.yaml: not a training run to continue")
-        if not last.exists():
-            raise InvalidArgumentError(
-                f"--resume: {run_root} has no checkpoints/{LAST_CHECKPOINT} (stopped before its first epoch "
-                "ended); pass --overwrite to start it again"
-            )
-        check_same_training(run_root, config)
+        last = _checkpoint_to_resume(out, config)
     elif out is not None:
         RunDirectory.check_free(out, resumable=True)
 
@@ -826,6 +815,40 @@ def fit(
     trainer = make_trainer(
         config, run.root, description=description or f"training {config.model.name} on {config.data.name}"
     )
+    timing = _train(trainer, task, module, run.root, resume)
+    _keep_end_state(trainer, run.root)
+    curves = epoch_curves(run.root)
+    if len(curves):
+        run.write_table("training_curves", curves)
+    metrics = _run_metrics(config, task, dataset, module, trainer, timing)
+    run.write_metrics(metrics)
+    if report:
+        images_in_and_out = model_entry(config.model.name).family != "multimodal"
+        run.write_report(training_report(config, task, dataset, metrics, curves, images_in_and_out))
+    return TrainOutcome(run, task, dataset, metrics)
+
+
+def _checkpoint_to_resume(out: Path | str | None, config: TrainConfig) -> Path:
+    """The ``last.ckpt`` that ``--resume`` continues in the run directory ``out``, once ``out`` is checked to
+    be a training run of ``config`` (:func:`check_same_training`) that has finished an epoch."""
+    run_root = Path(out) if out is not None else None
+    if run_root is None:
+        raise InvalidArgumentError("--resume: continuing a run needs --out, the run directory to continue")
+    last = run_root / "checkpoints" / LAST_CHECKPOINT
+    if not (run_root / "config.yaml").exists():
+        raise InvalidArgumentError(f"--resume: {run_root} holds no config.yaml: not a training run to continue")
+    if not last.exists():
+        raise InvalidArgumentError(
+            f"--resume: {run_root} has no checkpoints/{LAST_CHECKPOINT} (stopped before its first epoch "
+            "ended); pass --overwrite to start it again"
+        )
+    check_same_training(run_root, config)
+    return last
+
+
+def _train(trainer: Any, task: Any, module: Any, run_root: Path, resume: bool) -> dict[str, Any]:
+    """``trainer.fit`` (from ``last.ckpt`` when resuming) and the training time: ``fit_seconds`` and, for a
+    resumed run, ``fit_seconds_before_resume`` and ``fit_seconds_since_resume`` (see :func:`fit`)."""
     keeper = next((c for c in trainer.callbacks if isinstance(c, EpochCheckpoint)), None)
     started = time.perf_counter()
     if keeper is not None:
@@ -833,7 +856,7 @@ def fit(
     trainer.fit(
         task,
         datamodule=module,
-        ckpt_path=str(run.root / "checkpoints" / LAST_CHECKPOINT) if resume else None,
+        ckpt_path=str(run_root / "checkpoints" / LAST_CHECKPOINT) if resume else None,
         weights_only=True,
     )
     seconds = time.perf_counter() - started
@@ -845,19 +868,26 @@ def fit(
     if resume:
         timing["fit_seconds_before_resume"] = None if before is None else round(before, 2)
         timing["fit_seconds_since_resume"] = round(seconds, 2)
-    final_path = save_checkpoint_atomically(trainer, run.root / "checkpoints" / FINAL_CHECKPOINT)
-    if trainer.is_global_zero:
-        # the end state is also where a longer --resume starts: last.ckpt becomes final.ckpt's content
-        # (a hard link, no second save) through a temporary name and one rename
-        _replace_with_copy(final_path, run.root / "checkpoints" / LAST_CHECKPOINT)
+    return timing
 
-    curves = epoch_curves(run.root)
-    if len(curves):
-        run.write_table("training_curves", curves)
+
+def _keep_end_state(trainer: Any, run_root: Path) -> None:
+    """Save ``final.ckpt``; ``last.ckpt`` becomes its content, so that a longer ``--resume`` starts there."""
+    final_path = save_checkpoint_atomically(trainer, run_root / "checkpoints" / FINAL_CHECKPOINT)
+    if trainer.is_global_zero:
+        # a hard link, no second save, through a temporary name and one rename
+        _replace_with_copy(final_path, run_root / "checkpoints" / LAST_CHECKPOINT)
+
+
+def _run_metrics(
+    config: TrainConfig, task: Any, dataset: Any, module: Any, trainer: Any, timing: dict[str, Any]
+) -> dict[str, Any]:
+    """The content of ``metrics.json``: what was trained on what, the sizes of the splits, ``timing``, the
+    final logged values and the test metrics of :func:`evaluate_task` (``task`` is put in eval mode)."""
     final = {k: float(v) for k, v in trainer.callback_metrics.items() if np.ndim(v.detach().cpu().numpy()) == 0}
     epochs_run = int(trainer.current_epoch)
     task.eval()
-    metrics = {
+    return {
         "model": config.model.name,
         "data": config.data.name,
         "target": dataset.target or "none",
@@ -870,11 +900,6 @@ def fit(
         "final": final,
         **evaluate_task(task, dataset, module, config.trainer),
     }
-    run.write_metrics(metrics)
-    if report:
-        images_in_and_out = model_entry(config.model.name).family != "multimodal"
-        run.write_report(training_report(config, task, dataset, metrics, curves, images_in_and_out))
-    return TrainOutcome(run, task, dataset, metrics)
 
 
 # --------------------------------------------------------------------------------------------

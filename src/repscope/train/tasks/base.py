@@ -76,7 +76,10 @@ import torch
 
 from repscope.errors import InvalidArgumentError
 from repscope.validation import check_images as check_image_batch
-from repscope.validation import check_pixel_values  # noqa: F401 -- the pixel rule, importable from here too
+from repscope.validation import (
+    check_pixel_values,  # noqa: F401 -- the pixel rule, importable from here too
+    check_positive_int,
+)
 
 EVAL_BATCH = 512
 DIGIT_SHAPE = (1, 28, 28)
@@ -151,10 +154,9 @@ def image_batches(images: np.ndarray, batch_size: int, device: torch.device) -> 
     InvalidArgumentError
         When ``batch_size`` is below 1 (on the first ``next``: this is a generator).
     """
-    if int(batch_size) < 1:
-        raise InvalidArgumentError(f"batch_size: must be at least 1, got {batch_size}")
-    for start in range(0, len(images), int(batch_size)):
-        rows = np.ascontiguousarray(images[start : start + int(batch_size)])
+    batch_size = check_positive_int(batch_size, "batch_size")
+    for start in range(0, len(images), batch_size):
+        rows = np.ascontiguousarray(images[start : start + batch_size])
         chunk = torch.from_numpy(rows if rows.flags.writeable else rows.copy())  # memory-mapped files are read-only
         chunk = chunk.float() / 255.0 if chunk.dtype == torch.uint8 else chunk.float()
         yield (chunk.unsqueeze(1) if chunk.ndim == 3 else chunk.permute(0, 3, 1, 2)).to(device)
