@@ -4,8 +4,9 @@ Every module under ``src/repscope`` is parsed with ``ast``; every import counts,
 function-local import is a dependency as real as one at the top). A unit is a top-level package or
 module of repscope (``data``, ``models``, ``sweeps``, ...). The order, lowest first::
 
-    foundation  errors, fileio, outputs, resources, config, validation, cache, progress, pools,
-                sweeps, resume_check, registry, and the package's own __init__ (__version__)
+    foundation  errors, fileio, outputs, resources, config, validation, cache, progress (with
+                progress_display, progress_text, interrupts), pools, sweeps, resume_check, registry,
+                and the package's own __init__ (__version__)
     data        ground truth: loaders and generators
     models      torch modules
     metrics     pure functions on arrays: no torch, lightning, models or train
@@ -48,6 +49,9 @@ LAYERS: tuple[frozenset[str], ...] = (
             "validation",
             "cache",
             "progress",
+            "progress_display",
+            "progress_text",
+            "interrupts",
             "pools",
             "sweeps",
             "resume_check",

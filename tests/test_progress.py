@@ -11,7 +11,8 @@ import torch
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from repscope import progress
+from repscope import progress, progress_display
+from repscope.train.progress_callback import TrainingProgress
 
 
 @pytest.fixture
@@ -22,7 +23,7 @@ def fake_terminal(monkeypatch):
     buffer = io.StringIO()
     monkeypatch.delenv("REPSCOPE_PROGRESS", raising=False)
     monkeypatch.setattr(progress, "interactive", lambda: True)
-    monkeypatch.setattr(progress, "_make_console", lambda: Console(file=buffer, force_terminal=True, width=120))
+    monkeypatch.setattr(progress_display, "_make_console", lambda: Console(file=buffer, force_terminal=True, width=120))
     return buffer
 
 
@@ -78,10 +79,10 @@ def trainer(callback, epochs=2):
 
 def test_nested_bars_share_one_display(fake_terminal):
     with progress.progress_bar("outer loop", total=2) as outer:
-        display = progress._DISPLAY._progress
+        display = progress_display.DISPLAY._progress
         assert display is not None
         with progress.progress_bar("inner loop", total=3) as inner:
-            assert progress._DISPLAY._progress is display  # joined, not a second live display
+            assert progress_display.DISPLAY._progress is display  # joined, not a second live display
             assert len(display.tasks) == 2
             with progress.progress_bar("innermost") as innermost:
                 innermost(5, total=5)
@@ -89,11 +90,11 @@ def test_nested_bars_share_one_display(fake_terminal):
             inner(3)
         outer(1)
         assert [task.description for task in display.tasks] == ["outer loop"]
-    assert not progress._DISPLAY.active
+    assert not progress_display.DISPLAY.active
     # a fresh display starts after the last bar ended
     with progress.progress_bar("again", total=1) as update:
         update(1)
-    assert not progress._DISPLAY.active
+    assert not progress_display.DISPLAY.active
 
 
 def test_display_closes_when_the_inner_loop_fails(fake_terminal):
@@ -101,17 +102,17 @@ def test_display_closes_when_the_inner_loop_fails(fake_terminal):
         with progress.progress_bar("outer", total=2):
             with progress.progress_bar("inner", total=2):
                 raise RuntimeError("boom")
-    assert not progress._DISPLAY.active
+    assert not progress_display.DISPLAY.active
 
 
 def test_training_inside_bars_on_a_terminal(fake_terminal):
-    callback = progress.TrainingProgress("training Tiny shape (1 of 2)")
+    callback = TrainingProgress("training Tiny shape (1 of 2)")
     with progress.progress_bar("classifying", total=1) as update:
         with progress.progress_bar("generating 8 samples", total=8) as inner:
             inner(8)
         trainer(callback).fit(TinyTask(), train_dataloaders=loader())
         update(1)
-    assert not progress._DISPLAY.active
+    assert not progress_display.DISPLAY.active
     assert "training Tiny shape (1 of 2): epoch" in fake_terminal.getvalue()
 
 
@@ -122,12 +123,14 @@ def test_a_long_description_gives_way_to_the_numbers_on_a_narrow_terminal(monkey
     buffer = io.StringIO()
     monkeypatch.setattr(progress, "interactive", lambda: True)
     monkeypatch.setattr(
-        progress, "_make_console", lambda: Console(file=buffer, force_terminal=True, width=80, color_system=None)
+        progress_display,
+        "_make_console",
+        lambda: Console(file=buffer, force_terminal=True, width=80, color_system=None),
     )
     description = "training lenet5-recognition (2 of 4): epoch 1 of 5 on a very long description"
     with progress.progress_bar(description, total=2800) as update:
         update(140)
-        progress._DISPLAY._progress.refresh()
+        progress_display.DISPLAY._progress.refresh()
     drawn = buffer.getvalue()
     assert "140/2800" in drawn and "training lenet5-recognition" in drawn
     assert "…" in drawn  # the description is what was cut
@@ -163,7 +166,7 @@ def test_unknown_total_and_off(pipe, capsys, monkeypatch):
 
 
 def test_training_lines_name_the_model_and_epoch(pipe, capsys):
-    trainer(progress.TrainingProgress("training Tiny size (2 of 2)", every_seconds=0), epochs=2).fit(
+    trainer(TrainingProgress("training Tiny size (2 of 2)", every_seconds=0), epochs=2).fit(
         TinyTask(), train_dataloaders=loader()
     )
     err = capsys.readouterr().err
@@ -176,10 +179,10 @@ def test_interrupt_inside_fit_is_an_interrupt(fake_terminal):
     try:
         with pytest.raises(KeyboardInterrupt):
             with progress.progress_bar("outer", total=1):
-                trainer(progress.TrainingProgress("training Tiny")).fit(TinyTask(fail_at=2), train_dataloaders=loader())
+                trainer(TrainingProgress("training Tiny")).fit(TinyTask(fail_at=2), train_dataloaders=loader())
         # Lightning set SIGINT to be ignored; the callback put the default handler back
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        assert not progress._DISPLAY.active
+        assert not progress_display.DISPLAY.active
     finally:
         signal.signal(signal.SIGINT, before)
 

@@ -19,7 +19,8 @@ import yaml
 from torch import nn
 from torch.utils.data import DataLoader, TensorDataset
 
-from repscope import progress
+from repscope import progress, progress_display
+from repscope.train.progress_callback import TrainingProgress
 
 
 @pytest.fixture
@@ -38,7 +39,9 @@ def fake_terminal(monkeypatch):
     monkeypatch.delenv("REPSCOPE_PROGRESS", raising=False)
     monkeypatch.setattr(progress, "interactive", lambda: True)
     monkeypatch.setattr(
-        progress, "_make_console", lambda: Console(file=buffer, force_terminal=True, width=120, color_system=None)
+        progress_display,
+        "_make_console",
+        lambda: Console(file=buffer, force_terminal=True, width=120, color_system=None),
     )
     return buffer
 
@@ -49,7 +52,7 @@ def ticking_clock(monkeypatch):
     it too, wait an hour)."""
     monkeypatch.setenv("REPSCOPE_PROGRESS_SECONDS", "3600")
     ticks = itertools.count(100)
-    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: float(next(ticks))))
+    monkeypatch.setattr(progress_display, "time", SimpleNamespace(monotonic=lambda: float(next(ticks))))
 
 
 def err_lines(capsys) -> list[str]:
@@ -97,7 +100,7 @@ def test_an_interrupted_bar_on_a_terminal_leaves_its_line(fake_terminal):
     # the inner bar ended first, so its line comes first
     assert drawn.index("sweep mmvae: interrupted") < drawn.index("outer: interrupted")
     assert "20/138 done" not in drawn
-    assert not progress._DISPLAY.active
+    assert not progress_display.DISPLAY.active
 
 
 def test_a_failed_loop_says_it_stopped_by_an_error_and_a_loop_left_by_break_says_nothing(pipe, capsys):
@@ -236,7 +239,7 @@ def test_a_bar_with_initial_steps_counts_from_there_and_its_rate_from_this_proce
 
 def test_a_resumed_bar_on_a_terminal_starts_at_initial(fake_terminal):
     with progress.progress_bar("sweep", total=10, initial=6) as update:
-        task = progress._DISPLAY._progress.tasks[0]
+        task = progress_display.DISPLAY._progress.tasks[0]
         assert task.completed == 6
         update(7)
         # rich's speed comes from the steps advanced here: one step, not seven
@@ -248,7 +251,7 @@ def test_a_bar_at_n_of_n_still_open_keeps_its_clock_running_on_a_terminal(fake_t
     a task's elapsed time at n of n, our column does not."""
     with progress.progress_bar("building 3 sets", total=3) as update:
         update(3)
-        display = progress._DISPLAY._progress
+        display = progress_display.DISPLAY._progress
         task = display.tasks[0]
         assert task.finished  # rich's own column would now show a frozen time
         column = next(c for c in display.columns if type(c).__name__ == "RunningTimeColumn")
@@ -304,11 +307,11 @@ def test_resumed_training_lines_estimate_time_left_from_this_process_only(pipe, 
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(8, 1, generator=generator)
     loader = DataLoader(TensorDataset(x, 3 * x - 1), batch_size=2)  # 4 batches an epoch
-    first = _trainer(progress.TrainingProgress("training Tiny", every_seconds=0), epochs=2)
+    first = _trainer(TrainingProgress("training Tiny", every_seconds=0), epochs=2)
     first.fit(_tiny_task(), train_dataloaders=loader)
     first.save_checkpoint(tmp_path / "two.ckpt")
     capsys.readouterr()
-    _trainer(progress.TrainingProgress("training Tiny", every_seconds=0), epochs=5).fit(
+    _trainer(TrainingProgress("training Tiny", every_seconds=0), epochs=5).fit(
         _tiny_task(), train_dataloaders=loader, ckpt_path=tmp_path / "two.ckpt", weights_only=False
     )
     lines = [line for line in err_lines(capsys) if line.startswith("training Tiny")]  # not Lightning's logs
@@ -484,7 +487,7 @@ def test_short_steps_after_a_long_silence_in_a_command_say_they_finished(pipe, c
     """Inside a command, a step too short for a line of its own still writes its end line when the command
     has been silent for the interval: a run of short steps cannot add up to a long silence."""
     now = [1000.0]
-    monkeypatch.setattr(progress, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    monkeypatch.setattr(progress_display, "time", SimpleNamespace(monotonic=lambda: now[0]))
     with progress.command_progress():
         now[0] += 6.0  # 6 s of work that reports nothing (imports, loading)
         with progress.progress_bar("predicting 500 digits", total=500, every_seconds=5) as update:

@@ -43,13 +43,14 @@ from repscope import __version__
 from repscope.data.registry import load_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import OutputWriteError, atomic_path, is_write_refusal, output_error
-from repscope.progress import TrainingProgress, progress_bar
+from repscope.progress import progress_bar
 from repscope.report.training import training_report
 from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.resume_check import PLACEMENT_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.run_directory import RunDirectory
 from repscope.train.config import TrainConfig
 from repscope.train.datamodule import DatasetModule
+from repscope.train.progress_callback import TrainingProgress
 from repscope.train.reader import (
     FINAL_CHECKPOINT,
     LAST_CHECKPOINT,
