@@ -11,7 +11,6 @@ import math
 from types import SimpleNamespace
 
 import numpy as np
-import pandas as pd
 import pytest
 import torch
 import yaml
@@ -260,34 +259,39 @@ def test_soft_labels_reference_reaches_the_capsnet_of_a_training_point(tmp_path,
 
 def test_the_representation_row_says_which_kind_it_was_computed_on(tmp_path):
     from repscope.run_directory import RunDirectory
-    from repscope.studies.zeroshot.study import ZeroShotConfig, _point_dir, _score_architecture, point_overrides
+    from repscope.studies.zeroshot.results import compute_zeroshot, write_zeroshot
+    from repscope.studies.zeroshot.study import ZeroShotConfig, _point_dir, gather_soft_labels, point_overrides
 
     config = ZeroShotConfig(architectures=[{"label": "CapsNet", "name": "capsnet"}], soft_labels="reference")
     run = RunDirectory.create("zeroshot-study", out=tmp_path / "run")
     models = run.path("models")
-    accuracies = {}
     for excluded, soft in [(0, LOO[0]), (1, LOO[1]), (2, LOO[2]), (None, np.concatenate(FULL))]:
         folder = _point_dir(models, *point_overrides("CapsNet", excluded))
         folder.mkdir(parents=True)
         np.save(folder / "softlabels.npy", soft.astype(np.float32))
-        accuracies[folder.name] = 0.5
     architecture = config.architectures[0]
-    soft_labels, row = _score_architecture(run, config, architecture, IMAGES, ["a", "b", "c"], pd.Series(accuracies))
+    soft_labels = gather_soft_labels(models, config, architecture, IMAGES, ["a", "b", "c"])
+    result = compute_zeroshot(
+        {"CapsNet": soft_labels},
+        {"CapsNet": 0.5},
+        {"CapsNet": 0.5},
+        {},
+        norms=[],
+        thresholds=[],
+        attack_images=0,
+        attack_candidates=0,
+        soft_label_setting="reference",
+    )
+    write_zeroshot(result, run)
+    row = result.representation.iloc[0]
     assert soft_labels.kind == row["soft_label_kind"] == "capsule_lengths"
     assert read_soft_labels(run.path("softlabels", "capsnet.npz")).kind == "capsule_lengths"
     assert row["am"] == pytest.approx(sum(AM_TERMS) / 3, abs=1e-6)
-    assert pd.DataFrame([{k: v for k, v in row.items() if k != "_scores"}])["soft_label_kind"].tolist() == [
-        "capsule_lengths"
-    ]
+    assert result.representation["soft_label_kind"].tolist() == ["capsule_lengths"]
     # the same files under the default setting are probabilities, and raw lengths are refused as such
     with pytest.raises(InvalidArgumentError, match="sums to"):
-        _score_architecture(
-            run,
-            ZeroShotConfig(architectures=config.architectures),
-            architecture,
-            IMAGES,
-            ["a", "b", "c"],
-            pd.Series(accuracies),
+        gather_soft_labels(
+            models, ZeroShotConfig(architectures=config.architectures), architecture, IMAGES, ["a", "b", "c"]
         )
 
 

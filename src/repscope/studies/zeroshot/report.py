@@ -1,4 +1,6 @@
-"""The Raw Zero-Shot study's tables, figures and report (:mod:`repscope.studies.zeroshot.study` computes them)."""
+"""The Raw Zero-Shot study's report: the paper's findings checked, figures and ``report.html``, built from a
+:class:`~repscope.studies.zeroshot.results.ZeroShotResult` (:func:`~repscope.studies.zeroshot.results.compute_zeroshot`
+computes it)."""
 
 from __future__ import annotations
 
@@ -11,8 +13,18 @@ from repscope.metrics.zeroshot import rank_correlation
 from repscope.report import Report
 from repscope.report.zeroshot_figures import amalgam_by_class, amalgam_histogram_grid, projection_grid
 from repscope.run_directory import RunDirectory
+from repscope.studies.zeroshot.results import ZeroShotResult
 
 SIGNIFICANCE = 0.05
+NORM_TITLES = {"l0": "L0 (pixels)", "linf": "L-infinity"}
+# the paper's Tables 1-3 (CIFAR-10, 800 attacks per architecture), for the report
+PAPER_TABLES = {
+    "CapsNet": {"l0": 164, "linf": 219, "total": 383, "dbi": 0.2301, "dbi_std": 0.0163, "am": 124.4882},
+    "AllConv": {"l0": 176, "linf": 227, "total": 403, "dbi": 0.6432, "dbi_std": 0.1058, "am": 101.1299},
+    "ResNet": {"l0": 222, "linf": 263, "total": 485, "dbi": 0.6307, "dbi_std": 0.1337, "am": 281.2960},
+    "NIN": {"l0": 251, "linf": 277, "total": 528, "dbi": 0.6258, "dbi_std": 0.0952, "am": 203.1542},
+    "LeNet": {"l0": 337, "linf": 340, "total": 677, "dbi": 0.5161, "dbi_std": 0.0284, "am": 144.1068},
+}
 
 # the report's opening: the module docstring of repscope.studies.zeroshot.study in plain words (no markup)
 INTRO = (
@@ -43,8 +55,6 @@ def paper_rank_correlations() -> dict[str, dict[str, float]]:
         :func:`repscope.metrics.zeroshot.rank_correlation`) and ``rho_without_lenet``. On the printed
         tables: DBI rho 0.0 (p = 1.0), 0.2 without LeNet; AM rho 0.5 (p = 0.45), 0.6 without LeNet.
     """
-    from repscope.studies.zeroshot.study import PAPER_TABLES  # noqa: PLC0415
-
     labels = list(PAPER_TABLES)
     others = [label for label in labels if label != "LeNet"]
     result = {}
@@ -232,47 +242,81 @@ def accuracy_warnings(representation: pd.DataFrame, num_classes: int) -> list[st
     ]
 
 
-def write_zeroshot_report(
-    run: RunDirectory,
-    config: Any,
-    representation: pd.DataFrame,
-    attacks: pd.DataFrame,
-    correlations: pd.DataFrame,
-    soft_labels: dict[str, Any],
-    rows: list[dict[str, Any]],
-    attack_images: int,
-    quick: bool,
-) -> Path:
-    """Write the tables, figures and ``report.html`` of a Raw Zero-Shot run; return the report's path."""
-    from repscope.studies.zeroshot.study import NORM_TITLES, PAPER_TABLES  # noqa: PLC0415
+def write_zeroshot_report(result: ZeroShotResult, run: RunDirectory, config: Any, quick: bool) -> Path:
+    """Write the report of a Raw Zero-Shot run from its result: ``tables/paper_findings.csv`` (the paper's
+    findings checked, :func:`paper_findings`), the figures and ``report.html``; return the report's path.
 
-    run.write_table("representation", representation)
-    run.write_table("attacks", attacks)
-    if len(correlations):
-        run.write_table("correlations", correlations)
-    findings = paper_findings(representation, attacks, correlations)
+    Parameters
+    ----------
+    result : ZeroShotResult
+        What :func:`~repscope.studies.zeroshot.results.compute_zeroshot` found.
+    run : RunDirectory
+        The run directory written to.
+    config : ZeroShotConfig
+        The study's config (the data, the attacks' settings, the projections' size and the seed).
+    quick : bool
+        Whether the run is the ``--quick`` variant (the report says so).
+
+    Returns
+    -------
+    pathlib.Path
+        ``report.html``.
+    """
+    findings = paper_findings(result.representation, result.attacks, result.correlations)
     run.write_table("paper_findings", findings)
     data = f"{config.data.name} ({', '.join(f'{k}={v}' for k, v in config.data.params.items())})"
     report = Report(
         "Raw Zero-Shot: representation metrics and black-box attacks",
-        subtitle=f"{len(representation)} architecture(s) on {data}, seed {config.seed}",
+        subtitle=f"{len(result.representation)} architecture(s) on {data}, seed {config.seed}",
         quick=quick,
     )
     report.add_paragraph(INTRO)
-    images = rows[0]["_scores"]["params"]["images"]
-    for warning in accuracy_warnings(representation, num_classes=int(rows[0]["_scores"]["params"].get("classes", 0))):
+    for warning in _warnings(result, config.attack.n):
         report.add_warning(warning)
-    if attack_images < config.attack.n:
-        report.add_warning(
-            f"Attacks: only {attack_images} of the {config.attack.n} test images asked for are classified correctly "
+    _add_representation(report, result)
+    _add_attacks(report, result, config)
+    if len(result.correlations):
+        report.add_table(
+            result.correlations,
+            title="Spearman rank correlation across architectures: metric against attack successes",
+            caption="Positive: the worse (higher) the metric, the more attacks succeed. p_value: two-sided, exact "
+            "(all orderings) up to 10 architectures, scipy's t approximation beyond. With 5 architectures only "
+            "rho = +-1 reaches p < 0.05.",
+        )
+    report.add_table(findings, title="The paper's findings on this run")
+    paper = pd.DataFrame([{"architecture": label, **values} for label, values in PAPER_TABLES.items()])
+    report.add_table(paper, title="The paper's Tables 1-3 (CIFAR-10; 100 images x 4 thresholds per norm)")
+    for name, figure, caption in _figures(result, config.projection_n, config.seed):
+        report.add_figure(run.save_figure(name, figure), caption=caption)
+    report.add_paragraph(
+        "Files: softlabels/<architecture>.npz (repscope zeroshot metrics reads it), models/ (one training run per "
+        "model), attacks/ (per-image results), tables/, figures/."
+    )
+    return run.write_report(report)
+
+
+def _warnings(result: ZeroShotResult, asked: int) -> list[str]:
+    """The report's warnings: models too inaccurate for their soft-labels to mean much, and fewer images
+    attacked than ``asked`` for (``attack.n``)."""
+    params = next(iter(result.scores.values()))["params"]
+    warnings = accuracy_warnings(result.representation, num_classes=int(params.get("classes", 0)))
+    if result.attack_images < asked:
+        warnings.append(
+            f"Attacks: only {result.attack_images} of the {asked} test images asked for are classified correctly "
             "by every full classifier; Table 1's counts here are out of that many."
         )
+    return warnings
+
+
+def _add_representation(report: Report, result: ZeroShotResult) -> None:
+    """The representation metrics (the paper's Tables 2 and 3) and what each column means."""
     report.add_table(
-        representation_display(representation),
+        representation_display(result.representation),
         title="Representation metrics (the paper's Tables 2 and 3)",
         caption="Mean ± standard deviation over the classes left out; lower is better for DBI, Davies-Bouldin "
         "and AM. tables/representation.csv holds every column at full precision.",
     )
+    images = next(iter(result.scores.values()))["params"]["images"]
     per_class = f"{min(images)}-{max(images)}" if min(images) != max(images) else f"{min(images)}"
     report.add_paragraph(
         "Accuracy: the full model's test accuracy; without a class: the mean test accuracy of the n models "
@@ -285,55 +329,44 @@ def write_zeroshot_report(
         "scored on its raw capsule lengths (soft_labels: reference, the outputs the authors' code stores); the "
         "others on probabilities."
     )
+
+
+def _add_attacks(report: Report, result: ZeroShotResult, config: Any) -> None:
+    """The successful attacks (the paper's Table 1), with the images, norms, thresholds and search behind them."""
+    attack = config.attack
+    search = (
+        f"CMA-ES with at most {attack.budget} generations (the adversarial-robustness-toolbox's search)."
+        if attack.search == "art"
+        else "the authors' DQA search: one CMA-ES generation of 400 candidates."
+    )
     report.add_table(
-        attack_display(attacks),
+        attack_display(result.attacks),
         title="Successful attacks (the paper's Table 1)",
         caption=(
-            f"Out of {attack_images} test images per column, every one classified correctly by every full "
-            f"classifier here; {', '.join(NORM_TITLES[n] for n in config.attack.norms)} at thresholds "
-            f"{', '.join(map(str, config.attack.thresholds))} (pixels / 0-255 levels), "
-            + (
-                f"CMA-ES with at most {config.attack.budget} generations (the adversarial-robustness-toolbox's search)."
-                if config.attack.search == "art"
-                else "the authors' DQA search: one CMA-ES generation of 400 candidates."
-            )
+            f"Out of {result.attack_images} test images per column, every one classified correctly by every full "
+            f"classifier here; {', '.join(NORM_TITLES[n] for n in attack.norms)} at thresholds "
+            f"{', '.join(map(str, attack.thresholds))} (pixels / 0-255 levels), " + search
         ),
     )
-    if len(correlations):
-        report.add_table(
-            correlations,
-            title="Spearman rank correlation across architectures: metric against attack successes",
-            caption="Positive: the worse (higher) the metric, the more attacks succeed. p_value: two-sided, exact "
-            "(all orderings) up to 10 architectures, scipy's t approximation beyond. With 5 architectures only "
-            "rho = +-1 reaches p < 0.05.",
-        )
-    report.add_table(findings, title="The paper's findings on this run")
-    paper = pd.DataFrame([{"architecture": label, **values} for label, values in PAPER_TABLES.items()])
-    report.add_table(paper, title="The paper's Tables 1-3 (CIFAR-10; 100 images x 4 thresholds per norm)")
-    figures = [
-        ("isomap", projection_grid(soft_labels, "isomap", config.projection_n, config.seed), "Isomap (Fig. 2)"),
-        ("tsne", projection_grid(soft_labels, "tsne", config.projection_n, config.seed), "t-SNE (Fig. 5)"),
+
+
+def _figures(result: ZeroShotResult, projection_n: int, seed: int) -> list[tuple[str, Any, str]]:
+    """The paper's Figs. 2-6 of this run: ``(name, figure, caption)`` each."""
+    soft_labels = result.soft_labels
+    am_per_class = {label: scores["am_per_image_per_class"] for label, scores in result.scores.items()}
+    class_names = next(iter(soft_labels.values())).class_names
+    return [
+        ("isomap", projection_grid(soft_labels, "isomap", projection_n, seed), "Isomap (Fig. 2)"),
+        ("tsne", projection_grid(soft_labels, "tsne", projection_n, seed), "t-SNE (Fig. 5)"),
         ("amalgam_histograms", amalgam_histogram_grid(soft_labels), "h' and h (Fig. 4)"),
         ("amalgam_differences", amalgam_histogram_grid(soft_labels, difference=True), "D = |h' - h| (Fig. 6)"),
-        (
-            "amalgam_by_class",
-            amalgam_by_class(
-                {row["architecture"]: row["_scores"]["am_per_image_per_class"] for row in rows},
-                next(iter(soft_labels.values())).class_names,
-            ),
-            "AM per excluded class (Fig. 3)",
-        ),
+        ("amalgam_by_class", amalgam_by_class(am_per_class, class_names), "AM per excluded class (Fig. 3)"),
     ]
-    for name, figure, caption in figures:
-        report.add_figure(run.save_figure(name, figure), caption=caption)
-    report.add_paragraph(
-        "Files: softlabels/<architecture>.npz (repscope zeroshot metrics reads it), models/ (one training run per "
-        "model), attacks/ (per-image results), tables/, figures/."
-    )
-    return run.write_report(report)
 
 
 __all__ = [
+    "NORM_TITLES",
+    "PAPER_TABLES",
     "accuracy_warnings",
     "attack_display",
     "paper_findings",

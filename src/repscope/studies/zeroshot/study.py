@@ -22,33 +22,24 @@ continues an interrupted study where it stopped.
 from __future__ import annotations
 
 import shutil
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 from pydantic import Field
 
-from repscope.data.zeroshot.softlabels import SoftLabels, check_kind, write_soft_labels
+from repscope.data.zeroshot.softlabels import SoftLabels, check_kind, check_soft_labels
 from repscope.errors import InvalidArgumentError, RepscopeError
-from repscope.fileio import save_npy_atomic, write_json_atomic, write_text_atomic
-from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
+from repscope.fileio import atomic_write, save_npy_atomic, write_text_atomic
 from repscope.resume_check import PLACEMENT_TEXT, SPREAD_TEXT, differences, refuse_changes, where_the_work_runs
 from repscope.run_directory import RunDirectory, read_config, to_plain
-from repscope.studies.common import MemberModel, TrainingSection, check_members, slug
+from repscope.studies.common import MemberModel, TrainingSection, check_members
+from repscope.studies.zeroshot.results import compute_zeroshot, correlation_table, write_zeroshot
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
-from repscope.validation import Seed
+from repscope.validation import Seed, check_positive_int
 
 NORMS = ("l0", "linf")
-NORM_TITLES = {"l0": "L0 (pixels)", "linf": "L-infinity"}
-# the paper's Tables 1-3 (CIFAR-10, 800 attacks per architecture), for the report
-PAPER_TABLES = {
-    "CapsNet": {"l0": 164, "linf": 219, "total": 383, "dbi": 0.2301, "dbi_std": 0.0163, "am": 124.4882},
-    "AllConv": {"l0": 176, "linf": 227, "total": 403, "dbi": 0.6432, "dbi_std": 0.1058, "am": 101.1299},
-    "ResNet": {"l0": 222, "linf": 263, "total": 485, "dbi": 0.6307, "dbi_std": 0.1337, "am": 281.2960},
-    "NIN": {"l0": 251, "linf": 277, "total": 528, "dbi": 0.6258, "dbi_std": 0.0952, "am": 203.1542},
-    "LeNet": {"l0": 337, "linf": 340, "total": 677, "dbi": 0.5161, "dbi_std": 0.0284, "am": 144.1068},
-}
 
 
 class Architecture(Section):
@@ -359,8 +350,14 @@ def check_architectures(config: ZeroShotConfig, source: str) -> None:
     check_members(
         members, training_config(config, chosen_architectures(config)[0], 0).data, config.training, config.seed, source
     )
-    if not config.attack.thresholds or min(config.attack.thresholds) < 1:
-        raise InvalidArgumentError(f"{source}: attack.thresholds: expected positive pixel values, e.g. [1, 3, 5, 10]")
+    refused = InvalidArgumentError(f"{source}: attack.thresholds: expected positive pixel values, e.g. [1, 3, 5, 10]")
+    if not config.attack.thresholds:
+        raise refused
+    try:
+        for threshold in config.attack.thresholds:
+            check_positive_int(threshold, "attack.thresholds")
+    except InvalidArgumentError:
+        raise refused from None
 
 
 # what a resumed study may change: where the work runs (how it is spread, the trainer's device and logger)
@@ -395,50 +392,107 @@ def _open_run(config: ZeroShotConfig, out: Path | None, root: Path, resume: bool
     return run
 
 
-def _score_architecture(
-    run: RunDirectory,
-    run_config: ZeroShotConfig,
-    architecture: Architecture,
-    counts: list[int],
-    names: list[str],
-    accuracies: pd.Series,
-) -> tuple[SoftLabels, dict[str, Any]]:
-    """Gather one architecture's soft-labels into ``softlabels/<label>.npz`` and score them."""
-    from repscope.data.zeroshot.softlabels import read_soft_labels  # noqa: PLC0415
+@dataclass(frozen=True)
+class TrainedArchitectures:
+    """What the ``n + 1`` trainings of each architecture leave for the rest of the study, by label.
 
+    Attributes
+    ----------
+    soft_labels : dict of str to SoftLabels
+        The soft-labels of its models without each class and of its full model (checked).
+    accuracy : dict of str to float
+        Its full model's test accuracy.
+    loo_accuracy : dict of str to float
+        The mean test accuracy of its models without a class.
+    correct : dict of str to numpy.ndarray
+        Bool per test image: its full model classifies it correctly.
+    """
+
+    soft_labels: dict[str, SoftLabels]
+    accuracy: dict[str, float]
+    loo_accuracy: dict[str, float]
+    correct: dict[str, np.ndarray]
+
+
+def _test_split(config: ZeroShotConfig) -> tuple[dict[str, np.ndarray], list[str], int]:
+    """The base dataset's test images and targets, its class names and its number of classes."""
+    from repscope.train.fitting import load_data  # noqa: PLC0415
+
+    dataset = load_data(training_config(config, chosen_architectures(config)[0], None))
+    base = dataset.extras["base_dataset"]
+    return base.arrays("test", ["image", "target"]), list(dataset.extras["base_names"]), int(base.num_classes)
+
+
+def train_architectures(
+    config: ZeroShotConfig, run: RunDirectory, test_targets: np.ndarray, classes: int, names: list[str]
+) -> TrainedArchitectures:
+    """The ``n + 1`` trainings of every architecture (sweep points under ``models/``: a resumed run keeps
+    the finished ones), gathered into their soft-labels, accuracies and correctly classified test images."""
+    from repscope.sweeps import SweepPoint  # noqa: PLC0415
+
+    architectures = chosen_architectures(config)
+    counts = [len(r) for r in soft_label_rows(test_targets, classes, config.soft_label_n, config.seed)]
+    points = [
+        SweepPoint.from_overrides(point_overrides(a.label, excluded))
+        for a in architectures
+        for excluded in [*range(len(counts)), None]
+    ]
+    common = {"config": config.model_dump(mode="json")}
+    target = "repscope.studies.zeroshot.study:train_point"
+    trained = _sweep(points, target, run.path("models"), common, config, "training (n + 1 models each)")
+    accuracies = trained.summary.set_index("name")["test_accuracy"]
     models = run.path("models")
+    soft_labels, accuracy, loo_accuracy, correct = {}, {}, {}, {}
+    for architecture in architectures:
+        label = architecture.label
+        soft_labels[label] = gather_soft_labels(models, config, architecture, counts, names)
+        full_dir = _point_dir(models, *point_overrides(label, None))
+        loo_names = [_point_dir(models, *point_overrides(label, i)).name for i in range(len(counts))]
+        accuracy[label] = float(accuracies[full_dir.name])
+        loo_accuracy[label] = float(np.mean([accuracies[name] for name in loo_names]))
+        correct[label] = np.load(full_dir / "correct.npy")
+    return TrainedArchitectures(soft_labels, accuracy, loo_accuracy, correct)
+
+
+def gather_soft_labels(
+    models: Path, config: ZeroShotConfig, architecture: Architecture, counts: list[int], names: list[str]
+) -> SoftLabels:
+    """One architecture's soft-labels from the ``softlabels.npy`` of its training points in ``models``,
+    checked as :func:`~repscope.data.zeroshot.softlabels.check_soft_labels` checks them (of the kind
+    :func:`soft_label_kind` gives; ``counts``: the kept test images of each class)."""
     full_dir = _point_dir(models, *point_overrides(architecture.label, None))
     full = np.split(np.load(full_dir / "softlabels.npy"), np.cumsum(counts)[:-1])
     loo_dirs = [_point_dir(models, *point_overrides(architecture.label, i)) for i in range(len(counts))]
     loo = [np.load(folder / "softlabels.npy") for folder in loo_dirs]
-    kind = soft_label_kind(run_config, architecture)
-    path = write_soft_labels(run.path("softlabels", f"{slug(architecture.label)}.npz"), loo, full, names, kind)
-    soft_labels = read_soft_labels(path)
-    scores = zero_shot_scores(soft_labels.loo, soft_labels.full, soft_labels.kind)
-    row = {
-        "architecture": architecture.label,
-        "soft_label_kind": soft_labels.kind,
-        "accuracy": float(accuracies[full_dir.name]),
-        "loo_accuracy": float(np.mean([accuracies[folder.name] for folder in loo_dirs])),
-        **{k: v for k, v in scores.items() if not isinstance(v, list | dict)},
-        "_scores": scores,
-    }
-    return soft_labels, row
+    return check_soft_labels(loo, full, names, kind=soft_label_kind(config, architecture))
 
 
-def _attack_images(run: RunDirectory, config: ZeroShotConfig, test: dict[str, np.ndarray]) -> tuple[Path, int, int]:
+@dataclass(frozen=True)
+class StudyAttacks:
+    """The attacks on the full classifiers: ``successes`` by ``(label, norm, threshold)``, the test images
+    attacked per norm and threshold and the correctly classified ``candidates`` they were drawn from."""
+
+    successes: dict[tuple[str, str, int], int]
+    images: int
+    candidates: int
+
+
+def attack_architectures(
+    config: ZeroShotConfig, run: RunDirectory, test: dict[str, np.ndarray], correct: dict[str, np.ndarray]
+) -> StudyAttacks:
+    """Attack every full classifier on the same test images, which every one classifies correctly (sweep
+    points under ``attacks/``: a resumed run keeps the finished ones)."""
+    images, attacked, candidates = _attack_images(run, config, test, correct)
+    return StudyAttacks(_attack_successes(run, config, images, attacked), attacked, candidates)
+
+
+def _attack_images(
+    run: RunDirectory, config: ZeroShotConfig, test: dict[str, np.ndarray], correct: dict[str, np.ndarray]
+) -> tuple[Path, int, int]:
     """A seeded draw of ``attack.n`` test images every full classifier gets right, kept in
     ``attacks/images.npz``; returns its path, the images drawn and the candidates."""
-    from repscope.fileio import atomic_write  # noqa: PLC0415
-
-    models = run.path("models")
-    correct = np.logical_and.reduce(
-        [
-            np.load(_point_dir(models, *point_overrides(a.label, None)) / "correct.npy")
-            for a in chosen_architectures(config)
-        ]
-    )
-    candidates = np.flatnonzero(correct)
+    everyone_right = np.logical_and.reduce([correct[a.label] for a in chosen_architectures(config)])
+    candidates = np.flatnonzero(everyone_right)
     rng = np.random.default_rng([config.attack.seed, 59])
     chosen = np.sort(rng.choice(candidates, size=min(config.attack.n, len(candidates)), replace=False))
     path = run.path("attacks", "images.npz")
@@ -453,17 +507,19 @@ def _attack_overrides(label: str, norm: str, threshold: int) -> tuple[tuple[str,
     return (("arch", label), ("norm", norm), ("threshold", str(threshold)))
 
 
-def _attack_table(run: RunDirectory, config: ZeroShotConfig, images: Path, count: int) -> pd.DataFrame:
-    """Attack every full classifier (sweep points per architecture, norm and threshold); Table 1's rows."""
+def _attack_successes(
+    run: RunDirectory, config: ZeroShotConfig, images: Path, count: int
+) -> dict[tuple[str, str, int], int]:
+    """Attack every full classifier (sweep points per architecture, norm and threshold); the successes of each."""
     from repscope.sweeps import SweepPoint  # noqa: PLC0415
 
-    architectures, norms, thresholds = chosen_architectures(config), config.attack.norms, config.attack.thresholds
-    points = [
-        SweepPoint.from_overrides(_attack_overrides(a.label, norm, th))
-        for a in architectures
-        for norm in norms
-        for th in thresholds
+    keys = [
+        (a.label, norm, threshold)
+        for a in chosen_architectures(config)
+        for norm in config.attack.norms
+        for threshold in config.attack.thresholds
     ]
+    points = [SweepPoint.from_overrides(_attack_overrides(*key)) for key in keys]
     common = {"config": config.model_dump(mode="json"), "models": str(run.path("models")), "images": str(images)}
     attacked = _sweep(
         points,
@@ -474,18 +530,7 @@ def _attack_table(run: RunDirectory, config: ZeroShotConfig, images: Path, count
         f"attacks ({count} images each)",
     )
     successes = attacked.summary.set_index("name")["successes"]
-    rows = []
-    for architecture in architectures:
-        row: dict[str, Any] = {"architecture": architecture.label}
-        for norm in norms:
-            for th in thresholds:
-                row[f"{norm}_th{th}"] = int(
-                    successes[SweepPoint.from_overrides(_attack_overrides(architecture.label, norm, th)).name]
-                )
-            row[f"{norm}_total"] = sum(row[f"{norm}_th{th}"] for th in thresholds)
-        row["total"] = sum(row[f"{norm}_total"] for norm in norms)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return {key: int(successes[point.name]) for key, point in zip(keys, points)}
 
 
 def run_zeroshot_study(
@@ -496,86 +541,36 @@ def run_zeroshot_study(
     quick: bool = False,
     resume: bool = False,
 ) -> Path:
-    """Run the study (module docstring) into ``out``; return the report's path."""
-    from repscope.progress import track  # noqa: PLC0415
+    """Run the study (module docstring) into ``out``; return the report's path.
+
+    Five steps: the ``n + 1`` trainings of each architecture (:func:`train_architectures`), the attacks on
+    its full classifier (:func:`attack_architectures`), both resumable; then the scores and tables
+    (:func:`~repscope.studies.zeroshot.results.compute_zeroshot`), their files
+    (:func:`~repscope.studies.zeroshot.results.write_zeroshot`) and the report
+    (:func:`~repscope.studies.zeroshot.report.write_zeroshot_report`).
+    """
+    # the report draws with matplotlib and scikit-learn: imported here, not by every training worker
     from repscope.studies.zeroshot.report import write_zeroshot_report  # noqa: PLC0415
-    from repscope.sweeps import SweepPoint  # noqa: PLC0415
-    from repscope.train.fitting import load_data  # noqa: PLC0415
 
     check_architectures(config, source)
-    architectures = chosen_architectures(config)
     run = _open_run(config, out, root, resume)
-    dataset = load_data(training_config(config, architectures[0], None))
-    base, names = dataset.extras["base_dataset"], list(dataset.extras["base_names"])
-    classes = int(base.num_classes)
-    test = base.arrays("test", ["image", "target"])
-    counts = [len(r) for r in soft_label_rows(test["target"], classes, config.soft_label_n, config.seed)]
-
-    # 1. n + 1 trainings per architecture; their soft-labels and the metrics
-    points = [
-        SweepPoint.from_overrides(point_overrides(a.label, excluded))
-        for a in architectures
-        for excluded in [*range(classes), None]
-    ]
-    common = {"config": config.model_dump(mode="json")}
-    target = "repscope.studies.zeroshot.study:train_point"
-    trained = _sweep(points, target, run.path("models"), common, config, "training (n + 1 models each)")
-    accuracies = trained.summary.set_index("name")["test_accuracy"]
-    scored = [
-        _score_architecture(run, config, a, counts, names, accuracies)
-        for a in track(architectures, f"scoring the soft-labels of {len(architectures)} architecture(s) (DBI, AM)")
-    ]
-    soft_labels = {a.label: labels for a, (labels, _) in zip(architectures, scored)}
-    rows = [row for _, row in scored]
-
-    # 2. attacks on images every full classifier gets right
-    images, attacked, candidates = _attack_images(run, config, test)
-    attacks = _attack_table(run, config, images, attacked)
-    representation = pd.DataFrame([{k: v for k, v in row.items() if k != "_scores"} for row in rows])
-
-    # 3. do the metrics track the attacks?
-    correlations = correlation_table(representation, attacks, config.attack.norms)
-    metrics = {
-        "classes": classes,
-        "attack_images": attacked,
-        "attack_candidates": candidates,
-        "attack_search": config.attack.search,
-        "soft_labels": config.soft_labels,
-        "architectures": {
-            row["architecture"]: {
-                **{k: v for k, v in row.items() if k not in ("architecture", "_scores")},
-                **{k: v for k, v in attack_row.items() if k != "architecture"},
-            }
-            for row, attack_row in zip(rows, attacks.to_dict(orient="records"))
-        },
-        "correlations": correlations.to_dict(orient="records") if len(correlations) else [],
-    }
-    run.write_metrics(to_plain(metrics))
-    write_json_atomic(run.path("per_class.json"), to_plain({row["architecture"]: row["_scores"] for row in rows}))
-    return write_zeroshot_report(run, config, representation, attacks, correlations, soft_labels, rows, attacked, quick)
-
-
-CORRELATED_METRICS = ("dbi", "davies_bouldin", "am", "am_per_image", "accuracy")
-
-
-def correlation_table(representation: pd.DataFrame, attacks: pd.DataFrame, norms: list[str]) -> pd.DataFrame:
-    """Spearman's rho of each metric against each attack count across architectures (empty below 3)."""
-    if len(representation) < 3:
-        return pd.DataFrame()
-    records = []
-    for metric in CORRELATED_METRICS:
-        for success in [*(f"{norm}_total" for norm in norms), "total"]:
-            result = rank_correlation(representation[metric], attacks[success])
-            records.append(
-                {
-                    "metric": metric,
-                    "attack_successes": success,
-                    "rho": result["rho"],
-                    "p_value": result["p_value"],
-                    "p_method": result["p_method"],
-                }
-            )
-    return pd.DataFrame(records)
+    test, names, classes = _test_split(config)
+    trained = train_architectures(config, run, test["target"], classes, names)
+    attacked = attack_architectures(config, run, test, trained.correct)
+    result = compute_zeroshot(
+        trained.soft_labels,
+        trained.accuracy,
+        trained.loo_accuracy,
+        attacked.successes,
+        norms=config.attack.norms,
+        thresholds=config.attack.thresholds,
+        attack_images=attacked.images,
+        attack_candidates=attacked.candidates,
+        attack_search=config.attack.search,
+        soft_label_setting=config.soft_labels,
+    )
+    write_zeroshot(result, run)
+    return write_zeroshot_report(result, run, config, quick)
 
 
 def run_zeroshot_evaluate(
