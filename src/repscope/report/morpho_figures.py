@@ -63,17 +63,7 @@ def morphometric_pairplot(
     matplotlib.figure.Figure
         With exactly ``len(columns) ** 2`` axes, row by row.
     """
-    if isinstance(tables, Mapping):
-        if len(tables) != 1:
-            raise InvalidArgumentError(
-                f"tables: expected one table, got {len(tables)}; draw one figure per table and pass the same ranges"
-            )
-        ((name, table),) = tables.items()
-        title = str(name) if title is None else title
-    else:
-        table = tables
-    if not isinstance(table, pd.DataFrame):
-        raise InvalidArgumentError(f"tables: expected a pandas.DataFrame, got {type(table).__name__}")
+    table, title = _one_table(tables, title)
     columns = checked_columns(table, columns)
     if not isinstance(bins, (int, np.integer)) or bins < 2:
         raise InvalidArgumentError(f"bins: must be an integer >= 2, got {bins!r}")
@@ -88,72 +78,119 @@ def morphometric_pairplot(
     for i, row_column in enumerate(columns):
         for j, col_column in enumerate(columns):
             ax = axes[i, j]
-            x_low, x_high = limits[col_column]
-            y_low, y_high = limits[row_column]
             if i == j:
-                data = values[col_column]
-                data = data[np.isfinite(data)]
-                # a sample wholly outside the shared ranges has an empty (all-zero) histogram
-                data = data[(data >= x_low) & (data <= x_high)]
-                if data.size:
-                    ax.hist(
-                        data, bins=np.linspace(x_low, x_high, bins + 1), density=True, color=_HIST_COLOUR, alpha=0.45
-                    )
-                kde_data = values[col_column][sample]
-                kde_data = kde_data[np.isfinite(kde_data)]
-                try:
-                    density = gaussian_kde(kde_data, bw_method="scott")
-                except (ValueError, np.linalg.LinAlgError):  # too few or identical values
-                    density = None
-                if density is not None:
-                    grid = np.linspace(x_low, x_high, 200)
-                    ax.plot(grid, density(grid), color=_LINE_COLOUR, linewidth=1.0)
-                ax.set_yticks([])
+                _marginal_panel(ax, values[col_column], sample, limits[col_column], bins)
+            elif i < j:
+                _histogram_panel(
+                    ax, values[col_column], values[row_column], limits[col_column], limits[row_column], bins
+                )
             else:
-                both = np.isfinite(values[col_column]) & np.isfinite(values[row_column])
-                x, y = values[col_column][both], values[row_column][both]
-                if i < j:
-                    counts, x_edges, y_edges = np.histogram2d(
-                        x, y, bins=[np.linspace(x_low, x_high, bins + 1), np.linspace(y_low, y_high, bins + 1)]
-                    )
-                    if counts.max() > 0:
-                        ax.pcolormesh(
-                            x_edges,
-                            y_edges,
-                            np.ma.masked_equal(counts.T, 0),
-                            cmap="viridis",
-                            norm=LogNorm(vmin=1, vmax=max(counts.max(), 2)),
-                            rasterized=True,
-                        )
-                else:
-                    in_sample = both[sample]
-                    points = np.vstack([values[col_column][sample][in_sample], values[row_column][sample][in_sample]])
-                    try:
-                        density = gaussian_kde(points, bw_method="scott")
-                    except (ValueError, np.linalg.LinAlgError):
-                        density = None
-                    if density is not None:
-                        grid_x, grid_y = np.meshgrid(np.linspace(x_low, x_high, 48), np.linspace(y_low, y_high, 48))
-                        z = density(np.vstack([grid_x.ravel(), grid_y.ravel()])).reshape(grid_x.shape)
-                        if z.max() > z.min():
-                            ax.contour(grid_x, grid_y, z, levels=6, cmap="Blues", linewidths=0.8)
-                ax.set_ylim(y_low, y_high)
-            ax.set_xlim(x_low, x_high)
+                _density_panel(
+                    ax, values[col_column], values[row_column], sample, limits[col_column], limits[row_column]
+                )
+            ax.set_xlim(*limits[col_column])
             ax.tick_params(labelsize=7)
-            if i == count - 1:
-                ax.set_xlabel(column_labels.get(col_column, col_column))
-            else:
-                ax.set_xticklabels([])
-            if j == 0 and i != 0:
-                ax.set_ylabel(column_labels.get(row_column, row_column))
-            elif i != j:
-                ax.set_yticklabels([])
+            _label_panel(
+                ax, i, j, count, column_labels.get(col_column, col_column), column_labels.get(row_column, row_column)
+            )
     if count > 1:
         # the top-left panel is a density: label its row by the column name without density ticks
         axes[0, 0].set_ylabel(column_labels.get(columns[0], columns[0]))
     if title:
         fig.suptitle(title)
     return fig
+
+
+def _one_table(tables: Any, title: str | None) -> tuple[pd.DataFrame, str | None]:
+    """The table of a pair plot and its title: ``tables`` is a DataFrame, or a mapping of one name to
+    one (the name is the title unless ``title`` is given)."""
+    if isinstance(tables, Mapping):
+        if len(tables) != 1:
+            raise InvalidArgumentError(
+                f"tables: expected one table, got {len(tables)}; draw one figure per table and pass the same ranges"
+            )
+        ((name, table),) = tables.items()
+        title = str(name) if title is None else title
+    else:
+        table = tables
+    if not isinstance(table, pd.DataFrame):
+        raise InvalidArgumentError(f"tables: expected a pandas.DataFrame, got {type(table).__name__}")
+    return table, title
+
+
+def _kde(points: np.ndarray) -> gaussian_kde | None:
+    """A Gaussian kernel density estimate (Scott's rule bandwidth), or None for too few or identical values."""
+    try:
+        return gaussian_kde(points, bw_method="scott")
+    except (ValueError, np.linalg.LinAlgError):
+        return None
+
+
+def _marginal_panel(ax: Any, values: np.ndarray, sample: np.ndarray, limits: tuple[float, float], bins: int) -> None:
+    """A diagonal panel: the column's histogram (density) within its range and the KDE of its sample."""
+    low, high = limits
+    data = values[np.isfinite(values)]
+    # a sample wholly outside the shared ranges has an empty (all-zero) histogram
+    data = data[(data >= low) & (data <= high)]
+    if data.size:
+        ax.hist(data, bins=np.linspace(low, high, bins + 1), density=True, color=_HIST_COLOUR, alpha=0.45)
+    kde_data = values[sample]
+    density = _kde(kde_data[np.isfinite(kde_data)])
+    if density is not None:
+        grid = np.linspace(low, high, 200)
+        ax.plot(grid, density(grid), color=_LINE_COLOUR, linewidth=1.0)
+    ax.set_yticks([])
+
+
+def _histogram_panel(
+    ax: Any, x: np.ndarray, y: np.ndarray, x_limits: tuple[float, float], y_limits: tuple[float, float], bins: int
+) -> None:
+    """An upper panel: the 2-D histogram of the finite pairs, on a logarithmic colour scale (empty bins blank)."""
+    both = np.isfinite(x) & np.isfinite(y)
+    counts, x_edges, y_edges = np.histogram2d(
+        x[both], y[both], bins=[np.linspace(*x_limits, bins + 1), np.linspace(*y_limits, bins + 1)]
+    )
+    if counts.max() > 0:
+        ax.pcolormesh(
+            x_edges,
+            y_edges,
+            np.ma.masked_equal(counts.T, 0),
+            cmap="viridis",
+            norm=LogNorm(vmin=1, vmax=max(counts.max(), 2)),
+            rasterized=True,
+        )
+    ax.set_ylim(*y_limits)
+
+
+def _density_panel(
+    ax: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    sample: np.ndarray,
+    x_limits: tuple[float, float],
+    y_limits: tuple[float, float],
+) -> None:
+    """A lower panel: contours of the 2-D KDE of the sample's finite pairs."""
+    in_sample = (np.isfinite(x) & np.isfinite(y))[sample]
+    density = _kde(np.vstack([x[sample][in_sample], y[sample][in_sample]]))
+    if density is not None:
+        grid_x, grid_y = np.meshgrid(np.linspace(*x_limits, 48), np.linspace(*y_limits, 48))
+        z = density(np.vstack([grid_x.ravel(), grid_y.ravel()])).reshape(grid_x.shape)
+        if z.max() > z.min():
+            ax.contour(grid_x, grid_y, z, levels=6, cmap="Blues", linewidths=0.8)
+    ax.set_ylim(*y_limits)
+
+
+def _label_panel(ax: Any, i: int, j: int, count: int, x_label: str, y_label: str) -> None:
+    """Axis labels on the bottom row and the first column only; tick labels elsewhere hidden."""
+    if i == count - 1:
+        ax.set_xlabel(x_label)
+    else:
+        ax.set_xticklabels([])
+    if j == 0 and i != 0:
+        ax.set_ylabel(y_label)
+    elif i != j:
+        ax.set_yticklabels([])
 
 
 def partial_correlation_circles(
@@ -194,6 +231,24 @@ def partial_correlation_circles(
     matplotlib.figure.Figure
         With one axes.
     """
+    values, codes, factors, n_dummies = _categorical_first(matrix)
+    blocks = 0 < n_dummies < len(codes)
+    fig = new_figure(
+        width=1.6 + 0.48 * len(codes), height=(1.3 if blocks else 0.9) + 0.48 * len(factors) + (0.3 if title else 0.0)
+    )
+    ax = fig.subplots()
+    _draw_circles(ax, values, annotate, cmap, max_area)
+    _circle_grid(ax, codes, factors)
+    if blocks:
+        _separate_blocks(ax, n_dummies, len(codes))
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
+def _categorical_first(matrix: Any) -> tuple[np.ndarray, list[str], list[str], int]:
+    """A partial-correlation matrix checked, with the dummies of categorical codes (columns named with a
+    parenthesis) moved before the other codes: its values, code names, factor names and dummy count."""
     if not isinstance(matrix, pd.DataFrame):
         raise InvalidArgumentError(f"matrix: expected a pandas.DataFrame, got {type(matrix).__name__}")
     if matrix.shape[0] == 0 or matrix.shape[1] == 0:
@@ -202,19 +257,15 @@ def partial_correlation_circles(
     dummy = ["(" in c for c in codes]
     order = [k for k in range(len(codes)) if dummy[k]] + [k for k in range(len(codes)) if not dummy[k]]
     values = matrix.apply(pd.to_numeric, errors="coerce").to_numpy(dtype=float)[:, order]
-    codes = [codes[k] for k in order]
-    factors = [str(f) for f in matrix.index]
-    n_dummies = sum(dummy)
-    blocks = 0 < n_dummies < len(codes)
     if np.any(np.abs(values[np.isfinite(values)]) > 1 + 1e-9):
         raise InvalidArgumentError("matrix: correlations must lie in [-1, 1]")
+    return values, [codes[k] for k in order], [str(f) for f in matrix.index], sum(dummy)
 
+
+def _draw_circles(ax: Any, values: np.ndarray, annotate: bool, cmap: str, max_area: float) -> None:
+    """One circle per finite entry (area ``max_area * |r|``, colour ``cmap`` at ``r``), a grey dot per NaN."""
     rows, cols = np.indices(values.shape)
     finite = np.isfinite(values)
-    fig = new_figure(
-        width=1.6 + 0.48 * len(codes), height=(1.3 if blocks else 0.9) + 0.48 * len(factors) + (0.3 if title else 0.0)
-    )
-    ax = fig.subplots()
     # colours resolved here (not at draw time) so the artist holds them as soon as it exists
     colours = matplotlib.colormaps[cmap](Normalize(-1.0, 1.0)(values[finite]))
     ax.scatter(
@@ -242,6 +293,10 @@ def partial_correlation_circles(
                 color="#333333",
                 zorder=4,
             )
+
+
+def _circle_grid(ax: Any, codes: list[str], factors: list[str]) -> None:
+    """Codes labelled on top, factors on the left (first on top), a light grid between the cells."""
     ax.set_xlim(-0.6, len(codes) - 0.4)
     ax.set_ylim(len(factors) - 0.4, -0.6)  # first factor on top
     ax.set_xticks(np.arange(len(codes)), codes)
@@ -256,22 +311,22 @@ def partial_correlation_circles(
     ax.tick_params(which="minor", length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
-    if blocks:
-        ax.axvline(n_dummies - 0.5, color="#444444", linewidth=1.0, gid="block_separator")
-        transform = ax.get_xaxis_transform()
-        ax.text((n_dummies - 1) / 2, -0.02, "categorical", transform=transform, ha="center", va="top", fontsize=9)
-        ax.text(
-            n_dummies + (len(codes) - n_dummies - 1) / 2,
-            -0.02,
-            "continuous",
-            transform=transform,
-            ha="center",
-            va="top",
-            fontsize=9,
-        )
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+
+
+def _separate_blocks(ax: Any, n_dummies: int, n_codes: int) -> None:
+    """A vertical line between the categorical dummies and the continuous codes, each block named below."""
+    ax.axvline(n_dummies - 0.5, color="#444444", linewidth=1.0, gid="block_separator")
+    transform = ax.get_xaxis_transform()
+    ax.text((n_dummies - 1) / 2, -0.02, "categorical", transform=transform, ha="center", va="top", fontsize=9)
+    ax.text(
+        n_dummies + (n_codes - n_dummies - 1) / 2,
+        -0.02,
+        "continuous",
+        transform=transform,
+        ha="center",
+        va="top",
+        fontsize=9,
+    )
 
 
 def _range(values: np.ndarray, given: tuple[float, float] | None) -> tuple[float, float]:
