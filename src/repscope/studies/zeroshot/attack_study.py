@@ -13,6 +13,7 @@ free success). Two searches:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import pandas as pd
 
 from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_json_atomic, write_text_atomic
+from repscope.validation import check_positive_int
 
 # our names of the norms (configs, CLI) -> the attacks package's
 ATTACK_NORMS = {"l0": "L0", "linf": "Linf"}
@@ -68,9 +70,20 @@ def check_norms(norms: Sequence[str], thresholds: Sequence[int]) -> None:
     unknown = [norm for norm in norms if norm not in ATTACK_NORMS]
     if unknown or not norms:
         raise InvalidArgumentError(f"--norm: expected l0 or linf, got {', '.join(unknown) or 'none'}")
-    bad = [t for t in thresholds if isinstance(t, bool) or not isinstance(t, int | np.integer) or t < 1]
+    bad = _refused_counts(thresholds)
     if bad or not thresholds:
         raise InvalidArgumentError(f"--threshold: expected positive integers (pixels or 0-255 levels), got {bad}")
+
+
+def _refused_counts(values: Sequence[Any]) -> list[Any]:
+    """The values :func:`repscope.validation.check_positive_int` refuses, for a message naming every one."""
+    refused = []
+    for value in values:
+        try:
+            check_positive_int(value, "value")
+        except InvalidArgumentError:
+            refused.append(value)
+    return refused
 
 
 def check_search(search: str) -> None:
@@ -329,6 +342,136 @@ def attack_table(
     )
 
 
+@dataclass(frozen=True)
+class ClassifierAttacks:
+    """The attacks of ``repscope zeroshot attack`` on one classifier: every image once per norm and threshold.
+
+    Attributes
+    ----------
+    per_image : pandas.DataFrame
+        One row per image, norm and threshold (:func:`attack_table`): ``search``, ``norm``, ``threshold``,
+        ``image`` (the test row), ``label``, ``success``, ``queries``, ``iterations``, ``predicted``.
+    counts : pandas.DataFrame
+        One row per norm and threshold: ``search``, ``norm``, ``threshold``, ``successes``, ``images``,
+        ``queries``.
+    norms : tuple of str
+        The norms attacked (``l0``, ``linf``), in order.
+    images : int
+        Images attacked.
+    search : str
+        ``art`` or ``dqa``.
+    budget : int
+        CMA-ES generations of the ``art`` search.
+    seed : int
+        Seed of the attacks.
+    """
+
+    per_image: pd.DataFrame
+    counts: pd.DataFrame
+    norms: tuple[str, ...]
+    images: int
+    search: str
+    budget: int
+    seed: int
+
+    @property
+    def totals(self) -> dict[str, int]:
+        """Successful attacks per norm, summed over the thresholds, and their ``total`` (Table 1's columns)."""
+        totals = {norm: int(self.counts.loc[self.counts["norm"] == norm, "successes"].sum()) for norm in self.norms}
+        return {**totals, "total": sum(totals.values())}
+
+
+def compute_classifier_attacks(
+    task: Any,
+    images: np.ndarray,
+    labels: np.ndarray,
+    norms: Sequence[str],
+    thresholds: Sequence[int],
+    budget: int,
+    seed: int,
+    *,
+    rows: Any = None,
+    search: str = "art",
+) -> ClassifierAttacks:
+    """Attack a trained classifier on ``images`` with every norm at every threshold; writes nothing.
+
+    Parameters
+    ----------
+    task : SupervisedTask
+        A trained classifier (``soft_labels`` on float images in [0, 1]).
+    images : numpy.ndarray
+        ``(N, C, H, W)`` test images the classifier gets right, as its data gives them.
+    labels : numpy.ndarray
+        ``(N,)`` their classes.
+    norms, thresholds : sequence
+        ``l0`` / ``linf``; positive integer thresholds (:func:`check_norms`).
+    budget, seed : int
+        CMA-ES generations of the ``art`` search (unused by ``dqa``); seed of the attacks.
+    rows : array-like, optional
+        The images' test rows, for the ``image`` column.
+    search : {"art", "dqa"}, default="art"
+        See the module.
+
+    Returns
+    -------
+    ClassifierAttacks
+    """
+    from repscope.progress import progress_bar  # noqa: PLC0415
+
+    count = len(images)
+    tables = []
+    with progress_bar(
+        f"attacking {count} images ({search} search)", total=count * len(norms) * len(thresholds)
+    ) as update:
+        for norm in norms:
+            for threshold in thresholds:
+                offset = len(tables) * count
+                tables.append(
+                    run_attacks(
+                        task,
+                        images,
+                        labels,
+                        norm,
+                        int(threshold),
+                        budget,
+                        seed,
+                        rows=rows,
+                        progress=lambda done, _, offset=offset: update(offset + done),
+                        search=search,
+                    )
+                )
+    per_image = pd.concat(tables, ignore_index=True)
+    counts = (
+        per_image.groupby(["search", "norm", "threshold"], sort=False)
+        .agg(successes=("success", "sum"), images=("success", "size"), queries=("queries", "sum"))
+        .reset_index()
+    )
+    return ClassifierAttacks(per_image, counts, tuple(norms), count, search, budget, seed)
+
+
+def write_classifier_attacks(result: ClassifierAttacks, out: Path, provenance: dict[str, Any]) -> None:
+    """Write ``attacks.csv`` (per image), ``counts.csv`` (per norm and threshold) and ``metrics.json`` (the
+    settings, the successes and their totals, after ``provenance``: the model and its data) into ``out``."""
+    write_text_atomic(out / "attacks.csv", result.per_image.to_csv(index=False))
+    write_text_atomic(out / "counts.csv", result.counts.to_csv(index=False))
+    search_settings = (
+        {"budget": result.budget}
+        if result.search == "art"
+        else {"population": DQA_POPULATION, "generations": DQA_GENERATIONS, "capsnet_outputs": "raw lengths"}
+    )
+    successes = {f"{row.norm}_th{row.threshold}": int(row.successes) for row in result.counts.itertuples()}
+    metrics = {
+        **provenance,
+        "images": result.images,
+        "search": result.search,
+        **search_settings,
+        "seed": result.seed,
+        "successes": successes,
+        "totals": result.totals,
+    }
+    write_json_atomic(out / "metrics.json", metrics)
+
+
 def attack_classifier(
     model: str | Path,
     out: Path,
@@ -369,13 +512,12 @@ def attack_classifier(
     pandas.DataFrame
         ``counts.csv``: ``search``, ``norm``, ``threshold``, ``successes``, ``images``, ``queries``.
     """
-    from repscope.progress import progress_bar  # noqa: PLC0415
     from repscope.studies.invariance.testing import load_classifier  # noqa: PLC0415
     from repscope.train.fitting import load_task  # noqa: PLC0415
 
     check_norms(norms, thresholds)
     check_search(search)
-    if n < 1 or budget < 1:
+    if _refused_counts([n, budget]):
         raise InvalidArgumentError(f"--n, --budget: expected positive numbers, got {n} and {budget}")
     path = Path(model)
     if not (path.is_dir() or path.suffix == ".ckpt"):
@@ -383,61 +525,21 @@ def attack_classifier(
     _, dataset, data, data_params = load_classifier(path, arch, data, data_params)
     task = load_task(path, model=arch)
     test = dataset.arrays("test", ["image", "target"])
+    refusal = f"--model {path}: classifies no test image of {data} correctly"
+    rows = _correctly_classified_draw(task, test, n, seed, refusal)
+    images, labels = test["image"][rows], test["target"][rows]
+    result = compute_classifier_attacks(task, images, labels, norms, thresholds, budget, seed, rows=rows, search=search)
+    write_classifier_attacks(result, out, {"model": str(path), "data": data, "data_params": data_params})
+    return result.counts
+
+
+def _correctly_classified_draw(task: Any, test: dict[str, np.ndarray], n: int, seed: int, refusal: str) -> np.ndarray:
+    """A seeded draw of ``n`` test rows the classifier gets right (all of them when fewer), sorted; an attack
+    on an image it already gets wrong would be a free success. ``refusal``: the message when it gets none right."""
     correct = np.flatnonzero(task.predict(test["image"]) == test["target"])
     if not len(correct):
-        raise InvalidArgumentError(f"--model {path}: classifies no test image of {data} correctly")
-    rows = np.sort(np.random.default_rng([seed, 61]).choice(correct, size=min(n, len(correct)), replace=False))
-    images, labels = test["image"][rows], test["target"][rows]
-
-    total = len(rows) * len(norms) * len(thresholds)
-    tables = []
-    with progress_bar(f"attacking {len(rows)} images ({search} search)", total=total) as update:
-        for norm in norms:
-            for threshold in thresholds:
-                offset = len(tables) * len(rows)
-                tables.append(
-                    run_attacks(
-                        task,
-                        images,
-                        labels,
-                        norm,
-                        int(threshold),
-                        budget,
-                        seed,
-                        rows=rows,
-                        progress=lambda done, _, offset=offset: update(offset + done),
-                        search=search,
-                    )
-                )
-    per_image = pd.concat(tables, ignore_index=True)
-    counts = (
-        per_image.groupby(["search", "norm", "threshold"], sort=False)
-        .agg(successes=("success", "sum"), images=("success", "size"), queries=("queries", "sum"))
-        .reset_index()
-    )
-    write_text_atomic(out / "attacks.csv", per_image.to_csv(index=False))
-    write_text_atomic(out / "counts.csv", counts.to_csv(index=False))
-    totals = {norm: int(counts.loc[counts["norm"] == norm, "successes"].sum()) for norm in norms}
-    search_settings = (
-        {"budget": budget}
-        if search == "art"
-        else {"population": DQA_POPULATION, "generations": DQA_GENERATIONS, "capsnet_outputs": "raw lengths"}
-    )
-    write_json_atomic(
-        out / "metrics.json",
-        {
-            "model": str(path),
-            "data": data,
-            "data_params": data_params,
-            "images": len(rows),
-            "search": search,
-            **search_settings,
-            "seed": seed,
-            "successes": {f"{row.norm}_th{row.threshold}": int(row.successes) for row in counts.itertuples()},
-            "totals": {**totals, "total": sum(totals.values())},
-        },
-    )
-    return counts
+        raise InvalidArgumentError(refusal)
+    return np.sort(np.random.default_rng([seed, 61]).choice(correct, size=min(n, len(correct)), replace=False))
 
 
 __all__ = [
@@ -445,11 +547,14 @@ __all__ = [
     "DQA_GENERATIONS",
     "DQA_POPULATION",
     "SEARCHES",
+    "ClassifierAttacks",
     "attack_classifier",
     "attack_table",
     "check_norms",
     "check_search",
+    "compute_classifier_attacks",
     "dqa_attack",
     "predictor",
     "run_attacks",
+    "write_classifier_attacks",
 ]
