@@ -10,6 +10,7 @@ morphometrics, and a self-contained ``report.html``.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,12 @@ from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.report.figures import distributions_by_class, image_grid
 from repscope.run_directory import RunDirectory
-from repscope.studies.morpho.diversity import DiversityConfig, add_diversity
+from repscope.studies.morpho.diversity import (
+    DiversityConfig,
+    add_diversity_section,
+    train_and_compare,
+    write_diversity_files,
+)
 from repscope.studies.multimodal.dataset_commands import cdsprites_panel
 from repscope.train.config import TrainerSection
 from repscope.validation import Seed
@@ -118,11 +124,15 @@ def diversity_config(config: DemoConfig) -> Any:
     )
 
 
-def _add_diversity(config: DemoConfig, run: Any, report: Any) -> dict[str, Any]:
+def _add_diversity(config: DemoConfig, run: RunDirectory, report: Report) -> dict[str, Any]:
+    """Run the small diversity study inside the demo's run and add its section to ``report``; its
+    headline numbers, with the seconds it took."""
     started = time.perf_counter()
-    summary = add_diversity(diversity_config(config), run, report, source="demo")
-    summary["seconds"] = round(time.perf_counter() - started, 1)
-    return summary
+    diversity = diversity_config(config)
+    result = train_and_compare(diversity, run, source="demo")
+    write_diversity_files(result, diversity, run)
+    add_diversity_section(report, result, diversity, run)
+    return {**result.metrics, "seconds": round(time.perf_counter() - started, 1)}
 
 
 def _one_per_class(labels: np.ndarray, count: int) -> np.ndarray:
@@ -148,65 +158,161 @@ def _add_cdsprites_panel(config: DemoConfig, run: Any, report: Any) -> None:
     report.add_figure(figure, caption="Test-split samples of each CdSprites+ level with their captions.")
 
 
+# the single-perturbation sets shown one above the other in the examples grid, and their row labels
+EXAMPLE_SETS = {"plain": "plain", "thin": "thin", "thic": "thick", "swel": "swollen", "frac": "fractured"}
+# the mixed sets, whose digits are titled with the perturbation each received (its code in *-pert files)
+MIXED_SETS = ("global", "local")
+PERTURBATION_NAMES = {0: "plain", 1: "thin", 2: "thick", 3: "swel", 4: "frac"}
+
+
+@dataclass(frozen=True)
+class DemoResult:
+    """What the demo measured on the Morpho-MNIST sets it built.
+
+    Attributes
+    ----------
+    train_morphometrics : pandas.DataFrame
+        The plain training digits' morphometrics, with their ``label``.
+    effects : pandas.DataFrame
+        Per set, the median of each morphometric and its ratio to the same plain digits' (:func:`_effects`).
+    medians_per_class : pandas.DataFrame
+        The median of each morphometric per digit class of the plain training digits (cf. Fig. 3).
+    examples : dict of str to numpy.ndarray
+        Per set, the test digits the figures show (the same digits in every set, the classes in turn).
+    perturbations : dict of str to numpy.ndarray
+        Per mixed set (``global``, ``local``), the perturbation code of each digit shown.
+    metrics : dict
+        The headline numbers by name, as ``metrics.json`` holds them.
+    files : list of str
+        The files of the built dataset.
+    build_seconds : float
+        The seconds the build took.
+    """
+
+    train_morphometrics: pd.DataFrame
+    effects: pd.DataFrame
+    medians_per_class: pd.DataFrame
+    examples: dict[str, np.ndarray]
+    perturbations: dict[str, np.ndarray]
+    metrics: dict[str, Any]
+    files: list[str]
+    build_seconds: float
+
+
 def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("runs")) -> Path:
-    """Run the demo and return the path of its ``report.html``."""
+    """Run the demo and return the path of its ``report.html``.
+
+    Parameters
+    ----------
+    config : DemoConfig
+        The demo's settings.
+    out : pathlib.Path, optional
+        The run directory (default ``root/demo-<time>``).
+    root : pathlib.Path
+        Parent of the default run directory.
+
+    Returns
+    -------
+    pathlib.Path
+        The report.
+    """
     run = RunDirectory.create("demo", out=out, root=root)
     build_config = BuildConfig(
         source=config.source, seed=config.seed, train_size=config.train_size, test_size=config.test_size
     )
     run.write_config({"study": "morpho-demo", **config.model_dump(mode="json"), "build": build_config.to_dict()})
+    manifest, build_seconds = build_demo_sets(config, build_config, run.path("dataset"))
+    result = compute_demo(read_built_sets(run.path("dataset")), manifest, build_seconds, config.examples)
+    write_demo(result, run)
+    report = demo_report(result, config, run)
+    metrics = dict(result.metrics)
+    if config.diversity:
+        metrics["diversity"] = _add_diversity(config, run, report)
+        run.write_metrics(metrics)
+    _add_cdsprites_panel(config, run, report)
+    report.add_heading("Files")
+    report.add_code("\n".join(sorted(result.files)))
+    return report.write(run.path("report.html"))
 
+
+def build_demo_sets(config: DemoConfig, build_config: BuildConfig, folder: Path) -> tuple[dict[str, Any], float]:
+    """Build the seven Morpho-MNIST sets into ``folder``, counted digit by digit on the progress display
+    (the demo's longest step: every set of every digit).
+
+    Parameters
+    ----------
+    config : DemoConfig
+        The demo's settings (its source and worker processes).
+    build_config : BuildConfig
+        What to build.
+    folder : pathlib.Path
+        The dataset folder.
+
+    Returns
+    -------
+    (dict, float)
+        The dataset's manifest (:func:`~repscope.data.morpho.build.build_dataset`) and the seconds the build took.
+    """
     started = time.perf_counter()
-    dataset_dir = run.path("dataset")
-    # the build is the demo's longest step: counted digit by digit (every set of every digit)
     with progress_bar(f"building the Morpho-MNIST sets from {config.source}") as update:
-        manifest = build_dataset(dataset_dir, build_config, jobs=config.jobs, progress=update)
-    build_seconds = time.perf_counter() - started
-    digits_built = sum(c["train"] + c["t10k"] for c in manifest["counts"].values())
+        manifest = build_dataset(folder, build_config, jobs=config.jobs, progress=update)
+    return manifest, time.perf_counter() - started
 
-    test_sets = {name: _read_set(dataset_dir, name, "t10k") for name in SETS}
-    train_plain = _read_set(dataset_dir, "plain", "train")
 
+def read_built_sets(folder: Path) -> dict[str, dict[str, Any]]:
+    """The built sets the demo measures: every set's test split (by set name) and, as ``train-plain``,
+    the plain training digits; each a dict of ``images``, ``labels``, ``morpho`` (and ``pert``)."""
+    sets = {name: _read_set(folder, name, "t10k") for name in SETS}
+    sets["train-plain"] = _read_set(folder, "plain", "train")
+    return sets
+
+
+def compute_demo(
+    sets: dict[str, dict[str, Any]], manifest: dict[str, Any], build_seconds: float, examples: int
+) -> DemoResult:
+    """Measure what the build did: the plain digits' morphometrics per class, each perturbation's effect,
+    the headline numbers and the digits the figures show (no files written).
+
+    Parameters
+    ----------
+    sets : dict
+        The built sets (:func:`read_built_sets`).
+    manifest : dict
+        The build's manifest (its ``counts`` and ``files``).
+    build_seconds : float
+        The seconds the build took.
+    examples : int
+        Digits shown per set.
+
+    Returns
+    -------
+    DemoResult
+    """
+    test_sets = {name: sets[name] for name in SETS}
+    train_plain = sets["train-plain"]
     morpho_train = train_plain["morpho"].assign(label=train_plain["labels"].astype(int))
-    run.write_table("plain_train_morphometrics", morpho_train)
     effects = _effects(test_sets)
-    run.write_table("perturbation_effects", effects)
-    per_class = morpho_train.groupby("label")[list(MORPHOMETRICS)].median().reset_index()
-    run.write_table("plain_medians_per_class", per_class)
-
-    fig_classes = run.save_figure(
-        "morphometrics_per_class",
-        distributions_by_class(
-            morpho_train, list(MORPHOMETRICS), class_column="label", column_labels=MORPHOMETRIC_LABELS
-        ),
-    )
-    shown = _one_per_class(test_sets["plain"]["labels"], config.examples)
-    rows = [test_sets[name]["images"][shown] for name in ("plain", "thin", "thic", "swel", "frac")]
-    fig_grid = run.save_figure(
-        "perturbation_examples",
-        image_grid(
-            np.concatenate(rows),
-            nrows=5,
-            ncols=len(shown),
-            row_labels=["plain", "thin", "thick", "swollen", "fractured"],
-        ),
-    )
-    mixed_rows = []
-    mixed_titles = []
-    for name in ("global", "local"):
-        data = test_sets[name]
-        mixed_rows.append(data["images"][shown])
-        codes = {0: "plain", 1: "thin", 2: "thick", 3: "swel", 4: "frac"}
-        mixed_titles += [codes[int(c)] for c in data["pert"][shown]]
-    fig_mixed = run.save_figure(
-        "mixed_sets_examples",
-        image_grid(
-            np.concatenate(mixed_rows), nrows=2, ncols=len(shown), titles=mixed_titles, row_labels=["global", "local"]
-        ),
+    shown = _one_per_class(test_sets["plain"]["labels"], examples)
+    return DemoResult(
+        train_morphometrics=morpho_train,
+        effects=effects,
+        medians_per_class=morpho_train.groupby("label")[list(MORPHOMETRICS)].median().reset_index(),
+        examples={name: data["images"][shown] for name, data in test_sets.items()},
+        perturbations={name: test_sets[name]["pert"][shown] for name in MIXED_SETS},
+        metrics=_demo_metrics(test_sets, effects, manifest, build_seconds),
+        files=list(manifest["files"]),
+        build_seconds=build_seconds,
     )
 
+
+def _demo_metrics(
+    test_sets: dict[str, dict[str, Any]], effects: pd.DataFrame, manifest: dict[str, Any], build_seconds: float
+) -> dict[str, Any]:
+    """The demo's headline numbers: the build's size and speed, the plain medians, and how far each
+    perturbation moved the morphometric it acts on."""
+    digits_built = sum(c["train"] + c["t10k"] for c in manifest["counts"].values())
     ratio = effects.set_index("set")
-    metrics = {
+    return {
         "digits": {
             "train": int(manifest["counts"]["plain"]["train"]),
             "t10k": int(manifest["counts"]["plain"]["t10k"]),
@@ -222,30 +328,90 @@ def run_demo(config: DemoConfig, out: Path | None = None, root: Path = Path("run
         ),
         "invalid_digits": int((~test_sets["plain"]["morpho"]["valid"].astype(bool)).sum()),
     }
-    run.write_metrics(metrics)
 
+
+def write_demo(result: DemoResult, run: RunDirectory) -> None:
+    """Write the demo's tables, figures and ``metrics.json`` into ``run``.
+
+    Parameters
+    ----------
+    result : DemoResult
+        What :func:`compute_demo` found.
+    run : RunDirectory
+        The demo's run directory.
+    """
+    run.write_table("plain_train_morphometrics", result.train_morphometrics)
+    run.write_table("perturbation_effects", result.effects)
+    run.write_table("plain_medians_per_class", result.medians_per_class)
+    run.save_figure(
+        "morphometrics_per_class",
+        distributions_by_class(
+            result.train_morphometrics, list(MORPHOMETRICS), class_column="label", column_labels=MORPHOMETRIC_LABELS
+        ),
+    )
+    columns = len(result.examples["plain"])
+    run.save_figure(
+        "perturbation_examples",
+        image_grid(
+            np.concatenate([result.examples[name] for name in EXAMPLE_SETS]),
+            nrows=len(EXAMPLE_SETS),
+            ncols=columns,
+            row_labels=list(EXAMPLE_SETS.values()),
+        ),
+    )
+    titles = [PERTURBATION_NAMES[int(code)] for name in MIXED_SETS for code in result.perturbations[name]]
+    run.save_figure(
+        "mixed_sets_examples",
+        image_grid(
+            np.concatenate([result.examples[name] for name in MIXED_SETS]),
+            nrows=len(MIXED_SETS),
+            ncols=columns,
+            titles=titles,
+            row_labels=list(MIXED_SETS),
+        ),
+    )
+    run.write_metrics(result.metrics)
+
+
+def demo_report(result: DemoResult, config: DemoConfig, run: RunDirectory) -> Report:
+    """The demo's report up to its optional sections (the diversity study, CdSprites+, the files).
+
+    Parameters
+    ----------
+    result : DemoResult
+        What :func:`compute_demo` found.
+    config : DemoConfig
+        The demo's settings.
+    run : RunDirectory
+        Where :func:`write_demo` wrote the figures.
+
+    Returns
+    -------
+    Report
+    """
+    metrics = result.metrics
     report = Report("Morpho-MNIST demo", subtitle=f"{config.source}, seed {config.seed}")
     report.add_paragraph(
         f"Built the Morpho-MNIST sets from {metrics['digits']['train']} training and "
-        f"{metrics['digits']['t10k']} test digits of '{config.source}' in {build_seconds:.1f} s "
+        f"{metrics['digits']['t10k']} test digits of '{config.source}' in {result.build_seconds:.1f} s "
         f"({metrics['build_digits_per_second']:.0f} digits/s, every perturbation measured), "
         f"and measured area, stroke length and thickness, slant, width and height of every digit."
     )
     report.add_metrics(metrics, title="Headline numbers", labels=True)
     report.add_heading("Morphometrics of the plain training digits, per class")
     report.add_figure(
-        fig_classes, caption="Distribution of each morphometric per digit class (cf. the paper's Fig. 3)."
+        run.path("figures", "morphometrics_per_class.png"),
+        caption="Distribution of each morphometric per digit class (cf. the paper's Fig. 3).",
     )
-    report.add_table(per_class, title="Median per class")
+    report.add_table(result.medians_per_class, title="Median per class")
     report.add_heading("Perturbations")
-    report.add_figure(fig_grid, caption="The same test digits, plain and under each perturbation.")
-    report.add_figure(fig_mixed, caption="Mixed sets: each digit titled with the perturbation it received.")
-    report.add_table(effects, title="Median morphometrics per set; ratio to the same plain digits")
-    if config.diversity:
-        metrics["diversity"] = _add_diversity(config, run, report)
-        run.write_metrics(metrics)
-    _add_cdsprites_panel(config, run, report)
-    report.add_heading("Files")
-    report.add_code("\n".join(sorted(manifest["files"])))
-    report_path = report.write(run.path("report.html"))
-    return report_path
+    report.add_figure(
+        run.path("figures", "perturbation_examples.png"),
+        caption="The same test digits, plain and under each perturbation.",
+    )
+    report.add_figure(
+        run.path("figures", "mixed_sets_examples.png"),
+        caption="Mixed sets: each digit titled with the perturbation it received.",
+    )
+    report.add_table(result.effects, title="Median morphometrics per set; ratio to the same plain digits")
+    return report

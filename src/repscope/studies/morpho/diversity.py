@@ -5,10 +5,18 @@ a 2-d latent) is trained on the plain training digits, ``samples`` digits are dr
 measured, and their morphometrics (length, thickness, slant, width, height) are compared with
 those of the plain test digits by the linear-time MMD test (Appendix C kernel), an unbiased
 quadratic MMD with a permutation p-value, and a near-replica count (mode collapse).
+
+The study runs in three steps: :func:`compute_diversity` (trained generators in, a
+:class:`DiversityResult` out; no files), :func:`write_diversity` (tables, figures, ``metrics.json``) and
+:func:`report_diversity` (``report.html``). :func:`run_diversity` trains the generators first
+(:func:`train_generators`, resumable) and records each generator's comparison as it finishes
+(:func:`write_comparison`), so that ``--resume`` keeps it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +33,7 @@ from repscope.progress import progress_bar
 from repscope.report import Report
 from repscope.report.figures import image_grid
 from repscope.report.morpho_figures import morphometric_pairplot
+from repscope.run_directory import RunDirectory
 from repscope.studies.common import DataSection, MemberModel, TrainingSection, slug
 from repscope.studies.morpho.resume import STEPS, load_step, open_study_run, save_step, train_member
 from repscope.train.config import Named, Section, TrainerSection
@@ -107,6 +116,88 @@ def compare_morphometrics(
     }
 
 
+# the first samples of each generator shown in the report's grid
+EXAMPLES = 12
+# the headline numbers of each generator, as metrics.json gives them
+HEADLINE = (
+    "mmd2",
+    "mmd2_std_error",
+    "p_value",
+    "quadratic_mmd2",
+    "quadratic_p_value",
+    "replica_groups",
+    "fraction_in_replica_groups",
+)
+
+
+@dataclass(frozen=True)
+class GeneratorComparison:
+    """One generator's samples against the test digits.
+
+    Attributes
+    ----------
+    row : dict
+        Its row of the ``diversity_mmd`` table: ``model`` (label), ``name``, ``latent_dim`` and the numbers
+        of :func:`compare_morphometrics`.
+    training : dict
+        ``epochs``, ``fit_seconds``, ``test_loss`` of its training (those it reported).
+    morphometrics : pandas.DataFrame
+        Its samples' morphometrics, one row per sample (:func:`repscope.data.morpho.measure`).
+    examples : numpy.ndarray
+        Its first :data:`EXAMPLES` samples ``(12, 28, 28)``, for the report's grid.
+    """
+
+    row: dict[str, Any]
+    training: dict[str, Any]
+    morphometrics: pd.DataFrame
+    examples: np.ndarray
+
+
+@dataclass(frozen=True)
+class DiversityResult:
+    """What the diversity study found (Castro et al., Table 1 and Fig. 4).
+
+    Attributes
+    ----------
+    test_morphometrics : pandas.DataFrame
+        The morphometrics of the plain test digits, the reference every generator is compared with.
+    generators : dict of str to GeneratorComparison
+        Each generator's comparison, by label, in the config's order.
+    test_vs_itself_replica_fraction : float
+        The share of test digits in near-replica groups among themselves: the floor a generator's
+        fraction is read against.
+    samples : int
+        Samples drawn from each generator.
+    morphometrics : list of str
+        The morphometrics compared.
+    """
+
+    test_morphometrics: pd.DataFrame
+    generators: dict[str, GeneratorComparison]
+    test_vs_itself_replica_fraction: float
+    samples: int
+    morphometrics: list[str]
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """One row per generator: the MMD tests and replica counts against the test digits (cf. Table 1)."""
+        return pd.DataFrame([generator.row for generator in self.generators.values()])
+
+    @property
+    def metrics(self) -> dict[str, Any]:
+        """The headline numbers by name, as ``metrics.json`` holds them."""
+        return {
+            "samples_per_model": self.samples,
+            "test_digits": int(len(self.test_morphometrics)),
+            "morphometrics": self.morphometrics,
+            "models": {
+                label: {key: generator.row[key] for key in HEADLINE} for label, generator in self.generators.items()
+            },
+            "test_vs_itself_replica_fraction": self.test_vs_itself_replica_fraction,
+            "training": {label: generator.training for label, generator in self.generators.items()},
+        }
+
+
 def run_diversity(
     config: DiversityConfig,
     out: Path | None = None,
@@ -140,58 +231,132 @@ def run_diversity(
         The report.
     """
     run = open_study_run("morpho-diversity", config, out, root, resume)
-    report = Report("Morpho-MNIST sample diversity", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
-    metrics = add_diversity(config, run, report, source, resume=resume)
-    run.write_metrics(metrics)
-    # only the quadratic test's p-values come from permutations (the linear-time test's are asymptotic)
-    permuted = {f"models.{name}.quadratic_p_value": config.permutations for name in metrics["models"]}
-    report.add_metrics(metrics, title="Headline numbers", permutations=permuted, labels=True)
-    return run.write_report(report)
+    result = train_and_compare(config, run, source, resume=resume)
+    write_diversity(result, config, run)
+    return report_diversity(result, config, run, quick=quick)
 
 
-def add_diversity(
-    config: DiversityConfig, run: Any, report: Any, source: str = "config", resume: bool = False
-) -> dict[str, Any]:
-    """Train, sample, measure and compare; write tables and figures into ``run``, add a section to
-    ``report`` and return the headline metrics (the demo adds this section to its own report).
+def train_and_compare(
+    config: DiversityConfig, run: RunDirectory, source: str = "config", resume: bool = False
+) -> DiversityResult:
+    """Train the generators into ``run`` and compare them, recording each comparison as it is made
+    (:func:`write_comparison`); with ``resume``, the generators a stopped run compared are read back,
+    not trained again.
 
     Parameters
     ----------
     config : DiversityConfig
         The study's config.
     run : RunDirectory
-        Where tables, figures and models go.
-    report : Report
-        The report the section is added to.
+        Where models and each generator's samples table and examples go.
     source : str
         Where the config came from, for messages.
     resume : bool
-        Keep each model already compared in ``run`` (its ``steps/`` record, samples table and examples).
+        Keep each generator already compared in ``run`` (its ``steps/`` record, samples table and
+        examples).
 
     Returns
     -------
-    dict
-        The headline metrics.
+    DiversityResult
     """
-    data_params = config.data.params()
-    digits = load_digits(**data_params, target="none")
-    test_morpho = measured(digits.test_images, f"measuring {len(digits.test_images)} test digits")
-    tables = {"test digits": test_morpho}
-    rows, examples, train_metrics = [], [], {}
-    columns = list(config.morphometrics)
-    reference_replicas = compare_morphometrics(test_morpho, test_morpho, columns, config, config.seed)
+    done = {member.label: compared for member in config.models if (compared := read_comparison(run, member, resume))}
+    generators = train_generators(config, run, source, resume=resume, skip=set(done))
+    return compute_diversity(
+        config, generators, done=done, on_compared=lambda member, compared: write_comparison(compared, member, run)
+    )
+
+
+def _step(member: MemberModel) -> str:
+    return f"diversity-{slug(member.label)}"
+
+
+def _samples_table(member: MemberModel) -> str:
+    return f"samples_{slug(member.label)}_morphometrics"
+
+
+def read_comparison(run: RunDirectory, member: MemberModel, resume: bool) -> GeneratorComparison | None:
+    """The comparison of ``member`` a resumed run recorded before it stopped, else None.
+
+    Parameters
+    ----------
+    run : RunDirectory
+        The study's run directory.
+    member : MemberModel
+        The generator.
+    resume : bool
+        Whether this call continues a run (a new run reads nothing).
+
+    Returns
+    -------
+    GeneratorComparison or None
+        Read from its ``steps/`` record, its samples table and its examples.
+    """
+    done = load_step(run, _step(member), resume)
+    if done is None:
+        return None
+    return GeneratorComparison(
+        row=done["row"],
+        training=done["training"],
+        morphometrics=pd.read_csv(run.path("tables", f"{_samples_table(member)}.csv")),
+        examples=np.load(run.path(STEPS, f"{_step(member)}-examples.npy")),
+    )
+
+
+def write_comparison(compared: GeneratorComparison, member: MemberModel, run: RunDirectory) -> None:
+    """Write one generator's samples table and examples, then record it as done (``steps/``) for
+    ``--resume``: the record comes last, so a run stopped in between compares the generator again.
+
+    Parameters
+    ----------
+    compared : GeneratorComparison
+        What :func:`compare_generator` found.
+    member : MemberModel
+        The generator.
+    run : RunDirectory
+        The study's run directory.
+    """
+    run.write_table(_samples_table(member), compared.morphometrics)
+    run.path(STEPS).mkdir(parents=True, exist_ok=True)
+    save_npy_atomic(run.path(STEPS, f"{_step(member)}-examples.npy"), np.asarray(compared.examples))
+    save_step(run, _step(member), {"row": compared.row, "training": compared.training})
+
+
+def train_generators(
+    config: DiversityConfig,
+    run: RunDirectory,
+    source: str = "config",
+    resume: bool = False,
+    skip: Collection[str] = (),
+) -> dict[str, tuple[Any, dict[str, Any]]]:
+    """Train (or load, or continue) every generator of ``config`` but those in ``skip``, each into
+    ``models/<label>`` of ``run``.
+
+    Parameters
+    ----------
+    config : DiversityConfig
+        The study's config.
+    run : RunDirectory
+        Where the models go.
+    source : str
+        Where the config came from, for messages.
+    resume : bool
+        Load a finished training, continue one that stopped (:func:`~repscope.studies.morpho.resume.train_member`).
+    skip : collection of str
+        Labels of generators already compared (a resumed run needs no model of them).
+
+    Returns
+    -------
+    dict of str to (task, dict)
+        By label: the trained task (eval mode) and its training metrics.
+    """
+    data = Named(name="digits", params={**config.data.params(), "target": "none"})
+    trained = {}
     for k, member in enumerate(config.models):
-        step = f"diversity-{slug(member.label)}"
-        done = load_step(run, step, resume)
-        if done is not None:  # compared before this run was resumed: its samples' table and examples are kept
-            train_metrics[member.label] = done["training"]
-            tables[member.label] = pd.read_csv(run.path("tables", f"samples_{slug(member.label)}_morphometrics.csv"))
-            rows.append(done["row"])
-            examples.append(np.load(run.path(STEPS, f"{step}-examples.npy")))
+        if member.label in skip:
             continue
-        task, metrics = train_member(
+        trained[member.label] = train_member(
             member,
-            Named(name="digits", params={**data_params, "target": "none"}),
+            data,
             config.training,
             config.seed,
             run.path("models", slug(member.label)),
@@ -199,72 +364,202 @@ def add_diversity(
             position=(k + 1, len(config.models)),
             resume=resume,
         )
-        train_metrics[member.label] = {
-            key: metrics.get(key) for key in ("epochs", "fit_seconds", "test_loss") if key in metrics
-        }
-        images = task.sample(config.samples, seed=config.seed + 1000 + k)
-        morpho = measured(images, f"measuring {len(images)} samples of {member.label}")
-        tables[member.label] = morpho
-        run.write_table(f"samples_{slug(member.label)}_morphometrics", morpho)
-        row = {
-            "model": member.label,
-            "name": member.name,
-            "latent_dim": member.params.get("latent_dim"),
-            **compare_morphometrics(test_morpho, morpho, columns, config, config.seed + k),
-        }
-        rows.append(row)
-        examples.append(images[:12])
-        run.path(STEPS).mkdir(parents=True, exist_ok=True)
-        save_npy_atomic(run.path(STEPS, f"{step}-examples.npy"), np.asarray(images[:12]))
-        save_step(run, step, {"row": row, "training": train_metrics[member.label]})
-    table = pd.DataFrame(rows)
-    run.write_table("diversity_mmd", table)
+    return trained
 
-    metrics = {
-        "samples_per_model": config.samples,
-        "test_digits": int(len(test_morpho)),
-        "morphometrics": columns,
-        "models": {
-            r["model"]: {
-                k: r[k]
-                for k in (
-                    "mmd2",
-                    "mmd2_std_error",
-                    "p_value",
-                    "quadratic_mmd2",
-                    "quadratic_p_value",
-                    "replica_groups",
-                    "fraction_in_replica_groups",
-                )
-            }
-            for r in rows
-        },
-        "test_vs_itself_replica_fraction": reference_replicas["fraction_in_replica_groups"],
-        "training": train_metrics,
+
+def compute_diversity(
+    config: DiversityConfig,
+    generators: Mapping[str, tuple[Any, Mapping[str, Any]]],
+    done: Mapping[str, GeneratorComparison] | None = None,
+    on_compared: Callable[[MemberModel, GeneratorComparison], None] | None = None,
+) -> DiversityResult:
+    """Measure the test digits, sample and measure each generator, compare them (no files written).
+
+    Parameters
+    ----------
+    config : DiversityConfig
+        The study's config: its data, its models (by label) and the tests' settings.
+    generators : mapping of str to (task, mapping)
+        By label, each generator not in ``done``: a trained task with ``sample(n, seed)`` and its training
+        metrics (:func:`train_generators`).
+    done : mapping of str to GeneratorComparison, optional
+        Comparisons already made (a resumed run): kept as they are.
+    on_compared : callable, optional
+        Called with ``(member, comparison)`` as each new comparison is made (the run records it there).
+
+    Returns
+    -------
+    DiversityResult
+    """
+    done = done or {}
+    digits = load_digits(**config.data.params(), target="none")
+    test_morpho = measured(digits.test_images, f"measuring {len(digits.test_images)} test digits")
+    columns = list(config.morphometrics)
+    reference_replicas = compare_morphometrics(test_morpho, test_morpho, columns, config, config.seed)
+    compared = {}
+    for k, member in enumerate(config.models):
+        if member.label in done:
+            compared[member.label] = done[member.label]
+            continue
+        task, training = generators[member.label]
+        compared[member.label] = compare_generator(task, training, member, k, test_morpho, config)
+        if on_compared is not None:
+            on_compared(member, compared[member.label])
+    return DiversityResult(
+        test_morphometrics=test_morpho,
+        generators=compared,
+        test_vs_itself_replica_fraction=reference_replicas["fraction_in_replica_groups"],
+        samples=config.samples,
+        morphometrics=columns,
+    )
+
+
+def compare_generator(
+    task: Any,
+    training: Mapping[str, Any],
+    member: MemberModel,
+    k: int,
+    test_morpho: pd.DataFrame,
+    config: DiversityConfig,
+) -> GeneratorComparison:
+    """Draw ``config.samples`` digits from the ``k``-th generator, measure them and compare them with
+    the test digits' morphometrics.
+
+    Parameters
+    ----------
+    task : object
+        The trained generator: ``sample(n, seed)`` gives digits ``(n, 28, 28)``.
+    training : mapping
+        Its training metrics.
+    member : MemberModel
+        Its entry in the config.
+    k : int
+        Its position in the config: its samples' seed is ``seed + 1000 + k``, its tests' ``seed + k``.
+    test_morpho : pandas.DataFrame
+        The test digits' morphometrics.
+    config : DiversityConfig
+        The study's config.
+
+    Returns
+    -------
+    GeneratorComparison
+    """
+    images = task.sample(config.samples, seed=config.seed + 1000 + k)
+    morpho = measured(images, f"measuring {len(images)} samples of {member.label}")
+    row = {
+        "model": member.label,
+        "name": member.name,
+        "latent_dim": member.params.get("latent_dim"),
+        **compare_morphometrics(test_morpho, morpho, list(config.morphometrics), config, config.seed + k),
     }
-    figures = {}
-    # one set of axis ranges for every figure, so the pair plots compare at a glance (Fig. 4)
-    reference = test_morpho.loc[test_morpho["valid"].astype(bool), columns]
+    kept = {key: training.get(key) for key in ("epochs", "fit_seconds", "test_loss") if key in training}
+    return GeneratorComparison(row=row, training=kept, morphometrics=morpho, examples=images[:EXAMPLES])
+
+
+def write_diversity(result: DiversityResult, config: DiversityConfig, run: RunDirectory) -> None:
+    """Write the study's tables, figures and ``metrics.json`` into ``run`` (each generator's samples
+    table and examples are written as it is compared: :func:`write_comparison`).
+
+    Parameters
+    ----------
+    result : DiversityResult
+        What :func:`compute_diversity` found.
+    config : DiversityConfig
+        The study's config (the models' labels, for the grid's rows).
+    run : RunDirectory
+        The study's run directory.
+    """
+    write_diversity_files(result, config, run)
+    run.write_metrics(result.metrics)
+
+
+def write_diversity_files(result: DiversityResult, config: DiversityConfig, run: RunDirectory) -> None:
+    """Write ``tables/diversity_mmd.csv``, a morphometric pair plot of the test digits and of each
+    generator's samples (one set of axis ranges, so they compare at a glance: Fig. 4) and the grid of
+    each generator's first samples.
+
+    Parameters
+    ----------
+    result : DiversityResult
+        What :func:`compute_diversity` found.
+    config : DiversityConfig
+        The study's config.
+    run : RunDirectory
+        The study's run directory.
+    """
+    run.write_table("diversity_mmd", result.table)
+    columns = result.morphometrics
+    reference = result.test_morphometrics.loc[result.test_morphometrics["valid"].astype(bool), columns]
     low, high = reference.quantile(0.005), reference.quantile(0.995)
     ranges = {
         c: (float(low[c] - 0.25 * (high[c] - low[c])), float(high[c] + 0.25 * (high[c] - low[c]))) for c in columns
     }
-    for name, morpho in tables.items():
+    for name, morpho in _morphometric_tables(result).items():
         valid = morpho[morpho["valid"].astype(bool)]
-        figures[name] = run.save_figure(
-            f"pairplot_{slug(name)}", morphometric_pairplot(valid, columns, ranges=ranges, title=name)
-        )
-    grid = run.save_figure(
+        run.save_figure(f"pairplot_{slug(name)}", morphometric_pairplot(valid, columns, ranges=ranges, title=name))
+    examples = [generator.examples for generator in result.generators.values()]
+    run.save_figure(
         "diversity_samples",
         image_grid(
-            np.concatenate(examples), nrows=len(examples), ncols=12, row_labels=[m.label for m in config.models]
+            np.concatenate(examples), nrows=len(examples), ncols=EXAMPLES, row_labels=[m.label for m in config.models]
         ),
     )
 
+
+def _morphometric_tables(result: DiversityResult) -> dict[str, pd.DataFrame]:
+    """The test digits' morphometrics, then each generator's samples', by the name their figure shows."""
+    tables = {"test digits": result.test_morphometrics}
+    tables.update({label: generator.morphometrics for label, generator in result.generators.items()})
+    return tables
+
+
+def report_diversity(result: DiversityResult, config: DiversityConfig, run: RunDirectory, quick: bool = False) -> Path:
+    """Write the study's ``report.html`` from its result and the figures :func:`write_diversity` wrote.
+
+    Parameters
+    ----------
+    result : DiversityResult
+        What :func:`compute_diversity` found.
+    config : DiversityConfig
+        The study's config.
+    run : RunDirectory
+        The study's run directory.
+    quick : bool
+        A ``--quick`` run (said at the top of the report).
+
+    Returns
+    -------
+    pathlib.Path
+        The report.
+    """
+    report = Report("Morpho-MNIST sample diversity", subtitle=f"{config.data.source}, seed {config.seed}", quick=quick)
+    add_diversity_section(report, result, config, run)
+    metrics = result.metrics
+    # only the quadratic test's p-values come from permutations (the linear-time test's are asymptotic)
+    permuted = {f"models.{name}.quadratic_p_value": config.permutations for name in metrics["models"]}
+    report.add_metrics(metrics, title="Headline numbers", permutations=permuted, labels=True)
+    return run.write_report(report)
+
+
+def add_diversity_section(report: Report, result: DiversityResult, config: DiversityConfig, run: RunDirectory) -> None:
+    """Add the diversity section to ``report`` (the demo adds it to its own report).
+
+    Parameters
+    ----------
+    report : Report
+        The report the section is added to.
+    result : DiversityResult
+        What :func:`compute_diversity` found.
+    config : DiversityConfig
+        The study's config.
+    run : RunDirectory
+        Where :func:`write_diversity_files` wrote the figures.
+    """
+    columns = result.morphometrics
     report.add_heading("Sample diversity (MMD on morphometrics)")
     report.add_paragraph(
         f"Each generator was trained on the plain training digits; {config.samples} samples of each were "
-        f"measured and compared with the {len(test_morpho)} test digits on {', '.join(columns)} by the "
+        f"measured and compared with the {len(result.test_morphometrics)} test digits on {', '.join(columns)} by the "
         "linear-time MMD test (Gaussian product kernel, squared bandwidths the sum of both samples' "
         "Scott's-rule bandwidths squared) and the quadratic MMD with a permutation p-value. "
         "A small p-value means the samples' morphometrics differ from the test digits'. "
@@ -273,15 +568,37 @@ def add_diversity(
     # no rounding here: the report writes p-values in scientific notation, and a permutation p-value
     # at its floor as <= 1/(B+1)
     report.add_table(
-        table,
+        result.table,
         title="MMD² against the test digits (cf. Table 1)",
         permutations={"quadratic_p_value": config.permutations},
     )
-    report.add_figure(grid, caption="Samples of each model.")
-    for name, path in figures.items():
+    report.add_figure(run.path("figures", "diversity_samples.png"), caption="Samples of each model.")
+    for name in _morphometric_tables(result):
         report.add_figure(
-            path,
+            run.path("figures", f"pairplot_{slug(name)}.png"),
             caption=f"Morphometrics of {name} (cf. Fig. 4): marginals on the diagonal, "
             "log-histograms above, KDE contours below.",
         )
-    return metrics
+
+
+__all__ = [
+    "COMPARED",
+    "EXAMPLES",
+    "DiversityConfig",
+    "DiversityResult",
+    "GeneratorComparison",
+    "add_diversity_section",
+    "compare_generator",
+    "compare_morphometrics",
+    "compute_diversity",
+    "measured",
+    "quick",
+    "read_comparison",
+    "report_diversity",
+    "run_diversity",
+    "train_and_compare",
+    "train_generators",
+    "write_comparison",
+    "write_diversity",
+    "write_diversity_files",
+]
