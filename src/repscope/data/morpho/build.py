@@ -883,11 +883,56 @@ def _build(
     stop_after_chunks: int | None,
 ) -> dict[str, Any]:
     state_dir = out / STATE_DIR
-    manifest_path = out / "dataset.json"
     perturbations = config.make_perturbations()
     pipeline = config.pipeline_config()
     kinds = config.kinds_needed()
+    tasks, chunk_paths = _chunk_tasks(config, splits, state_dir, (kinds, perturbations, pipeline))
+    total = sum(len(images) * config.copies_of(split) for split, (images, _, _) in splits.items())
+    done = total - sum(len(task[1]) for task in tasks)
+    # stop_after_chunks: a test's interrupted build (the chunks done so far stay for --resume)
+    _process_chunks(tasks if stop_after_chunks is None else tasks[:stop_after_chunks], done, total, jobs, progress)
+    if stop_after_chunks is not None and any(not p.exists() for ps in chunk_paths.values() for p in ps):
+        return {"complete": False}
+    counts = _write_sets(out, config, splits, chunk_paths)
+    files = {
+        f"{set_name}/{path.name}": sha256_file(path)
+        for set_name in config.sets
+        for path in sorted((out / set_name).iterdir())
+    }
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "generator": "repscope.data.morpho.build",
+        "repscope_version": __version__,
+        "source": config.source,
+        "origin": {split: origin for split, (_, _, origin) in splits.items()},
+        "seed": config.seed,
+        "config": config_record,
+        "perturbations": {kind: perturbations[kind].describe() for kind in kinds},
+        "pipeline": pipeline.to_dict(),
+        "plain_render": {"choice": config.plain_render, "rule": RENDER_RULES[config.plain_render]},
+        "copies": {"train": config.copies, "t10k": config.test_copies, "layout": "copy-major; see <split>-ids.csv"},
+        "measurement": {"compat": config.compat},
+        "split_rule": split_rule,
+        "counts": counts,
+        "files": files,
+    }
+    write_json_atomic(out / "dataset.json", manifest)
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return manifest
 
+
+def _chunk_tasks(
+    config: BuildConfig,
+    splits: dict[str, tuple[np.ndarray, np.ndarray, str]],
+    state_dir: Path,
+    recipe: tuple[Any, Any, Any],
+) -> tuple[list[tuple[Any, ...]], dict[str, list[Path]]]:
+    """The chunks of every split still to perturb and measure (a resumed build skips those whose
+    ``.npz`` exists), and every chunk's path by split.
+
+    ``recipe`` is ``(kinds, perturbations, pipeline)``; each task is the arguments of :func:`_chunk_task`.
+    """
+    kinds, perturbations, pipeline = recipe
     tasks = []
     chunk_paths: dict[str, list[Path]] = {}
     for split, (images, _, _) in splits.items():
@@ -913,21 +958,30 @@ def _build(
                         options,
                     )
                 )
-    total = sum(len(images) * config.copies_of(split) for split, (images, _, _) in splits.items())
-    done = total - sum(len(task[1]) for task in tasks)
+    return tasks, chunk_paths
+
+
+def _process_chunks(
+    tasks: list[tuple[Any, ...]], done: int, total: int, jobs: int, progress: Callable[[int, int], None] | None
+) -> None:
+    """Perturb and measure the chunks of ``tasks`` on ``jobs`` workers, each written to its ``.npz``,
+    reporting the digits done of ``total`` (``done`` before the first)."""
     if progress:
         progress(done, total)
-    if stop_after_chunks is not None:
-        tasks = tasks[:stop_after_chunks]
     with ordered_map(_chunk_task, tasks, jobs) as finished:
         for task, _ in zip(tasks, finished):
             done += len(task[1])
             if progress:
                 progress(done, total)
-    if stop_after_chunks is not None and any(not p.exists() for ps in chunk_paths.values() for p in ps):
-        return {"complete": False}
 
-    files: dict[str, str] = {}
+
+def _write_sets(
+    out: Path,
+    config: BuildConfig,
+    splits: dict[str, tuple[np.ndarray, np.ndarray, str]],
+    chunk_paths: dict[str, list[Path]],
+) -> dict[str, dict[str, int]]:
+    """Join each split's chunks and write every set's files of it; the digits per set and split."""
     counts: dict[str, dict[str, int]] = {}
     for split, (images, labels, _) in splits.items():
         parts = [_load_chunk(p) for p in chunk_paths[split]]
@@ -946,30 +1000,7 @@ def _build(
                 path = out / set_name / name
                 write_bytes_atomic(path, data)
             counts.setdefault(set_name, {})[split] = len(images) * copies
-    for set_name in config.sets:
-        for path in sorted((out / set_name).iterdir()):
-            files[f"{set_name}/{path.name}"] = sha256_file(path)
-
-    manifest = {
-        "format_version": FORMAT_VERSION,
-        "generator": "repscope.data.morpho.build",
-        "repscope_version": __version__,
-        "source": config.source,
-        "origin": {split: origin for split, (_, _, origin) in splits.items()},
-        "seed": config.seed,
-        "config": config_record,
-        "perturbations": {kind: perturbations[kind].describe() for kind in kinds},
-        "pipeline": pipeline.to_dict(),
-        "plain_render": {"choice": config.plain_render, "rule": RENDER_RULES[config.plain_render]},
-        "copies": {"train": config.copies, "t10k": config.test_copies, "layout": "copy-major; see <split>-ids.csv"},
-        "measurement": {"compat": config.compat},
-        "split_rule": split_rule,
-        "counts": counts,
-        "files": files,
-    }
-    write_json_atomic(manifest_path, manifest)
-    shutil.rmtree(state_dir, ignore_errors=True)
-    return manifest
+    return counts
 
 
 def verify_dataset(out: str | Path) -> list[str]:

@@ -455,6 +455,42 @@ def _scale_width(
     return _warp_columns(binary, source)
 
 
+def _width_attempt(
+    binary: np.ndarray,
+    factor: float,
+    shear: tuple[float, float, float, float],
+    thickness: float,
+    config: PipelineConfig,
+) -> tuple[np.ndarray, _Digit, float]:
+    """One try of :func:`set_width`: the hi-res digit's sheared width scaled by ``factor``, rendered, and
+    its thickness restored to ``thickness``; the image, its measurement and the restoration's radius.
+
+    ``shear`` is ``(row_mean, col_mean, shear, extra_shear)`` (:func:`_scale_width`).
+    """
+    scaled = _scale_width(binary, factor, *shear)
+    if not scaled.any():  # narrower than a hi-res pixel
+        scaled = binary.copy()
+    scaled_image = _render(scaled, config)
+    scaled_digit = _measure(scaled_image, config)
+    if not scaled_digit.valid:
+        return scaled_image, scaled_digit, 0.0
+    # one correction is enough here: the width loop corrects again
+    out, result, radius, _ = _thickness_to(scaled, scaled_digit["thickness"], thickness, config, corrections=1)
+    return out, result, radius
+
+
+def _width_score(width: float, new_slant: float, target: float, slant: float) -> tuple[bool, float]:
+    """How far a try of :func:`set_width` is from its goal, lower is better: ``(False, width error)`` while
+    the slant is within twice its tolerance, else ``(True, slant error)`` (errors in tolerances)."""
+    # keeping the slant comes first: among results within twice its tolerance, the
+    # closest width wins (an unreachable width must not be bought with a changed slant)
+    slant_error = abs(new_slant - slant) / SLANT_TOLERANCE
+    width_error = abs(width - target) / (WIDTH_TOLERANCE * target)
+    if slant_error <= 2.0:
+        return (False, width_error)
+    return (True, slant_error)
+
+
 def set_width(
     image: np.ndarray, target: float, config: PipelineConfig | None = None
 ) -> tuple[np.ndarray, dict[str, Any]]:
@@ -514,27 +550,6 @@ def set_width(
     binary = digit.morph.binary_image
     row_mean, col_mean, shear = _centroid_and_shear(digit.hires)
 
-    def attempt(factor: float, extra_shear: float) -> tuple[np.ndarray, _Digit, float]:
-        scaled = _scale_width(binary, factor, row_mean, col_mean, shear, extra_shear)
-        if not scaled.any():  # narrower than a hi-res pixel
-            scaled = binary.copy()
-        scaled_image = _render(scaled, config)
-        scaled_digit = _measure(scaled_image, config)
-        if not scaled_digit.valid:
-            return scaled_image, scaled_digit, 0.0
-        # one correction is enough here: the width loop corrects again
-        out, result, radius, _ = _thickness_to(scaled, scaled_digit["thickness"], thickness, config, corrections=1)
-        return out, result, radius
-
-    def error(width: float, new_slant: float) -> tuple[bool, float]:
-        # keeping the slant comes first: among results within twice its tolerance, the
-        # closest width wins (an unreachable width must not be bought with a changed slant)
-        slant_error = abs(new_slant - slant) / SLANT_TOLERANCE
-        width_error = abs(width - target) / (WIDTH_TOLERANCE * target)
-        if slant_error <= 2.0:
-            return (False, width_error)
-        return (True, slant_error)
-
     previous = (1.0, original)
     longest = float(max(binary.shape)) / config.scale
     factor_low, factor_high = 1.0 / (2.0 * longest), 2.0 * longest
@@ -543,11 +558,13 @@ def set_width(
     best: tuple[tuple[bool, float], float, float, np.ndarray, _Digit, float] | None = None
     iterations = 0
     for iterations in range(1, MAX_CORRECTIONS + 2):  # noqa: B007 -- the count is reported after the loop
-        out, result, radius = attempt(factor, extra_shear)
+        out, result, radius = _width_attempt(
+            binary, factor, (row_mean, col_mean, shear, extra_shear), thickness, config
+        )
         if not result.valid:
             break
         achieved, new_slant = result["width"], result["slant"]
-        score = error(achieved, new_slant)
+        score = _width_score(achieved, new_slant, target, slant)
         if best is None or score < best[0]:
             best = (score, factor, extra_shear, out, result, radius)
         if max(abs(new_slant - slant) / SLANT_TOLERANCE, score[1]) < 1.0:
