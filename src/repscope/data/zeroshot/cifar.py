@@ -14,6 +14,7 @@ import numpy as np
 
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec
 from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.validation import check_positive_int
 
 CLASSES = ("airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck")
 RECORD = 1 + 3 * 32 * 32
@@ -101,9 +102,8 @@ def cifar10_dataset(
 
     def limit(images: np.ndarray, labels: np.ndarray, count: int | None, name: str) -> ArraySplit:
         if count is not None:
-            if isinstance(count, bool) or int(count) < 1:
-                raise InvalidArgumentError(f"{name}: expected a positive integer, got {count!r}")
-            rows = np.sort(rng.choice(len(labels), size=min(int(count), len(labels)), replace=False))
+            count = check_positive_int(count, name)
+            rows = np.sort(rng.choice(len(labels), size=min(count, len(labels)), replace=False))
             images, labels = images[rows], labels[rows]
         return ArraySplit({"image": images, "label": labels})
 

@@ -23,6 +23,7 @@ from torch import nn
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.morpho.baselines import check_flag, check_image_shape, check_outputs, check_positive
+from repscope.validation import check_positive_int
 
 EPSILON = 1e-8  # inside square roots: keeps squash and lengths differentiable at the zero vector
 KERNEL = 9
@@ -94,14 +95,13 @@ def dynamic_routing(predictions: torch.Tensor, iterations: int) -> torch.Tensor:
     torch.Tensor
         ``(B, K, D)`` class capsules ``v``.
     """
-    if int(iterations) < 1:
-        raise InvalidArgumentError(f"routing_iterations: must be at least 1, got {iterations!r}")
+    iterations = check_positive_int(iterations, "routing_iterations")
     logits = predictions.new_zeros(predictions.shape[:3])
-    for iteration in range(int(iterations)):
+    for iteration in range(iterations):
         coupling = torch.softmax(logits, dim=2)
         # broadcast products rather than einsum: about twice as fast on CPU for these shapes
         capsules = squash((coupling.unsqueeze(-1) * predictions).sum(1))
-        if iteration < int(iterations) - 1:
+        if iteration < iterations - 1:
             logits = logits + (predictions * capsules.unsqueeze(1)).sum(-1)
     return capsules
 

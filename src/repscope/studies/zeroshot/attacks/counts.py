@@ -12,7 +12,6 @@ References
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +26,7 @@ from repscope.studies.zeroshot.attacks.pixel_threshold import (
     _check_inputs,
     attack,
 )
+from repscope.validation import check_positive_int
 
 PAPER_THRESHOLDS = (1, 3, 5, 10)
 
@@ -122,11 +122,14 @@ def attack_counts(
     thresholds = list(thresholds)
     if not norms or len(set(norms)) != len(norms) or any(norm not in NORMS for norm in norms):
         raise InvalidArgumentError(f"norms: expected distinct values among {', '.join(NORMS)}, got {norms!r}")
+    refused = InvalidArgumentError(f"thresholds: expected distinct positive integers, got {thresholds!r}")
     if not thresholds or len(set(thresholds)) != len(thresholds):
-        raise InvalidArgumentError(f"thresholds: expected distinct positive integers, got {thresholds!r}")
-    for threshold in thresholds:
-        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Integral) or threshold < 1:
-            raise InvalidArgumentError(f"thresholds: expected distinct positive integers, got {thresholds!r}")
+        raise refused
+    try:
+        for threshold in thresholds:
+            check_positive_int(threshold, "thresholds")
+    except InvalidArgumentError:
+        raise refused from None  # the message names the whole list
     for norm in norms:  # every argument checked before the first (long) attack runs
         _check_inputs(predict, images, labels, max(thresholds), budget, seed, norm)
     count = len(images)

@@ -62,6 +62,7 @@ import cma
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 NORMS = ("L0", "Linf")
 # ART caps the evaluations at max(1, 400 // len(bounds)) * len(bounds) * 100, and for CMA-ES its
@@ -287,12 +288,6 @@ def _nonnegative_int(value: Any, name: str) -> int:
     return int(value)
 
 
-def _positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidArgumentError(f"{name}: expected a positive integer, got {value!r}")
-    return int(value)
-
-
 def _check_inputs(
     predict: Any, images: Any, labels: Any, threshold: Any, budget: Any, seed: Any, norm: str
 ) -> tuple[np.ndarray, np.ndarray, int]:
@@ -321,13 +316,13 @@ def _check_inputs(
         raise InvalidArgumentError(f"labels: expected integer classes, got dtype {labels.dtype}")
     if (labels < 0).any():
         raise InvalidArgumentError(f"labels: classes must be non-negative, found {int(labels.min())}")
-    threshold = _positive_int(threshold, "threshold")
+    threshold = check_positive_int(threshold, "threshold")
     height, width = images.shape[2:]
     if norm == "L0" and threshold > height * width:
         raise InvalidArgumentError(
             f"threshold: the pixel attack changes at most H * W = {height * width} pixels, got {threshold}"
         )
-    _positive_int(budget, "budget")
+    check_positive_int(budget, "budget")
     _nonnegative_int(seed, "seed")
     return images, labels.astype(np.int64), threshold
 
