@@ -14,9 +14,13 @@ with CMA-ES at thresholds 1, 3, 5 and 10 on test images that every architecture 
 generation of 400 candidates), and Spearman's rank correlation across architectures (exact p-values up
 to 10 architectures) says whether the metrics track the attacks' success (Table 1 against Tables 2 and 3).
 
-The ``n + 1`` trainings per architecture and the attacks are points of the sweep runner
-(:mod:`repscope.sweeps`: local workers or Ray, ``models/`` and ``attacks/``), so ``--resume``
-continues an interrupted study where it stopped.
+The ``n + 1`` trainings per architecture (:func:`train_architectures`) and the attacks
+(:func:`attack_architectures`) are points of the sweep runner (:mod:`repscope.sweeps`: local workers or Ray,
+``models/`` and ``attacks/``), so ``--resume`` continues an interrupted study where it stopped. What they leave
+(soft-labels, accuracies, attack successes) goes to
+:func:`~repscope.studies.zeroshot.results.compute_zeroshot`, which a Python user calls on soft-labels from any
+framework; :func:`~repscope.studies.zeroshot.results.write_zeroshot` and
+:func:`~repscope.studies.zeroshot.report.write_zeroshot_report` write the result and its report.
 """
 
 from __future__ import annotations
@@ -589,14 +593,19 @@ def run_zeroshot_evaluate(
 
 __all__ = [
     "Architecture",
+    "StudyAttacks",
+    "TrainedArchitectures",
     "ZeroShotConfig",
     "architecture_soft_labels",
+    "attack_architectures",
     "attack_point",
     "correlation_table",
+    "gather_soft_labels",
     "quick",
     "run_zeroshot_evaluate",
     "run_zeroshot_study",
     "soft_label_kind",
     "soft_label_rows",
+    "train_architectures",
     "train_point",
 ]
