@@ -31,20 +31,11 @@ def features_command(
     """The 16 features of a variance matrix (sensitivity needs the model, so 15 here), as JSON."""
     from repscope.fileio import dumps_json
     from repscope.outputs import CommandInput, prepare_output
-    from repscope.studies.invariance.commands import matrix_file_features, read_variance_matrix
+    from repscope.studies.invariance.commands import matrix_file_features
 
     if out is not None:
         prepare_output(out, overwrite=overwrite, kind="file", inputs=[CommandInput(matrix, "MATRIX", "the matrix")])
-    if compat == "reference":
-        from repscope.fileio import write_json_atomic
-        from repscope.metrics.invariance.features import matrix_features
-
-        values = matrix_features(read_variance_matrix(matrix), tau=tau, compat="reference")
-        features = {"file": str(matrix), "tau": tau, "compat": compat, "features": values}
-        if out is not None:
-            write_json_atomic(out, features)
-    else:
-        features = matrix_file_features(matrix, tau=tau, out=out)
+    features = matrix_file_features(matrix, tau=tau, out=out, compat=compat)
     if out is None:
         typer.echo(dumps_json(features))
         return

@@ -30,6 +30,7 @@ from torch import nn
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.inputs import check_input_range, scaled_inputs
+from repscope.validation import check_positive_int
 
 
 class SimpleNet(nn.Module):
@@ -53,8 +54,7 @@ class SimpleNet(nn.Module):
     ) -> None:
         super().__init__()
         self.input_range = check_input_range(input_range)
-        if isinstance(num_outputs, bool) or int(num_outputs) != num_outputs or int(num_outputs) < 1:
-            raise InvalidArgumentError(f"num_outputs: must be an integer of at least 1, got {num_outputs!r}")
+        num_outputs = check_positive_int(num_outputs, "num_outputs")
         shape = tuple(int(s) for s in image_shape)
         if len(shape) != 3 or shape[0] < 1 or min(shape[1:]) < self.MINIMUM_SIDE:
             raise InvalidArgumentError(
@@ -62,7 +62,7 @@ class SimpleNet(nn.Module):
                 f"pixels (three unpadded convolutions and two poolings), got {tuple(image_shape)}"
             )
         channels, height, width = shape
-        self.num_outputs = int(num_outputs)
+        self.num_outputs = num_outputs
         self.conv1 = nn.Conv2d(channels, 6, 5)
         self.pool = nn.MaxPool2d(2, 2)
         self.conv2 = nn.Conv2d(6, 16, 5)

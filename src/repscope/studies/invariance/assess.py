@@ -27,6 +27,7 @@ read with ``--labels`` must say its coding, by that column or by ``label_coding`
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,14 @@ import numpy as np
 import pandas as pd
 
 from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.fileio import atomic_path, write_json_atomic, write_text_atomic
+from repscope.studies.invariance.assess_reference import (
+    evaluate_assessors_reference,
+    reference_assessors,
+    reference_holdout,
+)
+from repscope.studies.invariance.assessor_models import assessors, greedy_threshold, predict_labels
+from repscope.validation import check_positive_int
 
 
 def read_repository(repo: str | Path, features_file: str = "features.json") -> pd.DataFrame:
@@ -181,34 +190,6 @@ def feature_matrix(table: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     return values, columns
 
 
-def assessors(seed: int = 0) -> dict[str, Any]:
-    """The paper's four assessors (scikit-learn), seeded."""
-    from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier  # noqa: PLC0415
-    from sklearn.linear_model import LinearRegression  # noqa: PLC0415
-    from sklearn.tree import DecisionTreeClassifier  # noqa: PLC0415
-
-    return {
-        "decision tree": DecisionTreeClassifier(random_state=seed),
-        "random forest": RandomForestClassifier(n_estimators=100, random_state=seed),
-        "AdaBoost": AdaBoostClassifier(random_state=seed),
-        "linear regression": LinearRegression(),
-    }
-
-
-def _predict(model: Any, features: np.ndarray) -> np.ndarray:
-    output = model.predict(features)
-    return (output >= 0.5).astype(int) if output.dtype.kind == "f" else output.astype(int)
-
-
-def greedy_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
-    """The threshold t on ``scores`` (predict 1 when score >= t) with the best training accuracy,
-    searched over the midpoints of the sorted scores (ties: the lowest)."""
-    values = np.unique(scores)
-    candidates = np.concatenate([[values[0] - 1e-9], (values[1:] + values[:-1]) / 2, [values[-1] + 1e-9]])
-    accuracies = [np.mean((scores >= t).astype(int) == labels) for t in candidates]
-    return float(candidates[int(np.argmax(accuracies))])
-
-
 def evaluate_assessors(
     features: np.ndarray, labels: Any, robust: Any, folds: int = 3, repeats: int = 10, seed: int = 0
 ) -> pd.DataFrame:
@@ -260,7 +241,7 @@ def evaluate_assessors(
                 train, test = rows[train], rows[test]
                 for name, model in assessors(seed + repeat).items():
                     fitted = clone(model).fit(features[train], labels[train])
-                    scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
+                    scores[name].append(float(np.mean(predict_labels(fitted, features[test]) == labels[test])))
                 threshold = greedy_threshold(robust[train], labels[train])
                 baseline = (robust[test] >= threshold).astype(int)
                 scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))
@@ -401,6 +382,252 @@ def repository_labels(
     return pd.DataFrame({"name": given["name"], "label": ours, "label_coding": "ours"})
 
 
+@dataclass(frozen=True)
+class AssessorsResult:
+    """Table IV of a repository and the four assessors fitted on every labelled model.
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        The Table IV rows (:func:`evaluate_assessors` or
+        :func:`~repscope.studies.invariance.assess_reference.evaluate_assessors_reference`), with a
+        ``compat`` column.
+    labels : pandas.DataFrame
+        The labels trained with, in our coding: ``name``, ``label`` (1 invariant), ``label_coding``; the rule
+        labels also ``reasons``.
+    assessors : dict of str to estimator
+        Each assessor fitted on every labelled model.
+    columns : tuple of str
+        The features (``modality:feature``) the assessors read, in order.
+    transform : str
+        The family the repository was tested with.
+    compat : {"paper", "reference"}
+        The protocol of ``table`` and of the fitted linear regression.
+    models : int
+        Labelled models.
+    invariant : int
+        Of them, labelled invariant.
+    repeats : int
+        Repeats of the 3-fold protocol.
+    holdout_models : tuple of str, optional
+        ``compat="reference"``: the fixed hold-out fold, sorted by name.
+    feature_source : str
+        The file each model's features came from (``features.json`` or ``features_reference.json``).
+    repository_compat : str
+        The compat mode the repository was built with.
+    """
+
+    table: pd.DataFrame
+    labels: pd.DataFrame
+    assessors: dict[str, Any]
+    columns: tuple[str, ...]
+    transform: str
+    compat: str
+    models: int
+    invariant: int
+    repeats: int
+    holdout_models: tuple[str, ...] | None = None
+    feature_source: str = "features.json"
+    repository_compat: str = "paper"
+
+
+def read_repository_config(repo: Path) -> dict[str, Any]:
+    """The settings a repository was built with (``repository.json``), or an empty mapping without one."""
+    path = repo / "repository.json"
+    return json.loads(path.read_text()).get("config", {}) if path.exists() else {}
+
+
+def check_assessment(repo: Path, stored: dict[str, Any], transform: str, compat: str, repeats: Any) -> None:
+    """Refuse a family the repository was not tested with, an unknown protocol, or a count of repeats that
+    is no positive integer."""
+    if stored.get("transform", transform) != transform:
+        raise InvalidArgumentError(f"--transform {transform}: repository {repo} was tested with {stored['transform']}")
+    if compat not in ("paper", "reference"):
+        raise InvalidArgumentError(f"--compat {compat}: expected paper or reference")
+    check_positive_int(repeats, "--repeats")
+
+
+def read_labelled_repository(
+    repo: Path, labels_file: Path | None, label_coding: str | None, compat: str
+) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """The models' table, their labels and the file their features come from.
+
+    The labels come from ``labels_file`` or the rules, which read the paper's features; with
+    ``compat="reference"`` on a repository built with ``compat: reference`` (every model has
+    ``features_reference.json``) the table then holds the released code's features.
+
+    Returns
+    -------
+    tuple
+        ``(table, labels, feature source)``: :func:`read_repository`, :func:`repository_labels` and
+        ``features.json`` or ``features_reference.json``.
+    """
+    table = read_repository(repo)
+    labels = repository_labels(repo, table, labels_file, label_coding)
+    feature_source = "features.json"
+    if compat == "reference" and all(
+        (p.parent / "features_reference.json").exists() for p in repo.glob("*/metadata.json")
+    ):
+        feature_source = "features_reference.json"
+        table = read_repository(repo, feature_source)
+    return table, labels, feature_source
+
+
+def check_holdout(holdout: Any, names: Any, repo: Path) -> None:
+    """Refuse a hold-out model the repository does not hold, naming it."""
+    unknown = sorted(set(holdout) - set(names))
+    if unknown:
+        raise InvalidArgumentError(f"holdout: no model {unknown[0]} in repository {repo}")
+
+
+def compute_assessors(
+    table: pd.DataFrame,
+    labels: pd.DataFrame,
+    transform: str,
+    compat: str = "paper",
+    holdout: Any = None,
+    repeats: int = 10,
+    seed: int = 0,
+    feature_source: str = "features.json",
+    repository_compat: str = "paper",
+) -> AssessorsResult:
+    """Table IV on labelled models, then each assessor fitted on all of them; reads and writes nothing.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        One row per model (:func:`read_repository`): ``name``, ``robust_accuracy`` and the
+        ``modality:feature`` columns.
+    labels : pandas.DataFrame
+        ``name`` and ``label`` (1 invariant, our coding), e.g. :func:`repository_labels`.
+    transform : str
+        The family the models were tested with (recorded).
+    compat : {"paper", "reference"}
+        ``paper``: :func:`evaluate_assessors`; ``reference``: the released code's protocol
+        (:func:`~repscope.studies.invariance.assess_reference.evaluate_assessors_reference`) and its linear
+        regression on L2-normalised rows for the fitted assessors too.
+    holdout : array-like of str, optional
+        ``compat="reference"``: the hold-out models' names (default
+        :func:`~repscope.studies.invariance.assess_reference.reference_holdout`).
+    repeats, seed
+        The protocol's repeats and seed.
+    feature_source, repository_compat : str
+        Where the features came from (recorded).
+
+    Returns
+    -------
+    AssessorsResult
+    """
+    merged = table.merge(labels[["name", "label"]], on="name")
+    features, columns = feature_matrix(merged)
+    holdout_models = None
+    if compat == "reference":
+        if holdout is None:
+            mask = reference_holdout(merged["name"])
+        else:
+            mask = merged["name"].isin(set(holdout)).to_numpy()
+        result = evaluate_assessors_reference(
+            features, merged["label"], merged["robust_accuracy"], mask, repeats=repeats, seed=seed
+        )
+        models = reference_assessors(seed)
+        holdout_models = tuple(sorted(merged["name"][mask].tolist()))
+    else:
+        result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], repeats=repeats, seed=seed)
+        result["compat"] = "paper"
+        models = assessors(seed)
+    fitted = {name: model.fit(features, merged["label"]) for name, model in models.items()}
+    return AssessorsResult(
+        table=result,
+        labels=labels,
+        assessors=fitted,
+        columns=tuple(columns),
+        transform=transform,
+        compat=compat,
+        models=len(merged),
+        invariant=int(merged["label"].sum()),
+        repeats=repeats,
+        holdout_models=holdout_models,
+        feature_source=feature_source,
+        repository_compat=repository_compat,
+    )
+
+
+def assessors_summary(result: AssessorsResult) -> dict[str, Any]:
+    """What ``assessors.json`` holds: the family, the features read, the label counts and the provenance."""
+    summary = {"transform": result.transform, "columns": list(result.columns), "models": result.models}
+    summary.update(invariant=result.invariant, compat=result.compat, repository_compat=result.repository_compat)
+    summary["features"] = result.feature_source
+    summary["label_coding"] = "ours"
+    if result.holdout_models is not None:
+        summary["holdout_models"] = list(result.holdout_models)
+    return summary
+
+
+def write_assessors(result: AssessorsResult, out: Path) -> None:
+    """Write ``table4.csv``, ``labels.csv``, ``assessors.skops`` and ``assessors.json`` to ``out``.
+
+    Parameters
+    ----------
+    result : AssessorsResult
+        :func:`compute_assessors`.
+    out : Path
+        The folder (created when missing).
+    """
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "table4.csv", result.table.to_csv(index=False))
+    write_text_atomic(out / "labels.csv", result.labels.to_csv(index=False))
+    payload = {
+        "assessors": result.assessors,
+        "columns": list(result.columns),
+        "transform": result.transform,
+        "compat": result.compat,
+    }
+    save_assessors(out / ASSESSOR_FILE, payload)
+    write_json_atomic(out / "assessors.json", assessors_summary(result))
+
+
+def assessors_report(result: AssessorsResult, repo: Path, labels_file: Path | None = None) -> Any:
+    """The HTML report of :func:`train_assessors`: the labels, the protocol, Table IV and the rules failed.
+
+    Parameters
+    ----------
+    result : AssessorsResult
+        :func:`compute_assessors`.
+    repo : Path
+        The repository (named in the subtitle).
+    labels_file : Path, optional
+        Where the labels came from (default: the rules).
+
+    Returns
+    -------
+    repscope.report.Report
+    """
+    from repscope.report import Report  # noqa: PLC0415
+
+    report = Report(f"ML4ML assessors: {result.transform}", subtitle=f"repository {repo}, {result.models} models")
+    repeats = result.repeats
+    protocol = (
+        f"Accuracy over {repeats} repeats of 3-fold cross-validation on balanced draws (mean and std of the "
+        f"{3 * repeats} fold accuracies)"
+        if result.compat == "paper"
+        else f"The released code's protocol (compat reference): {len(result.holdout_models or ())} fixed hold-out "
+        f"models as one fold, the others cut into two random halves, {repeats} repeats; mean of the per-repeat "
+        "3-fold means and their largest deviation from it"
+    )
+    report.add_paragraph(
+        f"{result.invariant} of {result.models} models labelled invariant "
+        f"({'from ' + str(labels_file) if labels_file else 'by the rules'}; 1 = invariant). {protocol}; the "
+        "baseline thresholds the robust accuracy (Eq. 1) by a greedy search on the training folds. Features: "
+        f"{result.feature_source} of a repository built with compat {result.repository_compat}."
+    )
+    report.add_table(result.table, title="Table IV layout")
+    if "reasons" in result.labels.columns:
+        reasons = result.labels["reasons"].fillna("").str.split("; ").explode()
+        counts = reasons[reasons != ""].value_counts().rename_axis("rule failed").reset_index(name="models")
+        report.add_table(counts, title="Why models were labelled variant")
+    return report
+
+
 def train_assessors(
     repo: str | Path,
     out: Path,
@@ -414,12 +641,15 @@ def train_assessors(
 ) -> pd.DataFrame:
     """Evaluate the assessors on a repository (Table IV), then fit each on every labelled model and save it.
 
+    Reads the repository (:func:`read_labelled_repository`), computes (:func:`compute_assessors`), writes
+    (:func:`write_assessors`) and writes the report (:func:`assessors_report`).
+
     Parameters
     ----------
     repo : str or Path
         The repository.
     out : Path
-        Folder for ``table4.csv``, ``labels.csv``, ``assessors.skops`` and ``assessors.json``.
+        Folder for ``table4.csv``, ``labels.csv``, ``assessors.skops``, ``assessors.json`` and ``report.html``.
     transform : str
         The family the repository was tested with (checked against it).
     labels_file : Path, optional
@@ -444,92 +674,26 @@ def train_assessors(
     pandas.DataFrame
         The Table IV rows (with a ``compat`` column).
     """
-    from repscope.fileio import write_json_atomic, write_text_atomic  # noqa: PLC0415
-
     repo = Path(repo)
-    stored = (
-        json.loads((repo / "repository.json").read_text()).get("config", {})
-        if (repo / "repository.json").exists()
-        else {}
+    stored = read_repository_config(repo)
+    check_assessment(repo, stored, transform, compat, repeats)
+    table, labels, feature_source = read_labelled_repository(repo, labels_file, label_coding, compat)
+    if compat == "reference" and holdout is not None:
+        check_holdout(holdout, table["name"], repo)
+    result = compute_assessors(
+        table,
+        labels,
+        transform,
+        compat=compat,
+        holdout=holdout,
+        repeats=repeats,
+        seed=seed,
+        feature_source=feature_source,
+        repository_compat=stored.get("compat", "paper"),
     )
-    if stored.get("transform", transform) != transform:
-        raise InvalidArgumentError(f"--transform {transform}: repository {repo} was tested with {stored['transform']}")
-    if compat not in ("paper", "reference"):
-        raise InvalidArgumentError(f"--compat {compat}: expected paper or reference")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise InvalidArgumentError(f"--repeats {repeats}: expected a positive integer")
-    repository_compat = stored.get("compat", "paper")
-    table = read_repository(repo)
-    labels = repository_labels(repo, table, labels_file, label_coding)
-    feature_source = "features.json"
-    if compat == "reference" and all(
-        (p.parent / "features_reference.json").exists() for p in repo.glob("*/metadata.json")
-    ):
-        # a repository built with compat reference: the released code's features (the rules read the paper's)
-        feature_source = "features_reference.json"
-        table = read_repository(repo, feature_source)
-    merged = table.merge(labels[["name", "label"]], on="name")
-    features, columns = feature_matrix(merged)
-    if compat == "reference":
-        from repscope.studies.invariance.assess_reference import (  # noqa: PLC0415
-            evaluate_assessors_reference,
-            reference_assessors,
-            reference_holdout,
-        )
-
-        if holdout is None:
-            mask = reference_holdout(merged["name"])
-        else:
-            unknown = sorted(set(holdout) - set(merged["name"]))
-            if unknown:
-                raise InvalidArgumentError(f"holdout: no model {unknown[0]} in repository {repo}")
-            mask = merged["name"].isin(set(holdout)).to_numpy()
-        result = evaluate_assessors_reference(
-            features, merged["label"], merged["robust_accuracy"], mask, repeats=repeats, seed=seed
-        )
-        models = reference_assessors(seed)
-    else:
-        result = evaluate_assessors(features, merged["label"], merged["robust_accuracy"], repeats=repeats, seed=seed)
-        result["compat"] = "paper"
-        models = assessors(seed)
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "table4.csv", result.to_csv(index=False))
-    write_text_atomic(out / "labels.csv", labels.to_csv(index=False))
-    fitted = {name: model.fit(features, merged["label"]) for name, model in models.items()}
-    save_assessors(
-        out / ASSESSOR_FILE, {"assessors": fitted, "columns": columns, "transform": transform, "compat": compat}
-    )
-    summary = {"transform": transform, "columns": columns, "models": len(merged)}
-    summary.update(invariant=int(merged["label"].sum()), compat=compat, repository_compat=repository_compat)
-    summary["features"] = feature_source
-    summary["label_coding"] = "ours"
-    if compat == "reference":
-        summary["holdout_models"] = sorted(merged["name"][mask].tolist())
-    write_json_atomic(out / "assessors.json", summary)
-    from repscope.report import Report  # noqa: PLC0415
-
-    report = Report(f"ML4ML assessors: {transform}", subtitle=f"repository {repo}, {len(merged)} models")
-    protocol = (
-        f"Accuracy over {repeats} repeats of 3-fold cross-validation on balanced draws (mean and std of the "
-        f"{3 * repeats} fold accuracies)"
-        if compat == "paper"
-        else f"The released code's protocol (compat reference): {int(mask.sum())} fixed hold-out models as one "
-        f"fold, the others cut into two random halves, {repeats} repeats; mean of the per-repeat 3-fold means and "
-        "their largest deviation from it"
-    )
-    report.add_paragraph(
-        f"{int(merged['label'].sum())} of {len(merged)} models labelled invariant "
-        f"({'from ' + str(labels_file) if labels_file else 'by the rules'}; 1 = invariant). {protocol}; the "
-        "baseline thresholds the robust accuracy (Eq. 1) by a greedy search on the training folds. Features: "
-        f"{feature_source} of a repository built with compat {repository_compat}."
-    )
-    report.add_table(result, title="Table IV layout")
-    if "reasons" in labels.columns:
-        reasons = labels["reasons"].fillna("").str.split("; ").explode()
-        counts = reasons[reasons != ""].value_counts().rename_axis("rule failed").reset_index(name="models")
-        report.add_table(counts, title="Why models were labelled variant")
-    report.write(out / "report.html")
-    return result
+    write_assessors(result, out)
+    assessors_report(result, repo, labels_file).write(out / "report.html")
+    return result.table
 
 
 ASSESSOR_FILE = "assessors.skops"
@@ -541,7 +705,7 @@ TRUSTED_TYPES = ("sklearn.tree._tree.Tree",)
 
 
 def save_assessors(path: str | Path, payload: dict[str, Any]) -> Path:
-    """Write fitted assessors in the skops format, atomically (a temporary file, then a rename).
+    """Write fitted assessors in the skops format, atomically (:func:`repscope.fileio.atomic_path`).
 
     Parameters
     ----------
@@ -555,21 +719,13 @@ def save_assessors(path: str | Path, payload: dict[str, Any]) -> Path:
     Path
         The file written.
     """
-    import os  # noqa: PLC0415
-    import tempfile  # noqa: PLC0415
     import zipfile  # noqa: PLC0415
 
     import skops.io as sio  # noqa: PLC0415
 
     path = Path(path)
-    descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(descriptor)
-    try:
+    with atomic_path(path) as temporary:
         sio.dump(payload, temporary, compression=zipfile.ZIP_DEFLATED)
-        os.replace(temporary, path)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
     return path
 
 
@@ -653,8 +809,36 @@ def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], tr
     dict of str to int
         Assessor name to verdict.
     """
-    saved = load_assessors(assessor_file)
-    check_assessors(assessor_file, saved, transform)
+    return assessor_verdict(load_assessors(assessor_file), features, transform, assessor_file)
+
+
+def assessor_verdict(
+    saved: dict[str, Any], features: dict[str, dict[str, float]], transform: str, source: str | Path = "assessors"
+) -> dict[str, int]:
+    """Each assessor's verdict (1 invariant, 0 variant) on one model's features, from assessors in memory.
+
+    Parameters
+    ----------
+    saved : dict
+        As :func:`load_assessors` returns: ``assessors``, ``columns`` and ``transform``.
+    features : dict
+        Modality to feature name to value.
+    transform : str
+        The family the model was tested with (checked against the assessors').
+    source : str or Path, default "assessors"
+        How messages name the assessors (their file).
+
+    Returns
+    -------
+    dict of str to int
+        Assessor name to verdict.
+
+    Raises
+    ------
+    InvalidArgumentError
+        Assessors of another family, or a feature they read that ``features`` lacks.
+    """
+    check_assessors(source, saved, transform)
     flat = {f"{m}:{k}": v for m, values in features.items() for k, v in values.items()}
     missing = [c for c in saved["columns"] if c not in flat]
     if missing:
@@ -663,11 +847,9 @@ def verdict(assessor_file: str | Path, features: dict[str, dict[str, float]], tr
             if "max_mean@" in missing[0] or missing[0].endswith("_reference")
             else ""
         )
-        raise InvalidArgumentError(
-            f"--assessor {assessor_file}: needs feature {missing[0]}, which this test lacks{hint}"
-        )
+        raise InvalidArgumentError(f"--assessor {source}: needs feature {missing[0]}, which this test lacks{hint}")
     row = np.nan_to_num(np.array([[flat[c] for c in saved["columns"]]], dtype=np.float64), posinf=0.0, neginf=0.0)
-    return {name: int(_predict(model, row)[0]) for name, model in saved["assessors"].items()}
+    return {name: int(predict_labels(model, row)[0]) for name, model in saved["assessors"].items()}
 
 
 def check_assessors(assessor_file: str | Path, saved: dict[str, Any], transform: str, modalities: Any = None) -> None:
@@ -707,6 +889,17 @@ def check_assessors(assessor_file: str | Path, saved: dict[str, Any], transform:
 
 __all__ = [
     "ASSESSOR_FILE",
+    "AssessorsResult",
+    "assessor_verdict",
+    "assessors_report",
+    "assessors_summary",
+    "check_assessment",
+    "check_holdout",
+    "compute_assessors",
+    "predict_labels",
+    "read_labelled_repository",
+    "read_repository_config",
+    "write_assessors",
     "TRUSTED_TYPES",
     "check_assessors",
     "load_assessors",

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from repscope.errors import InvalidArgumentError
-from repscope.studies.invariance.assess import _predict, assessors, greedy_threshold
+from repscope.studies.invariance.assessor_models import assessors, greedy_threshold, predict_labels
 
 
 def max_deviation(scores: Any) -> float:
@@ -137,7 +137,8 @@ def evaluate_assessors_reference(
     robust : array-like
         ``(M,)`` robust accuracies (the baseline's score).
     holdout : array-like of bool
-        ``(M,)`` the fixed hold-out fold (:func:`reference_holdout` by default in :func:`train_assessors`).
+        ``(M,)`` the fixed hold-out fold (:func:`reference_holdout` by default in
+        :func:`repscope.studies.invariance.assess.train_assessors`).
     repeats : int, default 10
         Repeats (the reference's 10).
     seed : int, default 0
@@ -165,7 +166,7 @@ def evaluate_assessors_reference(
         for train, test in reference_folds(holdout, np.random.default_rng([seed, repeat])):
             for name, model in reference_assessors(seed + repeat).items():
                 fitted = clone(model).fit(features[train], labels[train])
-                fold_scores[name].append(float(np.mean(_predict(fitted, features[test]) == labels[test])))
+                fold_scores[name].append(float(np.mean(predict_labels(fitted, features[test]) == labels[test])))
             threshold = greedy_threshold(robust[train], labels[train])
             baseline = (robust[test] >= threshold).astype(int)
             fold_scores["robust accuracy (baseline)"].append(float(np.mean(baseline == labels[test])))

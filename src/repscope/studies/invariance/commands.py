@@ -94,7 +94,9 @@ def read_variance_matrix(path: str | Path) -> np.ndarray:
     return check_variance_matrix(array, str(path))
 
 
-def matrix_file_features(matrix: str | Path, tau: float = 0.15, out: str | Path | None = None) -> dict[str, Any]:
+def matrix_file_features(
+    matrix: str | Path, tau: float = 0.15, out: str | Path | None = None, compat: str = "paper"
+) -> dict[str, Any]:
     """The features of a variance matrix file (:func:`repscope.metrics.invariance.features.matrix_features`;
     sensitivity needs the model, so 15 of the 16), written as JSON to ``out`` when given.
 
@@ -106,15 +108,21 @@ def matrix_file_features(matrix: str | Path, tau: float = 0.15, out: str | Path 
         Threshold of the significant-variance feature.
     out : str or pathlib.Path, optional
         JSON file to write (atomically).
+    compat : {"paper", "reference"}, default="paper"
+        ``paper``: the printed formulas; ``reference``: the authors' released code (keys end in ``_reference``).
 
     Returns
     -------
     dict
-        ``file``, ``tau`` and ``features`` (feature name -> value).
+        ``file``, ``tau``, ``compat`` (with ``compat="reference"`` only) and ``features`` (feature name -> value).
     """
     from repscope.metrics.invariance.features import matrix_features  # noqa: PLC0415
 
-    result = {"file": str(matrix), "tau": tau, "features": matrix_features(read_variance_matrix(matrix), tau=tau)}
+    if compat == "reference":
+        values = matrix_features(read_variance_matrix(matrix), tau=tau, compat="reference")
+        result = {"file": str(matrix), "tau": tau, "compat": compat, "features": values}
+    else:
+        result = {"file": str(matrix), "tau": tau, "features": matrix_features(read_variance_matrix(matrix), tau=tau)}
     if out is not None:
         write_json_atomic(out, result)
     return result

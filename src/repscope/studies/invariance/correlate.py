@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -249,10 +250,96 @@ def _finite_or_none(value: Any) -> Any:
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
+@dataclass(frozen=True)
+class CorrelationResult:
+    """Table V of a repository: every feature's correlation with the robust accuracy and the accuracy.
+
+    Attributes
+    ----------
+    compat : {"paper", "reference"}
+        Which features: the printed formulas, or the released code's (names ending in ``_reference``).
+    names : tuple of str
+        The models, in the table's order.
+    correlations : pandas.DataFrame
+        :func:`feature_correlations`: every feature and target.
+    table5 : pandas.DataFrame
+        :func:`table5`: the paper's cells.
+    """
+
+    compat: str
+    names: tuple[str, ...]
+    correlations: pd.DataFrame
+    table5: pd.DataFrame
+
+    @property
+    def models(self) -> int:
+        """Models correlated over."""
+        return len(self.names)
+
+
+def compute_correlations(table: pd.DataFrame, compat: Literal["paper", "reference"] = "paper") -> CorrelationResult:
+    """Table V from one row per model; reads and writes nothing.
+
+    Parameters
+    ----------
+    table : pandas.DataFrame
+        :func:`read_model_table`: ``name``, ``accuracy``, ``robust_accuracy`` and ``modality:feature``.
+    compat : {"paper", "reference"}, default="paper"
+        Which features the table holds (the Table V cells of the released code's end in ``_reference``).
+
+    Returns
+    -------
+    CorrelationResult
+    """
+    correlations = feature_correlations(table)
+    cells = table5(correlations, "_reference" if compat == "reference" else "")
+    return CorrelationResult(compat, tuple(table["name"].tolist()), correlations, cells)
+
+
+def correlations_summary(result: CorrelationResult, repo: str | Path) -> dict[str, Any]:
+    """What ``correlations.json`` holds: the repository, the models, the statistics, our and the paper's Table V."""
+    return {
+        "repository": str(Path(repo).resolve()),
+        "compat": result.compat,
+        "models": result.models,
+        "names": list(result.names),
+        "statistics": {"pearson": "Pearson's r (headline)", "spearman": "Spearman's rho (average ranks)"},
+        "table5": [
+            {key: _finite_or_none(value) for key, value in row.items()} for row in result.table5.to_dict("records")
+        ],
+        "paper_table5": {
+            feature: {position: {"robust_accuracy": pair[0], "accuracy": pair[1]} for position, pair in cells.items()}
+            for feature, cells in PAPER_TABLE5.items()
+        },
+    }
+
+
+def write_correlations(result: CorrelationResult, out: str | Path, repo: str | Path) -> None:
+    """Write ``correlations.csv``, ``table5.csv`` and ``correlations.json`` to ``out`` (created if missing).
+
+    Parameters
+    ----------
+    result : CorrelationResult
+        :func:`compute_correlations`.
+    out : str or pathlib.Path
+        The folder.
+    repo : str or pathlib.Path
+        The repository (recorded in ``correlations.json``).
+    """
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    write_text_atomic(out / "correlations.csv", result.correlations.to_csv(index=False))
+    write_text_atomic(out / "table5.csv", result.table5.to_csv(index=False))
+    write_json_atomic(out / "correlations.json", correlations_summary(result, repo))
+
+
 def correlate_repository(
     repo: str | Path, out: str | Path, compat: Literal["paper", "reference"] = "paper"
 ) -> dict[str, Any]:
     """Table V for a repository: write ``correlations.csv``, ``table5.csv`` and ``correlations.json`` to ``out``.
+
+    Reads the repository (:func:`read_model_table`), computes (:func:`compute_correlations`) and writes
+    (:func:`write_correlations`).
 
     Parameters
     ----------
@@ -275,33 +362,24 @@ def correlate_repository(
     InvalidArgumentError, DataFormatError
         As :func:`read_model_table`.
     """
-    table = read_model_table(repo, compat)
-    correlations = feature_correlations(table)
-    cells = table5(correlations, "_reference" if compat == "reference" else "")
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_text_atomic(out / "correlations.csv", correlations.to_csv(index=False))
-    write_text_atomic(out / "table5.csv", cells.to_csv(index=False))
-    summary = {
-        "repository": str(Path(repo).resolve()),
-        "compat": compat,
-        "models": len(table),
-        "names": table["name"].tolist(),
-        "statistics": {"pearson": "Pearson's r (headline)", "spearman": "Spearman's rho (average ranks)"},
-        "table5": [{key: _finite_or_none(value) for key, value in row.items()} for row in cells.to_dict("records")],
-        "paper_table5": {
-            feature: {position: {"robust_accuracy": pair[0], "accuracy": pair[1]} for position, pair in cells_.items()}
-            for feature, cells_ in PAPER_TABLE5.items()
-        },
+    result = compute_correlations(read_model_table(repo, compat), compat)
+    write_correlations(result, out, repo)
+    return {
+        "models": result.models,
+        "compat": result.compat,
+        "correlations": result.correlations,
+        "table5": result.table5,
     }
-    write_json_atomic(out / "correlations.json", summary)
-    return {"models": len(table), "compat": compat, "correlations": correlations, "table5": cells}
 
 
 __all__ = [
     "PAPER_TABLE5",
     "TABLE5_FEATURES",
     "TABLE5_MODALITIES",
+    "CorrelationResult",
+    "compute_correlations",
+    "correlations_summary",
+    "write_correlations",
     "correlate_repository",
     "feature_correlations",
     "pearson",

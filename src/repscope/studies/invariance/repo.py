@@ -53,12 +53,10 @@ from repscope.resume_check import (
     where_the_work_runs,
 )
 from repscope.studies.invariance.testing import (
-    compat_modalities,
+    InvarianceTestResult,
+    compute_invariance_test,
     draw_test_examples,
-    matrices_and_features,
-    model_signals,
-    reference_features,
-    robust_accuracy,
+    matrix_file_stem,
 )
 from repscope.train.config import Named, Section, TrainConfig, TrainerSection
 from repscope.validation import Seed
@@ -163,12 +161,22 @@ def augment_ranges(coverage: str, half_range: float, centre: float) -> list[list
     }[coverage]
 
 
-def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any]) -> dict[str, Any]:
-    """Sweep target: train one model of the repository, test it, write its metadata, matrices, features."""
-    from repscope.train.fitting import fit  # noqa: PLC0415
+def model_training(repo: RepoConfig, settings: dict[str, str]) -> TrainConfig:
+    """How one model of the repository trains: its drawn settings, augmentation and anomalous data.
 
-    repo = RepoConfig(**config)
-    settings = dict(item.split("=", 1) for item in overrides)
+    Parameters
+    ----------
+    repo : RepoConfig
+        The repository's settings.
+    settings : dict of str to str
+        The model's point (:func:`repository_points`): ``model``, ``augment``, ``lr``, ``epochs``,
+        ``batch_size``, ``anomaly`` and ``optimizer``.
+
+    Returns
+    -------
+    TrainConfig
+        The training of ``repscope train``, seeded by the repository's seed and the model's number.
+    """
     family = transform_family(repo.transform)
     centre = family.values[len(family) // 2]
     half_range = family.values[-1] - centre
@@ -189,57 +197,142 @@ def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dic
             "seed": repo.seed,
         },
     )
-    seed = repo.seed * 1000 + int(settings["model"])
-    train = TrainConfig(
+    return TrainConfig(
         model=Named(name=repo.model, params=params),
         data=data,
         trainer=repo.trainer.model_copy(update={"max_epochs": int(settings["epochs"])}),
         batch_size=int(settings["batch_size"]),
-        seed=seed,
+        seed=repo.seed * 1000 + int(settings["model"]),
         shuffle=anomaly != "no_shuffle",
     )
+
+
+def train_model(train: TrainConfig, run_dir: Path) -> Any:
+    """Train one model into ``run_dir/train-<attempt>`` (weights, config, curves), quietly.
+
+    A model interrupted mid-training starts over in a new ``train-<attempt>`` folder: its run is short, and
+    a half run is not resumable without its last checkpoint.
+
+    Returns
+    -------
+    repscope.train.fitting.FitOutcome
+        The trained task, its dataset, metrics and run.
+    """
+    from repscope.train.fitting import fit  # noqa: PLC0415
+
     run_dir.mkdir(parents=True, exist_ok=True)
     with quiet_progress():
-        # a model interrupted mid-training starts over: its run is short, and a half run is not resumable
-        # without its last checkpoint
-        outcome = fit(train, out=run_dir / f"train-{_attempt(run_dir)}", report=False)
-        # the anomalous dataset the model trained on serves the base's test split unchanged
-        batch = draw_test_examples(outcome.data, repo.test_n, [repo.seed, 43])
-        signals = model_signals(
-            outcome.task.network,
+        return fit(train, out=run_dir / f"train-{_attempt(run_dir)}", report=False)
+
+
+def compute_repository_model(network: Any, dataset: Any, repo: RepoConfig) -> InvarianceTestResult:
+    """Test one trained model as the repository tests every model; writes nothing.
+
+    A seeded draw of ``test_n`` examples of the test split (the anomalous dataset a model trained on
+    serves its base's test split unchanged), the family of ``repo.transform`` at the paper's range and the
+    modalities of ``repo.compat`` (:func:`~repscope.studies.invariance.testing.compute_invariance_test`).
+
+    Parameters
+    ----------
+    network : torch.nn.Module
+        The trained classifier.
+    dataset : Dataset
+        The dataset it trained on.
+    repo : RepoConfig
+        The repository's settings.
+
+    Returns
+    -------
+    InvarianceTestResult
+    """
+    batch = draw_test_examples(dataset, repo.test_n, [repo.seed, 43])
+    with quiet_progress():
+        return compute_invariance_test(
+            network,
             batch["image"],
             batch["target"],
-            family,
-            compat_modalities(repo.compat),
-            correct_only=repo.compat == "reference",
+            transform_family(repo.transform),
+            compat=repo.compat,
+            seed=repo.seed,
             progress=False,
         )
-    matrices, features = matrices_and_features(signals, seed=repo.seed)
-    for name, matrix in matrices.items():
-        save_npy_atomic(run_dir / f"matrix_{name.replace('@', '_at_')}.npy", matrix)
-    identity = len(family) // 2
+
+
+def training_curves(outcome: Any) -> dict[str, list[Any]] | None:
+    """A training's curves (``tables/training_curves.csv`` of its run), column by column, when it wrote them."""
+    curves = outcome.run.root / "tables" / "training_curves.csv"
+    if not curves.exists():
+        return None
+    table = pd.read_csv(curves)
+    return {column: table[column].tolist() for column in table.columns}
+
+
+def model_metadata(
+    result: InvarianceTestResult, settings: dict[str, str], train: TrainConfig, outcome: Any
+) -> dict[str, Any]:
+    """What ``metadata.json`` holds: the settings, the training, the accuracies and the loss curves."""
     metadata = {
         "settings": settings,
         "training": train.model_dump(mode="json"),
-        "accuracy": float(signals.correct[:, identity].mean()),
-        "robust_accuracy": robust_accuracy(signals.correct),
-        "transform": repo.transform,
-        "compat": repo.compat,
-        "test_examples": len(batch["index"]),
-        "feature_examples": int(signals.kept.sum()),
+        "accuracy": result.accuracy,
+        "robust_accuracy": result.robust_accuracy,
+        "transform": result.transform,
+        "compat": result.compat,
+        "test_examples": result.test_examples,
+        "feature_examples": result.examples,
         "metrics": outcome.metrics,
         "train_dir": outcome.run.root.name,
     }
-    curves = outcome.run.root / "tables" / "training_curves.csv"
-    if curves.exists():
-        table = pd.read_csv(curves)
-        metadata["curves"] = {column: table[column].tolist() for column in table.columns}
+    curves = training_curves(outcome)
+    if curves is not None:
+        metadata["curves"] = curves
+    return metadata
+
+
+def write_repository_model(
+    result: InvarianceTestResult, run_dir: Path, settings: dict[str, str], train: TrainConfig, outcome: Any
+) -> dict[str, Any]:
+    """Write a model's ``matrix_*.npy``, ``metadata.json``, ``features.json`` (and ``features_reference.json``).
+
+    Parameters
+    ----------
+    result : InvarianceTestResult
+        :func:`compute_repository_model`.
+    run_dir : Path
+        The model's folder.
+    settings : dict of str to str
+        Its point of the grid.
+    train : TrainConfig
+        How it trained.
+    outcome : repscope.train.fitting.FitOutcome
+        Its training (metrics, run).
+
+    Returns
+    -------
+    dict
+        The sweep's row: ``accuracy``, ``robust_accuracy`` and ``modality:feature`` of every feature.
+    """
+    for name, matrix in result.matrices.items():
+        save_npy_atomic(run_dir / f"matrix_{matrix_file_stem(name)}.npy", matrix)
+    metadata = model_metadata(result, settings, train, outcome)
     write_json_atomic(run_dir / "metadata.json", metadata)
-    write_json_atomic(run_dir / "features.json", features)
-    if repo.compat == "reference":  # the released code's 16 features too, for assess train --compat reference
-        write_json_atomic(run_dir / "features_reference.json", reference_features(signals, seed=repo.seed))
-    flat = {f"{modality}:{name}": value for modality, values in features.items() for name, value in values.items()}
+    write_json_atomic(run_dir / "features.json", result.features)
+    if result.features_reference is not None:  # the released code's features, for assess train --compat reference
+        write_json_atomic(run_dir / "features_reference.json", result.features_reference)
+    flat = {
+        f"{modality}:{name}": value for modality, values in result.features.items() for name, value in values.items()
+    }
     return {"accuracy": metadata["accuracy"], "robust_accuracy": metadata["robust_accuracy"], **flat}
+
+
+def repo_point(overrides: list[str], run_dir: Path, resume: bool, *, config: dict[str, Any]) -> dict[str, Any]:
+    """Sweep target: train one model of the repository, test it, write its metadata, matrices, features."""
+    repo = RepoConfig(**config)
+    settings = dict(item.split("=", 1) for item in overrides)
+    train = model_training(repo, settings)
+    outcome = train_model(train, run_dir)
+    result = compute_repository_model(outcome.task.network, outcome.data, repo)
+    return write_repository_model(result, run_dir, settings, train, outcome)
 
 
 def _attempt(run_dir: Path) -> int:
@@ -337,6 +430,12 @@ __all__ = [
     "augment_ranges",
     "build_repository",
     "check_resume",
+    "compute_repository_model",
+    "model_metadata",
+    "model_training",
+    "train_model",
+    "training_curves",
+    "write_repository_model",
     "quick",
     "repo_point",
     "repository_points",

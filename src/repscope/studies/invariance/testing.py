@@ -38,6 +38,7 @@ from repscope.metrics.invariance.features import matrix_features
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
 from repscope.models.probes import recording, resolve_positions
 from repscope.progress import progress_bar
+from repscope.studies.invariance.assess import assessor_verdict, check_assessors, load_assessors
 
 # the paper's five matrices (Sec. V): max@CONF, max@CONV-1, mean@CONV-1, max@CONV-2, mean@CONV-2
 PAPER_MODALITIES: tuple[tuple[str, str], ...] = (
@@ -441,6 +442,252 @@ def draw_test_examples(dataset: Any, n: int, seed: Any) -> dict[str, np.ndarray]
     return {**dataset.batch("test", rows, ["image", "target"]), "index": rows}
 
 
+@dataclass(frozen=True)
+class InvarianceTestResult:
+    """One classifier tested under a family of transformations: matrices, features, accuracies, verdict.
+
+    Attributes
+    ----------
+    transform : str
+        The family's name.
+    values : tuple of float
+        ``V`` of each transformation (the identity in the middle).
+    unit : str
+        How ``values`` read (``"degrees"``, ``"fraction"``, ``"factor"``).
+    compat : {"paper", "reference"}
+        Which modalities (:func:`compat_modalities`).
+    correct_only : bool
+        Whether the matrices hold only the examples classified correctly at the identity.
+    matrices : dict of str to numpy.ndarray
+        Modality -> ``(T, T)`` variance matrix.
+    features : dict
+        Modality -> the paper's 16 features (:func:`matrices_and_features`).
+    features_reference : dict, optional
+        ``compat="reference"``: modality -> the released code's features (:func:`reference_features`).
+    correct : numpy.ndarray
+        ``(N, T)`` bool: each test example classified correctly under each transformation.
+    kept : numpy.ndarray
+        ``(N,)`` bool: the examples the matrices hold.
+    robust_accuracy : float
+        Eq. 1 (:func:`robust_accuracy`).
+    accuracy : float
+        Accuracy at the identity.
+    verdict : dict of str to int, optional
+        Each assessor's verdict (1 invariant, 0 variant), when assessors were given.
+    """
+
+    transform: str
+    values: tuple[float, ...]
+    unit: str
+    compat: str
+    correct_only: bool
+    matrices: dict[str, np.ndarray]
+    features: dict[str, dict[str, float]]
+    features_reference: dict[str, dict[str, float]] | None
+    correct: np.ndarray
+    kept: np.ndarray
+    robust_accuracy: float
+    accuracy: float
+    verdict: dict[str, int] | None = None
+
+    @property
+    def test_examples(self) -> int:
+        """Test examples the model saw."""
+        return len(self.kept)
+
+    @property
+    def examples(self) -> int:
+        """Test examples the matrices hold."""
+        return int(self.kept.sum())
+
+    @property
+    def features_table(self) -> pd.DataFrame:
+        """The paper's features, one row per modality (column ``modality`` first)."""
+        return pd.DataFrame(self.features).T.rename_axis("modality").reset_index()
+
+
+def compute_invariance_test(
+    network: nn.Module,
+    images: Any,
+    labels: Any,
+    family: TransformFamily,
+    compat: str = "paper",
+    correct_only: bool = False,
+    batch_size: int = 500,
+    seed: int = 0,
+    assessors: dict[str, Any] | None = None,
+    assessor_source: str | Path = "assessors",
+    progress: bool | None = None,
+) -> InvarianceTestResult:
+    """Test a classifier on test examples: signals, variance matrices, features, accuracies; writes nothing.
+
+    Parameters
+    ----------
+    network : torch.nn.Module
+        A classifier of float images in [0, 1] (:func:`model_signals`), in eval mode.
+    images, labels : array-like
+        ``(N, C, H, W)`` test images and their ``(N,)`` classes.
+    family : TransformFamily
+        The transformations.
+    compat : {"paper", "reference"}
+        ``paper``: the paper's five modalities; ``reference``: the released code's
+        (:data:`REFERENCE_MODALITIES`, correctly classified examples only, and its features beside the paper's).
+    correct_only : bool
+        Keep only the examples classified correctly at the identity (always so with ``compat="reference"``).
+    batch_size : int
+        Images per forward pass.
+    seed : int
+        Seed of the sensitivity subsamples.
+    assessors : dict, optional
+        Assessors as :func:`repscope.studies.invariance.assess.load_assessors` returns them: adds their verdict.
+    assessor_source : str or Path
+        How messages name the assessors (their file).
+    progress : bool, optional
+        False shows no bar.
+
+    Returns
+    -------
+    InvarianceTestResult
+    """
+    modalities = compat_modalities(compat)
+    correct_only = correct_only or compat == "reference"
+    signals = model_signals(
+        network, images, labels, family, modalities, batch_size=batch_size, correct_only=correct_only, progress=progress
+    )
+    matrices, features = matrices_and_features(signals, seed=seed)
+    features_reference = reference_features(signals, seed=seed) if compat == "reference" else None
+    verdict = None
+    if assessors is not None:
+        both = {m: {**v, **(features_reference or {}).get(m, {})} for m, v in features.items()}
+        verdict = assessor_verdict(assessors, both, family.name, assessor_source)
+    identity = len(family) // 2
+    return InvarianceTestResult(
+        transform=family.name,
+        values=tuple(family.values),
+        unit=family.unit,
+        compat=compat,
+        correct_only=correct_only,
+        matrices=matrices,
+        features=features,
+        features_reference=features_reference,
+        correct=signals.correct,
+        kept=signals.kept,
+        robust_accuracy=robust_accuracy(signals.correct),
+        accuracy=float(signals.correct[:, identity].mean()),
+        verdict=verdict,
+    )
+
+
+def matrix_file_stem(modality: str) -> str:
+    """``"max_at_CONF"``: how a modality names its matrix file (no ``@`` in file names)."""
+    return modality.replace("@", "_at_")
+
+
+def invariance_test_metrics(result: InvarianceTestResult) -> dict[str, Any]:
+    """The headline numbers of ``metrics.json``: accuracies, example count, family, compat, features, verdict."""
+    metrics: dict[str, Any] = {
+        "robust_accuracy": result.robust_accuracy,
+        "accuracy": result.accuracy,
+        "examples": result.examples,
+        "transform": result.transform,
+        "compat": result.compat,
+        "features": result.features,
+    }
+    if result.features_reference is not None:
+        metrics["features_reference"] = result.features_reference
+    if result.verdict is not None:
+        metrics["verdict"] = result.verdict
+    return metrics
+
+
+def write_invariance_test(result: InvarianceTestResult, run: Any) -> dict[str, Any]:
+    """Write ``matrices/*.npy``, ``metrics.json`` and ``tables/features.csv`` into a run directory.
+
+    Parameters
+    ----------
+    result : InvarianceTestResult
+        :func:`compute_invariance_test`.
+    run : repscope.run_directory.RunDirectory
+        The run to write into.
+
+    Returns
+    -------
+    dict
+        The metrics written (:func:`invariance_test_metrics`).
+    """
+    for name, matrix in result.matrices.items():
+        save_npy_atomic(run.path("matrices", f"{matrix_file_stem(name)}.npy"), matrix)
+    metrics = invariance_test_metrics(result)
+    run.write_metrics(metrics)
+    run.write_table("features", result.features_table)
+    return metrics
+
+
+def invariance_test_report(
+    result: InvarianceTestResult, run: Any, model: str | Path, data_name: str, assessor: str | Path | None = None
+) -> Any:
+    """The report of a test: accuracies, the assessors' verdict, a heat map per matrix (saved in the run), features.
+
+    Parameters
+    ----------
+    result : InvarianceTestResult
+        :func:`compute_invariance_test`.
+    run : repscope.run_directory.RunDirectory
+        Where the heat maps are saved (``figures/matrix_*.png``).
+    model : str or Path
+        The model tested (named in the subtitle).
+    data_name : str
+        Its dataset (named in the subtitle).
+    assessor : str or Path, optional
+        The assessors' file (named above their verdict).
+
+    Returns
+    -------
+    repscope.report.Report
+    """
+    from repscope.report import Report  # noqa: PLC0415
+    from repscope.report.figures import variance_heatmap  # noqa: PLC0415
+
+    subtitle = f"{model} on {data_name}, {result.test_examples} test images"
+    report = Report(f"Invariance test: {result.transform}", subtitle=subtitle)
+    report.add_metrics(
+        {"robust accuracy (Eq. 1)": result.robust_accuracy, "accuracy at the identity": result.accuracy},
+        title="Accuracy",
+    )
+    if result.verdict is not None:
+        report.add_metrics(
+            {name: "invariant" if value else "variant" for name, value in result.verdict.items()},
+            title=f"Assessors' verdict ({assessor})",
+        )
+    for name, matrix in result.matrices.items():
+        figure = variance_heatmap(matrix, result.values, title=name, unit=result.unit)
+        report.add_figure(run.save_figure(f"matrix_{matrix_file_stem(name)}", figure), caption=name)
+    report.add_table(result.features_table, title="The 16 features of each variance matrix")
+    return report
+
+
+def read_test_assessors(assessor: str | Path, transform: str, compat: str) -> dict[str, Any]:
+    """Assessors for a test, refused when broken or trained for another family or other modalities.
+
+    Parameters
+    ----------
+    assessor : str or Path
+        ``assessors.skops`` of ``repscope invariance assess train``.
+    transform : str
+        The family of the test.
+    compat : {"paper", "reference"}
+        The test's modalities (:func:`compat_modalities`).
+
+    Returns
+    -------
+    dict
+        As :func:`repscope.studies.invariance.assess.load_assessors` returns.
+    """
+    saved = load_assessors(assessor)
+    check_assessors(assessor, saved, transform, [modality_name(*modality) for modality in compat_modalities(compat)])
+    return saved
+
+
 def run_invariance_test(
     model: str | Path,
     out: Path,
@@ -458,6 +705,9 @@ def run_invariance_test(
     compat: str = "paper",
 ) -> dict[str, Any]:
     """Test one classifier: matrices (``matrices/*.npy``), features, robust accuracy, heat maps, report.
+
+    Loads the model and a seeded draw of its test split, computes (:func:`compute_invariance_test`), writes
+    (:func:`write_invariance_test`) and writes the report (:func:`invariance_test_report`).
 
     Parameters
     ----------
@@ -490,78 +740,52 @@ def run_invariance_test(
     dict
         The metrics written to ``metrics.json``: ``robust_accuracy``, ``accuracy`` (at the identity),
         ``examples``, ``compat`` and ``features`` per modality; with ``compat="reference"`` also
-        ``features_reference`` (:func:`reference_features`).
+        ``features_reference`` (:func:`reference_features`); and ``report`` (the report's path).
     """
     from repscope.data.invariance.transforms import transform_family  # noqa: PLC0415
-    from repscope.report import Report  # noqa: PLC0415
-    from repscope.report.figures import variance_heatmap  # noqa: PLC0415
     from repscope.run_directory import RunDirectory  # noqa: PLC0415
 
-    modalities = compat_modalities(compat)
-    correct_only = correct_only or compat == "reference"
+    compat_modalities(compat)  # an unknown compat is refused before anything loads
     family = transform_family(transform, half_range, steps)
+    saved = None
     if assessor is not None:  # a broken or mismatched file is refused before the test runs
-        from repscope.studies.invariance.assess import check_assessors, load_assessors  # noqa: PLC0415
-
-        check_assessors(
-            assessor, load_assessors(assessor), transform, [modality_name(*modality) for modality in modalities]
-        )
+        saved = read_test_assessors(assessor, transform, compat)
     network, dataset, data_name, params = load_classifier(model, arch, data, data_params)
     if dataset.target_kind != "classification":
         raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
     batch = draw_test_examples(dataset, n, seed)
-    rows = batch["index"]
-    signals = model_signals(
-        network, batch["image"], batch["target"], family, modalities, batch_size=batch_size, correct_only=correct_only
+    result = compute_invariance_test(
+        network,
+        batch["image"],
+        batch["target"],
+        family,
+        compat=compat,
+        correct_only=correct_only,
+        batch_size=batch_size,
+        seed=seed,
+        assessors=saved,
+        assessor_source=assessor or "assessors",
     )
-    matrices, features = matrices_and_features(signals, seed=seed)
     run = RunDirectory.create("invariance-test", out=out)
     run.write_config(
         {"model": str(model), "arch": arch, "data": {"name": data_name, "params": params}, "transform": transform,
-         "values": list(family.values), "n": len(rows), "correct_only": correct_only, "seed": seed,
-         "compat": compat}
+         "values": list(family.values), "n": result.test_examples, "correct_only": result.correct_only,
+         "seed": seed, "compat": compat}
     )  # fmt: skip
-    for name, matrix in matrices.items():
-        save_npy_atomic(run.path("matrices", f"{name.replace('@', '_at_')}.npy"), matrix)
-    identity = len(family) // 2
-    metrics = {
-        "robust_accuracy": robust_accuracy(signals.correct),
-        "accuracy": float(signals.correct[:, identity].mean()),
-        "examples": int(signals.kept.sum()),
-        "transform": transform,
-        "compat": compat,
-        "features": features,
-    }
-    if compat == "reference":
-        metrics["features_reference"] = reference_features(signals, seed=seed)
-    if assessor is not None:
-        from repscope.studies.invariance.assess import verdict  # noqa: PLC0415
-
-        both = {m: {**v, **metrics.get("features_reference", {}).get(m, {})} for m, v in features.items()}
-        metrics["verdict"] = verdict(assessor, both, transform)
-    run.write_metrics(metrics)
-    table = pd.DataFrame(features).T.rename_axis("modality").reset_index()
-    run.write_table("features", table)
-    report = Report(f"Invariance test: {transform}", subtitle=f"{model} on {data_name}, {len(rows)} test images")
-    report.add_metrics(
-        {"robust accuracy (Eq. 1)": metrics["robust_accuracy"], "accuracy at the identity": metrics["accuracy"]},
-        title="Accuracy",
-    )
-    if "verdict" in metrics:
-        report.add_metrics(
-            {name: "invariant" if value else "variant" for name, value in metrics["verdict"].items()},
-            title=f"Assessors' verdict ({assessor})",
-        )
-    for name, matrix in matrices.items():
-        figure = variance_heatmap(matrix, family.values, title=name, unit=family.unit)
-        report.add_figure(run.save_figure(f"matrix_{name.replace('@', '_at_')}", figure), caption=name)
-    report.add_table(table, title="The 16 features of each variance matrix")
-    metrics["report"] = str(run.write_report(report))
+    metrics = write_invariance_test(result, run)
+    metrics["report"] = str(run.write_report(invariance_test_report(result, run, model, data_name, assessor)))
     return metrics
 
 
 __all__ = [
     "CHANNEL_STATISTICS",
+    "InvarianceTestResult",
+    "compute_invariance_test",
+    "invariance_test_metrics",
+    "invariance_test_report",
+    "matrix_file_stem",
+    "read_test_assessors",
+    "write_invariance_test",
     "COMPAT_MODES",
     "PAPER_MODALITIES",
     "REFERENCE_MODALITIES",
