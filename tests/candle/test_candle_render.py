@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from repscope.data.candle.dataset import read_folder, read_record
+from repscope.data.candle.dataset import folder_records, read_folder, read_record
 from repscope.data.candle.grid import grid_points, image_seed, image_stem, parse_grid
 from repscope.data.candle.render import (
     RenderSettings,
@@ -216,13 +216,16 @@ def test_resume_renders_only_what_is_missing_and_refuses_other_settings(tmp_path
     stems = sorted(p.stem for p in out.glob("*.png"))
     kept = {stem: (out / f"{stem}.png").stat().st_mtime_ns for stem in stems[1:]}
     (out / f"{stems[0]}.png").unlink()  # as if stopped between an image and its JSON
-    (out / f".{stems[0]}.png.part").write_bytes(b"half an image")
+    # a render killed while writing leaves its temporary (fileio.atomic_path's hidden sibling), never the image
+    leftover = out / f".tmp-{stems[0]}.killed.png"
+    leftover.write_bytes(b"half an image")
     code, stdout, _ = run_cli(["candle", "render", "--out", str(out), *args])
     assert code == 1  # an existing folder needs --resume or --overwrite
     code, stdout, stderr = run_cli(["candle", "render", "--out", str(out), *args, "--resume"])
     assert code == 0, stderr
     assert "rendered 1 image (3 already there) of 4" in stdout
-    assert (out / f"{stems[0]}.png").exists() and not (out / f".{stems[0]}.png.part").exists()
+    assert (out / f"{stems[0]}.png").read_bytes() != leftover.read_bytes()
+    assert len(folder_records(out)["files"]) == 4  # the hidden temporary is no image of the folder
     assert {stem: (out / f"{stem}.png").stat().st_mtime_ns for stem in stems[1:]} == kept
     code, _, stderr = run_cli(
         ["candle", "render", "--out", str(out), *FEW, "--resume", "--resolution", "64x48", "--samples", "3"]

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
+from repscope.fileio import atomic_path
 
 # linear RGB of the five colours (saturated, far apart in hue, none of them the scenes' own)
 COLOR_RGB: dict[str, tuple[float, float, float]] = {
@@ -462,65 +463,19 @@ class CandleStage:
 
     def _build_scene_set(self, name: str) -> dict[str, Any]:
         """The props, world and own light (the confounder) of one procedural scene."""
-        bpy = self.bpy
         props = self._collection(f"scene {name}")
-        box = self._add
         if name == "indoor":
-            wall = self._material("wall", (0.62, 0.58, 0.50), 0.9)
-            box("plane", "back wall", wall, props, location=(0, 6.5, 2.5), rotation_euler=(math.pi / 2, 0, 0))
-            props.objects["back wall"].scale = (9.0, 2.5, 1.0)
-            for side in (-1, 1):
-                wall_obj = box(
-                    "plane", f"side wall {side}", wall, props, location=(side * 6.5, 1.0, 2.5),
-                    rotation_euler=(math.pi / 2, 0, math.pi / 2),
-                )  # fmt: skip
-                wall_obj.scale = (8.0, 2.5, 1.0)
-            cabinet = self._material("cabinet", (0.18, 0.24, 0.20), 0.5)
-            box("cube", "cabinet", cabinet, props, location=(3.2, 5.6, 0.55), scale=(1.2, 0.45, 0.55))
-            box("cube", "table", cabinet, props, location=(-3.0, 5.0, 0.75), scale=(1.0, 0.6, 0.05))
-            for dx in (-0.9, 0.9):
-                box("cylinder", f"leg {dx}", cabinet, props, location=(-3.0 + dx, 5.0, 0.37), scale=(0.05, 0.05, 0.37))
-            frame = self._material("picture", (0.55, 0.55, 0.60), 0.3)
-            box("cube", "picture", frame, props, location=(0.0, 6.45, 2.2), scale=(1.0, 0.03, 0.6))
+            self._build_indoor_props(props)
             world = self._world(f"world {name}", (0.22, 0.20, 0.17), None)
-            lamp_data = bpy.data.lights.new(f"lamp {name}", "AREA")
-            lamp_data.size = 3.0
-            lamp_data.color = (1.0, 0.88, 0.72)
-            own = bpy.data.objects.new(f"lamp {name}", lamp_data)
-            own.location = (0.0, 1.0, 4.0)
+            own = self._new_lamp(name)
         else:
             if name == "playground":
-                paint = self._material("slide", (0.10, 0.45, 0.40), 0.4)
-                metal = self._material("metal", (0.55, 0.56, 0.58), 0.3)
-                box("cube", "platform", paint, props, location=(-3.0, 6.0, 1.2), scale=(0.6, 0.6, 0.08))
-                box(
-                    "cube", "slide", paint, props, location=(-1.6, 6.0, 0.65), scale=(1.3, 0.4, 0.04),
-                    rotation_euler=(0, math.radians(27), 0),
-                )  # fmt: skip
-                for dx, dy in ((-0.55, -0.55), (-0.55, 0.55), (0.55, -0.55), (0.55, 0.55)):
-                    box("cylinder", f"post {dx} {dy}", metal, props, location=(-3.0 + dx, 6.0 + dy, 0.6),
-                        scale=(0.04, 0.04, 0.6))  # fmt: skip
-                for dx in (2.0, 4.4):
-                    for tilt in (-0.25, 0.25):
-                        box("cylinder", f"swing leg {dx} {tilt}", metal, props, location=(dx, 7.0 + tilt * 2, 1.1),
-                            scale=(0.05, 0.05, 1.15), rotation_euler=(tilt, 0, 0))  # fmt: skip
-                box("cylinder", "swing bar", metal, props, location=(3.2, 7.0, 2.2), scale=(0.05, 0.05, 1.25),
-                    rotation_euler=(0, math.pi / 2, 0))  # fmt: skip
+                self._build_playground_props(props)
                 world = self._world(f"world {name}", (0.75, 0.84, 0.95), (0.22, 0.42, 0.85))
             else:
-                bark = self._material("bark", (0.20, 0.12, 0.06), 0.9)
-                leaves = self._material("leaves", (0.05, 0.20, 0.04), 0.8, noise=0.3)
-                house = self._material("house", (0.60, 0.55, 0.45), 0.8)
-                roof = self._material("roof", (0.15, 0.12, 0.12), 0.7)
-                for k, (x, y) in enumerate(((-5.5, 9.0), (-2.5, 12.0), (1.5, 11.0), (5.0, 8.5), (7.5, 12.5))):
-                    box("cylinder", f"trunk {k}", bark, props, location=(x, y, 0.9), scale=(0.15, 0.15, 0.9))
-                    box("cone", f"crown {k}", leaves, props, location=(x, y, 2.6), scale=(1.0, 1.0, 1.4))
-                box("cube", "house", house, props, location=(-1.0, 16.0, 1.6), scale=(3.0, 2.0, 1.6))
-                box("cube", "roof", roof, props, location=(-1.0, 16.0, 3.5), scale=(3.2, 2.2, 0.3))
+                self._build_outdoor_props(props)
                 world = self._world(f"world {name}", (0.85, 0.82, 0.78), (0.35, 0.50, 0.80))
-            sun_data = bpy.data.lights.new(f"sun {name}", "SUN")
-            sun_data.angle = math.radians(2.0)
-            own = bpy.data.objects.new(f"sun {name}", sun_data)
+            own = self._new_sun(name)
         props.objects.link(own)
         if self.hdri is not None:  # the panorama shows the scene: the props stay hidden
             props.hide_render = True
@@ -528,6 +483,74 @@ class CandleStage:
             own = None
         props.hide_render = True  # shown by render() for its scene
         return {"collection": props, "world": world, "own_light": own}
+
+    def _build_indoor_props(self, props: Any) -> None:
+        """Walls, a cabinet, a table and a picture: the indoor scene's room."""
+        box = self._add
+        wall = self._material("wall", (0.62, 0.58, 0.50), 0.9)
+        box("plane", "back wall", wall, props, location=(0, 6.5, 2.5), rotation_euler=(math.pi / 2, 0, 0))
+        props.objects["back wall"].scale = (9.0, 2.5, 1.0)
+        for side in (-1, 1):
+            wall_obj = box(
+                "plane", f"side wall {side}", wall, props, location=(side * 6.5, 1.0, 2.5),
+                rotation_euler=(math.pi / 2, 0, math.pi / 2),
+            )  # fmt: skip
+            wall_obj.scale = (8.0, 2.5, 1.0)
+        cabinet = self._material("cabinet", (0.18, 0.24, 0.20), 0.5)
+        box("cube", "cabinet", cabinet, props, location=(3.2, 5.6, 0.55), scale=(1.2, 0.45, 0.55))
+        box("cube", "table", cabinet, props, location=(-3.0, 5.0, 0.75), scale=(1.0, 0.6, 0.05))
+        for dx in (-0.9, 0.9):
+            box("cylinder", f"leg {dx}", cabinet, props, location=(-3.0 + dx, 5.0, 0.37), scale=(0.05, 0.05, 0.37))
+        frame = self._material("picture", (0.55, 0.55, 0.60), 0.3)
+        box("cube", "picture", frame, props, location=(0.0, 6.45, 2.2), scale=(1.0, 0.03, 0.6))
+
+    def _build_playground_props(self, props: Any) -> None:
+        """A slide on its platform and a swing frame: the playground scene."""
+        box = self._add
+        paint = self._material("slide", (0.10, 0.45, 0.40), 0.4)
+        metal = self._material("metal", (0.55, 0.56, 0.58), 0.3)
+        box("cube", "platform", paint, props, location=(-3.0, 6.0, 1.2), scale=(0.6, 0.6, 0.08))
+        box(
+            "cube", "slide", paint, props, location=(-1.6, 6.0, 0.65), scale=(1.3, 0.4, 0.04),
+            rotation_euler=(0, math.radians(27), 0),
+        )  # fmt: skip
+        for dx, dy in ((-0.55, -0.55), (-0.55, 0.55), (0.55, -0.55), (0.55, 0.55)):
+            box("cylinder", f"post {dx} {dy}", metal, props, location=(-3.0 + dx, 6.0 + dy, 0.6),
+                scale=(0.04, 0.04, 0.6))  # fmt: skip
+        for dx in (2.0, 4.4):
+            for tilt in (-0.25, 0.25):
+                box("cylinder", f"swing leg {dx} {tilt}", metal, props, location=(dx, 7.0 + tilt * 2, 1.1),
+                    scale=(0.05, 0.05, 1.15), rotation_euler=(tilt, 0, 0))  # fmt: skip
+        box("cylinder", "swing bar", metal, props, location=(3.2, 7.0, 2.2), scale=(0.05, 0.05, 1.25),
+            rotation_euler=(0, math.pi / 2, 0))  # fmt: skip
+
+    def _build_outdoor_props(self, props: Any) -> None:
+        """Five trees and a house: the outdoor scene."""
+        box = self._add
+        bark = self._material("bark", (0.20, 0.12, 0.06), 0.9)
+        leaves = self._material("leaves", (0.05, 0.20, 0.04), 0.8, noise=0.3)
+        house = self._material("house", (0.60, 0.55, 0.45), 0.8)
+        roof = self._material("roof", (0.15, 0.12, 0.12), 0.7)
+        for k, (x, y) in enumerate(((-5.5, 9.0), (-2.5, 12.0), (1.5, 11.0), (5.0, 8.5), (7.5, 12.5))):
+            box("cylinder", f"trunk {k}", bark, props, location=(x, y, 0.9), scale=(0.15, 0.15, 0.9))
+            box("cone", f"crown {k}", leaves, props, location=(x, y, 2.6), scale=(1.0, 1.0, 1.4))
+        box("cube", "house", house, props, location=(-1.0, 16.0, 1.6), scale=(3.0, 2.0, 1.6))
+        box("cube", "roof", roof, props, location=(-1.0, 16.0, 3.5), scale=(3.2, 2.2, 0.3))
+
+    def _new_lamp(self, name: str) -> Any:
+        """The indoor scene's own light: a warm ceiling lamp (U sets its power, :meth:`_own_light`)."""
+        lamp_data = self.bpy.data.lights.new(f"lamp {name}", "AREA")
+        lamp_data.size = 3.0
+        lamp_data.color = (1.0, 0.88, 0.72)
+        own = self.bpy.data.objects.new(f"lamp {name}", lamp_data)
+        own.location = (0.0, 1.0, 4.0)
+        return own
+
+    def _new_sun(self, name: str) -> Any:
+        """An outside scene's own light: the sun (U sets its elevation, direction, colour, strength)."""
+        sun_data = self.bpy.data.lights.new(f"sun {name}", "SUN")
+        sun_data.angle = math.radians(2.0)
+        return self.bpy.data.objects.new(f"sun {name}", sun_data)
 
     def _world(self, name: str, horizon: tuple[float, ...], zenith: tuple[float, ...] | None) -> Any:
         """A world of one colour, or a sky from ``horizon`` to ``zenith`` by the view's elevation."""
@@ -691,6 +714,19 @@ class CandleStage:
         InvalidArgumentError
             When a factor value is not one of the grid's.
         """
+        self._check_point(point)
+        rng = np.random.default_rng(int(seed))
+        u = float(rng.uniform())  # draw order is fixed: U, camera, then the object's position
+        camera = self._place_camera(rng)
+        self._show_scene(point["scene"], u)
+        shape, metres = self._show_object(point)
+        (x, y), box = self._place_object(shape, metres, rng, point.get("index"))
+        self.light.location = light_location(point["light"], (x, y))
+        self._write_image(path, seed)
+        return image_record(point, seed, u, camera, (x, y), box)
+
+    def _check_point(self, point: dict[str, Any]) -> None:
+        """Refuse a factor value that is not one of the grid's, or a scene this stage did not build."""
         from repscope.data.candle.grid import GRID_FACTORS  # noqa: PLC0415
 
         for name, values in GRID_FACTORS.items():
@@ -698,11 +734,9 @@ class CandleStage:
                 raise InvalidArgumentError(f"point: {name} {point[name]!r} is not one of {values}")
         if point["scene"] not in self._scene_sets:
             raise InvalidArgumentError(f"point: scene {point['scene']!r} is not one of this stage's {self.scenes}")
-        bpy = self.bpy
-        rng = np.random.default_rng(int(seed))
-        u = float(rng.uniform())  # draw order is fixed: U, camera, then the object's position
-        camera = self._place_camera(rng)
-        scene_name = point["scene"]
+
+    def _show_scene(self, scene_name: str, u: float) -> None:
+        """Show one scene's props, world, floor and own light (set by the confounder ``u``); hide the others."""
         for name, parts in self._scene_sets.items():
             parts["collection"].hide_render = name != scene_name or self.hdri is not None
             if parts["own_light"] is not None:
@@ -711,6 +745,10 @@ class CandleStage:
         self.floor.is_shadow_catcher = self.hdri is not None
         self.floor.data.materials[0] = self._floor_materials[scene_name]
         self._own_light(scene_name, u)
+
+    def _show_object(self, point: dict[str, Any]) -> tuple[Any, float]:
+        """Show the point's object (the others hidden) in its colour, size and rotation; returns it and its
+        size in metres."""
         shape = self._objects[point["object"]]
         for name, obj in self._objects.items():
             obj.hide_render = name != point["object"]
@@ -719,52 +757,91 @@ class CandleStage:
             1.0,
         )
         scale, rotation = object_pose(point)
-        metres = scale[0]
         shape.scale = scale
         shape.rotation_euler = rotation
-        local = self._vertices(shape)
-        bottom = float(local[:, 2].min()) * metres
+        return shape, scale[0]
+
+    def _place_object(
+        self, shape: Any, metres: float, rng: np.random.Generator, index: Any
+    ) -> tuple[tuple[float, float], np.ndarray]:
+        """Stand ``shape`` (``metres`` across) on the floor at seeded random positions until it lies inside the
+        frame (a margin of ``MARGIN_PIXELS``); returns the floor position and the pixel box
+        ``[[x0, y0], [x1, y1]]``."""
+        bottom = float(self._vertices(shape)[:, 2].min()) * metres
         for _attempt in range(200):
             x, y = rng.uniform(*FLOOR_X), rng.uniform(*FLOOR_Y)
             shape.location = (x, y, -bottom)
-            bpy.context.view_layer.update()
+            self.bpy.context.view_layer.update()
             pixels = self._project(self._world_vertices(shape))
             low, high = pixels.min(axis=0), pixels.max(axis=0)
             inside = (self.width - MARGIN_PIXELS, self.height - MARGIN_PIXELS)
             if (low >= MARGIN_PIXELS).all() and (high <= inside).all():
-                break
-        else:  # pragma: no cover - the floor area lies well inside the frame
-            raise InvalidArgumentError(f"point {point.get('index')}: found no position with the object in frame")
-        self.light.location = light_location(point["light"], (x, y))
+                return (x, y), np.stack([low, high])
+        # the floor area lies well inside the frame
+        raise InvalidArgumentError(f"point {index}: found no position with the object in frame")  # pragma: no cover
+
+    def _write_image(self, path: str | Path, seed: int) -> None:
+        """Render with the image's seed and write the PNG atomically (an interrupt waits for the file)."""
+        bpy = self.bpy
         self.scene.cycles.seed = int(seed) % (2**31)
-        path = Path(path)
-        partial = path.with_name(f".{path.name}.part")
-        with interrupt_deferred(), blender_stdout_silenced():
+        with interrupt_deferred(), blender_stdout_silenced(), atomic_path(path) as partial:
             bpy.ops.render.render(write_still=False)
             bpy.data.images["Render Result"].save_render(filepath=str(partial))
-            os.replace(partial, path)
-        label = f"{point['object'].capitalize()}_0"
-        return {
-            "scene": scene_name,
-            "lights": point["light"],
-            "objects": {
-                label: {
-                    "object_type": point["object"],
-                    "color": point["color"],
-                    "size": point["size"],
-                    "rotation": int(point["rotation"]),
-                    "bounds": [
-                        [round(float(low[0]), 2), round(float(low[1]), 2)],
-                        [round(float(high[0]), 2), round(float(high[1]), 2)],
-                    ],  # fmt: skip
-                }
-            },
-            "index": int(point.get("index", -1)),
-            "seed": int(seed),
-            "confounder": {"scene_light": round(u, 6)},
-            "camera": camera,
-            "position": [round(float(x), 4), round(float(y), 4)],
-        }
+
+
+def image_record(
+    point: dict[str, Any],
+    seed: int,
+    u: float,
+    camera: dict[str, Any],
+    position: tuple[float, float],
+    box: np.ndarray,
+) -> dict[str, Any]:
+    """The JSON record of one rendered image in the CANDLE layout (``scene``, ``lights``, ``objects``).
+
+    Parameters
+    ----------
+    point : dict
+        The grid point rendered.
+    seed : int
+        The image's seed.
+    u : float
+        The confounder's value.
+    camera : dict
+        The camera's location and roll.
+    position : (float, float)
+        Where the object stands on the floor (metres).
+    box : numpy.ndarray
+        ``[[x0, y0], [x1, y1]]``, the object's pixel box.
+
+    Returns
+    -------
+    dict
+        The CANDLE layout plus ``index``, ``seed``, ``confounder``, ``camera`` and ``position``.
+    """
+    (low, high), (x, y) = box, position
+    label = f"{point['object'].capitalize()}_0"
+    return {
+        "scene": point["scene"],
+        "lights": point["light"],
+        "objects": {
+            label: {
+                "object_type": point["object"],
+                "color": point["color"],
+                "size": point["size"],
+                "rotation": int(point["rotation"]),
+                "bounds": [
+                    [round(float(low[0]), 2), round(float(low[1]), 2)],
+                    [round(float(high[0]), 2), round(float(high[1]), 2)],
+                ],  # fmt: skip
+            }
+        },
+        "index": int(point.get("index", -1)),
+        "seed": int(seed),
+        "confounder": {"scene_light": round(u, 6)},
+        "camera": camera,
+        "position": [round(float(x), 4), round(float(y), 4)],
+    }
 
 
 def _use_nodes(owner: Any) -> None:
