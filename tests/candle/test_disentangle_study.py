@@ -73,7 +73,8 @@ def test_classifiers_trained_before_judge_instead_of_the_studys_own(study, tmp_p
     table, earlier = (pd.read_csv(folder / "tables" / "table2.csv") for folder in (out, first))
     pd.testing.assert_frame_equal(table, earlier)
     report = (out / "report.html").read_text()
-    assert f"Factor classifiers from {first / 'classifiers'}" in report and "train better ones" in report
+    assert f"Judges of CG: the factor classifiers from {first / 'classifiers'}" in report
+    assert "train better ones" in report
 
 
 def test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_written(study, tmp_path):
@@ -99,7 +100,7 @@ def test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused(tmp_pa
     import yaml
 
     from repscope.run_directory import CONFIG_FILE
-    from repscope.studies.candle.cg import trained_factor_classifiers
+    from repscope.studies.candle.cg import trained_judges
 
     def judge(factor, target, judged=True):
         run = tmp_path / "judges" / factor
@@ -112,18 +113,16 @@ def test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused(tmp_pa
 
     judge("object", "object")
     # the loader's default (64) on the judge's side, named on the study's
-    assert trained_factor_classifiers(tmp_path / "judges", ["object"], "candle", {"image_size": 64}) == {
-        "object": 0.995
-    }
+    assert trained_judges(tmp_path / "judges", ["object"], "candle", {"image_size": 64}) == {"object": 0.995}
     with pytest.raises(InvalidArgumentError, match="trained at image_size 64, the study's data is at 128"):
-        trained_factor_classifiers(tmp_path / "judges", ["object"], "candle", {"image_size": 128})
+        trained_judges(tmp_path / "judges", ["object"], "candle", {"image_size": 128})
     # a run in the wrong folder, and one stopped before it was measured
     judge("size", "color")
     with pytest.raises(InvalidArgumentError, match=r"the run .*size classifies 'color', not size"):
-        trained_factor_classifiers(tmp_path / "judges", ["object", "size"], "candle")
+        trained_judges(tmp_path / "judges", ["object", "size"], "candle")
     judge("light", "light", judged=False)
     with pytest.raises(InvalidArgumentError, match="the light classifier.* did not finish training"):
-        trained_factor_classifiers(tmp_path / "judges", ["object", "light"], "candle")
+        trained_judges(tmp_path / "judges", ["object", "light"], "candle")
 
 
 def test_members_are_checked_before_anything_is_trained_or_written(tmp_path):

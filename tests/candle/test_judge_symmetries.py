@@ -12,7 +12,7 @@ import yaml
 from repscope.data import dsprites
 from repscope.data.symmetries import identifiable_hits
 from repscope.errors import InvalidArgumentError
-from repscope.studies.candle.cg import classifier_accuracies, judge_record, judge_records
+from repscope.studies.candle.cg import judge_accuracies, judge_record, judge_records
 from repscope.train.reader import open_run
 
 
@@ -86,7 +86,7 @@ def test_a_judge_record_holds_raw_and_identifiable_accuracy(tmp_path):
     (tmp_path / "rotation" / "judge.json").write_text(json.dumps(record))
     (tmp_path / "size").mkdir()
     (tmp_path / "size" / "metrics.json").write_text(json.dumps({"test_accuracy": 0.5}))
-    assert classifier_accuracies(tmp_path) == pytest.approx({"rotation": 2 / 3, "size": 0.5})
+    assert judge_accuracies(tmp_path) == pytest.approx({"rotation": 2 / 3, "size": 0.5})
     assert judge_records(tmp_path)["size"]["rule"].startswith("raw test accuracy")
 
 

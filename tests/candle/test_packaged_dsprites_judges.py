@@ -11,7 +11,7 @@ import pytest
 from repscope.data import dsprites
 from repscope.data.multimodal.datasets import dsprites_dataset
 from repscope.errors import InvalidArgumentError
-from repscope.studies.candle.cg import PACKAGED_JUDGES, classifiers_folder, judge_record
+from repscope.studies.candle.cg import PACKAGED_JUDGES, judge_record, judges_folder
 from repscope.studies.candle.disentanglement import DSPRITES_FACTORS, DisentangleStudyConfig, run_disentangle_study
 from repscope.studies.common import MemberModel
 from repscope.train.reader import open_run
@@ -40,14 +40,14 @@ def test_each_packaged_judge_reads_the_held_out_images_as_it_recorded():
 
 
 def test_packaged_names_the_dsprites_judges_and_no_others():
-    assert classifiers_folder("packaged", "dsprites") == FOLDER
-    assert classifiers_folder("~/judges", "candle").name == "judges"  # a folder is passed through
+    assert judges_folder("packaged", "dsprites") == FOLDER
+    assert judges_folder("~/judges", "candle").name == "judges"  # a folder is passed through
     with pytest.raises(
         InvalidArgumentError, match=r"^classifiers_dir: packaged judges come with .* dsprites only, not"
     ):
-        classifiers_folder("packaged", "candle")
+        judges_folder("packaged", "candle")
     with pytest.raises(InvalidArgumentError, match=r"^--classifiers: packaged"):
-        classifiers_folder("packaged", "cdsprites", key="--classifiers")
+        judges_folder("packaged", "cdsprites", key="--classifiers")
 
 
 def test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are(tmp_path, run_cli):
@@ -68,7 +68,7 @@ def test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_a
     }
     assert metrics["judge_ok"] is True and metrics["weak_judges"] == []
     text = report.read_text()
-    assert "Factor classifiers that come with repscope" in text and "below the 90%" not in text
+    assert "Judges of CG: the factor classifiers that come with repscope" in text and "below the 90%" not in text
     # a model of the study scored on the command line with the same judges gives the study's CG
     model = next((tmp_path / "study" / "models").iterdir())
     code, out, err = run_cli(["disentangle", "score", str(model), "--n", "40", "--classifiers", "packaged"])

@@ -86,7 +86,7 @@ def stubbed(monkeypatch):
         images = rng.uniform(size=(codes.shape[1] * steps, 8, 8))
         return np.full_like(images, 0.5) if scored[-1] == "second" else images
 
-    monkeypatch.setattr(study_module, "train_factor_classifiers", classifiers)
+    monkeypatch.setattr(study_module, "train_judges", classifiers)
     monkeypatch.setattr(study_module, "score_model", scores)
     monkeypatch.setattr(study_module, "traversal_images", traversals)
     return scored
@@ -240,10 +240,10 @@ def test_the_cli_resume_refuses_a_changed_config_in_one_line(tmp_path, run_cli):
 
 
 def test_the_factor_classifiers_are_counted_and_a_resume_keeps_the_trained_ones(tmp_path, lines, capsys):
-    from repscope.studies.candle.cg import train_factor_classifiers
+    from repscope.studies.candle.cg import train_judges
 
     arguments = {"data_params": {"train_size": 64, "test_size": 32}, "epochs": 1}
-    first = train_factor_classifiers("dsprites", ["shape", "scale"], tmp_path / "c", **arguments)
+    first = train_judges("dsprites", ["shape", "scale"], tmp_path / "c", **arguments)
     err = capsys.readouterr().err
     assert (
         "2 factor classifiers (attribute-cnn): 1/2" in err and "2 factor classifiers (attribute-cnn): 2/2 done" in err
@@ -251,7 +251,7 @@ def test_the_factor_classifiers_are_counted_and_a_resume_keeps_the_trained_ones(
     assert "shape classifier on dsprites (1 of 2)" in err and "scale classifier on dsprites (2 of 2)" in err
     stamp = (tmp_path / "c" / "scale" / "judge.json").stat().st_mtime_ns
     (tmp_path / "c" / "shape" / "judge.json").unlink()  # as if stopped after its training, before its judge
-    again = train_factor_classifiers("dsprites", ["shape", "scale"], tmp_path / "c", resume=True, **arguments)
+    again = train_judges("dsprites", ["shape", "scale"], tmp_path / "c", resume=True, **arguments)
     err = capsys.readouterr().err
     assert "scale classifier" not in err and (tmp_path / "c" / "scale" / "judge.json").stat().st_mtime_ns == stamp
     assert again == first  # shape continued from its last checkpoint: no epoch left, the same weights

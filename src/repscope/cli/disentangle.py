@@ -68,7 +68,7 @@ def score_command(
     from repscope.fileio import dumps_json
     from repscope.outputs import CommandInput, prepare_output
     from repscope.studies.candle.score_arrays import check_bootstrap
-    from repscope.studies.candle.score_command import score_file, score_intervals
+    from repscope.studies.candle.score_command import compute_file_scores, score_intervals, write_file_scores
 
     check_bootstrap(bootstrap)
     if out is not None:
@@ -79,18 +79,19 @@ def score_command(
     with warnings.catch_warnings():
         # the weak-judge warning becomes the one line printed below
         warnings.simplefilter("ignore", RuntimeWarning)
-        result = score_file(
+        result = compute_file_scores(
             file,
             n=n,
             seed=seed,
             metrics=list(metric),
             bootstrap=bootstrap,
             classifiers=classifiers,
-            out=out,
             compat=compat,
             min_judge_accuracy=min_judge_accuracy,
             refuse_weak_judges=refuse_weak_judges,
         )
+    if out is not None:
+        write_file_scores(result, out)
     cg = result["metrics"].get("cg")
     if cg is not None and not cg["judge_ok"]:
         weak = ", ".join(f"{name} {cg['judge_accuracy'][name]:.3f}" for name in cg["weak_judges"])
@@ -150,7 +151,7 @@ def classifiers_command(
     (raw, and identifiable: up to what the images can show)."""
     from repscope.errors import InvalidArgumentError, shown
     from repscope.outputs import inputs_in_mapping, output_target, prepare_output, refuse_output_onto_inputs
-    from repscope.studies.candle.cg import judge_records, train_factor_classifiers
+    from repscope.studies.candle.cg import judge_records, train_judges
     from repscope.train.registry import MODELS
 
     if model not in MODELS or not MODELS[model].supervised:
@@ -183,7 +184,7 @@ def classifiers_command(
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory", inputs=inputs)
     with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
-        accuracies = train_factor_classifiers(
+        accuracies = train_judges(
             data,
             names,
             target,

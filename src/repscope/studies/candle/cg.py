@@ -1,8 +1,8 @@
-"""Counterfactual Generativeness of a trained VAE run: factor classifiers and the CG scores at rho 1 and 2.
+"""Counterfactual Generativeness of a trained VAE run: its judges and the CG scores at rho 1 and 2.
 
 CG (:func:`repscope.metrics.disentanglement.counterfactual.counterfactual_generativeness`) judges the
-images a model decodes after an intervention on its latents with a classifier of every factor. The
-classifiers are the framework's supervised models (``attribute-cnn`` by default; ``factor-cnn``,
+images a model decodes after an intervention on its latents with a classifier of every factor, the
+factor's *judge*. The judges are the framework's supervised models (``attribute-cnn`` by default; ``factor-cnn``,
 :class:`repscope.models.candle.judge_cnn.FactorCNN`, keeps the full resolution at 4.6 times the multiply-adds), one
 per factor, trained on the
 same dataset by :func:`repscope.train.fitting.fit` into ``DIR/<factor>/`` (a run directory each, with its
@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import shutil
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -103,7 +104,7 @@ def judge_record(
     }
 
 
-def train_factor_classifiers(
+def train_judges(
     data: str,
     factors: list[str],
     out: str | Path,
@@ -117,7 +118,7 @@ def train_factor_classifiers(
     trainer: TrainerSection | None = None,
     resume: bool = False,
 ) -> dict[str, float]:
-    """One classifier per factor of a dataset, each a training run in ``out/<factor>/``.
+    """The judges of CG: one classifier per factor of a dataset, each a training run in ``out/<factor>/``.
 
     Parameters
     ----------
@@ -126,7 +127,7 @@ def train_factor_classifiers(
     factors : list of str
         The factors (the dataset's ``target`` values).
     out : str or pathlib.Path
-        Folder of the classifiers' run directories.
+        Folder of the judges' run directories.
     data_params : dict, optional
         Further parameters of the dataset (``size``, ``test_size``, ...).
     epochs, batch_size, seed
@@ -193,7 +194,7 @@ def _train_one(
     trainer: TrainerSection | None,
     resume: bool,
 ) -> float:
-    """Train the classifier of one factor into ``out/<factor>``; its identifiable test accuracy."""
+    """Train the judge of one factor into ``out/<factor>``; its identifiable test accuracy."""
     config = TrainConfig(
         model=Named(name=model, params=dict(model_params or {})),
         data=Named(name=data, params={**(data_params or {}), "target": factor}),
@@ -212,9 +213,9 @@ def _train_one(
     return float(record["identifiable_accuracy"])
 
 
-def classifiers_folder(value: str | Path, data: str, key: str = "classifiers_dir") -> Path:
-    """The folder of factor classifiers that ``value`` names: a folder, or ``packaged`` for those that
-    come with the package for ``data`` (:data:`PACKAGED_JUDGES`: dSprites, every judge at least 98%
+def judges_folder(value: str | Path, data: str, key: str = "classifiers_dir") -> Path:
+    """The folder of judges (factor classifiers) that ``value`` names: a folder, or ``packaged`` for those
+    that come with the package for ``data`` (:data:`PACKAGED_JUDGES`: dSprites, every judge at least 98%
     identifiable accuracy).
 
     A folder that is itself called ``packaged`` is named by its absolute path.
@@ -224,14 +225,14 @@ def classifiers_folder(value: str | Path, data: str, key: str = "classifiers_dir
     value : str or pathlib.Path
         ``classifiers_dir`` of a study or ``--classifiers`` of ``disentangle score``.
     data : str
-        The registered dataset the classifiers are to judge.
+        The registered dataset whose images the judges are to judge.
     key : str, default="classifiers_dir"
         The setting named in the error.
 
     Returns
     -------
     pathlib.Path
-        The folder (not yet checked: :func:`trained_factor_classifiers` does that).
+        The folder (not yet checked: :func:`trained_judges` does that).
 
     Raises
     ------
@@ -248,11 +249,11 @@ def classifiers_folder(value: str | Path, data: str, key: str = "classifiers_dir
     return PACKAGED_JUDGES[data]
 
 
-def trained_factor_classifiers(
+def trained_judges(
     folder: str | Path, factors: list[str], data: str, data_params: dict[str, Any] | None = None
 ) -> dict[str, float]:
-    """The accuracies of factor classifiers trained before (``repscope disentangle classifiers``), checked
-    against the data a study judges with them.
+    """The accuracies of judges (factor classifiers) trained before (``repscope disentangle classifiers``),
+    checked against the data a study judges with them.
 
     A judge must have been trained on the study's dataset and at its image size (a CANDLE judge trained
     on every grid point may judge a study of the confounded subset; one trained on 128-pixel images
@@ -261,7 +262,7 @@ def trained_factor_classifiers(
     Parameters
     ----------
     folder : str or pathlib.Path
-        The classifiers' folder (one run directory per factor).
+        The judges' folder (one run directory per factor).
     factors : list of str
         The factors the study judges.
     data : str
@@ -317,7 +318,26 @@ def trained_factor_classifiers(
     return {name: float(records[name]["identifiable_accuracy"]) for name in factors}
 
 
-def _load_classifiers(folder: Path, names: list[str]) -> list[Any]:
+def load_judges(folder: Path, names: list[str]) -> list[Any]:
+    """The judge of each factor in ``names``, loaded from its run directory ``folder/<factor>``.
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The judges' folder (:func:`train_judges` wrote it).
+    names : list of str
+        The factors, in the order wanted.
+
+    Returns
+    -------
+    list
+        The trained classifiers, one per name.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When a factor has no classifier run in ``folder``.
+    """
     missing = [name for name in names if not (folder / name / CONFIG_FILE).is_file()]
     if missing:
         raise InvalidArgumentError(
@@ -336,15 +356,15 @@ def cg_of_run(
     min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
     refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
-    """CG at each rho of a VAE run, judged by the factor classifiers in ``classifiers``.
+    """CG at each rho of a VAE run, its counterfactual images judged by the factor classifiers in ``classifiers``.
 
     Parameters
     ----------
     run_dir : str or pathlib.Path
         A VAE-family training run on data with factors.
     classifiers : str or pathlib.Path
-        The folder :func:`train_factor_classifiers` wrote (one run directory per factor), or ``packaged``:
-        the judges that come with the package for the run's dataset (:func:`classifiers_folder`).
+        The folder :func:`train_judges` wrote (one run directory per factor), or ``packaged``:
+        the judges that come with the package for the run's dataset (:func:`judges_folder`).
     n : int, default=1000
         Test examples (a seeded draw, as :func:`codes_of_run`).
     seed : int, default=0
@@ -352,16 +372,16 @@ def cg_of_run(
     rho : tuple of int, default=(1, 2)
         Latents attributed to each factor.
     min_judge_accuracy : float, default=0.9
-        The least held-out accuracy of a factor classifier for ``judge_ok``.
+        The least held-out accuracy of a judge for ``judge_ok``.
     refuse_weak_judges : bool, default=False
-        Raise, before any decoding, when a classifier is below ``min_judge_accuracy`` (otherwise a
+        Raise, before any decoding, when a judge is below ``min_judge_accuracy`` (otherwise a
         ``RuntimeWarning``).
 
     Returns
     -------
     dict
         ``cg_rho<r>`` per rho, ``details`` (the per-rho results of the metric), ``factor_names``,
-        ``judge_accuracy`` (factor name -> held-out accuracy of its classifier), ``judge_ok``,
+        ``judge_accuracy`` (factor name -> held-out accuracy of its judge), ``judge_ok``,
         ``weak_judges`` (names) and ``min_judge_accuracy``.
 
     Raises
@@ -371,12 +391,73 @@ def cg_of_run(
         is weak and ``refuse_weak_judges`` is set.
     """
     factors, codes, names = codes_of_run(run_dir, n=n, seed=seed)
-    classifiers = classifiers_folder(classifiers, open_run(run_dir).data_name, "--classifiers")
-    models = _load_classifiers(classifiers, names)
-    measured = classifier_accuracies(classifiers)
+    classifiers = judges_folder(classifiers, open_run(run_dir).data_name, "--classifiers")
+    models = load_judges(classifiers, names)
+    measured = judge_accuracies(classifiers)
     accuracies = [measured.get(name, float("nan")) for name in names]
     judges = check_judges(accuracies, names, min_judge_accuracy, refuse=refuse_weak_judges)
     task = open_run(run_dir).task()
+    return _cg_at_each_rho(factors, codes, task.decode, models, names, judges, rho, min_judge_accuracy)
+
+
+def cg_of_codes(
+    factors: np.ndarray,
+    codes: np.ndarray,
+    decode: Callable[[np.ndarray], np.ndarray],
+    judges: list[Any],
+    judge_accuracy: dict[str, float],
+    factor_names: list[str],
+    rho: tuple[int, ...] = (1, 2),
+    min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
+    refuse_weak_judges: bool = False,
+) -> dict[str, Any]:
+    """CG at each rho of a model's codes, its counterfactual images judged by one classifier per factor.
+
+    What :func:`cg_of_run` computes once the run's codes, decoder and judges are in memory: no file is read.
+
+    Parameters
+    ----------
+    factors, codes : numpy.ndarray
+        ``(n, K)`` integer factors and ``(n, L)`` codes of the model's examples.
+    decode : callable
+        Codes ``(m, L)`` -> images (the model's decoder).
+    judges : list
+        The judge of each factor, in the order of ``factor_names``: a trained classifier whose
+        ``outputs(images)`` are the logits of the factor's classes.
+    judge_accuracy : dict of str to float
+        Factor -> the held-out accuracy its judge is held to (NaN when unknown).
+    factor_names : list of str
+        The factors' names, one per column of ``factors``.
+    rho : tuple of int, default=(1, 2)
+        Latents attributed to each factor.
+    min_judge_accuracy : float, default=0.9
+        The least held-out accuracy of a judge for ``judge_ok``.
+    refuse_weak_judges : bool, default=False
+        Raise, before any decoding, when a judge is below ``min_judge_accuracy`` (otherwise a
+        ``RuntimeWarning``).
+
+    Returns
+    -------
+    dict
+        As :func:`cg_of_run`.
+    """
+    accuracies = [judge_accuracy.get(name, float("nan")) for name in factor_names]
+    checked = check_judges(accuracies, factor_names, min_judge_accuracy, refuse=refuse_weak_judges)
+    return _cg_at_each_rho(factors, codes, decode, judges, factor_names, checked, rho, min_judge_accuracy)
+
+
+def _cg_at_each_rho(
+    factors: np.ndarray,
+    codes: np.ndarray,
+    decode: Callable[[np.ndarray], np.ndarray],
+    models: list[Any],
+    names: list[str],
+    judges: dict[str, Any],
+    rho: tuple[int, ...],
+    min_judge_accuracy: float,
+) -> dict[str, Any]:
+    """CG at each rho with the judges checked (:func:`repscope.metrics.disentanglement.counterfactual.check_judges`
+    gave ``judges``); the latents attributed to each factor are UC's top-rho IRS latents."""
 
     def predict_proba(images: np.ndarray) -> list[np.ndarray]:
         return [torch.softmax(model.outputs(images), dim=1).numpy() for model in models]
@@ -391,14 +472,14 @@ def cg_of_run(
         "details": {},
     }
     with warnings.catch_warnings():
-        # check_judges above has warned once already; the per-rho results only record the accuracies
+        # check_judges has warned once already; the per-rho results only record the accuracies
         warnings.simplefilter("ignore", RuntimeWarning)
         for value in capture["params"]["rho"]:
             result = counterfactual_generativeness(
                 factors,
                 codes,
                 capture["q_sets"][f"rho{value}"],
-                task.decode,
+                decode,
                 predict_proba,
                 judge_accuracy=judges["judge_accuracy"],
                 min_judge_accuracy=min_judge_accuracy,
@@ -408,13 +489,13 @@ def cg_of_run(
     return out
 
 
-def classifier_accuracies(folder: str | Path) -> dict[str, float]:
-    """The accuracy every classifier run in ``folder`` is held to as a judge.
+def judge_accuracies(folder: str | Path) -> dict[str, float]:
+    """The accuracy every judge (a classifier run) in ``folder`` is held to.
 
     Parameters
     ----------
     folder : str or pathlib.Path
-        The folder :func:`train_factor_classifiers` wrote.
+        The folder :func:`train_judges` wrote.
 
     Returns
     -------
@@ -439,12 +520,12 @@ def _read_judge(path: Path) -> dict[str, Any]:
 
 
 def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
-    """Every classifier run's :func:`judge_record` in ``folder`` (raw and identifiable accuracy).
+    """Every judge's :func:`judge_record` in ``folder`` (raw and identifiable accuracy).
 
     Parameters
     ----------
     folder : str or pathlib.Path
-        The folder :func:`train_factor_classifiers` wrote.
+        The folder :func:`train_judges` wrote.
 
     Returns
     -------
@@ -472,14 +553,23 @@ def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
     return records
 
 
+# the names these functions had before CG's factor classifiers were called judges everywhere (callers outside
+# the CANDLE area: tests/test_installed_package_commands.py)
+classifiers_folder = judges_folder
+trained_factor_classifiers = trained_judges
+
 __all__ = [
     "PACKAGED",
     "PACKAGED_JUDGES",
-    "classifiers_folder",
-    "train_factor_classifiers",
-    "trained_factor_classifiers",
+    "cg_of_codes",
     "cg_of_run",
-    "classifier_accuracies",
+    "classifiers_folder",
+    "judge_accuracies",
     "judge_record",
     "judge_records",
+    "judges_folder",
+    "load_judges",
+    "train_judges",
+    "trained_factor_classifiers",
+    "trained_judges",
 ]

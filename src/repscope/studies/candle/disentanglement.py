@@ -1,9 +1,9 @@
 """The disentanglement study on dSprites or CANDLE (CANDLE paper, Sec. 5, Table 2): IRS, UC and CG at rho 1 and 2.
 
-Every model of the config trains on the dataset (a run directory each, under ``models/``); the factor
-classifiers that CG judges counterfactual images with (``classifier_model``: ``attribute-cnn`` by
-default, or ``factor-cnn``) train on the same data and on the same trainer (``classifiers/``; the
-paper's reached 98.9% and 99.5%), unless ``classifiers_dir`` names classifiers trained before on the same
+Every model of the config trains on the dataset (a run directory each, under ``models/``); the judges of
+CG's counterfactual images, one classifier per factor (``classifier_model``: ``attribute-cnn`` by
+default, or ``factor-cnn``), train on the same data and on the same trainer (``classifiers/``; the
+paper's reached 98.9% and 99.5%), unless ``classifiers_dir`` names judges trained before on the same
 dataset and image size (``repscope disentangle classifiers``) or is ``packaged``: on dSprites, the judges
 that come with the package (every one at least 98% on held-out images; ``src/repscope/judges/README.md``).
 The report and ``metrics.json`` give each judge's raw test accuracy (``classifier_raw_accuracy``) and
@@ -23,6 +23,7 @@ import re
 import shutil
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,16 +47,19 @@ from repscope.studies.candle.cg import (
     CLASSIFIER_MODEL,
     PACKAGED,
     PACKAGED_JUDGES,
-    cg_of_run,
-    classifiers_folder,
+    cg_of_codes,
+    judge_accuracies,
     judge_records,
-    train_factor_classifiers,
-    trained_factor_classifiers,
+    judges_folder,
+    load_judges,
+    train_judges,
+    trained_judges,
 )
 from repscope.studies.candle.score_arrays import codes_of_run
 from repscope.studies.common import MemberModel, TrainingSection, check_members, member_config, slug, train_or_load
 from repscope.train.config import Named, Section, TrainerSection
 from repscope.train.fitting import fit, load_task
+from repscope.train.reader import open_run
 from repscope.validation import Seed
 
 DSPRITES_FACTORS = ["shape", "scale", "orientation", "posX", "posY"]
@@ -116,11 +120,11 @@ class DisentangleStudyConfig(Section):
     training: TrainingSection = Field(
         default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=10), batch_size=64)
     )
-    # the factor classifiers CG judges with (repscope.studies.candle.cg); factor-cnn: full resolution
+    # the judges of CG, one classifier per factor (repscope.studies.candle.cg); factor-cnn: full resolution
     classifier_model: str = CLASSIFIER_MODEL
     classifier_params: dict[str, Any] = Field(default_factory=dict)
     classifier_epochs: int = Field(3, ge=1)
-    # factor classifiers trained before (repscope disentangle classifiers; e.g. CANDLE judges trained on more
+    # judges trained before (repscope disentangle classifiers; e.g. CANDLE judges trained on more
     # renders than the study's subset), or "packaged" (dSprites judges that come with the package, each at
     # least 98%): used as they are instead of training the study's own
     classifiers_dir: str | None = None
@@ -128,7 +132,7 @@ class DisentangleStudyConfig(Section):
     rho: list[int] = Field(default_factory=lambda: [1, 2])
     traversal_steps: int = Field(7, ge=2)
     traversal_range: float = Field(2.0, gt=0.0)
-    # a CG judged by factor classifiers below this held-out accuracy is flagged (the paper's: 98.9%, 99.5%)
+    # a CG from judges below this held-out accuracy is flagged (the paper's: 98.9%, 99.5%)
     min_judge_accuracy: float = Field(DEFAULT_MIN_JUDGE_ACCURACY, ge=0.0, le=1.0)
     seed: Seed = 0
 
@@ -170,23 +174,23 @@ SCORE_STEPS = ("encoding the test images", "IRS", "UC", "CG", "MIG", "DCI", "SAP
 
 
 def score_model(run_dir: Path, classifiers: Path, config: DisentangleStudyConfig) -> tuple[dict[str, Any], Any]:
-    """Every score of one trained model: IRS, UC and CG per rho, MIG, DCI disentanglement, SAP.
+    """Every score of one trained model, read from its run: :func:`score_codes` of its encoded test draw, its
+    decoder and the judges in ``classifiers``.
 
     Parameters
     ----------
     run_dir : pathlib.Path
         The model's training run (or checkpoint).
     classifiers : pathlib.Path
-        The factor classifiers CG judges with.
+        The folder of the judges of CG (one factor classifier each).
     config : DisentangleStudyConfig
         The study's config (``evaluation_n``, ``seed``, ``rho``, ``min_judge_accuracy``).
 
     Returns
     -------
     (dict, numpy.ndarray)
-        The scores by key (``irs``, ``uc_rho<r>``, ``cg_rho<r>``, ``mig``, ``dci_disentanglement``, ``sap``)
-        plus ``details``: ``irs_matrix`` (latents x factors), ``q_sets`` (UC's sets per rho) and
-        ``factor_names``; and the scored codes. A progress bar counts the steps (``SCORE_STEPS``).
+        What :func:`score_codes` returns, and the scored codes. A progress bar counts the steps
+        (``SCORE_STEPS``).
     """
     name = Path(run_dir).name
     steps = len(SCORE_STEPS)
@@ -198,32 +202,84 @@ def score_model(run_dir: Path, classifiers: Path, config: DisentangleStudyConfig
 
         step(0)
         factors, codes, names = codes_of_run(run_dir, n=config.evaluation_n, seed=config.seed)
-        step(1)
-        measured = irs(factors, codes)
-        scores: dict[str, Any] = {"irs": measured["irs"]}
-        step(2)
-        capture = unique_capture(factors, codes, rho=tuple(config.rho))
-        step(3)
-        cg = cg_of_run(
-            run_dir,
-            classifiers,
-            n=config.evaluation_n,
-            seed=config.seed,
-            rho=tuple(config.rho),
-            min_judge_accuracy=config.min_judge_accuracy,
-        )
-        step(4)
-        for value in capture["params"]["rho"]:
-            scores[f"uc_rho{value}"] = capture[f"uc_rho{value}"]
-            scores[f"cg_rho{value}"] = cg[f"cg_rho{value}"]
-        scores["mig"] = mig(factors, codes)["mig"]
-        step(5)
-        scores["dci_disentanglement"] = dci(factors, codes)["dci_disentanglement"]
-        step(6)
-        scores["sap"] = sap(factors, codes)["sap"]
+        folder = judges_folder(classifiers, open_run(run_dir).data_name, "--classifiers")
+        judges = load_judges(folder, names)
+        accuracy = judge_accuracies(folder)
+        decode = open_run(run_dir).task().decode
+        scores = score_codes(factors, codes, names, decode, judges, accuracy, config, step=step)
         update(steps, description=f"scoring {name}")
-    scores["details"] = {"irs_matrix": measured["irs_matrix"], "q_sets": capture["q_sets"], "factor_names": names}
     return scores, codes
+
+
+def score_codes(
+    factors: np.ndarray,
+    codes: np.ndarray,
+    factor_names: list[str],
+    decode: Callable[[np.ndarray], np.ndarray],
+    judges: list[Any],
+    judge_accuracy: dict[str, float],
+    config: DisentangleStudyConfig,
+    step: Callable[[int], None] | None = None,
+) -> dict[str, Any]:
+    """Every score of one model's codes: IRS, UC and CG per rho, MIG, DCI disentanglement, SAP.
+
+    Parameters
+    ----------
+    factors, codes : numpy.ndarray
+        ``(n, K)`` integer factors (none constant) and ``(n, L)`` codes of the model's test examples.
+    factor_names : list of str
+        The factors' names.
+    decode : callable
+        The model's decoder (codes -> images), for CG's counterfactual images.
+    judges : list
+        The judge of each factor, in the order of ``factor_names``
+        (:func:`repscope.studies.candle.cg.cg_of_codes`).
+    judge_accuracy : dict of str to float
+        Factor -> the held-out accuracy its judge is held to.
+    config : DisentangleStudyConfig
+        The study's config (``rho``, ``min_judge_accuracy``).
+    step : callable, optional
+        Told the number of steps done (1: IRS running, ..., 6: SAP running; ``SCORE_STEPS``).
+
+    Returns
+    -------
+    dict
+        The scores by key (``irs``, ``uc_rho<r>``, ``cg_rho<r>``, ``mig``, ``dci_disentanglement``, ``sap``)
+        plus ``details``: ``irs_matrix`` (latents x factors), ``q_sets`` (UC's sets per rho) and
+        ``factor_names``.
+    """
+    step = step or (lambda done: None)
+    step(1)
+    measured = irs(factors, codes)
+    scores: dict[str, Any] = {"irs": measured["irs"]}
+    step(2)
+    capture = unique_capture(factors, codes, rho=tuple(config.rho))
+    step(3)
+    cg = cg_of_codes(
+        factors,
+        codes,
+        decode,
+        judges,
+        judge_accuracy,
+        factor_names,
+        rho=tuple(config.rho),
+        min_judge_accuracy=config.min_judge_accuracy,
+    )
+    step(4)
+    for value in capture["params"]["rho"]:
+        scores[f"uc_rho{value}"] = capture[f"uc_rho{value}"]
+        scores[f"cg_rho{value}"] = cg[f"cg_rho{value}"]
+    scores["mig"] = mig(factors, codes)["mig"]
+    step(5)
+    scores["dci_disentanglement"] = dci(factors, codes)["dci_disentanglement"]
+    step(6)
+    scores["sap"] = sap(factors, codes)["sap"]
+    scores["details"] = {
+        "irs_matrix": measured["irs_matrix"],
+        "q_sets": capture["q_sets"],
+        "factor_names": factor_names,
+    }
+    return scores
 
 
 # the report's names of the table's keys (metrics.json and tables/table2.csv keep the keys)
@@ -356,20 +412,443 @@ def _trained_member(
     return train_or_load(member, data, config.training, config.seed, model_dir, source, position=position)[0]
 
 
-def _stored_result(run: RunDirectory, member: MemberModel) -> dict[str, Any] | None:
-    """The result of a member scored before (``scores/<slug>.json`` and its figures), or None."""
+# --------------------------------------------------------------------------------------------------
+# compute: the results of one model and of the study, as arrays, tables and numbers (nothing written)
+
+
+@dataclass(frozen=True)
+class ModelResult:
+    """The scores of one trained model of the study and its latent traversals.
+
+    Attributes
+    ----------
+    label : str
+        The model's label in the config.
+    scores : dict of str to float
+        ``irs``, ``uc_rho<r>``, ``cg_rho<r>`` per rho, ``mig``, ``dci_disentanglement``, ``sap``.
+    details : dict or None
+        ``irs_matrix`` (latents x factors), ``q_sets`` (UC's sets per rho) and ``factor_names``.
+    latents : int or None
+        Latent dimensions of the model (None for a model read back from a resumed study).
+    traversal : numpy.ndarray or None
+        The traversal images (:func:`traversal_images`): row ``l`` of ``traversal_steps`` images varies
+        latent ``l`` over ``[-traversal_range, traversal_range]``; None for a model read back from a
+        resumed study (its figure was written then).
+    traversal_steps : int
+        Images per latent.
+    traversal_range : float
+        The span of each latent's values around the mean code.
+    flat_traversal_images : float
+        The share of traversal images that are flat (:func:`repscope.report.candle_figures.near_constant`).
+    """
+
+    label: str
+    scores: dict[str, float]
+    details: dict[str, Any] | None
+    latents: int | None
+    traversal: np.ndarray | None
+    traversal_steps: int
+    traversal_range: float
+    flat_traversal_images: float
+
+
+def compute_model_result(
+    label: str, task: Any, scores: dict[str, Any], codes: np.ndarray, config: DisentangleStudyConfig
+) -> ModelResult:
+    """One model's result: its scores (:func:`score_model`) and the traversals its decoder draws.
+
+    Parameters
+    ----------
+    label : str
+        The model's label.
+    task : object
+        The trained model (its ``decode`` draws the traversals).
+    scores : dict
+        What :func:`score_model` returns first (its ``details`` included).
+    codes : numpy.ndarray
+        The scored codes ``(n, L)`` (the traversals vary each latent around their mean).
+    config : DisentangleStudyConfig
+        The study's config (``traversal_steps``, ``traversal_range``).
+
+    Returns
+    -------
+    ModelResult
+    """
+    values = {key: value for key, value in scores.items() if key != "details"}
+    images = traversal_images(task, codes, config.traversal_steps, config.traversal_range)
+    flat = near_constant(images)
+    return ModelResult(
+        label=label,
+        scores={key: float(value) for key, value in values.items()},
+        details=scores.get("details"),
+        latents=int(codes.shape[1]),
+        traversal=images,
+        traversal_steps=config.traversal_steps,
+        traversal_range=config.traversal_range,
+        flat_traversal_images=float(flat.mean()) if flat.size else 0.0,
+    )
+
+
+@dataclass(frozen=True)
+class StudyJudges:
+    """The factor classifiers that judge CG's counterfactual images, as the study found or trained them.
+
+    Attributes
+    ----------
+    folder : pathlib.Path
+        Their folder (the study's ``classifiers/``, ``classifiers_dir`` or the packaged judges).
+    accuracy : dict of str to float
+        Factor -> held-out accuracy on what the images can show (:mod:`repscope.data.symmetries`).
+    records : dict of str to dict
+        Factor -> its judge record (:func:`repscope.studies.candle.cg.judge_records`): ``accuracy`` (raw),
+        ``identifiable_accuracy``, ``rule``.
+    judge_ok : bool
+        Whether every judge reaches ``min_judge_accuracy``.
+    weak_judges : list of str
+        The factors whose judge does not.
+    """
+
+    folder: Path
+    accuracy: dict[str, float]
+    records: dict[str, dict[str, Any]]
+    judge_ok: bool
+    weak_judges: list[str]
+
+
+@dataclass(frozen=True)
+class DisentangleStudyResult:
+    """The disentanglement study's result (Table 2 of the CANDLE paper, one row per model).
+
+    Attributes
+    ----------
+    data : str
+        The dataset's registered name.
+    models : tuple of ModelResult
+        Each model's scores and traversals, in the config's order.
+    table : pandas.DataFrame
+        The Table 2 layout: ``model``, ``irs``, ``uc_rho<r>``, ``cg_rho<r>`` per rho, ``mig``,
+        ``dci_disentanglement``, ``sap``.
+    judge_table : pandas.DataFrame
+        Per judged factor: ``factor``, ``test accuracy``, ``identifiable accuracy``, ``scored as``.
+    judges : StudyJudges
+        The judges of CG.
+    min_judge_accuracy : float
+        The least held-out accuracy of a judge.
+    flat_traversal_images : dict of str to float
+        Model label -> share of its traversal images that are flat.
+    """
+
+    data: str
+    models: tuple[ModelResult, ...]
+    table: pd.DataFrame
+    judge_table: pd.DataFrame
+    judges: StudyJudges
+    min_judge_accuracy: float
+    flat_traversal_images: dict[str, float]
+
+    def metrics(self) -> dict[str, Any]:
+        """The headline numbers by name (``metrics.json``)."""
+        judged = self.judges
+        return {
+            "classifiers_dir": str(judged.folder),
+            "classifier_accuracy": judged.accuracy,
+            "classifier_raw_accuracy": {name: record["accuracy"] for name, record in judged.records.items()},
+            "judge_ok": judged.judge_ok,
+            "weak_judges": judged.weak_judges,
+            "min_judge_accuracy": self.min_judge_accuracy,
+            "flat_traversal_images": self.flat_traversal_images,
+            "models": {
+                row["model"]: {key: float(value) for key, value in row.items() if key != "model"}
+                for row in self.table.to_dict("records")
+            },
+        }
+
+
+def compute_disentangle_study(
+    config: DisentangleStudyConfig, models: list[ModelResult], judges: StudyJudges
+) -> DisentangleStudyResult:
+    """The study's tables from its models' results and its judges.
+
+    Parameters
+    ----------
+    config : DisentangleStudyConfig
+        The study's config (``data``, ``rho``, ``min_judge_accuracy``).
+    models : list of ModelResult
+        Each model's result (:func:`compute_model_result`), in the config's order.
+    judges : StudyJudges
+        The judges of CG.
+
+    Returns
+    -------
+    DisentangleStudyResult
+    """
+    table = pd.DataFrame([{"model": model.label, **model.scores} for model in models])
+    order = ["model", "irs"] + [f"{part}_rho{r}" for r in config.rho for part in ("uc", "cg")]
+    table = table[order + ["mig", "dci_disentanglement", "sap"]]
+    judge_table = pd.DataFrame(
+        [
+            {
+                "factor": name,
+                "test accuracy": record["accuracy"],
+                "identifiable accuracy": record["identifiable_accuracy"],
+                "scored as": record["rule"],
+            }
+            for name, record in judges.records.items()
+        ]
+    )
+    return DisentangleStudyResult(
+        data=config.data.name,
+        models=tuple(models),
+        table=table,
+        judge_table=judge_table,
+        judges=judges,
+        min_judge_accuracy=config.min_judge_accuracy,
+        flat_traversal_images={model.label: model.flat_traversal_images for model in models},
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# write: a model's record and figures as it is scored (a resumed study reads them back), then the tables
+
+
+def write_model_result(run: RunDirectory, result: ModelResult) -> dict[str, Path]:
+    """Write one model's figures and its record ``scores/<slug>.json``; returns the figures by kind
+    (``traversal``, ``irs``)."""
+    name = slug(result.label)
+    figure = traversal_figure(
+        result.traversal, result.latents, result.traversal_steps, result.label, result.traversal_range
+    )
+    figures = {"traversal": run.save_figure(f"traversal_{name}", figure)}
+    details = result.details
+    if details is not None:
+        figures["irs"] = run.save_figure(
+            f"irs_{name}",
+            irs_uc_heatmaps(details["irs_matrix"], details["q_sets"], details["factor_names"], result.label),
+        )
+    relative = {key: str(path.relative_to(run.root)) for key, path in figures.items()}
+    record = {
+        "model": result.label,
+        "scores": result.scores,
+        "details": details,
+        "flat_traversal_images": result.flat_traversal_images,
+        "figures": relative,
+    }
+    write_json_atomic(run.path("scores", f"{name}.json"), record)
+    return figures
+
+
+def stored_model_result(
+    run: RunDirectory, member: MemberModel, config: DisentangleStudyConfig
+) -> tuple[ModelResult, dict[str, Path]] | None:
+    """The result of a member scored before (``scores/<slug>.json``) and its figures by kind, or None when
+    there is none, it is damaged or a figure is missing (the member is scored again)."""
     path = run.path("scores", f"{slug(member.label)}.json")
     if not path.is_file():
         return None
     try:
         record = json.loads(path.read_text())
-        figures = [run.path(figure) for figure in record["figures"].values()]
+        figures = {key: run.path(figure) for key, figure in record["figures"].items()}
+        result = ModelResult(
+            label=record["model"],
+            scores=record["scores"],
+            details=record.get("details"),
+            latents=None,
+            traversal=None,
+            traversal_steps=config.traversal_steps,
+            traversal_range=config.traversal_range,
+            flat_traversal_images=record.get("flat_traversal_images", 0.0),
+        )
     except (ValueError, KeyError, TypeError, AttributeError):
-        return None  # a damaged record: the member is scored again
-    return record if all(figure.is_file() for figure in figures) else None
+        return None
+    return (result, figures) if all(figure.is_file() for figure in figures.values()) else None
 
 
-def _member_result(
+def write_disentangle_study(result: DisentangleStudyResult, run: RunDirectory) -> None:
+    """Write the study's ``tables/table2.csv`` and ``metrics.json`` (each model's record and figures were
+    written as it was scored: :func:`write_model_result`)."""
+    run.write_table("table2", result.table)
+    run.write_metrics(result.metrics())
+
+
+# --------------------------------------------------------------------------------------------------
+# the report, from the result
+
+
+def disentangle_report(
+    result: DisentangleStudyResult,
+    config: DisentangleStudyConfig,
+    figures: list[dict[str, Path]],
+    quick: bool = False,
+    add_intro: Callable[[Report], None] | None = None,
+) -> Report:
+    """The study's report: its warnings, the Table 2 layout beside the paper's, the judges, each model's IRS
+    matrix and UC sets, and its latent traversals.
+
+    Parameters
+    ----------
+    result : DisentangleStudyResult
+        The study's result.
+    config : DisentangleStudyConfig
+        Its config.
+    figures : list of dict
+        Each model's figures by kind (``traversal``, ``irs``), in the order of ``result.models``.
+    quick : bool
+        A ``--quick`` run (said at the top).
+    add_intro : callable, optional
+        Adds blocks after the introduction (the CANDLE study's sample of rendered images).
+
+    Returns
+    -------
+    repscope.report.Report
+    """
+    report = Report(
+        f"Disentanglement on {config.data.name} (IRS, UC, CG)",
+        subtitle=f"{len(config.models)} models, seed {config.seed}",
+        quick=quick,
+    )
+    report.add_paragraph(plain_text(__doc__.split("\n\n", 1)[1]))
+    if add_intro is not None:
+        add_intro(report)
+    _add_warnings(report, result, config)
+    report.add_table(
+        result.table.rename(columns=column_label),
+        title=f"Table 2 layout on {config.data.name}",
+        caption="IRS: interventional robustness; UC: unique capture and CG: counterfactual generativeness of "
+        "the rho latents attributed to each factor; MIG, DCI disentanglement, SAP for comparison.",
+    )
+    if config.data.name in PAPER_TABLES:
+        title, values, setting = PAPER_TABLES[config.data.name]
+        paper = pd.DataFrame(
+            [(label, *row) for label, row in values.items()],
+            columns=["model", "irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2"],
+        )
+        report.add_table(paper.rename(columns=column_label), title=f"The paper's Table 2, {title} half ({setting})")
+    report.add_table(result.judge_table, title=judges_title(config, result.judges.folder))
+    _add_model_figures(report, result, config, figures)
+    return report
+
+
+def judges_title(config: DisentangleStudyConfig, folder: Path) -> str:
+    """The title of the report's table of CG's judges: whose they are."""
+    if config.classifiers_dir == PACKAGED:
+        return f"Judges of CG: the factor classifiers that come with repscope ({folder})"
+    if config.classifiers_dir is not None:
+        return f"Judges of CG: the factor classifiers from {config.classifiers_dir}"
+    return f"Judges of CG: factor classifiers ({config.classifier_model}, {config.classifier_epochs} epochs)"
+
+
+def _add_warnings(report: Report, result: DisentangleStudyResult, config: DisentangleStudyConfig) -> None:
+    """Weak judges (CG says little) and models whose traversals are all flat (they show nothing)."""
+    judges = result.judges
+    if not judges.judge_ok:
+        weak = ", ".join(f"{name} {judges.accuracy[name]:.1%}" for name in judges.weak_judges)
+        report.add_warning(
+            f"The judges (factor classifiers) of {weak} are below the {config.min_judge_accuracy:.0%} held-out "
+            "accuracy a judge needs (min_judge_accuracy), so the CG columns say little about the models: "
+            + (
+                "train better ones (repscope disentangle classifiers: more images, more epochs)"
+                if config.classifiers_dir is not None
+                else "train the classifiers longer (classifier_epochs)"
+            )
+            + (
+                f", or judge with the ones that come with repscope (--set classifiers_dir={PACKAGED})."
+                if config.data.name in PACKAGED_JUDGES and config.classifiers_dir != PACKAGED
+                else "."
+            )
+        )
+    flat_models = [label for label, share in result.flat_traversal_images.items() if share >= 1.0]
+    if flat_models:
+        report.add_warning(
+            f"Every traversal image of {', '.join(flat_models)} is flat (pixel standard deviation below "
+            f"{FLAT_STD:g} on the 0-1 scale): the model decodes every code to about the same image, so its "
+            "traversals show nothing (train longer or on more images)."
+        )
+
+
+def _add_model_figures(
+    report: Report, result: DisentangleStudyResult, config: DisentangleStudyConfig, figures: list[dict[str, Path]]
+) -> None:
+    """Each model's IRS matrix and UC sets, then each model's latent traversals."""
+    heatmaps = [(model.label, drawn["irs"]) for model, drawn in zip(result.models, figures) if "irs" in drawn]
+    if heatmaps:
+        report.add_heading("IRS matrices and UC sets")
+        for label, path in heatmaps:
+            report.add_figure(
+                path,
+                caption=f"{label}: IRS of each latent for each factor (left) and the latents UC attributes to "
+                "each factor at each rho (right)",
+            )
+    report.add_heading("Latent traversals")
+    for model, drawn in zip(result.models, figures):
+        share = model.flat_traversal_images
+        note = f"; {share:.0%} of its images are flat (near-constant)" if share > 0 else ""
+        report.add_figure(
+            drawn["traversal"],
+            caption=f"{model.label}: row z<l> varies latent l over \u00b1{config.traversal_range:g} around the "
+            f"mean code, the others kept{note}",
+        )
+
+
+# --------------------------------------------------------------------------------------------------
+# the study: checks and resume, the judges, each model trained and scored, the tables, the report
+
+
+def _check_study(config: DisentangleStudyConfig, source: str) -> tuple[Named, tuple[Path, dict[str, float]] | None]:
+    """Everything checked before anything is written: the members on the data, and the judges named by
+    ``classifiers_dir`` (their folder and accuracies, or None when the study trains its own)."""
+    data = Named(name=config.data.name, params=config.data.params)
+    # loads the data and builds each model once: a line every few seconds while it does
+    with progress_bar(f"checking the {len(config.models)} models on {config.data.name}"):
+        check_members(config.models, data, config.training, config.seed, source)
+    if config.classifiers_dir is None:
+        return data, None
+    folder = judges_folder(config.classifiers_dir, config.data.name)
+    return data, (folder, trained_judges(folder, config.data.factors, config.data.name, config.data.params))
+
+
+def _open_study(
+    config: DisentangleStudyConfig, out: Path | None, root: Path, kind: str, resume: bool
+) -> tuple[RunDirectory, bool]:
+    """The study's run directory, and whether it continues one (``--resume`` with a study there)."""
+    as_dict = config.model_dump(mode="json")
+    if resume:
+        if out is None:
+            raise InvalidArgumentError("--resume: name the study to continue with --out")
+        resume = check_same_study(Path(out), as_dict)
+    run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
+    if not resume:
+        run.write_config(as_dict)
+    return run, resume
+
+
+def _study_judges(
+    config: DisentangleStudyConfig, run: RunDirectory, found: tuple[Path, dict[str, float]] | None, resume: bool
+) -> StudyJudges:
+    """The judges of CG: those ``classifiers_dir`` names, or the study's own trained into ``classifiers/``
+    (kept by a resumed study). Weak judges are named once here (each model's CG would warn again)."""
+    if found is not None:
+        folder, accuracies = found
+    else:
+        folder = run.path("classifiers")
+        accuracies = train_judges(
+            config.data.name,
+            config.data.factors,
+            folder,
+            data_params=config.data.params,
+            epochs=config.classifier_epochs,
+            seed=config.seed,
+            trainer=config.training.trainer,
+            model=config.classifier_model,
+            model_params=config.classifier_params,
+            resume=resume,
+        )
+    # a CG from judges near chance measures nothing
+    checked = check_judges(list(accuracies.values()), list(accuracies), config.min_judge_accuracy)
+    records = {name: record for name, record in judge_records(folder).items() if name in accuracies}
+    return StudyJudges(folder, accuracies, records, checked["judge_ok"], checked["weak_judges"])
+
+
+def _scored_member(
     run: RunDirectory,
     member: MemberModel,
     data: Named,
@@ -378,40 +857,42 @@ def _member_result(
     source: str,
     position: tuple[int, int],
     resume: bool,
-) -> dict[str, Any]:
-    """Train (or load) and score one member; its result is kept in ``scores/<slug>.json`` (a resumed
-    study reads it instead of doing it again)."""
-    name = slug(member.label)
-    record_path = run.path("scores", f"{name}.json")
-    model_dir = run.path("models", name)
+) -> tuple[ModelResult, dict[str, Path]]:
+    """Train (or load) and score one member, and write its record and figures (a resumed study reads them
+    instead of doing it again)."""
+    model_dir = run.path("models", slug(member.label))
     task = _trained_member(member, data, config, model_dir, source, position, resume)
     source_dir = Path(member.checkpoint) if member.checkpoint else model_dir
     with warnings.catch_warnings():  # the weak judges were named once by the study, not once per model
         warnings.filterwarnings("ignore", message="CG judged by weak", category=RuntimeWarning)
         scores, codes = score_model(source_dir, classifiers, config)
-    details = scores.pop("details", None)
-    images = traversal_images(task, codes, config.traversal_steps, config.traversal_range)
-    flat = near_constant(images)
-    figures = {
-        "traversal": run.save_figure(
-            f"traversal_{name}",
-            traversal_figure(images, codes.shape[1], config.traversal_steps, member.label, config.traversal_range),
-        )
-    }
-    if details is not None:
-        figures["irs"] = run.save_figure(
-            f"irs_{name}",
-            irs_uc_heatmaps(details["irs_matrix"], details["q_sets"], details["factor_names"], member.label),
-        )
-    record = {
-        "model": member.label,
-        "scores": {key: float(value) for key, value in scores.items()},
-        "details": details,
-        "flat_traversal_images": float(flat.mean()) if flat.size else 0.0,
-        "figures": {key: str(path.relative_to(run.root)) for key, path in figures.items()},
-    }
-    write_json_atomic(record_path, record)
-    return record
+    result = compute_model_result(member.label, task, scores, codes, config)
+    return result, write_model_result(run, result)
+
+
+def _scored_members(
+    run: RunDirectory,
+    config: DisentangleStudyConfig,
+    data: Named,
+    classifiers: Path,
+    source: str,
+    kind: str,
+    resume: bool,
+) -> tuple[list[ModelResult], list[dict[str, Path]]]:
+    """Every member trained and scored in turn, under one progress bar; a resumed study keeps the members
+    scored before, and the count starts at them (the time left follows this process's models only)."""
+    total = len(config.models)
+    scored = [stored_model_result(run, member, config) if resume else None for member in config.models]
+    done = sum(entry is not None for entry in scored)
+    with progress_bar(f"{kind}: {total} models", total=total, initial=done) as update:
+        for k, member in enumerate(config.models):
+            if scored[k] is not None:
+                continue
+            update(done, description=f"{kind}: model {k + 1}/{total} ({member.label})")
+            scored[k] = _scored_member(run, member, data, classifiers, config, source, (k + 1, total), resume)
+            done += 1
+        update(total, description=f"{kind}: {total} models")
+    return [entry[0] for entry in scored], [entry[1] for entry in scored]
 
 
 def run_disentangle_study(
@@ -425,6 +906,11 @@ def run_disentangle_study(
     add_intro: Callable[[Report], None] | None = None,
 ) -> Path:
     """Train, score and report every model of ``config``; returns the report's path.
+
+    The steps: everything checked before anything is written, the run directory (or the one resumed), the
+    judges of CG, each model trained, scored (:func:`compute_model_result`) and written in turn, the study's
+    tables (:func:`compute_disentangle_study`, :func:`write_disentangle_study`) and its report
+    (:func:`disentangle_report`).
 
     Parameters
     ----------
@@ -453,153 +939,13 @@ def run_disentangle_study(
     pathlib.Path
         The report.
     """
-    data = Named(name=config.data.name, params=config.data.params)
-    # loads the data and builds each model once: a line every few seconds while it does
-    with progress_bar(f"checking the {len(config.models)} models on {config.data.name}"):
-        check_members(config.models, data, config.training, config.seed, source)
-    if config.classifiers_dir is not None:  # checked before anything is written
-        judged_by = classifiers_folder(config.classifiers_dir, config.data.name)
-        accuracies = trained_factor_classifiers(judged_by, config.data.factors, config.data.name, config.data.params)
-    as_dict = config.model_dump(mode="json")
-    if resume:
-        if out is None:
-            raise InvalidArgumentError("--resume: name the study to continue with --out")
-        resume = check_same_study(Path(out), as_dict)
-    run = RunDirectory.create(kind, out=out, root=root, resume=resume, resumable=True)
-    if not resume:
-        run.write_config(as_dict)
-    report = Report(
-        f"Disentanglement on {config.data.name} (IRS, UC, CG)",
-        subtitle=f"{len(config.models)} models, seed {config.seed}",
-        quick=quick,
-    )
-    report.add_paragraph(plain_text(__doc__.split("\n\n", 1)[1]))
-    if add_intro is not None:
-        add_intro(report)
-    if config.classifiers_dir is not None:
-        classifiers = judged_by
-        judges_title = (
-            f"Factor classifiers that come with repscope ({judged_by}): CG judges with them"
-            if config.classifiers_dir == PACKAGED
-            else f"Factor classifiers from {config.classifiers_dir}: CG judges with them"
-        )
-    else:
-        classifiers = run.path("classifiers")
-        accuracies = train_factor_classifiers(
-            config.data.name,
-            config.data.factors,
-            classifiers,
-            data_params=config.data.params,
-            epochs=config.classifier_epochs,
-            seed=config.seed,
-            trainer=config.training.trainer,
-            model=config.classifier_model,
-            model_params=config.classifier_params,
-            resume=resume,
-        )
-        judges_title = (
-            f"Factor classifiers ({config.classifier_model}, {config.classifier_epochs} epochs): CG judges with them"
-        )
-    # once for the study (each model's CG would warn again): a CG from judges near chance measures nothing
-    judges = check_judges(list(accuracies.values()), list(accuracies), config.min_judge_accuracy)
-    total = len(config.models)
-    # a resumed study keeps the members scored before; the count starts at them (and the time left
-    # follows this process's models only)
-    records: list[dict[str, Any] | None] = [_stored_result(run, m) if resume else None for m in config.models]
-    done = sum(record is not None for record in records)
-    with progress_bar(f"{kind}: {total} models", total=total, initial=done) as update:
-        for k, member in enumerate(config.models):
-            if records[k] is not None:
-                continue
-            update(done, description=f"{kind}: model {k + 1}/{total} ({member.label})")
-            records[k] = _member_result(run, member, data, classifiers, config, source, (k + 1, total), resume)
-            done += 1
-        update(total, description=f"{kind}: {total} models")
-    rows = [{"model": record["model"], **record["scores"]} for record in records]
-    table = pd.DataFrame(rows)
-    order = ["model", "irs"] + [f"{part}_rho{r}" for r in config.rho for part in ("uc", "cg")]
-    table = table[order + ["mig", "dci_disentanglement", "sap"]]
-    run.write_table("table2", table)
-    judge_rows = {name: record for name, record in judge_records(classifiers).items() if name in accuracies}
-    judge_table = pd.DataFrame(
-        [
-            {
-                "factor": name,
-                "test accuracy": record["accuracy"],
-                "identifiable accuracy": record["identifiable_accuracy"],
-                "scored as": record["rule"],
-            }
-            for name, record in judge_rows.items()
-        ]
-    )
-    flat = {record["model"]: record.get("flat_traversal_images", 0.0) for record in records}
-    metrics = {
-        "classifiers_dir": str(classifiers),
-        "classifier_accuracy": accuracies,
-        "classifier_raw_accuracy": {name: record["accuracy"] for name, record in judge_rows.items()},
-        "judge_ok": judges["judge_ok"],
-        "weak_judges": judges["weak_judges"],
-        "min_judge_accuracy": config.min_judge_accuracy,
-        "flat_traversal_images": flat,
-        "models": {row["model"]: {key: float(value) for key, value in row.items() if key != "model"} for row in rows},
-    }
-    run.write_metrics(metrics)
-    if not judges["judge_ok"]:
-        weak = ", ".join(f"{name} {accuracies[name]:.1%}" for name in judges["weak_judges"])
-        report.add_warning(
-            f"The factor classifiers of {weak} are below the {config.min_judge_accuracy:.0%} held-out accuracy "
-            "a judge needs (min_judge_accuracy), so the CG columns say little about the models: "
-            + (
-                "train better ones (repscope disentangle classifiers: more images, more epochs)"
-                if config.classifiers_dir is not None
-                else "train the classifiers longer (classifier_epochs)"
-            )
-            + (
-                f", or judge with the ones that come with repscope (--set classifiers_dir={PACKAGED})."
-                if config.data.name in PACKAGED_JUDGES and config.classifiers_dir != PACKAGED
-                else "."
-            )
-        )
-    flat_models = [label for label, share in flat.items() if share >= 1.0]
-    if flat_models:
-        report.add_warning(
-            f"Every traversal image of {', '.join(flat_models)} is flat (pixel standard deviation below "
-            f"{FLAT_STD:g} on the 0-1 scale): the model decodes every code to about the same image, so its "
-            "traversals show nothing (train longer or on more images)."
-        )
-    report.add_table(
-        table.rename(columns=column_label),
-        title=f"Table 2 layout on {config.data.name}",
-        caption="IRS: interventional robustness; UC: unique capture and CG: counterfactual generativeness of "
-        "the rho latents attributed to each factor; MIG, DCI disentanglement, SAP for comparison.",
-    )
-    if config.data.name in PAPER_TABLES:
-        title, values, setting = PAPER_TABLES[config.data.name]
-        paper = pd.DataFrame(
-            [(label, *row) for label, row in values.items()],
-            columns=["model", "irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2"],
-        )
-        report.add_table(paper.rename(columns=column_label), title=f"The paper's Table 2, {title} half ({setting})")
-    report.add_table(judge_table, title=judges_title)
-    heatmaps = [(record["model"], record["figures"]["irs"]) for record in records if "irs" in record["figures"]]
-    if heatmaps:
-        report.add_heading("IRS matrices and UC sets")
-        for label, path in heatmaps:
-            report.add_figure(
-                run.path(path),
-                caption=f"{label}: IRS of each latent for each factor (left) and the latents UC attributes to "
-                "each factor at each rho (right)",
-            )
-    report.add_heading("Latent traversals")
-    for record in records:
-        share = record.get("flat_traversal_images", 0.0)
-        note = f"; {share:.0%} of its images are flat (near-constant)" if share > 0 else ""
-        report.add_figure(
-            run.path(record["figures"]["traversal"]),
-            caption=f"{record['model']}: row z<l> varies latent l over \u00b1{config.traversal_range:g} around the "
-            f"mean code, the others kept{note}",
-        )
-    return run.write_report(report)
+    data, found_judges = _check_study(config, source)
+    run, resume = _open_study(config, out, root, kind, resume)
+    judges = _study_judges(config, run, found_judges, resume)
+    models, figures = _scored_members(run, config, data, judges.folder, source, kind, resume)
+    result = compute_disentangle_study(config, models, judges)
+    write_disentangle_study(result, run)
+    return run.write_report(disentangle_report(result, config, figures, quick=quick, add_intro=add_intro))
 
 
 def plain_text(text: str) -> str:
@@ -621,12 +967,23 @@ def plain_text(text: str) -> str:
 
 __all__ = [
     "DisentangleStudyConfig",
+    "DisentangleStudyResult",
+    "ModelResult",
+    "StudyJudges",
     "check_same_study",
     "column_label",
+    "compute_disentangle_study",
+    "compute_model_result",
+    "disentangle_report",
+    "judges_title",
     "first_difference",
     "plain_text",
     "quick",
     "run_disentangle_study",
+    "score_codes",
     "score_model",
+    "stored_model_result",
     "traversal_images",
+    "write_disentangle_study",
+    "write_model_result",
 ]

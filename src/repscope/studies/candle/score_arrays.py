@@ -1,11 +1,15 @@
-"""``repscope disentangle score FILE.npz``: every disentanglement metric of a ``(factors, codes)`` pair.
+"""Arrays -> metrics: every registered disentanglement metric of a ``(factors, codes)`` pair.
 
-The file is an ``.npz`` written by anyone (``numpy.savez(path, factors=..., codes=...)``): ``factors``
-``(N, K)`` integer factor classes (or ``(N,)`` for one factor), ``codes`` ``(N, L)`` finite floats, and
-optionally ``factor_sizes`` ``(K,)``. It is read with ``allow_pickle=False``: an object array (which only
-unpickling could read) or a member that is not a ``.npy`` array (a pickle, text) is refused, never executed.
-A factor whose classes leave fewer than 5 rows per class on average is refused, and so are classes int64 cannot
-hold exactly (:func:`repscope.validation.check_factor_classes`, :func:`repscope.validation.exact_factor_classes`).
+:func:`score_arrays` scores the pair (with bootstrap intervals when asked) and writes nothing; the two
+ways a pair is made are here too: :func:`read_codes_npz` reads an ``.npz`` written by anyone and
+:func:`codes_of_run` encodes a trained run's test images.
+
+The npz (``numpy.savez(path, factors=..., codes=...)``) holds ``factors`` ``(N, K)`` integer factor classes
+(or ``(N,)`` for one factor), ``codes`` ``(N, L)`` finite floats, and optionally ``factor_sizes`` ``(K,)``.
+It is read with ``allow_pickle=False``: an object array (which only unpickling could read) or a member that is
+not a ``.npy`` array (a pickle, text) is refused, never executed. A factor whose classes leave fewer than 5
+rows per class on average is refused, and so are classes int64 cannot hold exactly
+(:func:`repscope.validation.check_factor_classes`, :func:`repscope.validation.exact_factor_classes`).
 
 Rows are used in the order given: DCI and SAP train on the first 80% of them, as disentanglement_lib
 does, so shuffle a dataset stored in grid order before writing it (or use ``--bootstrap``, whose
@@ -321,6 +325,26 @@ def score_arrays(
         raise InvalidArgumentError(f"--compat: must be one of {', '.join(COMPAT_CHOICES)}, got {compat!r}")
     check_bootstrap(bootstrap)
     say = _stderr_line if notify is None else notify
+    names = _checked_metric_names(metrics)
+    out: dict[str, Any] = {
+        "n": int(len(codes)),
+        "factors": int(factors.shape[1]),
+        "latents": int(codes.shape[1]),
+        "compat": compat,
+    }
+    runs = _metric_runs(names, compat)
+    for line in many_class_warnings(factors):
+        say(line)
+    results, seconds = _timed_scores(runs, factors, codes)
+    if bootstrap:
+        _add_bootstrap(results, seconds, runs, factors, codes, bootstrap, seed, say)
+    out["metrics"] = results
+    out["seconds"] = {key: round(value, 3) for key, value in seconds.items()}
+    return out
+
+
+def _checked_metric_names(metrics: list[str] | None) -> list[str]:
+    """The metrics asked for (default: every one that scores a plain pair), each checked to score one."""
     scorable = metric_names(ARRAY_INPUTS)
     names = scorable if metrics is None else list(metrics)
     for name in names:
@@ -330,13 +354,13 @@ def score_arrays(
             further = [key for key in metric_entry(name).inputs if key not in ARRAY_INPUTS]
             raise InvalidArgumentError(f"--metric: {shown(name)} needs {', '.join(further)} besides factors and codes")
         raise InvalidArgumentError(f"--metric: unknown {shown(name)}; choose from {', '.join(scorable)}")
-    out: dict[str, Any] = {
-        "n": int(len(codes)),
-        "factors": int(factors.shape[1]),
-        "latents": int(codes.shape[1]),
-        "compat": compat,
-    }
-    runs: list[tuple[str, str, dict[str, Any]]] = []  # (result name, metric, parameters)
+    return names
+
+
+def _metric_runs(names: list[str], compat: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(result name, metric, parameters)`` of each score to compute: a metric with a reference mode once
+    per mode ``compat`` asks for (its reference result under ``<name>_reference``), the others once."""
+    runs: list[tuple[str, str, dict[str, Any]]] = []
     for name in names:
         if not has_reference_mode(name):
             runs.append((name, name, {}))
@@ -345,8 +369,13 @@ def score_arrays(
             runs.append((name, name, {}))
         if compat in ("reference", "both"):
             runs.append((f"{name}_reference", name, {"compat": "reference"}))
-    for line in many_class_warnings(factors):
-        say(line)
+    return runs
+
+
+def _timed_scores(
+    runs: list[tuple[str, str, dict[str, Any]]], factors: np.ndarray, codes: np.ndarray
+) -> tuple[dict[str, Any], dict[str, float]]:
+    """Each run's result and its seconds, under one progress bar."""
     results, seconds = {}, {}
     described = f"scoring {len(codes)} rows"
     with progress_bar(described, total=len(runs)) as update:
@@ -356,28 +385,39 @@ def score_arrays(
             results[key] = metric(name)(factors, codes, **params)
             seconds[key] = time.perf_counter() - started
         update(len(runs), description=described)
-    if bootstrap:
-        started = time.perf_counter()
+    return results, seconds
 
-        def estimate(first: float) -> None:
-            say(
-                f"bootstrap: the first of {bootstrap} resamples of {len(codes)} rows took {format_seconds(first)}; "
-                f"about {format_seconds(first * (bootstrap - 1))} more for the rest"
-            )
 
-        with progress_bar(f"bootstrap: {bootstrap} resamples of {len(codes)} rows", total=bootstrap) as update:
-            jobs = _counted_jobs({key: (metric(name), params) for key, name, params in runs}, update)
-            intervals = bootstrap_intervals(jobs, factors, codes, bootstrap, seed=seed, on_first=estimate)
-        spent = time.perf_counter() - started
-        total = sum(seconds.values()) or 1.0
-        for key in results:
-            results[key]["bootstrap"] = intervals[key]
-            # the bootstrap ran metric by metric within each resample: its time is shared as the scores' time
-            seconds[key] += spent * seconds[key] / total
-    seconds = {key: round(value, 3) for key, value in seconds.items()}
-    out["metrics"] = results
-    out["seconds"] = seconds
-    return out
+def _add_bootstrap(
+    results: dict[str, Any],
+    seconds: dict[str, float],
+    runs: list[tuple[str, str, dict[str, Any]]],
+    factors: np.ndarray,
+    codes: np.ndarray,
+    bootstrap: int,
+    seed: int,
+    say: Callable[[str], None],
+) -> None:
+    """Add each result's percentile intervals over ``bootstrap`` resamples (``results[key]["bootstrap"]``) and
+    share the bootstrap's time among the scores' ``seconds``; the first resample's time and the estimate of
+    the rest go to ``say``."""
+    started = time.perf_counter()
+
+    def estimate(first: float) -> None:
+        say(
+            f"bootstrap: the first of {bootstrap} resamples of {len(codes)} rows took {format_seconds(first)}; "
+            f"about {format_seconds(first * (bootstrap - 1))} more for the rest"
+        )
+
+    with progress_bar(f"bootstrap: {bootstrap} resamples of {len(codes)} rows", total=bootstrap) as update:
+        jobs = _counted_jobs({key: (metric(name), params) for key, name, params in runs}, update)
+        intervals = bootstrap_intervals(jobs, factors, codes, bootstrap, seed=seed, on_first=estimate)
+    spent = time.perf_counter() - started
+    total = sum(seconds.values()) or 1.0
+    for key in results:
+        results[key]["bootstrap"] = intervals[key]
+        # the bootstrap ran metric by metric within each resample: its time is shared as the scores' time
+        seconds[key] += spent * seconds[key] / total
 
 
 def headline(scores: dict[str, Any]) -> dict[str, float]:

@@ -1,5 +1,10 @@
-"""What ``repscope disentangle score`` runs: every disentanglement metric of a file of codes or of a trained
-run, assembled into one result and written as JSON."""
+"""``repscope disentangle score``: a file or a trained run -> its ``(factors, codes)`` arrays -> the metrics.
+
+The command's steps: the arrays of an npz or of a run's encoded test images; every metric of them
+(:mod:`repscope.studies.candle.score_arrays`); with ``--classifiers``, CG of the run's decoder, its
+counterfactual images judged by factor classifiers; all of it as one JSON-ready result
+(:func:`compute_file_scores`), which :func:`write_file_scores` writes.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,7 @@ from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_json_atomic
 
 
-def score_file(
+def compute_file_scores(
     file: str | Path,
     *,
     n: int = 10_000,
@@ -18,12 +23,12 @@ def score_file(
     metrics: list[str] | None = None,
     bootstrap: int = 0,
     classifiers: str | Path | None = None,
-    out: str | Path | None = None,
     compat: str = "paper",
     min_judge_accuracy: float = 0.9,
     refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
-    """Score a ``(factors, codes)`` pair read from ``file`` on the disentanglement metrics.
+    """The result of ``repscope disentangle score``: the arrays of ``file`` scored on the disentanglement
+    metrics (nothing is written; :func:`write_file_scores` writes it).
 
     Parameters
     ----------
@@ -41,19 +46,17 @@ def score_file(
     bootstrap : int, default=0
         Resamples of rows for a 95% percentile interval of every score (0: none).
     classifiers : str or pathlib.Path, optional
-        A run directory only: the factor classifiers that judge CG at rho 1 and 2
+        A run directory only: the judges of CG at rho 1 and 2, factor classifiers
         (:func:`repscope.studies.candle.cg.cg_of_run`).
-    out : str or pathlib.Path, optional
-        JSON file to write the result to (atomically).
     compat : {"paper", "reference", "both"}, default="paper"
         Mode of IRS and UC (:func:`repscope.studies.candle.score_arrays.score_arrays`): ``"reference"``
         scores them as the authors' code does (IRS on 20-bin factors as disentanglement_lib, UC at rho 1
         and 2 with the CANDLE fork's latent selection), under ``irs_reference``, ``uc_rho1_reference``,
         ``uc_rho2_reference``; ``"both"`` gives both sets.
     min_judge_accuracy : float, default=0.9
-        With ``classifiers``: the least held-out accuracy of a factor classifier for ``judge_ok``.
+        With ``classifiers``: the least held-out accuracy of a judge for ``judge_ok``.
     refuse_weak_judges : bool, default=False
-        With ``classifiers``: refuse (raise) instead of warning when a classifier is below it.
+        With ``classifiers``: refuse (raise) instead of warning when a judge is below it.
 
     Returns
     -------
@@ -72,24 +75,12 @@ def score_file(
         with ``refuse_weak_judges``.
     """
     from repscope import __version__  # noqa: PLC0415
-    from repscope.progress import progress_bar  # noqa: PLC0415
-    from repscope.studies.candle.score_arrays import (  # noqa: PLC0415
-        codes_of_run,
-        headline,
-        read_codes_npz,
-        score_arrays,
-    )
+    from repscope.studies.candle.score_arrays import headline, score_arrays  # noqa: PLC0415
 
     file = Path(file)
     if classifiers is not None and not file.is_dir():
         raise InvalidArgumentError("--classifiers: CG needs a run directory (a decoder), not an npz of codes")
-    names = None
-    sizes = None
-    if file.is_dir():
-        with progress_bar(f"encoding up to {n} test images of {file.name}"):  # a line every few seconds
-            factors, codes, names = codes_of_run(file, n=n, seed=seed)
-    else:
-        factors, codes, sizes = read_codes_npz(file)
+    factors, codes, names, sizes = _arrays_of(file, n, seed)
     scores = score_arrays(factors, codes, metrics=metrics or None, bootstrap=bootstrap, seed=seed, compat=compat)
     result = {
         "file": str(file),
@@ -101,21 +92,63 @@ def score_file(
         **scores,
     }
     if classifiers is not None:
-        from repscope.studies.candle.cg import cg_of_run  # noqa: PLC0415
-
-        with progress_bar(f"CG of {file.name} at rho 1 and 2 (decoding counterfactuals, judging them)"):
-            cg = cg_of_run(
-                file,
-                classifiers,
-                n=n,
-                seed=seed,
-                min_judge_accuracy=min_judge_accuracy,
-                refuse_weak_judges=refuse_weak_judges,
-            )
+        cg = _judged_cg(file, classifiers, n, seed, min_judge_accuracy, refuse_weak_judges)
         result["metrics"]["cg"] = cg
         result["scores"].update({key: value for key, value in cg.items() if key.startswith("cg_rho")})
+    return result
+
+
+def _arrays_of(file: Path, n: int, seed: int) -> tuple[Any, Any, list[str] | None, Any]:
+    """``(factors, codes, factor names, factor sizes)`` of a run directory (its encoded test draw; no sizes)
+    or of an npz (no names)."""
+    from repscope.progress import progress_bar  # noqa: PLC0415
+    from repscope.studies.candle.score_arrays import codes_of_run, read_codes_npz  # noqa: PLC0415
+
+    if file.is_dir():
+        with progress_bar(f"encoding up to {n} test images of {file.name}"):  # a line every few seconds
+            factors, codes, names = codes_of_run(file, n=n, seed=seed)
+        return factors, codes, names, None
+    factors, codes, sizes = read_codes_npz(file)
+    return factors, codes, None, sizes
+
+
+def _judged_cg(
+    run_dir: Path, classifiers: str | Path, n: int, seed: int, min_judge_accuracy: float, refuse_weak_judges: bool
+) -> dict[str, Any]:
+    """CG at rho 1 and 2 of a run's model, its counterfactual images judged by ``classifiers``."""
+    from repscope.progress import progress_bar  # noqa: PLC0415
+    from repscope.studies.candle.cg import cg_of_run  # noqa: PLC0415
+
+    with progress_bar(f"CG of {run_dir.name} at rho 1 and 2 (decoding counterfactuals, judging them)"):
+        return cg_of_run(
+            run_dir,
+            classifiers,
+            n=n,
+            seed=seed,
+            min_judge_accuracy=min_judge_accuracy,
+            refuse_weak_judges=refuse_weak_judges,
+        )
+
+
+def write_file_scores(result: dict[str, Any], out: str | Path) -> None:
+    """Write the result of :func:`compute_file_scores` to ``out`` as JSON (atomically).
+
+    Parameters
+    ----------
+    result : dict
+        The result.
+    out : str or pathlib.Path
+        The JSON file.
+    """
+    write_json_atomic(out, result)
+
+
+def score_file(file: str | Path, *, out: str | Path | None = None, **options: Any) -> dict[str, Any]:
+    """:func:`compute_file_scores` of ``file`` with ``options``, written to ``out`` when given
+    (:func:`write_file_scores`); returns the result."""
+    result = compute_file_scores(file, **options)
     if out is not None:
-        write_json_atomic(out, result)
+        write_file_scores(result, out)
     return result
 
 
@@ -125,7 +158,7 @@ def score_intervals(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     Parameters
     ----------
     result : dict
-        What :func:`score_file` returns.
+        What :func:`compute_file_scores` returns.
 
     Returns
     -------
@@ -141,4 +174,4 @@ def score_intervals(result: dict[str, Any]) -> dict[str, dict[str, float]]:
     return intervals
 
 
-__all__ = ["score_file", "score_intervals"]
+__all__ = ["compute_file_scores", "score_file", "score_intervals", "write_file_scores"]
