@@ -8,6 +8,11 @@ the tasks not started yet and terminates the workers, so the command ends within
 any other exception it cancels the pending tasks and waits for the running ones. Results already
 saved by the caller (the build's chunks) stay, so an interrupted build resumes from them.
 
+Two ways to spread a loop: :func:`ordered_map` gives the results in the order of the tasks (the
+morphometry and build loops); :func:`unordered_map` gives each task with its result as it finishes, on
+workers started as asked (the sweeps spawn theirs) with a setup in each, and can turn a task that failed
+in its worker (it raised, or the worker died) into a result, so the other tasks go on (a sweep's failed point).
+
 A parent ended without a word (SIGTERM or SIGKILL from a job scheduler, a closed ssh session, a
 timeout) cannot stop its pool; the workers end with it instead: each asks the kernel for SIGTERM
 when its parent dies (:func:`repscope.resources.die_with_parent`, Linux), exits at once when the
