@@ -265,3 +265,24 @@ def test_each_trained_model_is_named_with_its_place_in_the_study(tmp_path, monke
         "training mlp-thickness (3 of 4)",
         "training lenet5-thickness (4 of 4)",
     ]
+
+
+def test_supervised_compute_needs_no_run_directory(tmp_path, monkeypatch):
+    """A Python user gets Table 3 from compute_supervised alone: a result, no file written."""
+    from repscope.errors import InvalidArgumentError
+    from repscope.studies.morpho.supervised import SupervisedResult, compute_supervised
+
+    monkeypatch.chdir(tmp_path)
+    config = SupervisedConfig(data=TINY_DATA, training=TINY_TRAINING, models=["knn"], tasks=["recognition"])
+    result = compute_supervised(config, networks={})
+    assert isinstance(result, SupervisedResult) and list(tmp_path.iterdir()) == []
+    assert list(result.table["Model"]) == ["kNN"]
+    assert result.columns == ["Digit recognition PLAIN (%)", "Digit recognition LOCAL (%)"]
+    assert [(e["tested_on"], e["value"]) for e in result.evaluations] == [
+        ("plain", result.table.loc[0, "Digit recognition PLAIN (%)"]),
+        ("local", result.table.loc[0, "Digit recognition LOCAL (%)"]),
+    ]
+    assert result.metrics["baseline_constant_prediction"] == result.chance
+    # a neural model needs its trained network
+    with pytest.raises(InvalidArgumentError, match="networks: no trained network 'mlp-recognition'"):
+        compute_supervised(config.model_copy(update={"models": ["mlp"]}), networks={})

@@ -75,6 +75,42 @@ def measure_source(
     if data_dir is not None:
         inputs.append(CommandInput(data_dir, "--data-dir", "the digits' folder"))
     prepare_output(out, overwrite=overwrite, inputs=inputs)
+    table = measure_digits(source, split=split, data_dir=data_dir, jobs=jobs, method=method, compat=compat, limit=limit)
+    with output_target(out, overwrite=overwrite, inputs=inputs) as target:
+        write_bytes_atomic(target, table.to_csv(index=False, float_format="%.8g", lineterminator="\n").encode())
+    return table
+
+
+def measure_digits(
+    source: str,
+    *,
+    split: str = "all",
+    data_dir: str | Path | None = None,
+    jobs: int = 1,
+    method: str = "fast",
+    compat: str = "none",
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """The morphometrics of every digit of ``source``, with its label (no file written).
+
+    Parameters
+    ----------
+    source, split, data_dir, method, compat, limit
+        As for :func:`measure_source`.
+    jobs : int, default=1
+        Worker processes (a count: resolve -1 and -2 with :func:`repscope.resources.resolve_jobs`).
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``index``, ``label`` (when the source has labels), ``area``, ``length``, ``thickness``, ``slant``,
+        ``width``, ``height``, ``valid``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When ``limit`` is below 1 (before anything is read); the source's own errors.
+    """
     if limit is not None and limit < 1:
         raise InvalidArgumentError(f"--limit: must be >= 1, got {limit}")
     data = load_source(source, split=split, data_dir=data_dir)
@@ -83,9 +119,7 @@ def measure_source(
         table = measure(images, method=method, compat=compat, jobs=jobs, progress=update)
     if data.labels is not None:
         table.insert(1, "label", np.asarray(data.labels[: len(images)]).astype(int))
-    with output_target(out, overwrite=overwrite, inputs=inputs) as target:
-        write_bytes_atomic(target, table.to_csv(index=False, float_format="%.8g", lineterminator="\n").encode())
     return table
 
 
-__all__ = ["measure_source"]
+__all__ = ["measure_digits", "measure_source"]
