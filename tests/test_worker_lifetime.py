@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from repscope.errors import InvalidArgumentError
+from repscope.pools import unordered_map
 from repscope.resources import ORPHAN_EXIT_STATUS, die_with_parent
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
@@ -241,3 +242,33 @@ def test_start_worker_exits_at_once_when_the_parent_is_not_the_one_given():
     assert wrong.returncode == 128 + 15 == ORPHAN_EXIT_STATUS and wrong.stdout == ""
     right = subprocess.run([sys.executable, "-B", "-c", START_PROBE, "parent"], capture_output=True, text=True)
     assert right.returncode == 0 and right.stdout == "started\n", right.stderr
+
+
+def _square_or_exit(task: int) -> tuple[int, int]:
+    """A task of unordered_map: task 2 ends its worker with sys.exit, the others give (pid, square)."""
+    if task == 2:
+        sys.exit(3)
+    return os.getpid(), task * task
+
+
+def _set_marker(value: str) -> None:
+    os.environ["REPSCOPE_TEST_POOL_SETUP"] = value
+
+
+def _marker_and_square(task: int) -> tuple[str, int]:
+    return os.environ.get("REPSCOPE_TEST_POOL_SETUP", ""), task * task
+
+
+def test_unordered_map_gives_each_task_its_result_and_a_failed_worker_task_as_its_failure():
+    """The pool the local sweeps run on: every task once, with its result; a worker's sys.exit turned into a
+    result by on_worker_failure, the other tasks still done; each worker set up as it starts."""
+    with unordered_map(_square_or_exit, [1, 2, 3, 4], 2, on_worker_failure=lambda error: type(error).__name__) as done:
+        results = dict(done)
+    assert sorted(results) == [1, 2, 3, 4] and results[2] == "SystemExit"
+    assert [results[task][1] for task in (1, 3, 4)] == [1, 9, 16]
+    assert os.getpid() not in {results[task][0] for task in (1, 3, 4)}  # computed in worker processes
+    with unordered_map(_marker_and_square, [1, 2, 3], 2, setup=_set_marker, setup_args=("set up",)) as done:
+        assert sorted(done) == [(1, ("set up", 1)), (2, ("set up", 4)), (3, ("set up", 9))]
+    # one job computes here, in order, without the setup (which is for worker processes)
+    with unordered_map(_marker_and_square, [2, 1], 1, setup=_set_marker, setup_args=("set up",)) as done:
+        assert list(done) == [(2, ("", 4)), (1, ("", 1))]
