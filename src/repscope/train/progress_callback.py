@@ -60,6 +60,15 @@ class TrainingProgress(Callback):
     # -- hooks --------------------------------------------------------------------------
 
     def on_train_start(self, trainer: Any, pl_module: Any) -> None:
+        """Open the bar of the fit: batches over all epochs, started at those a resumed fit did before.
+
+        Parameters
+        ----------
+        trainer : lightning.pytorch.Trainer
+            The trainer that fits.
+        pl_module : lightning.pytorch.LightningModule
+            The task it fits (not read).
+        """
         self._close()
         batches = trainer.num_training_batches
         self._per_epoch = (
@@ -93,20 +102,79 @@ class TrainingProgress(Callback):
         return int(trainer.global_step)
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
+        """Name the epoch that starts on the bar (``epoch e of E``).
+
+        Parameters
+        ----------
+        trainer : lightning.pytorch.Trainer
+            The trainer that fits.
+        pl_module : lightning.pytorch.LightningModule
+            The task it fits (not read).
+        """
         if self._update is not None:
             self._update(self._done(trainer, trainer.current_epoch, -1), description=self._label(trainer.current_epoch))
 
     def on_train_batch_end(self, trainer: Any, pl_module: Any, outputs: Any, batch: Any, batch_idx: int) -> None:
+        """Count the batch done.
+
+        Parameters
+        ----------
+        trainer : lightning.pytorch.Trainer
+            The trainer that fits.
+        pl_module : lightning.pytorch.LightningModule
+            The task it fits (not read).
+        outputs, batch : Any
+            What the step returned and its batch (not read).
+        batch_idx : int
+            The batch's index within its epoch.
+        """
         if self._update is not None:
             self._update(self._done(trainer, trainer.current_epoch, batch_idx))
 
     def on_train_end(self, trainer: Any, pl_module: Any) -> None:
+        """Close the bar: its ``done`` line.
+
+        Parameters
+        ----------
+        trainer : lightning.pytorch.Trainer
+            The trainer that fits.
+        pl_module : lightning.pytorch.LightningModule
+            The task it fits (not read).
+        """
         self._close()
 
     def teardown(self, trainer: Any, pl_module: Any, stage: str) -> None:
+        """Close the bar if the fit ended without ``on_train_end``.
+
+        Parameters
+        ----------
+        trainer : lightning.pytorch.Trainer
+            The trainer that fits.
+        pl_module : lightning.pytorch.LightningModule
+            The task it fits (not read).
+        stage : str
+            The stage that ends (not read).
+        """
         self._close()
 
     def on_exception(self, trainer: Any, pl_module: Any, exception: BaseException) -> None:
+        """Close the bar as stopped; turn Lightning's handling of Ctrl-C back into an interrupt.
+
+        Parameters
+        ----------
+        trainer : lightning.pytorch.Trainer
+            The trainer that fits.
+        pl_module : lightning.pytorch.LightningModule
+            The task it fits (not read).
+        exception : BaseException
+            What stopped the fit.
+
+        Raises
+        ------
+        KeyboardInterrupt
+            When ``exception`` is one, with the default SIGINT handler restored (Lightning ignores SIGINT
+            before its ``sys.exit(1)``).
+        """
         self._close(exception)
         if isinstance(exception, KeyboardInterrupt):
             with contextlib.suppress(ValueError):  # not the main thread: nothing to restore
