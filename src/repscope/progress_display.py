@@ -101,9 +101,11 @@ class SharedDisplay:
 
     @property
     def active(self) -> bool:
+        """Whether the display is on screen (a bar in ``bar`` mode is open)."""
         return self._progress is not None
 
     def acquire(self) -> Any:
+        """Join the display, starting it for the first bar; return rich's ``Progress`` to add a task to."""
         with self._lock:
             if self._progress is None:
                 from rich.progress import (  # noqa: PLC0415 -- with the first bar
@@ -149,6 +151,7 @@ class SharedDisplay:
             return self._progress
 
     def release(self) -> None:
+        """Leave the display; the last bar to leave stops it."""
         with self._lock:
             self._users -= 1
             if self._users > 0 or self._progress is None:
@@ -211,6 +214,7 @@ class Bar:
     # -- lifetime ---------------------------------------------------------------------------
 
     def open(self) -> None:
+        """Show the bar: a task of the shared display, or the timer of its lines."""
         if self.mode == "bar":
             self._progress = DISPLAY.acquire()
             # the steps done before start the bar: rich's speed (and time left) counts only later steps
@@ -265,6 +269,15 @@ class Bar:
         return None  # GeneratorExit (a loop left with break), SystemExit
 
     def close(self, completed: bool, error: BaseException | None = None) -> None:
+        """End the bar: its ``done`` line, or where it stopped (``interrupted``, ``stopped by an error``).
+
+        Parameters
+        ----------
+        completed : bool
+            Whether the block ran to its end.
+        error : BaseException, optional
+            What left the block otherwise.
+        """
         self._stop.set()
         if self._heartbeat is not None and self._heartbeat is not threading.current_thread():
             self._heartbeat.join(timeout=1.0)
@@ -312,6 +325,17 @@ class Bar:
     # -- updates ----------------------------------------------------------------------------
 
     def update(self, done: int, total: int | None = None, description: str | None = None) -> None:
+        """Set the count (and the total or description); a line when the interval has passed.
+
+        Parameters
+        ----------
+        done : int
+            Steps done, the ``initial`` ones included.
+        total : int, optional
+            A new number of steps.
+        description : str, optional
+            A new description.
+        """
         interrupt_guard.check()  # a Ctrl-C dropped in a finalizer since the last update stops the work here
         if total is not None:
             self.total = int(total)
