@@ -10,8 +10,10 @@
     val_fraction: 0.1
     seed: 0
 
-``model.params`` and ``data.params`` are checked against the constructor of the registered task
-and the signature of the registered loader: an unknown key or a wrong type is an error naming it.
+``model.params`` are checked against the hyper-parameters of the registered task (its ``Config``:
+types and rules, :func:`repscope.train.tasks.base.validate_hyperparameters`), ``data.params`` against the
+signature of the registered loader: an unknown key, a wrong type or a value out of its range is an
+error naming it.
 """
 
 from __future__ import annotations
@@ -103,8 +105,9 @@ class TrainConfig(Section):
     def check_params(self, source: str = "config") -> None:
         """Check ``model.params`` / ``data.params`` against what they configure (errors name the key).
 
-        ``model.params`` is checked against the registered task's constructor (less the
-        :meth:`framework_params`), ``data.params`` against the registered dataset loader's signature.
+        ``model.params`` is checked against the registered task's hyper-parameters (less the
+        :meth:`framework_params`): each key's type and rule, as the task's constructor checks them;
+        ``data.params`` against the registered dataset loader's signature.
 
         Parameters
         ----------
@@ -115,8 +118,12 @@ class TrainConfig(Section):
         ------
         InvalidArgumentError
             When ``model.name`` or ``data.name`` is not registered, ``model.params`` sets a framework
-            parameter, or a key is unknown, has the wrong type or is required and missing.
+            parameter, or a key is unknown, has the wrong type or a value out of its range, or is required
+            and missing.
         """
+        # torch and Lightning stay out of the import of a config (the task class imports them when resolved)
+        from repscope.train.tasks.base import validate_hyperparameters  # noqa: PLC0415
+
         fixed = self.framework_params()
         clash = sorted(fixed & set(self.model.params))
         if clash:
@@ -124,5 +131,5 @@ class TrainConfig(Section):
                 f"{source}: model.params.{clash[0]} is set by the model name {self.model.name!r} "
                 "or by the data (its target or image shape); remove it"
             )
-        validate_params(task_class(self.model.name), self.model.params, source, "model.params", skip=fixed)
+        validate_hyperparameters(task_class(self.model.name), self.model.params, source, "model.params", skip=fixed)
         validate_params(dataset_loader(self.data.name), self.data.params, source, "data.params")

@@ -10,22 +10,26 @@ Hyper-parameters
 ----------------
 Each task class declares its hyper-parameters as a nested dataclass ``Config``; a subclass's ``Config``
 inherits its parent's and declares only its own fields (or a new default of an inherited one), as
-nmichlo/disent's nested ``cfg`` does::
+nmichlo/disent's nested ``cfg`` does. A field's rule is part of its type, as pydantic states it
+(``Annotated[int, Field(ge=1)]``, ``Literal["i", "ii"]``)::
 
     class BetaTCVAETask(VAETask):
         @dataclass(kw_only=True)
         class Config(VAETask.Config):
-            beta: float = 6.0               # a new default of an inherited field
-            dataset_size: int = DSPRITES_SIZE
+            beta: Annotated[float, Field(ge=0)] = 6.0    # a new default of an inherited field
+            dataset_size: Annotated[int, Field(ge=1)] = DSPRITES_SIZE
 
 A class that does not say whose ``Config`` it extends (a mixin's fields, a forgotten base) gets one
 merged from every base's, so no field can be dropped. From the ``Config`` each class gets its
 constructor: ``Task(field=value, ...)`` (or by position, in field order), with the fields as its
 signature, so configs' ``model.params`` are checked against it. The constructor
 
-1. builds the ``Config`` (an unknown argument is a ``TypeError`` naming it),
-2. calls :meth:`ImageTask.check_config`, where each class checks the values of its own fields and
-   puts them in their stored form (e.g. ``int(latent_dim)``, a default architecture resolved),
+1. binds the arguments (an unknown one is a ``TypeError`` naming it) and validates them against the
+   ``Config``'s types (:func:`validate_hyperparameters`: a bad value is an
+   :class:`~repscope.errors.InvalidArgumentError` naming ``model.params.<key>``, the key a config
+   file sets); the ``Config`` holds the validated values (``latent_dim`` an int, ``beta`` a float),
+2. calls :meth:`ImageTask.check_config` for the rules across fields (``num_outputs`` against ``kind``)
+   and values derived from others (a default architecture resolved from the image shape),
 3. saves every field with ``save_hyperparameters``, so a checkpoint's ``hyper_parameters`` hold all of
    them and ``cls(**hyper_parameters)`` rebuilds the task,
 4. calls :meth:`ImageTask.build`, where each class creates its networks (a subclass calls
@@ -64,16 +68,19 @@ multimodal VAEs     ``encode`` (the joint posterior's codes of the given modalit
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import typing
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Annotated, Any, ClassVar, Protocol, runtime_checkable
 
 import lightning.pytorch as pl
 import numpy as np
 import torch
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from repscope.config import format_validation_error
 from repscope.errors import InvalidArgumentError
 from repscope.validation import check_images as check_image_batch
 from repscope.validation import (
@@ -83,6 +90,10 @@ from repscope.validation import (
 
 EVAL_BATCH = 512
 DIGIT_SHAPE = (1, 28, 28)
+
+#: The type of an ``image_shape`` hyper-parameter: ``[channels, height, width]``, each at least 1 (stored
+#: as a list of plain ints, fit for ``save_hyperparameters``).
+ImageShape = Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=3, max_length=3)]
 
 
 def channels_last_shape(image_shape: Sequence[int]) -> tuple[int, ...]:
@@ -226,33 +237,6 @@ def count(n: int) -> int:
     if isinstance(n, bool) or int(n) != n or n < 0:
         raise InvalidArgumentError(f"n: must be a non-negative integer, got {n!r}")
     return int(n)
-
-
-def checked_shape(image_shape: Sequence[int]) -> list[int]:
-    """``image_shape`` checked as the ``(channels, height, width)`` of one image.
-
-    Parameters
-    ----------
-    image_shape : sequence of int
-        ``(C, H, W)``, each at least 1.
-
-    Returns
-    -------
-    list of int
-        ``[C, H, W]`` as plain ints (fit for ``save_hyperparameters``).
-
-    Raises
-    ------
-    InvalidArgumentError
-        When ``image_shape`` is not three integers, or one of them is below 1.
-    """
-    try:
-        shape = [int(s) for s in image_shape]
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"image_shape: expected (channels, height, width), got {image_shape!r}") from None
-    if len(shape) != 3 or min(shape) < 1:
-        raise InvalidArgumentError(f"image_shape: expected (channels, height, width), got {image_shape!r}")
-    return shape
 
 
 @contextmanager
@@ -464,14 +448,84 @@ def _constructor(cls: type) -> Any:
     return __init__
 
 
+def config_schema(task: type, skip: Iterable[str] = ()) -> type[BaseModel]:
+    """The pydantic model of ``task``'s hyper-parameters: a field per ``Config`` field (its type, with the
+    rule ``Annotated`` on it, and its default), less those in ``skip``; an unknown key is refused, and a
+    default is validated too, so that every value comes out in its stored form.
+
+    Parameters
+    ----------
+    task : type
+        A :class:`ConfiguredModule` subclass.
+    skip : iterable of str, default=()
+        Fields left out (those the framework sets, which a config may not).
+
+    Returns
+    -------
+    type of pydantic.BaseModel
+        Built once per task class and ``skip``.
+    """
+    return _config_schema(task, frozenset(skip))
+
+
+@functools.cache
+def _config_schema(task: type, skip: frozenset[str]) -> type[BaseModel]:
+    hints = typing.get_type_hints(task.Config, include_extras=True)
+    fields: dict[str, Any] = {}
+    for field in dataclasses.fields(task.Config):
+        if field.name not in skip:
+            default = field.default if field.default is not dataclasses.MISSING else ...
+            fields[field.name] = (hints[field.name], default)
+    settings = ConfigDict(extra="forbid", validate_default=True, arbitrary_types_allowed=True)
+    return create_model(f"{task.__name__}Config", __config__=settings, **fields)
+
+
+def validate_hyperparameters(
+    task: type, params: Mapping[str, Any], source: str, prefix: str = "model.params", skip: Iterable[str] = ()
+) -> dict[str, Any]:
+    """``params`` validated against the ``Config`` of ``task`` (:func:`config_schema`): the one check of a
+    hyper-parameter's value, for a constructor call and a config file's ``model.params`` alike.
+
+    Parameters
+    ----------
+    task : type
+        A :class:`ConfiguredModule` subclass.
+    params : mapping
+        Field name -> value, as given.
+    source : str
+        Where they come from (the class, a config file), first in the message.
+    prefix : str, default="model.params"
+        Put before each key in the message (where a config file sets it).
+    skip : iterable of str, default=()
+        Fields left out of the check (and of the result).
+
+    Returns
+    -------
+    dict
+        Every field (but ``skip``) -> its validated value (the default where not given), in field order.
+
+    Raises
+    ------
+    InvalidArgumentError
+        One line naming each bad key (``<source>: key model.params.beta: Input should be greater than or
+        equal to 0 (got -1)``) and each unknown one.
+    """
+    schema = config_schema(task, skip)
+    try:
+        validated = schema.model_validate(dict(params))
+    except ValidationError as exc:
+        raise InvalidArgumentError(format_validation_error(exc, source, prefix)) from None
+    return {name: getattr(validated, name) for name in schema.model_fields}
+
+
 class ConfiguredModule(pl.LightningModule):
     """A LightningModule whose hyper-parameters are its nested ``Config`` dataclass (module docstring).
 
     The one mechanism of every task family (:class:`ImageTask`, the multimodal VAEs): a subclass
-    declares its fields in a ``Config`` extending its parent's, checks them in :meth:`check_config` and
-    creates its networks in :meth:`build`; its constructor, and saving every field into the
-    checkpoint, follow from the ``Config``. Two hooks let a family adapt what is taken and what is
-    recorded: :meth:`accepted_arguments` and :meth:`recorded_hyperparameters`.
+    declares its fields, with their rules, in a ``Config`` extending its parent's, checks the rules
+    across fields in :meth:`check_config` and creates its networks in :meth:`build`; its constructor,
+    and saving every field into the checkpoint, follow from the ``Config``. Two hooks let a family adapt
+    what is taken and what is recorded: :meth:`accepted_arguments` and :meth:`recorded_hyperparameters`.
 
     ``trainer.compile`` (:func:`repscope.train.fitting.compile_networks`) compiles the methods named in
     :attr:`compiled_methods`, each whole; where there are none, each child network.
@@ -495,7 +549,7 @@ class ConfiguredModule(pl.LightningModule):
     def __init__(self, **hyperparameters: Any) -> None:
         super().__init__()
         self._epoch_sums: dict[str, tuple[torch.Tensor, int]] = {}  # log_training's running epoch means
-        config = self.Config(**hyperparameters)
+        config = self.Config(**validate_hyperparameters(type(self), hyperparameters, type(self).__name__))
         self.check_config(config)
         self.save_hyperparameters(self.recorded_hyperparameters(config))
         self.build()
@@ -546,20 +600,22 @@ class ConfiguredModule(pl.LightningModule):
         return {field.name: getattr(config, field.name) for field in dataclasses.fields(config)}
 
     def check_config(self, config: Any) -> None:
-        """Check the values of the fields a class declares and put them in their stored form, in place.
+        """Check the rules across fields and derive the values that depend on others, in place.
 
-        Each class that declares fields extends it (and calls ``super().check_config(config)``); the
-        values saved as hyper-parameters are the checked ones.
+        Each field's own rule is part of its type and was checked before (:func:`validate_hyperparameters`);
+        a class with a rule across fields (``num_outputs`` against ``kind``) or a value resolved from
+        others (a default architecture for the image shape) extends this method and calls
+        ``super().check_config(config)``. The values saved as hyper-parameters are those it leaves.
 
         Parameters
         ----------
         config : Config
-            The task's hyper-parameters as given to the constructor.
+            The task's validated hyper-parameters.
 
         Raises
         ------
         InvalidArgumentError
-            When a value is out of its range (naming the argument).
+            When values do not fit together (naming the argument).
         """
 
     def build(self) -> None:
@@ -629,9 +685,10 @@ class ImageTask(ConfiguredModule):
     """Shared plumbing: hyper-parameters from :attr:`Config` (:class:`ConfiguredModule`), the fields a
     batch must hold, logging defaults, decoding latents in chunks.
 
-    A subclass declares its hyper-parameters in a nested ``Config`` dataclass extending its parent's,
-    checks them in :meth:`check_config` and creates its networks in :meth:`build` (module docstring);
-    its constructor, and saving every field into the checkpoint, follow from the ``Config``.
+    A subclass declares its hyper-parameters, with their rules, in a nested ``Config`` dataclass
+    extending its parent's, checks the rules across fields in :meth:`check_config` and creates its
+    networks in :meth:`build` (module docstring); its constructor, and saving every field into the
+    checkpoint, follow from the ``Config``.
     """
 
     batch_fields: tuple[str, ...] = ("image",)
@@ -667,6 +724,8 @@ __all__ = [
     "evaluating",
     "EVAL_BATCH",
     "channels_last_shape",
-    "checked_shape",
+    "ImageShape",
+    "config_schema",
+    "validate_hyperparameters",
     "DIGIT_SHAPE",
 ]

@@ -3,12 +3,12 @@ reconstruction error of its decoder, in the supervised family."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
+from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.zeroshot.capsnet import EPSILON, CapsNet, capsule_lengths
@@ -94,19 +94,10 @@ class CapsNetTask(SupervisedTask):
     @dataclass(kw_only=True)
     class Config(SupervisedTask.Config):
         network: str = "capsnet"
-        reconstruction_weight: float = 0.0005
-
-    def check_config(self, config: Any) -> None:
-        kind, weight = config.kind, config.reconstruction_weight
-        if kind != "classification":
-            raise InvalidArgumentError(
-                f"kind: CapsNet classifies (a capsule per class); it cannot learn a regression target, "
-                f"got kind={kind!r}"
-            )
-        if isinstance(weight, bool) or not isinstance(weight, int | float) or not math.isfinite(weight) or weight < 0:
-            raise InvalidArgumentError(f"reconstruction_weight: must be a finite number of at least 0, got {weight!r}")
-        super().check_config(config)
-        config.reconstruction_weight = float(weight)
+        # CapsNet classifies (a capsule per class): it cannot learn a regression target
+        kind: Literal["classification"] = "classification"
+        # strict: a number (not a bool, not a string), finite and at least 0
+        reconstruction_weight: Annotated[float, Field(strict=True, ge=0, allow_inf_nan=False)] = 0.0005
 
     def build(self) -> None:
         super().build()

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
@@ -222,14 +223,8 @@ class BetaTCVAETask(VAETask):
 
     @dataclass(kw_only=True)
     class Config(VAETask.Config):
-        beta: float = 6.0
-        dataset_size: int = DSPRITES_SIZE
-
-    def check_config(self, config: Any) -> None:
-        super().check_config(config)
-        if int(config.dataset_size) < 1:
-            raise InvalidArgumentError(f"dataset_size: must be at least 1, got {config.dataset_size}")
-        config.dataset_size = int(config.dataset_size)
+        beta: Annotated[float, Field(ge=0)] = 6.0
+        dataset_size: Annotated[int, Field(ge=1)] = DSPRITES_SIZE
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """``mi + beta * tc + dim_kl`` (MWS estimates, :func:`mws_decomposition`), and its terms.
@@ -276,22 +271,15 @@ class DIPVAETask(VAETask):
 
     @dataclass(kw_only=True)
     class Config(VAETask.Config):
-        beta: float = 1.0
-        dip_type: str = "i"
-        lambda_od: float = 10.0
-        lambda_d: float | None = None  # default: by dip_type (the class docstring)
+        beta: Annotated[float, Field(ge=0)] = 1.0
+        dip_type: Literal["i", "ii"] = "i"
+        lambda_od: Annotated[float, Field(ge=0)] = 10.0
+        lambda_d: Annotated[float, Field(ge=0)] | None = None  # default: by dip_type (the class docstring)
 
     def check_config(self, config: Any) -> None:
         super().check_config(config)
-        if config.dip_type not in ("i", "ii"):
-            raise InvalidArgumentError(f"dip_type: expected 'i' or 'ii', got {config.dip_type!r}")
         if config.lambda_d is None:
             config.lambda_d = config.lambda_od * (10.0 if config.dip_type == "i" else 1.0)
-        if config.lambda_od < 0 or config.lambda_d < 0:
-            raise InvalidArgumentError(
-                f"lambda_od, lambda_d: must be non-negative, got {config.lambda_od}, {config.lambda_d}"
-            )
-        config.lambda_od, config.lambda_d = float(config.lambda_od), float(config.lambda_d)
 
     def regulariser(self, mean: torch.Tensor, log_var: torch.Tensor, z: torch.Tensor) -> dict[str, torch.Tensor]:
         """``beta * KL + lambda_od * off_diagonal + lambda_d * diagonal``, and its terms.
@@ -347,21 +335,11 @@ class FactorVAETask(VAETask):
 
     @dataclass(kw_only=True)
     class Config(VAETask.Config):
-        beta: float = 1.0
-        gamma: float = 10.0
+        beta: Annotated[float, Field(ge=0)] = 1.0
+        gamma: Annotated[float, Field(ge=0)] = 10.0
         discriminator_width: int = 256
         discriminator_layers: int = 6
         lr_discriminator: float = 1e-4
-
-    def check_config(self, config: Any) -> None:
-        super().check_config(config)
-        if config.gamma < 0:
-            raise InvalidArgumentError(f"gamma: must be non-negative, got {config.gamma}")
-        config.gamma, config.lr_discriminator = float(config.gamma), float(config.lr_discriminator)
-        config.discriminator_width, config.discriminator_layers = (
-            int(config.discriminator_width),
-            int(config.discriminator_layers),
-        )
 
     def build(self) -> None:
         super().build()

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.morpho.infogan import Discriminator, Generator, RecognitionHead
@@ -94,14 +95,9 @@ class GANTask(ImageTask):
 
     @dataclass(kw_only=True)
     class Config(ImageTask.Config):
-        latent_dim: int = 64
+        latent_dim: Annotated[int, Field(ge=1)] = 64
         lr_generator: float = 2e-4
         lr_discriminator: float = 2e-4
-
-    def check_config(self, config: Any) -> None:
-        super().check_config(config)
-        if config.latent_dim < 1:
-            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {config.latent_dim}")
 
     def build(self) -> None:
         super().build()
@@ -234,10 +230,6 @@ class InfoGANTask(ImageTask):
 
     def check_config(self, config: Any) -> None:
         super().check_config(config)
-        if config.recognition_with not in ("discriminator", "generator"):
-            raise InvalidArgumentError(
-                f"recognition_with: must be 'discriminator' or 'generator', got {config.recognition_with!r}"
-            )
         config.codes = CodeSpec.from_dict(config.codes).to_dict()  # complete, so a checkpoint rebuilds it alone
 
     def build(self) -> None:

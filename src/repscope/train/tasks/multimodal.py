@@ -44,10 +44,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import numpy as np
 import torch
+from pydantic import Field
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
@@ -56,9 +57,11 @@ from repscope.models.multimodal.likelihoods import LIKELIHOODS, PRIORS, log_like
 from repscope.models.multimodal.mmvae_plus import ModalitySpecificMixtureVAE
 from repscope.models.multimodal.models import (
     BOUNDS,
+    ESTIMATORS,
     OBJECTIVES,
     PRIOR_EXPERTS,
     RECONSTRUCTIONS,
+    SUBSAMPLINGS,
     LikelihoodSpec,
     MixtureOfExpertsVAE,
     MixtureOfProductsVAE,
@@ -125,16 +128,16 @@ class MultimodalVAETask(ConfiguredModule):
     @dataclasses.dataclass(kw_only=True)
     class Config(ConfiguredModule.Config):
         modalities: dict[str, dict[str, Any]] | None = None
-        latent_dim: int = 16
-        objective: str = "elbo"
-        k: int = 1
-        beta: float = 1.0
+        latent_dim: Annotated[int, Field(ge=1)] = 16
+        objective: Literal[OBJECTIVES] = "elbo"
+        k: Annotated[int, Field(ge=1)] = 1
+        beta: Annotated[float, Field(ge=0)] = 1.0
         lr: float = 1e-3
-        prior: str = "normal"
-        optimizer: str = "adam"
+        prior: Literal[PRIORS] = "normal"
+        optimizer: Literal[OPTIMIZERS] = "adam"
         weight_decay: float = 0.0
         field_specs: dict[str, dict[str, Any]] | None = None
-        image_shape: Sequence[int] | None = None
+        image_shape: list[int] | None = None
 
     display_name: ClassVar[str] = "multimodal VAE"  # the name in tables and figures
     private_latents: ClassVar[bool] = False  # a modality-specific latent per modality besides the shared one
@@ -197,30 +200,24 @@ class MultimodalVAETask(ConfiguredModule):
         return {**({"model": name} if name else {}), **super().recorded_hyperparameters(config)}
 
     def check_config(self, config: Config) -> None:
-        """Check the values of ``config`` and put them in their stored form (in place).
+        """Resolve the default modalities and field descriptions and check the modalities' specs (in place).
 
-        A subclass checks its own fields and calls ``super().check_config(config)``.
+        A subclass with rules across its fields checks them and calls ``super().check_config(config)``.
 
         Parameters
         ----------
         config : Config
-            The hyper-parameters as given.
+            The validated hyper-parameters.
 
         Raises
         ------
         InvalidArgumentError
-            When a value is out of its range or unknown, naming it as ``model.params.<key>``.
+            When the modalities are fewer than two or a modality's spec has an unknown key or likelihood,
+            naming it as ``model.params.modalities.<name>``.
         """
         config.modalities = {name: dict(spec) for name, spec in (config.modalities or CDSPRITES_MODALITIES).items()}
-        _check_settings(config.modalities, config.latent_dim, config.objective, config.k, config.beta, config.prior)
-        if config.optimizer not in OPTIMIZERS:
-            raise InvalidArgumentError(
-                f"model.params.optimizer: must be one of {', '.join(OPTIMIZERS)}, got {config.optimizer!r}"
-            )
-        config.latent_dim, config.k = int(config.latent_dim), int(config.k)
-        config.beta, config.lr, config.weight_decay = float(config.beta), float(config.lr), float(config.weight_decay)
+        _check_modalities(config.modalities)
         config.field_specs = config.field_specs or {}
-        config.image_shape = list(config.image_shape) if config.image_shape is not None else None
 
     def _code_size(self) -> int:
         """Size of the code each encoder gives and each decoder reads: the shared latent."""
@@ -598,15 +595,11 @@ class MVAETask(MultimodalVAETask):
 
     @dataclasses.dataclass(kw_only=True)
     class Config(MultimodalVAETask.Config):
-        subsampling: str = "singles"
-        reconstruct: str = "given"
+        subsampling: Literal[SUBSAMPLINGS] = "singles"
+        reconstruct: Literal[RECONSTRUCTIONS] = "given"
 
     display_name = "MVAE"
     paper_table_rank = 1
-
-    def check_config(self, config: Config) -> None:
-        super().check_config(config)
-        _check_choice("reconstruct", config.reconstruct, RECONSTRUCTIONS)
 
     def _network(self, encoders, decoders, likelihoods):
         hp = self.hparams
@@ -629,7 +622,7 @@ class MixtureVAETask(MultimodalVAETask):
 
     @dataclasses.dataclass(kw_only=True)
     class Config(MultimodalVAETask.Config):
-        estimator: str = "stratified"
+        estimator: Literal[ESTIMATORS] = "stratified"
 
     mixture: ClassVar[type[nn.Module]]  # the model of repscope.models.multimodal.models
 
@@ -654,7 +647,7 @@ class MMVAETask(MixtureVAETask):
 
     @dataclasses.dataclass(kw_only=True)
     class Config(MixtureVAETask.Config):
-        bound: str = "mixture"
+        bound: Literal[BOUNDS] = "mixture"
 
     display_name = "MMVAE"
     paper_table_rank = 0
@@ -662,7 +655,6 @@ class MMVAETask(MixtureVAETask):
 
     def check_config(self, config: Config) -> None:
         super().check_config(config)
-        _check_choice("bound", config.bound, BOUNDS)
         if config.bound == "m_elbo":
             settings = {
                 "objective": (config.objective, "elbo"),
@@ -700,15 +692,11 @@ class MoPoETask(MixtureVAETask):
 
     @dataclasses.dataclass(kw_only=True)
     class Config(MixtureVAETask.Config):
-        prior_expert: str = "none"
+        prior_expert: Literal[PRIOR_EXPERTS] = "none"
 
     display_name = "MoPoE"
     paper_table_rank = 2
     mixture = MixtureOfProductsVAE
-
-    def check_config(self, config: Config) -> None:
-        super().check_config(config)
-        _check_choice("prior_expert", config.prior_expert, PRIOR_EXPERTS)
 
     def _network(self, encoders, decoders, likelihoods):
         hp = self.hparams
@@ -735,10 +723,6 @@ class PrivateLatentVAETask(MultimodalVAETask):
 
     private_latents = True
 
-    def check_config(self, config: Config) -> None:
-        super().check_config(config)
-        config.private_dim = int(config.private_dim)
-
     def _code_size(self) -> int:
         return self.hparams.latent_dim + self.hparams.private_dim
 
@@ -759,7 +743,7 @@ class DMVAETask(PrivateLatentVAETask):
 
     @dataclasses.dataclass(kw_only=True)
     class Config(PrivateLatentVAETask.Config):
-        kl_accounting: str = "per_source"
+        kl_accounting: Literal[KL_ACCOUNTINGS] = "per_source"
 
     display_name = "DMVAE"
     paper_table_rank = 3
@@ -772,7 +756,6 @@ class DMVAETask(PrivateLatentVAETask):
                 f"(got {config.objective}, k = {config.k})"
             )
         super().check_config(config)
-        _check_choice("kl_accounting", config.kl_accounting, KL_ACCOUNTINGS)
 
     def _network(self, encoders, decoders, likelihoods):
         hp = self.hparams
@@ -837,19 +820,9 @@ def _to_host(parts: list[torch.Tensor]) -> np.ndarray:
     return torch.cat(parts).cpu().numpy()
 
 
-def _check_choice(key: str, value: Any, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise InvalidArgumentError(f"model.params.{key}: must be one of {', '.join(choices)}, got {value!r}")
-
-
-def _check_settings(modalities, latent_dim, objective, k, beta, prior) -> None:
+def _check_modalities(modalities: dict[str, dict[str, Any]]) -> None:
+    """At least two modalities, each spec of :data:`MODALITY_KEYS` and with a known likelihood."""
     where = "model.params"
-    if objective not in OBJECTIVES:
-        raise InvalidArgumentError(f"{where}.objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-    if prior not in PRIORS:
-        raise InvalidArgumentError(f"{where}.prior: must be one of {', '.join(PRIORS)}, got {prior!r}")
-    if int(latent_dim) < 1 or int(k) < 1 or float(beta) < 0:
-        raise InvalidArgumentError(f"{where}: latent_dim and k must be >= 1 and beta >= 0")
     if len(modalities) < 2:
         raise InvalidArgumentError(f"{where}.modalities: a multimodal VAE needs at least two, got {len(modalities)}")
     for name, spec in modalities.items():

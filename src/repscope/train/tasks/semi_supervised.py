@@ -66,16 +66,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
 from repscope.train.datamodule import SplitView, field_to_tensor
 from repscope.train.tasks.disentangling_vaes import BetaTCVAETask, DIPVAETask, FactorVAETask
 from repscope.train.tasks.vae import VAETask
+from repscope.validation import Seed
 
 DSPRITES_FACTOR_SIZES = (1, 3, 6, 40, 32, 32)  # color, shape, scale, orientation, posX, posY (dsprites.FACTOR_SIZES)
 LABELLED_FRACTION = 0.1  # the CANDLE paper: labels for 10% of the data points
@@ -397,35 +399,33 @@ class SemiSupervisedMixin:
     class Config:
         """The semi-supervised hyper-parameters (``_SEMI_DOC``), added to those of the VAE they extend."""
 
-        labelled_fraction: float = LABELLED_FRACTION
-        supervision_weight: float = SUPERVISION_WEIGHT
+        labelled_fraction: Annotated[float, Field(ge=0, le=1)] = LABELLED_FRACTION
+        supervision_weight: Annotated[float, Field(ge=0)] = SUPERVISION_WEIGHT
         supervised_factors: Sequence[int] | None = None  # default: every factor with more than one class
-        factor_sizes: Sequence[int] = DSPRITES_FACTOR_SIZES
-        dims_per_factor: int = 1
-        label_seed: int = 0
-        supervision: str = "stream"
-        stream_seed: int | None = None  # default: the run's seed (torch.initial_seed())
+        # the class count of each column of the factors field
+        factor_sizes: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)] = DSPRITES_FACTOR_SIZES
+        dims_per_factor: Annotated[int, Field(ge=1)] = 1
+        label_seed: Seed = 0
+        supervision: Literal[SUPERVISIONS] = "stream"
+        stream_seed: Seed | None = None  # default: the run's seed (torch.initial_seed())
 
     def check_config(self, config: Any) -> None:
-        """The model's checks, then the supervision fields': sizes, chosen factors, enough latents.
+        """The model's checks, then the rules across the supervision fields: the chosen factors, enough latents.
 
         Parameters
         ----------
         config : Config
-            The task's hyper-parameters; ``supervised_factors`` is resolved (default: every factor with
-            more than one class) and the values put in their stored form, in place.
+            The task's validated hyper-parameters; ``supervised_factors`` is resolved (default: every factor
+            with more than one class) and put in its stored form, in place.
 
         Raises
         ------
         InvalidArgumentError
-            Naming the argument: a factor size below 1, supervised factors that are not distinct columns
-            or have one class, too few latent dimensions, a negative weight, a fraction outside [0, 1], a
-            supervision other than :data:`SUPERVISIONS`, a negative stream seed.
+            Naming the argument: supervised factors that are not distinct columns of ``factor_sizes`` or
+            have one class, too few latent dimensions for them.
         """
         super().check_config(config)  # type: ignore[misc]
-        sizes = [int(s) for s in config.factor_sizes]
-        if not sizes or min(sizes) < 1:
-            raise InvalidArgumentError(f"factor_sizes: expected positive class counts, got {list(config.factor_sizes)}")
+        sizes = config.factor_sizes
         supervised_factors = config.supervised_factors
         if supervised_factors is None:
             supervised_factors = [k for k, size in enumerate(sizes) if size > 1]
@@ -439,31 +439,13 @@ class SemiSupervisedMixin:
             raise InvalidArgumentError(
                 f"supervised_factors: a factor with one class cannot be supervised (sizes {sizes}, chosen {chosen})"
             )
-        dims_per_factor = config.dims_per_factor
-        if int(dims_per_factor) < 1:
-            raise InvalidArgumentError(f"dims_per_factor: must be at least 1, got {dims_per_factor}")
-        needed = len(chosen) * int(dims_per_factor)
+        needed = len(chosen) * config.dims_per_factor
         if needed > config.latent_dim:
             raise InvalidArgumentError(
-                f"latent_dim: {len(chosen)} supervised factors x {dims_per_factor} dimensions need {needed}, "
+                f"latent_dim: {len(chosen)} supervised factors x {config.dims_per_factor} dimensions need {needed}, "
                 f"got latent_dim {config.latent_dim}"
             )
-        if config.supervision_weight < 0:
-            raise InvalidArgumentError(f"supervision_weight: must be non-negative, got {config.supervision_weight}")
-        if config.supervision not in SUPERVISIONS:
-            raise InvalidArgumentError(f"supervision: one of {', '.join(SUPERVISIONS)}, got {config.supervision!r}")
-        stream_seed = config.stream_seed
-        if stream_seed is not None and (isinstance(stream_seed, bool) or int(stream_seed) < 0):
-            raise InvalidArgumentError(f"stream_seed: a non-negative integer or null, got {stream_seed!r}")
-        # checks fraction and seed
-        labelled_mask(np.zeros(0, np.int64), config.labelled_fraction, config.label_seed)
-        config.labelled_fraction = float(config.labelled_fraction)
-        config.supervision_weight = float(config.supervision_weight)
         config.supervised_factors = chosen
-        config.factor_sizes = sizes
-        config.dims_per_factor = int(dims_per_factor)
-        config.label_seed = int(config.label_seed)
-        config.stream_seed = None if stream_seed is None else int(stream_seed)
 
     def labelled(self, index: torch.Tensor) -> torch.Tensor:
         """Which examples of a batch have labels (:func:`labelled_mask` with the task's fraction and seed).

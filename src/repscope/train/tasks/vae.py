@@ -2,23 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from pydantic import Field
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.networks import build_autoencoder, default_architecture
 from repscope.train.tasks.base import (
     DIGIT_SHAPE,
     EVAL_BATCH,
+    ImageShape,
     ImageTask,
     check_images,
-    checked_shape,
     count,
     evaluating,
     image_batches,
@@ -82,26 +83,17 @@ class VAETask(ImageTask):
     class Config(ImageTask.Config):
         """beta-VAE's hyper-parameters (the class docstring)."""
 
-        latent_dim: int = 64
-        beta: float = 4.0
+        latent_dim: Annotated[int, Field(ge=1)] = 64
+        beta: Annotated[float, Field(ge=0)] = 4.0
         lr: float = 1e-3
-        image_shape: Sequence[int] = DIGIT_SHAPE
+        image_shape: ImageShape = DIGIT_SHAPE
         architecture: str | None = None  # default: the one for image_shape
-        box_weight: float = 1.0
+        # strict: a number (not a bool, not a string), finite and positive
+        box_weight: Annotated[float, Field(strict=True, gt=0, allow_inf_nan=False)] = 1.0
 
     def check_config(self, config: Any) -> None:
         super().check_config(config)
-        if config.latent_dim < 1:
-            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {config.latent_dim}")
-        if config.beta < 0:
-            raise InvalidArgumentError(f"beta: must be non-negative, got {config.beta}")
-        box_weight = config.box_weight
-        if isinstance(box_weight, bool) or not np.isfinite(box_weight) or box_weight <= 0:
-            raise InvalidArgumentError(f"box_weight: must be a positive number, got {box_weight!r}")
-        config.latent_dim, config.beta, config.lr = int(config.latent_dim), float(config.beta), float(config.lr)
-        config.image_shape = checked_shape(config.image_shape)
         config.architecture = config.architecture or default_architecture(config.image_shape)
-        config.box_weight = float(box_weight)
 
     def build(self) -> None:
         super().build()
