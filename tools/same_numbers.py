@@ -278,7 +278,8 @@ def others_part():
     # six models rarely split 3 + 3 by the rules; the assessors need three of each: alternate the labels
     labels = pd.read_csv(tmp / "labels.csv")
     labels["label"] = np.arange(len(labels)) % 2
-    labels[["name", "label"]].to_csv(tmp / "balanced.csv", index=False)
+    labels["label_coding"] = "ours"
+    labels[["name", "label", "label_coding"]].to_csv(tmp / "balanced.csv", index=False)
     fresh(tmp / "assess")
     run(
         ["invariance", "assess", "train", str(repo), "--labels", str(tmp / "balanced.csv"), "--repeats", "2"]
