@@ -299,3 +299,76 @@ def test_fashion_mnist_classes_keep_their_names_without_the_excluded_one(fashion
     assert out.field(out.target).names == names[:3] + names[4:]  # "Dress" left out, the order kept
     assert out.extras["base_names"] == list(names)
     assert load_dataset("digits", source="mnist-sample", train_size=100).field("label").names == ()
+
+
+def test_the_study_result_is_computed_from_arrays_without_a_run_directory(tmp_path, monkeypatch):
+    from repscope.data.zeroshot.softlabels import check_soft_labels
+    from repscope.run_directory import RunDirectory
+    from repscope.studies.zeroshot.results import compute_zeroshot, write_zeroshot
+
+    rng = np.random.default_rng(3)
+    labels = ["A", "B", "C"]
+    soft_labels = {
+        label: check_soft_labels(
+            [rng.dirichlet(np.ones(2), 4) for _ in range(3)], [rng.dirichlet(np.ones(3), 4) for _ in range(3)]
+        )
+        for label in labels
+    }
+    successes = {
+        (label, norm, threshold): k + threshold
+        for k, label in enumerate(labels)
+        for norm in ("l0", "linf")
+        for threshold in (1, 3)
+    }
+    monkeypatch.chdir(tmp_path)
+    result = compute_zeroshot(
+        soft_labels,
+        {"A": 0.9, "B": 0.8, "C": 0.7},
+        {"A": 0.85, "B": 0.75, "C": 0.65},
+        successes,
+        norms=["l0", "linf"],
+        thresholds=[1, 3],
+        attack_images=4,
+        attack_candidates=9,
+    )
+    assert list(tmp_path.iterdir()) == []  # computing writes nothing
+    assert result.representation["architecture"].tolist() == labels and result.classes == 3
+    for label, row in result.representation.set_index("architecture").iterrows():
+        scores = zero_shot_scores(soft_labels[label].loo, soft_labels[label].full)
+        assert result.scores[label] == scores
+        assert row["dbi"] == scores["dbi"] and row["am"] == scores["am"] and row["soft_label_kind"] == "probabilities"
+    # A: 1 + 3 successes per norm, B: 2 + 4, C: 3 + 5
+    assert result.attacks["l0_th3"].tolist() == [3, 4, 5] and result.attacks["l0_total"].tolist() == [4, 6, 8]
+    assert result.attacks["total"].tolist() == [8, 12, 16]
+    assert len(result.correlations) == 5 * 3 and set(result.correlations["attack_successes"]) == {
+        "l0_total",
+        "linf_total",
+        "total",
+    }
+    assert result.correlations.set_index(["metric", "attack_successes"]).loc[("accuracy", "total"), "rho"] == -1.0
+    run = RunDirectory.create("zeroshot-study", out=tmp_path / "run")
+    write_zeroshot(result, run)
+    np.testing.assert_allclose(
+        read_soft_labels(run.path("softlabels", "b.npz")).loo[2], soft_labels["B"].loo[2], rtol=1e-6
+    )
+    metrics = json.loads(run.path("metrics.json").read_text())
+    assert (
+        metrics["attack_images"] == 4 and metrics["attack_candidates"] == 9 and metrics["soft_labels"] == "normalised"
+    )
+    assert metrics["architectures"]["C"]["total"] == 16 and metrics["architectures"]["C"]["accuracy"] == 0.7
+    assert sorted(path.name for path in run.path("tables").iterdir()) == [
+        "attacks.csv",
+        "correlations.csv",
+        "representation.csv",
+    ]
+    with pytest.raises(InvalidArgumentError, match="accuracy, loo_accuracy: no value for the architecture 'C'"):
+        compute_zeroshot(
+            soft_labels,
+            {"A": 1, "B": 1},
+            {"A": 1, "B": 1},
+            successes,
+            norms=["l0"],
+            thresholds=[1],
+            attack_images=1,
+            attack_candidates=1,
+        )

@@ -183,6 +183,35 @@ def test_the_attack_tables_say_which_search_made_them():
         check_search("cmaes")
 
 
+def test_the_attack_command_computes_from_a_task_then_writes(tmp_path, monkeypatch):
+    from repscope.studies.zeroshot.attack_study import compute_classifier_attacks, run_attacks, write_classifier_attacks
+    from repscope.train.tasks import SupervisedTask
+
+    torch.manual_seed(0)
+    task = SupervisedTask("mlp", num_outputs=3)
+    images = np.random.default_rng(1).integers(0, 256, (2, 1, 28, 28), dtype=np.uint8)
+    labels = task.predict(images[:, 0])
+    monkeypatch.chdir(tmp_path)
+    result = compute_classifier_attacks(task, images, labels, ["l0", "linf"], [1, 2], 2, 0, rows=np.array([4, 8]))
+    assert list(tmp_path.iterdir()) == []  # computing writes nothing
+    assert list(zip(result.counts["norm"], result.counts["threshold"])) == [
+        ("l0", 1),
+        ("l0", 2),
+        ("linf", 1),
+        ("linf", 2),
+    ]
+    assert (result.counts["images"] == 2).all() and len(result.per_image) == 8
+    one = run_attacks(task, images, labels, "linf", 2, budget=2, seed=0, rows=np.array([4, 8]))
+    pd.testing.assert_frame_equal(result.per_image.iloc[6:].reset_index(drop=True), one)
+    write_classifier_attacks(result, tmp_path, {"model": "m", "data": "d", "data_params": {}})
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    assert list(metrics)[:5] == ["model", "data", "data_params", "images", "search"] and metrics["budget"] == 2
+    assert metrics["totals"] == result.totals and metrics["totals"]["total"] == int(
+        result.counts["successes"].sum()
+    )
+    assert pd.read_csv(tmp_path / "counts.csv")["successes"].tolist() == result.counts["successes"].tolist()
+
+
 def test_attack_command_refuses_an_unknown_search(tmp_path, run_cli):
     code, _, err = run_cli(
         ["zeroshot", "attack", "--model", str(tmp_path), "--search", "ga", "--out", str(tmp_path / "a")]

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 
 from repscope.data.zeroshot.softlabels import SoftLabels, write_soft_labels
+from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_json_atomic
 from repscope.metrics.zeroshot import rank_correlation, zero_shot_scores
 from repscope.run_directory import RunDirectory, to_plain
@@ -107,10 +108,20 @@ def compute_zeroshot(
     Returns
     -------
     ZeroShotResult
+
+    Raises
+    ------
+    InvalidArgumentError
+        No soft-labels, or an architecture without its accuracies.
     """
     from repscope.progress import track  # noqa: PLC0415
 
     labels = list(soft_labels)
+    if not labels:
+        raise InvalidArgumentError("soft_labels: expected the soft-labels of at least one architecture")
+    missing = [label for label in labels if label not in accuracy or label not in loo_accuracy]
+    if missing:
+        raise InvalidArgumentError(f"accuracy, loo_accuracy: no value for the architecture {missing[0]!r}")
     scores = {
         label: zero_shot_scores(soft_labels[label].loo, soft_labels[label].full, soft_labels[label].kind)
         for label in track(labels, f"scoring the soft-labels of {len(labels)} architecture(s) (DBI, AM)")
