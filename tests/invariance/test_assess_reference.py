@@ -18,13 +18,14 @@ from repscope.data.invariance.transforms import transform_family
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.models.networks import build_classifier
 from repscope.models.probes import resolve_positions
-from repscope.studies.invariance.assess import repository_labels, rule_labels, to_our_coding, train_assessors
+from repscope.studies.invariance.assess import train_assessors
 from repscope.studies.invariance.assess_reference import (
     evaluate_assessors_reference,
     max_deviation,
     reference_folds,
     reference_holdout,
 )
+from repscope.studies.invariance.labels import repository_labels, rule_labels, to_our_coding
 from repscope.studies.invariance.testing import (
     PAPER_MODALITIES,
     REFERENCE_MODALITIES,

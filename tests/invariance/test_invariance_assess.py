@@ -7,13 +7,9 @@ import pandas as pd
 import pytest
 
 from repscope.errors import InvalidArgumentError
-from repscope.studies.invariance.assess import (
-    agreement,
-    evaluate_assessors,
-    fleiss_kappa,
-    greedy_threshold,
-    rule_labels,
-)
+from repscope.studies.invariance.assess import evaluate_assessors
+from repscope.studies.invariance.assessor_models import greedy_threshold
+from repscope.studies.invariance.labels import agreement, fleiss_kappa, rule_labels
 
 
 def test_rule_labels_name_every_failed_rule():

@@ -14,14 +14,9 @@ import torch
 
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.studies.invariance import testing
-from repscope.studies.invariance.assess import (
-    ASSESSOR_FILE,
-    assessors,
-    load_assessors,
-    save_assessors,
-    verdict,
-)
 from repscope.studies.invariance.assess_reference import reference_assessors
+from repscope.studies.invariance.assessor_files import ASSESSOR_FILE, load_assessors, save_assessors, verdict
+from repscope.studies.invariance.assessor_models import assessors
 from repscope.studies.invariance.repo import RepoConfig, build_repository, check_resume
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")

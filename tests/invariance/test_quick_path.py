@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from repscope.studies.invariance.assess import evaluate_assessors, read_repository, rule_labels
+from repscope.studies.invariance.assess import evaluate_assessors, read_repository
+from repscope.studies.invariance.labels import rule_labels
 from repscope.studies.invariance.repo import RepoConfig, build_repository, quick, repository_points
 
 FOLDS = 3  # assess train's 3-fold protocol needs this many models of each class

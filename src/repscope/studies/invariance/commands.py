@@ -167,10 +167,10 @@ def label_repository(
     InvalidArgumentError
         ``human``'s coding is not stated, or its column and ``label_coding`` disagree, or a label is not 0 / 1.
     """
-    from repscope.studies.invariance.assess import (  # noqa: PLC0415
+    from repscope.studies.invariance.assess import read_repository  # noqa: PLC0415
+    from repscope.studies.invariance.labels import (  # noqa: PLC0415
         agreement,
         file_label_coding,
-        read_repository,
         rule_labels,
         to_our_coding,
     )

@@ -38,7 +38,7 @@ from repscope.metrics.invariance.features import matrix_features
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
 from repscope.models.probes import recording, resolve_positions
 from repscope.progress import progress_bar
-from repscope.studies.invariance.assess import assessor_verdict, check_assessors, load_assessors
+from repscope.studies.invariance.assessor_files import assessor_verdict, check_assessors, load_assessors
 
 # the paper's five matrices (Sec. V): max@CONF, max@CONV-1, mean@CONV-1, max@CONV-2, mean@CONV-2
 PAPER_MODALITIES: tuple[tuple[str, str], ...] = (
@@ -539,7 +539,7 @@ def compute_invariance_test(
     seed : int
         Seed of the sensitivity subsamples.
     assessors : dict, optional
-        Assessors as :func:`repscope.studies.invariance.assess.load_assessors` returns them: adds their verdict.
+        Assessors as :func:`repscope.studies.invariance.assessor_files.load_assessors` returns them: adds their verdict.
     assessor_source : str or Path
         How messages name the assessors (their file).
     progress : bool, optional
@@ -681,7 +681,7 @@ def read_test_assessors(assessor: str | Path, transform: str, compat: str) -> di
     Returns
     -------
     dict
-        As :func:`repscope.studies.invariance.assess.load_assessors` returns.
+        As :func:`repscope.studies.invariance.assessor_files.load_assessors` returns.
     """
     saved = load_assessors(assessor)
     check_assessors(assessor, saved, transform, [modality_name(*modality) for modality in compat_modalities(compat)])
