@@ -19,10 +19,12 @@ nmichlo/disent's nested ``cfg`` does. A field's rule is part of its type, as pyd
             beta: Annotated[float, Field(ge=0)] = 6.0    # a new default of an inherited field
             dataset_size: Annotated[int, Field(ge=1)] = DSPRITES_SIZE
 
-A class that does not say whose ``Config`` it extends (a mixin's fields, a forgotten base) gets one
+A new default restates the field's whole type, rule included: the subclass's annotation replaces the
+parent's. A class that does not say whose ``Config`` it extends (a mixin's fields, a forgotten base) gets one
 merged from every base's, so no field can be dropped. From the ``Config`` each class gets its
 constructor: ``Task(field=value, ...)`` (or by position, in field order), with the fields as its
-signature, so configs' ``model.params`` are checked against it. The constructor
+signature; a config's ``model.params`` are checked against the same ``Config``
+(:meth:`repscope.train.config.TrainConfig.check_params`). The constructor
 
 1. binds the arguments (an unknown one is a ``TypeError`` naming it) and validates them against the
    ``Config``'s types (:func:`validate_hyperparameters`: a bad value is an

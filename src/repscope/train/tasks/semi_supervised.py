@@ -63,7 +63,7 @@ includes it too (its discriminator step is unchanged).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
@@ -401,7 +401,7 @@ class SemiSupervisedMixin:
 
         labelled_fraction: Annotated[float, Field(ge=0, le=1)] = LABELLED_FRACTION
         supervision_weight: Annotated[float, Field(ge=0)] = SUPERVISION_WEIGHT
-        supervised_factors: Sequence[int] | None = None  # default: every factor with more than one class
+        supervised_factors: list[int] | None = None  # default: every factor with more than one class
         # the class count of each column of the factors field
         factor_sizes: Annotated[list[Annotated[int, Field(ge=1)]], Field(min_length=1)] = DSPRITES_FACTOR_SIZES
         dims_per_factor: Annotated[int, Field(ge=1)] = 1

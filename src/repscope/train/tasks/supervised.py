@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
@@ -62,7 +62,7 @@ class SupervisedTask(ImageTask):
         image_shape: ImageShape = DIGIT_SHAPE
         schedule: Literal["none", "cosine"] = "none"
         augment: Literal["none", "rotation", "brightness", "scale", "shift"] = "none"
-        augment_ranges: Sequence[Sequence[float]] = ()
+        augment_ranges: list[list[float]] = ()
         optimizer: Literal["adam", "sgd"] = "adam"  # sgd: with momentum 0.9
         network_params: dict[str, Any] | None = None
 
