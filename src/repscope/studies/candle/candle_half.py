@@ -6,6 +6,12 @@ published folders) or, when it is not set, are rendered with the ``render`` sett
 ``$REPSCOPE_HOME/candle/<settings digest>/``, where a later run finds them (an interrupted render is
 continued). Models train with the bounding-box reconstruction weight of the paper's section 3
 (``box_weight``; 1 turns it off).
+
+The steps: render (or find) the images (:func:`render_folder`, resumable like a training), then the
+disentanglement study's on them (:func:`repscope.studies.candle.disentanglement.run_disentangle_study`:
+train, :func:`~repscope.studies.candle.disentanglement.compute_disentangle_study`,
+:func:`~repscope.studies.candle.disentanglement.write_disentangle_study` and the report, which opens with
+a sample of the rendered images, :func:`rendered_sample`).
 """
 
 from __future__ import annotations
@@ -172,6 +178,26 @@ def _sample_block(folder: Path) -> Callable[[Report], None]:
     return add
 
 
+def on_rendered_images(config: CandleStudyConfig, folder: Path) -> CandleStudyConfig:
+    """The study's config with its dataset reading ``folder`` (``data.params.data_dir``).
+
+    Parameters
+    ----------
+    config : CandleStudyConfig
+        The study.
+    folder : pathlib.Path
+        The images (:func:`render_folder`).
+
+    Returns
+    -------
+    CandleStudyConfig
+        A copy; ``config`` is left as it is.
+    """
+    ready = config.model_copy(deep=True)
+    ready.data.params = {**ready.data.params, "data_dir": str(folder)}
+    return ready
+
+
 def run_candle_study(
     config: CandleStudyConfig,
     out: Path | None = None,
@@ -205,10 +231,8 @@ def run_candle_study(
         The report.
     """
     folder = render_folder(config.render)
-    ready = config.model_copy(deep=True)
-    ready.data.params = {**ready.data.params, "data_dir": str(folder)}
     return run_disentangle_study(
-        ready,
+        on_rendered_images(config, folder),
         out=out,
         root=root,
         source=source,
@@ -222,6 +246,7 @@ def run_candle_study(
 __all__ = [
     "PAPER_TABLE2_CANDLE",
     "CandleStudyConfig",
+    "on_rendered_images",
     "quick",
     "render_folder",
     "rendered_sample",
