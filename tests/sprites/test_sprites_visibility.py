@@ -23,7 +23,7 @@ from repscope.data.multimodal.textures import (
     cached_procedural_bank,
     read_bank_cache,
 )
-from repscope.studies.multimodal.evaluate import _Steps
+from repscope.studies.multimodal.evaluate import StepProgress
 
 PER_FAMILY = 2  # 12 textures: a bank of the real recipe, drawn in a fraction of a second
 
@@ -204,7 +204,7 @@ def test_a_long_evaluation_step_keeps_reporting_while_it_runs(monkeypatch, capsy
     monkeypatch.setenv("REPSCOPE_PROGRESS", "lines")
     monkeypatch.setenv("REPSCOPE_PROGRESS_SECONDS", "0.1")
     with progress_bar("evaluating mmvae on level 1", total=2) as update:
-        steps = _Steps(update, "evaluating mmvae", 2)
+        steps = StepProgress(update, "evaluating mmvae", 2)
         steps.start("tsne", "t-SNE of 10000 latents")
         time.sleep(0.65)  # a step that calls nothing back (sklearn's t-SNE)
         steps.finish()

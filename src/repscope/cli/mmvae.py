@@ -76,7 +76,7 @@ def evaluate_command(
     traversals of a trained multimodal VAE; one HTML report.
 
     The model runs on --accelerator (default cpu: the numbers of earlier evaluations; gpu or auto for a GPU);
-    the level's attribute classifiers, when they are not cached yet, train on the Trainer flags."""
+    the level's judges (attribute classifiers), when they are not cached yet, train on the Trainer flags."""
     from repscope.studies.multimodal.evaluate import evaluate_run
     from repscope.studies.multimodal.judges import default_trainer
 
@@ -97,6 +97,15 @@ def evaluate_command(
         batch_size=batch_size,
         trainer=trainer_section(flags, default_trainer()),
     )
+    for line in _evaluation_lines(metrics):
+        typer.echo(line)
+    typer.echo(f"written: {folder / 'report.html'} ({metrics['seconds']:.0f} s on {metrics['device']})")
+
+
+def _evaluation_lines(metrics: dict) -> list[str]:
+    """The headline numbers of an evaluation's ``metrics.json`` as the command prints them: coherency per
+    direction (by our rules, the toolkit's beside them), the log-likelihoods and the linear probes."""
+    lines = []
     for direction in ("text_to_image", "image_to_text", "joint", "joint_traversal"):
         if f"{direction}_strict" in metrics:
             letters = metrics.get(f"{direction}_letters")
@@ -110,14 +119,14 @@ def evaluate_command(
                     + (f", letters {toolkit_letters:.1f}%" if toolkit_letters is not None else "")
                     + ")"
                 )
-            typer.echo(
+            lines.append(
                 f"{direction}: strict {metrics[f'{direction}_strict']:.1f}%, "
                 f"features {metrics[f'{direction}_features']:.2f}/{metrics['level']}{tail}{toolkit}"
             )
     likelihoods = {key: value for key, value in metrics.items() if key.startswith("log_likelihood_")}
     if likelihoods:
         shown = ", ".join(f"{key.removeprefix('log_likelihood_')} {value:.1f}" for key, value in likelihoods.items())
-        typer.echo(f"log-likelihood (nats, k={metrics['k']}): {shown}")
+        lines.append(f"log-likelihood (nats, k={metrics['k']}): {shown}")
     probes = {
         key.removeprefix("linear_"): value
         for key, value in metrics.items()
@@ -128,8 +137,8 @@ def evaluate_command(
             f"{name} {100 * value:.1f}% (chance {100 * metrics[f'linear_{name}_chance']:.1f}%)"
             for name, value in probes.items()
         )
-        typer.echo(f"linear probe on the joint latents: {shown}")
-    typer.echo(f"written: {folder / 'report.html'} ({metrics['seconds']:.0f} s on {metrics['device']})")
+        lines.append(f"linear probe on the joint latents: {shown}")
+    return lines
 
 
 @app.command("leaderboard")

@@ -1,12 +1,16 @@
 """CdSprites+ coherency of a model's generated outputs (Sejnova et al., Sec. 3.3, Table 4): the study
 behind ``repscope sprites evaluate FOLDER --level L``.
 
-The model's outputs are laid out as :data:`OUTPUT_LAYOUT`; images are judged by the level's attribute
-classifiers (:mod:`repscope.studies.multimodal.judges`, trained once on first use, on the config's
+The model's outputs are laid out as :data:`OUTPUT_LAYOUT`; images are judged by the level's judges (attribute
+classifiers, :mod:`repscope.studies.multimodal.judges`, trained once on first use, on the config's
 ``trainer``: ``--accelerator``, ``--devices``, ...), captions are
 parsed, and :mod:`repscope.metrics.multimodal.coherency` scores text->image, image->text and joint coherency
 (Strict / Features / Letters). The run directory holds ``metrics.json`` (every score),
 ``tables/coherency.csv`` (one row per direction and rules) and ``report.html``.
+
+The study is three steps: :func:`read_output_parts` reads the folder, :func:`compute_coherency` scores the
+outputs (a :class:`CoherencyResult`; nothing is written), :func:`write_coherency` and
+:func:`coherency_report` write the run directory.
 
 ``compat`` chooses the rules: ``ours`` (the paper's printed definitions, strictly:
 :mod:`repscope.metrics.multimodal.coherency`), ``toolkit`` (the rules of the authors' evaluation script
@@ -59,8 +63,8 @@ REJECTED_WARNING_PERCENT = 5.0
 
 class CoherencyConfig(Section):
     """What to score: the folder of a model's outputs and the CdSprites+ level of its captions; where the
-    level's attribute classifiers train if they are not cached yet (``trainer``: accelerator, devices,
-    precision, ...; their epochs and log are the classifiers' own); ``compat``: which rules score it
+    level's judges train if they are not cached yet (``trainer``: accelerator, devices,
+    precision, ...; their epochs and log are the judges' own); ``compat``: which rules score it
     (``both``, ``ours``, ``toolkit``; module docstring)."""
 
     folder: str
@@ -77,7 +81,7 @@ def run_coherency(
     Parameters
     ----------
     config : CoherencyConfig
-        The folder, its level, the rules (``compat``) and where classifiers train if not cached.
+        The folder, its level, the rules (``compat``) and where the judges train if not cached.
     out : pathlib.Path, optional
         The run directory (default a new one under ``root``).
     root : pathlib.Path, default=Path("runs")

@@ -4,7 +4,7 @@
 On a fresh test set of the run's level (its own seed, never seen in training):
 
 * **coherency** (dataset-dependent): text -> image (images generated from the test captions, judged by
-  the level's attribute classifiers), image -> text (captions generated from the test images, parsed
+  the level's judges, its attribute classifiers), image -> text (captions generated from the test images, parsed
   word by word), joint (image and caption decoded from the same prior sample ``z``; the reference toolkit
   draws them from different samples, here both come from one ``z``, as joint coherency means), and joint
   by traversals (Sejnova et al., A.2.3: each latent dimension traversed in turn, ``joint_traversal_steps``
@@ -21,7 +21,10 @@ On a fresh test set of the run's level (its own seed, never seen in training):
   modality), the linear factorisation of the posterior means per attribute, their t-SNE, latent
   traversals; and the per-modality KL and reconstruction curves of the training run.
 
-Everything goes to ``RUN/evaluation/`` (or ``out``): ``config.yaml`` (the evaluation's settings),
+The study is three steps: :func:`compute_evaluation` takes a trained task and gives an
+:class:`EvaluationResult` (arrays, tables and numbers; nothing is written), :func:`write_evaluation` writes it
+and :func:`write_evaluation_report` draws its figures and page; :func:`evaluate_run` does the three for a run
+directory. Everything goes to ``RUN/evaluation/`` (or ``out``): ``config.yaml`` (the evaluation's settings),
 ``metrics.json`` (the headline numbers by name), ``coherency.json``, ``outputs/``, ``tables/*.csv``,
 ``figures/*.png`` and ``report.html``.
 
@@ -36,13 +39,12 @@ examples for the log-likelihoods, 256 elsewhere, the numbers of every earlier ev
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import json
 import os
-import shutil
-import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,10 +53,8 @@ import pandas as pd
 import torch
 
 from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, level_attributes
-from repscope.data.multimodal.captions import decode_captions
-from repscope.data.multimodal.datasets import cdsprites_dataset
 from repscope.errors import DataFormatError, InvalidArgumentError
-from repscope.fileio import TEMP_PREFIX, replace_directory, write_bytes_atomic, write_json_atomic
+from repscope.fileio import atomic_path, write_json_atomic
 from repscope.outputs import CommandInput, prepare_output, refuse_output_onto_inputs
 from repscope.progress import progress_bar
 from repscope.report.cdsprites_figures import captioned_grid
@@ -68,7 +68,17 @@ from repscope.report.multimodal_report import (
 from repscope.resources import THREADS_ENV, configure_torch_threads
 from repscope.run_directory import RunDirectory
 from repscope.studies.multimodal import analysis as mmvae_analysis
-from repscope.studies.multimodal.coherency import OUTPUT_LAYOUT, coherency_table, evaluate_outputs, read_captions
+from repscope.studies.multimodal.coherency import OUTPUT_LAYOUT, CoherencyResult, compute_coherency
+from repscope.studies.multimodal.generation import (
+    EVALUATION_SEED_OFFSET,
+    GeneratedOutputs,
+    decode_joint_traversal,
+    evaluation_test_set,
+    generate_cdsprites_outputs,
+    write_cdsprites_outputs,
+    write_generated_outputs,
+    write_joint_traversal_outputs,
+)
 from repscope.studies.multimodal.leaderboard import (
     DIRECTIONS,
     cdsprites_level,
@@ -77,12 +87,10 @@ from repscope.studies.multimodal.leaderboard import (
     open_cdsprites_run,
 )
 
-EVALUATION_SEED_OFFSET = 1_000_003  # test samples of the evaluation never share a seed with training's
 DEFAULT_N = 1000
 DEFAULT_K = 30
 DEFAULT_N_ANALYSIS = 1000
 PAPER_TRAVERSAL_STEPS = 1000  # A.2.3: 1,000 traversal samples per latent dimension
-TRAVERSAL_CHUNK = 4096  # latents decoded and written at a time (32,000 float images would take 1.5 GB)
 MIN_N_ANALYSIS = 20  # a linear probe and a t-SNE need some rows
 # what the messages call each setting of evaluate_run: the options of repscope mmvae evaluate
 CLI_OPTIONS = {
@@ -228,129 +236,6 @@ def _batch_sizes(batch_size: int | None, device: torch.device) -> dict[str, int]
     return {"forward": ACCELERATOR_BATCH_SIZE, "log_likelihood": ACCELERATOR_BATCH_SIZE}
 
 
-def write_cdsprites_outputs(
-    task: Any,
-    level: int,
-    n: int,
-    seed: int,
-    folder: Path,
-    test: dict[str, np.ndarray] | None = None,
-    sample: bool = False,
-    batch_size: int | None = None,
-) -> Path:
-    """Generate text -> image, image -> text and joint outputs on ``n`` fresh test samples into ``folder``.
-
-    Parameters
-    ----------
-    task : MultimodalVAETask
-        A trained task with modalities ``image`` and ``text``.
-    level : int
-        CdSprites+ level of the test samples.
-    n : int
-        Samples per direction.
-    seed : int
-        Seed of the test samples (offset from the training seeds) and of the generation.
-    folder : pathlib.Path
-        Where the outputs go (layout :data:`OUTPUT_LAYOUT`).
-    test : dict of str to numpy.ndarray, optional
-        The test samples' ``image``, ``text`` and ``mask`` rows (at least ``n``); default: drawn here as
-        :func:`evaluation_test_set` draws them.
-    sample : bool, default=False
-        Cross-generate from a sample of the posterior instead of its mean (``task.generate(sample=True)``).
-    batch_size : int, optional
-        Examples per forward pass of ``task.generate`` (default: its own).
-
-    Returns
-    -------
-    pathlib.Path
-        ``folder``.
-    """
-    if set(getattr(task, "modalities", {})) != {"image", "text"}:
-        raise InvalidArgumentError("evaluate: needs a model with the modalities 'image' and 'text' (CdSprites+)")
-    test = evaluation_test_set(level, n, seed) if test is None else test
-    test = {name: test[name][:n] for name in ("image", "text", "mask")}
-    truth = decode_captions(test["text"], test["mask"])
-    lines = ("\n".join(truth) + "\n").encode()
-    passes = {} if batch_size is None else {"batch_size": int(batch_size)}
-    from_text = task.generate({"text": test["text"]}, seed=seed, sample=sample, **passes)
-    from_image = task.generate({"image": test["image"]}, seed=seed, sample=sample, **passes)
-    joint = task.sample(n, seed=seed)
-    outputs = {
-        "text_to_image/truth.txt": lines,
-        "image_to_text/truth.txt": lines,
-        "image_to_text/captions.txt": _lines(mmvae_analysis.captions_of_logits(from_image["text"])),
-        "image_to_text/captions_raw.txt": _lines(decode_captions(from_image["text"])),
-        "joint/captions.txt": _lines(mmvae_analysis.captions_of_logits(joint["text"])),
-        "joint/captions_raw.txt": _lines(decode_captions(joint["text"])),
-    }
-    for name, data_bytes in outputs.items():
-        write_bytes_atomic(folder / name, data_bytes)
-    for name, images in (("text_to_image", from_text["image"]), ("joint", joint["image"])):
-        (folder / name).mkdir(parents=True, exist_ok=True)
-        np.save(folder / name / "images.npy", mmvae_analysis.images_of_means(images))
-    return folder
-
-
-def _lines(captions: list[str]) -> bytes:
-    return ("\n".join(captions) + "\n").encode()
-
-
-def write_joint_traversal_outputs(
-    task: Any,
-    latent_dim: int,
-    steps: int,
-    folder: Path,
-    value_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE,
-    batch_size: int | None = None,
-) -> Path:
-    """Decode the latents of joint coherency by traversals into ``folder`` (``images.npy``, ``captions.txt``
-    up to each caption's end mark, ``captions_raw.txt`` the decoder's whole caption).
-
-    Parameters
-    ----------
-    task : MultimodalVAETask
-        A trained task with ``decode(z (M, latent_dim)[, batch_size=])`` giving ``image`` means and ``text``
-        logits.
-    latent_dim : int
-        Size of the shared latent.
-    steps : int
-        Samples per dimension (Sejnova et al., A.2.3: 1,000).
-    folder : pathlib.Path
-        Where the outputs go (the ``joint`` layout of :data:`OUTPUT_LAYOUT`).
-    value_range : (float, float), default=(-1.0, 1.0)
-        Range of the traversed dimension (:func:`~repscope.studies.multimodal.analysis.joint_traversal_latents`).
-    batch_size : int, optional
-        Latents per forward pass of ``task.decode`` (default: its own).
-
-    Returns
-    -------
-    pathlib.Path
-        ``folder``.
-    """
-    latents = mmvae_analysis.joint_traversal_latents(latent_dim, steps, value_range)
-    passes = {} if batch_size is None else {"batch_size": int(batch_size)}
-    folder.mkdir(parents=True, exist_ok=True)
-    images = None
-    captions: list[str] = []
-    raw: list[str] = []
-    for start in range(0, len(latents), TRAVERSAL_CHUNK):
-        decoded = task.decode(latents[start : start + TRAVERSAL_CHUNK], **passes)
-        chunk = mmvae_analysis.images_of_means(decoded["image"])
-        if images is None:  # written in place: the whole set never sits in memory as floats
-            images = np.lib.format.open_memmap(
-                folder / ".images.npy.part", mode="w+", dtype=np.uint8, shape=(len(latents), *chunk.shape[1:])
-            )
-        images[start : start + len(chunk)] = chunk
-        captions += mmvae_analysis.captions_of_logits(decoded["text"])
-        raw += decode_captions(decoded["text"])
-    images.flush()
-    del images
-    os.replace(folder / ".images.npy.part", folder / "images.npy")
-    write_bytes_atomic(folder / "captions.txt", _lines(captions))
-    write_bytes_atomic(folder / "captions_raw.txt", _lines(raw))
-    return folder
-
-
 def toolkit_and_traversal_metrics(coherency: dict[str, Any]) -> dict[str, float]:
     """The headline numbers :func:`~repscope.studies.multimodal.leaderboard.coherency_metrics` leaves out: joint
     coherency by traversals by our rules (``joint_traversal_strict`` / ``_features``) and every direction by
@@ -384,14 +269,7 @@ def toolkit_and_traversal_metrics(coherency: dict[str, Any]) -> dict[str, float]
     return out
 
 
-def evaluation_test_set(level: int, n: int, seed: int) -> dict[str, np.ndarray]:
-    """The first ``n`` samples of the evaluation's test stream (seed ``seed + EVALUATION_SEED_OFFSET``):
-    ``image``, ``text``, ``mask`` and ``attributes`` rows. Sample ``i`` does not depend on ``n``."""
-    data = cdsprites_dataset(level=level, train_size=1, val_size=1, test_size=n, seed=seed + EVALUATION_SEED_OFFSET)
-    return data.batch("test", np.arange(n), ["image", "text", "mask", "attributes"])
-
-
-class _Steps:
+class StepProgress:
     """One progress bar over the evaluation's steps, each named as it starts; the seconds of each are kept."""
 
     def __init__(self, update: Callable[..., None], prefix: str, total: int) -> None:
@@ -412,6 +290,144 @@ class _Steps:
         self.update(self.done)
 
 
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """What an evaluation does (the options of ``repscope mmvae evaluate``, the ``evaluation`` section of a
+    ``repscope mmvae train`` config).
+
+    Attributes
+    ----------
+    n : int, default=1000
+        Fresh test samples per coherency direction (the paper used 10,000).
+    seed : int, default=0
+        Seed of the test samples, the generation, the importance samples, the probe split and t-SNE.
+    k : int, default=30
+        Importance samples per example of the log-likelihood estimates.
+    analysis : bool, default=True
+        Also estimate the log-likelihoods, probe, embed and traverse the latents.
+    n_analysis : int, default=1000
+        Test samples of the analysis (the first of the same test stream), at least 20.
+    sample : bool, default=False
+        Cross-generate from a posterior sample (as the reference toolkits' forward pass does) instead of
+        the posterior mean (the default: no sampling noise; a blur where the given modality leaves
+        position or rotation open). Recorded in ``metrics.json`` as ``cross_generation``.
+    accelerator : {"cpu", "gpu", "cuda", "mps", "auto"}, default="cpu"
+        Where the model runs (:func:`evaluation_device`).
+    batch_size : int, optional
+        Examples per pass of every model step (each with ``k`` samples in the log-likelihoods); default:
+        the task methods' own on the CPU (the numbers of earlier evaluations), :data:`ACCELERATOR_BATCH_SIZE`
+        on an accelerator (module docstring).
+    joint_traversal_steps : int, optional
+        Samples per latent dimension of joint coherency by traversals (Sejnova et al., A.2.3: 1,000);
+        default ``min(n, 1000)``; 0 leaves it out.
+    joint_traversal_range : (float, float), default=(-1.0, 1.0)
+        Range of the traversed dimension (the authors' toolkit's).
+    """
+
+    n: int = DEFAULT_N
+    seed: int = 0
+    k: int = DEFAULT_K
+    analysis: bool = True
+    n_analysis: int = DEFAULT_N_ANALYSIS
+    sample: bool = False
+    accelerator: str = "cpu"
+    batch_size: int | None = None
+    joint_traversal_steps: int | None = None
+    joint_traversal_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE
+
+    def check(self, names: Mapping[str, str] | None = None) -> tuple[torch.device, int]:
+        """:func:`check_evaluation_settings` of these settings: the device and the joint traversal steps."""
+        return check_evaluation_settings(
+            n=self.n,
+            k=self.k,
+            analysis=self.analysis,
+            n_analysis=self.n_analysis,
+            batch_size=self.batch_size,
+            joint_traversal_steps=self.joint_traversal_steps,
+            joint_traversal_range=self.joint_traversal_range,
+            accelerator=self.accelerator,
+            names=names,
+        )
+
+
+@dataclass(frozen=True)
+class LatentAnalysis:
+    """The dataset-independent analysis of an evaluation (:mod:`repscope.studies.multimodal.analysis`).
+
+    Attributes
+    ----------
+    log_likelihood : pandas.DataFrame
+        One row per estimate (joint, each modality):
+        :func:`~repscope.studies.multimodal.analysis.summarise_log_likelihoods`.
+    linear_factorisation : pandas.DataFrame
+        One row per attribute and posterior: ``accuracy``, ``chance``, ``classes``, ``n_train``, ``n_test``.
+    tsne_embedding : numpy.ndarray
+        ``(n_analysis, 2)``: the t-SNE of the joint posterior means.
+    attributes : numpy.ndarray
+        ``(n_analysis, level)``: the analysed samples' attribute classes, by :attr:`attribute_names`.
+    attribute_names : tuple of str
+        The level's attributes.
+    traversal : dict
+        :func:`~repscope.studies.multimodal.analysis.latent_traversals` around the first sample's joint latent.
+    metrics : dict of str to float
+        ``log_likelihood_<estimate>``, ``linear_<attribute>`` (joint posterior), ``linear_<attribute>_chance``,
+        ``linear_<attribute>_<modality>``.
+    """
+
+    log_likelihood: pd.DataFrame
+    linear_factorisation: pd.DataFrame
+    tsne_embedding: np.ndarray
+    attributes: np.ndarray
+    attribute_names: tuple[str, ...]
+    traversal: dict[str, Any]
+    metrics: dict[str, float]
+
+    def tsne_table(self) -> pd.DataFrame:
+        """``tables/tsne.csv``: ``x``, ``y`` and the attributes of each analysed sample."""
+        embedding = self.tsne_embedding
+        return pd.DataFrame(
+            {"x": embedding[:, 0], "y": embedding[:, 1], **dict(zip(self.attribute_names, self.attributes.T))}
+        )
+
+    def traversal_captions(self) -> pd.DataFrame:
+        """``tables/traversal_captions.csv``: the caption decoded at each dimension (rows) and value (columns)."""
+        traversal = self.traversal
+        return traversal_caption_table(traversal["captions"], traversal["values"], traversal["dims"])
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """What :func:`compute_evaluation` measures of a trained multimodal VAE; nothing of it is written yet.
+
+    Attributes
+    ----------
+    record : dict
+        The settings as used and the model evaluated (``config.yaml``; :func:`evaluate_run` lists the keys).
+    metrics : dict
+        ``record`` and the headline numbers by name (``metrics.json`` but the seconds).
+    coherency : CoherencyResult
+        Every coherency score (:func:`~repscope.studies.multimodal.coherency.compute_coherency`).
+    outputs : GeneratedOutputs
+        What the model generated, scored by ``coherency``.
+    given_images : numpy.ndarray
+        The test images given to the model for image -> text, ``(n, 3, 64, 64)``.
+    analysis : LatentAnalysis or None
+        The dataset-independent analysis, where it ran.
+    """
+
+    record: dict[str, Any]
+    metrics: dict[str, Any]
+    coherency: CoherencyResult
+    outputs: GeneratedOutputs
+    given_images: np.ndarray
+    analysis: LatentAnalysis | None = None
+
+    @property
+    def coherency_scores(self) -> dict[str, Any]:
+        """``coherency.json``: :meth:`CoherencyResult.as_dict` with the ``model`` and ``n``."""
+        return {**self.coherency.as_dict(), "model": self.record["model"], "n": self.record["n"]}
+
+
 def evaluate_run(
     run_dir: str | Path,
     n: int = DEFAULT_N,
@@ -430,44 +446,22 @@ def evaluate_run(
     joint_traversal_range: tuple[float, float] = mmvae_analysis.JOINT_TRAVERSAL_RANGE,
     setting_names: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Coherency and (``analysis``) the dataset-independent analysis of a trained multimodal VAE run.
+    """Coherency and (``analysis``) the dataset-independent analysis of a trained multimodal VAE run:
+    :func:`compute_evaluation`, :func:`write_evaluation` and :func:`write_evaluation_report` into ``out``.
 
     Parameters
     ----------
     run_dir : str or pathlib.Path
         A run directory of ``repscope train`` with a multimodal VAE on ``cdsprites``.
-    n : int, default=1000
-        Fresh test samples per coherency direction (the paper used 10,000).
-    seed : int, default=0
-        Seed of the test samples, the generation, the importance samples, the probe split and t-SNE.
-    k : int, default=30
-        Importance samples per example of the log-likelihood estimates.
-    analysis : bool, default=True
-        Also estimate the log-likelihoods, probe, embed and traverse the latents.
-    n_analysis : int, default=1000
-        Test samples of the analysis (the first of the same test stream), at least 20.
-    sample : bool, default=False
-        Cross-generate from a posterior sample (as the reference toolkits' forward pass does) instead of
-        the posterior mean (the default: no sampling noise; a blur where the given modality leaves
-        position or rotation open). Recorded in ``metrics.json`` as ``cross_generation``.
+    n, seed, k, analysis, n_analysis, sample, accelerator, batch_size, joint_traversal_steps, joint_traversal_range
+        As the fields of :class:`EvaluationSettings`.
     out : str or pathlib.Path, optional
         The evaluation folder (default ``run_dir/evaluation``).
     overwrite : bool, default=False
         Replace an existing non-empty ``out`` (once the new evaluation is complete); refused otherwise.
-    accelerator : {"cpu", "gpu", "cuda", "mps", "auto"}, default="cpu"
-        Where the model runs (:func:`evaluation_device`).
-    batch_size : int, optional
-        Examples per pass of every model step (each with ``k`` samples in the log-likelihoods); default:
-        the task methods' own on the CPU (the numbers of earlier evaluations), :data:`ACCELERATOR_BATCH_SIZE`
-        on an accelerator (module docstring).
     trainer : TrainerSection, optional
-        Where the level's attribute classifiers train if they are not cached yet (default: theirs,
+        Where the level's judges train if they are not cached yet (default: theirs,
         :func:`repscope.studies.multimodal.judges.default_trainer`).
-    joint_traversal_steps : int, optional
-        Samples per latent dimension of joint coherency by traversals (Sejnova et al., A.2.3: 1,000);
-        default ``min(n, 1000)``; 0 leaves it out.
-    joint_traversal_range : (float, float), default=(-1.0, 1.0)
-        Range of the traversed dimension (the authors' toolkit's).
     setting_names : dict, optional
         What the messages call the settings (default the command's options, :data:`CLI_OPTIONS`); e.g.
         ``{"n_analysis": "evaluation.n_analysis"}`` where they come from a config.
@@ -504,17 +498,19 @@ def evaluate_run(
     previous evaluation), so the corrected re-run is not blocked.
     """
     run_dir = Path(run_dir)
-    device, joint_traversal_steps = check_evaluation_settings(
+    settings = EvaluationSettings(
         n=n,
+        seed=seed,
         k=k,
         analysis=analysis,
         n_analysis=n_analysis,
+        sample=sample,
+        accelerator=accelerator,
         batch_size=batch_size,
         joint_traversal_steps=joint_traversal_steps,
         joint_traversal_range=joint_traversal_range,
-        accelerator=accelerator,
-        names=setting_names,
     )
+    device, traversal_steps = settings.check(setting_names)
     out = Path(out) if out is not None else run_dir / "evaluation"
     # an out on the run itself, or in it (but for its evaluation folder), is refused before the run is read
     run_input = CommandInput(run_dir, "RUN_DIR", "the run", room=("evaluation",))
@@ -522,119 +518,336 @@ def evaluate_run(
     run = open_cdsprites_run(run_dir)
     level = cdsprites_level(run)
     prepare_output(out, overwrite=overwrite, kind="directory", inputs=[run_input])  # refuse before the long work
+    task = _trained_task(run, run_dir, device, settings.analysis)
+    started = time.perf_counter()
+    with atomic_path(out, directory=True) as target:
+        evaluation = RunDirectory.create("mmvae-evaluate", out=target)
+        total = _step_count(task, settings.analysis, traversal_steps)
+        with progress_bar(f"evaluating {run.model_name} on level {level}", total=total) as update:
+            steps = StepProgress(update, f"evaluating {run.model_name} ({run_dir.name})", total)
+            identity = {"model": run.model_name, "params": run.model_params, "training_seed": run.config.seed}
+            result = compute_evaluation(
+                task, level, settings, **identity, run=str(run_dir.resolve()), trainer=trainer, steps=steps
+            )
+            steps.start("report", "writing the report")
+            write_evaluation(result, evaluation)
+            write_evaluation_report(result, evaluation, run_dir / "tables" / "training_curves.csv")
+            steps.finish()
+        metrics = {
+            **result.metrics,
+            "seconds": round(time.perf_counter() - started, 2),
+            "seconds_by_step": steps.seconds,
+        }
+        evaluation.write_metrics(metrics)
+        prepare_output(out, overwrite=overwrite, kind="directory")  # written meanwhile by another process?
+    return metrics
+
+
+def _trained_task(run: Any, run_dir: Path, device: torch.device, analysis: bool) -> Any:
+    """The run's trained task on ``device``, refused before any work when its weights are not finite or it
+    cannot be evaluated (:func:`check_evaluable`)."""
     if os.environ.get(THREADS_ENV, "").strip():
         configure_torch_threads()  # the user chose torch's thread count, as for training
     task = run.task()
     check_finite_weights(task, run.checkpoint)  # before anything is written
     if hasattr(task, "to"):
         task = task.to(device)  # every model step runs there (module docstring)
-    batches = _batch_sizes(None if batch_size is None else int(batch_size), device)
+    check_evaluable(task, analysis, str(run_dir))
+    return task
+
+
+def _step_count(task: Any, analysis: bool, traversal_steps: int) -> int:
+    # generation, coherency and the report; the traversals; one log-likelihood per modality and the joint one,
+    # the probes, the t-SNE and the latent traversals
+    return 3 + int(traversal_steps > 0) + (1 + len(task.modalities) + 3 if analysis else 0)
+
+
+def check_evaluable(task: Any, analysis: bool, label: str) -> None:
+    """Refuse a task that is not a multimodal VAE of CdSprites+ (modalities ``image`` and ``text``), or that
+    lacks the methods of the analysis (:data:`ANALYSIS_METHODS`) while ``analysis``.
+
+    Parameters
+    ----------
+    task : MultimodalVAETask
+        The trained task.
+    analysis : bool
+        Whether the analysis runs.
+    label : str
+        What the messages call the task (its run directory).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming ``label``.
+    """
     if set(getattr(task, "modalities", {})) != {"image", "text"}:
-        raise InvalidArgumentError(f"{run_dir}: needs a model with the modalities 'image' and 'text' (CdSprites+)")
+        raise InvalidArgumentError(f"{label}: needs a model with the modalities 'image' and 'text' (CdSprites+)")
     missing = [name for name in ANALYSIS_METHODS if not callable(getattr(task, name, None))]
     if analysis and missing:
-        raise InvalidArgumentError(f"{run_dir}: its model has no {', '.join(missing)}; pass --no-analysis")
-    model = run.model_name
-    # the checkpoint's hyper-parameters are what was trained (the config may leave them at their defaults)
-    params = dict(getattr(task, "hparams", None) or run.model_params)
-    latent_dim, dims = latent_sizes(model, params)
-    summary: dict[str, Any] = {
-        "cross_generation": "posterior sample" if sample else "posterior mean",
+        raise InvalidArgumentError(f"{label}: its model has no {', '.join(missing)}; pass --no-analysis")
+
+
+def compute_evaluation(
+    task: Any,
+    level: int,
+    settings: EvaluationSettings = EvaluationSettings(),  # noqa: B008 -- frozen, so one shared default is safe
+    *,
+    model: str,
+    params: Mapping[str, Any] | None = None,
+    training_seed: int | None = None,
+    run: str | None = None,
+    trainer: Any = None,
+    steps: StepProgress | None = None,
+) -> EvaluationResult:
+    """Evaluate a trained multimodal VAE on fresh CdSprites+ test samples; nothing is written.
+
+    Parameters
+    ----------
+    task : MultimodalVAETask
+        The trained task (modalities ``image`` and ``text``); moved to the settings' device.
+    level : int
+        CdSprites+ level it was trained on.
+    settings : EvaluationSettings, optional
+        What to evaluate, where and how much.
+    model : str
+        The model's registry name (its latent sizes are read by it, :func:`latent_sizes`).
+    params : mapping, optional
+        The model's parameters where the task carries no ``hparams`` (the checkpoint's are what was trained).
+    training_seed : int, optional
+        The seed it was trained with (recorded).
+    run : str, optional
+        The run directory it came from (recorded, and named in the messages).
+    trainer : TrainerSection, optional
+        Where the level's judges train if they are not cached yet.
+    steps : StepProgress, optional
+        The progress bar to advance, step by step (default: none shown).
+
+    Returns
+    -------
+    EvaluationResult
+
+    Raises
+    ------
+    InvalidArgumentError
+        As :func:`evaluate_run`, for the settings and the task.
+    """
+    device, traversal_steps = settings.check()
+    check_evaluable(task, settings.analysis, run or "task")
+    task = task.to(device) if hasattr(task, "to") else task
+    steps = steps if steps is not None else StepProgress(lambda *args, **kwargs: None, "", 0)
+    batches = _batch_sizes(None if settings.batch_size is None else int(settings.batch_size), device)
+    latent_dim, dims = latent_sizes(model, dict(getattr(task, "hparams", None) or params or {}))
+    record = _record(settings, model, level, latent_dim, dims, training_seed, run, device, batches, traversal_steps)
+    steps.start("generation", f"generating {settings.n} samples per direction")
+    n_test = max(settings.n, settings.n_analysis if settings.analysis else 0)
+    test = evaluation_test_set(level, n_test, settings.seed)
+    outputs = generate_cdsprites_outputs(
+        task, level, settings.n, settings.seed, test=test, sample=settings.sample, batch_size=batches["forward"]
+    )
+    steps.finish()
+    if traversal_steps > 0:
+        steps.start(
+            "joint_traversal", f"decoding {traversal_steps} traversal samples of each of {latent_dim} dimensions"
+        )
+        traversal = decode_joint_traversal(
+            task, latent_dim, traversal_steps, settings.joint_traversal_range, batch_size=batches["forward"]
+        )
+        outputs = outputs.with_traversal(traversal)
+        steps.finish()
+    steps.start("coherency", "scoring coherency (our rules and the toolkit's)")
+    coherency = compute_coherency(outputs.parts(), level, trainer=trainer, compat="both")
+    result = EvaluationResult(record, dict(record), coherency, outputs, test["image"][: settings.n])
+    result.metrics.update(coherency_metrics(result.coherency_scores))
+    result.metrics.update(toolkit_and_traversal_metrics(result.coherency_scores))
+    steps.finish()
+    if not settings.analysis:
+        return result
+    latents = analyse_latents(task, test, level, settings, batches, steps)
+    result.metrics.update(latents.metrics)
+    return dataclasses.replace(result, analysis=latents)
+
+
+def _record(
+    settings: EvaluationSettings,
+    model: str,
+    level: int,
+    latent_dim: int,
+    dims: Any,
+    training_seed: int | None,
+    run: str | None,
+    device: torch.device,
+    batches: dict[str, int],
+    traversal_steps: int,
+) -> dict[str, Any]:
+    """The settings as used and the model evaluated, in the order of ``config.yaml``."""
+    record: dict[str, Any] = {
+        "cross_generation": "posterior sample" if settings.sample else "posterior mean",
         "model": model,
         "level": level,
         "latent_dim": latent_dim,
         "dims": dims,
-        "training_seed": run.config.seed,
-        "run": str(run_dir.resolve()),
-        "n": int(n),
-        "seed": int(seed),
-        "accelerator": accelerator,
+        "training_seed": training_seed,
+        "run": run,
+        "n": int(settings.n),
+        "seed": int(settings.seed),
+        "accelerator": settings.accelerator,
         "device": str(device),
         "batch_size": batches["forward"],
         "batch_size_log_likelihood": batches["log_likelihood"],
-        "joint_traversal_steps": int(joint_traversal_steps),
-        "joint_traversal_range": [float(v) for v in joint_traversal_range],
+        "joint_traversal_steps": int(traversal_steps),
+        "joint_traversal_range": [float(v) for v in settings.joint_traversal_range],
     }
-    if analysis:
-        summary.update({"k": int(k), "n_analysis": int(n_analysis)})
-    modalities = list(task.modalities)
-    traverse = int(joint_traversal_steps) > 0
-    total = 3 + int(traverse) + (1 + len(modalities) + 3 if analysis else 0)
-    started = time.perf_counter()
-    with _built_beside(out, overwrite) as target:
-        run = RunDirectory.create("mmvae-evaluate", out=target)
-        run.write_config({"study": "mmvae evaluate", **summary})
-        with progress_bar(f"evaluating {model} on level {level}", total=total) as update:
-            steps = _Steps(update, f"evaluating {model} ({run_dir.name})", total)
-            steps.start("generation", f"generating {n} samples per direction")
-            test = evaluation_test_set(level, max(n, n_analysis if analysis else 0), seed)
-            folder = write_cdsprites_outputs(
-                task, level, n, seed, run.path("outputs"), test=test, sample=sample, batch_size=batches["forward"]
+    if settings.analysis:
+        record.update({"k": int(settings.k), "n_analysis": int(settings.n_analysis)})
+    return record
+
+
+def analyse_latents(
+    task: Any,
+    test: dict[str, np.ndarray],
+    level: int,
+    settings: EvaluationSettings,
+    batches: dict[str, int],
+    steps: StepProgress,
+) -> LatentAnalysis:
+    """The dataset-independent analysis on the first ``settings.n_analysis`` test samples: log-likelihoods,
+    linear probes of the posterior means, their t-SNE and latent traversals (module docstring)."""
+    n_analysis, seed = settings.n_analysis, settings.seed
+    given = {name: test[spec.get("field", name)][:n_analysis] for name, spec in task.modalities.items()}
+    names = tuple(level_attributes(level))
+    attributes = test["attributes"][:n_analysis]
+    log_likelihood = _log_likelihood_table(task, given, settings, batches, steps)
+    metrics = {f"log_likelihood_{row.estimate}": float(row.mean_nats) for row in log_likelihood.itertuples()}
+
+    steps.start("latents_and_linear_probes", f"posterior latents and linear probes, n={n_analysis}")
+    latents = mmvae_analysis.posterior_latents(task, given, batch_size=batches["forward"])
+    probes = _linear_probes(latents, attributes, list(names), seed, metrics)
+    steps.finish()
+
+    steps.start("tsne", f"t-SNE of {n_analysis} latents")
+    joint = latents[mmvae_analysis.JOINT]
+    embedding = mmvae_analysis.tsne_embedding(joint, seed=seed)
+    steps.finish()
+
+    steps.start("traversals", f"latent traversals of {joint.shape[1]} dimensions")
+    traversal = mmvae_analysis.latent_traversals(task, joint[0], batch_size=batches["forward"])
+    steps.finish()
+    return LatentAnalysis(log_likelihood, probes, embedding, attributes, names, traversal, metrics)
+
+
+def _log_likelihood_table(
+    task: Any, given: dict[str, np.ndarray], settings: EvaluationSettings, batches: dict[str, int], steps: StepProgress
+) -> pd.DataFrame:
+    """The importance-sampled log-likelihoods, a step of the progress bar per estimate."""
+    k, n_analysis = settings.k, settings.n_analysis
+    started = []
+
+    def next_estimate(name: str) -> None:
+        if started:
+            steps.finish()
+        started.append(name)
+        steps.start(f"log_likelihood_{name}", f"log-likelihood {name}, k={k}, n={n_analysis}")
+
+    values = mmvae_analysis.log_likelihoods(
+        task, given, k=k, seed=settings.seed, batch_size=batches["log_likelihood"], step=next_estimate
+    )
+    steps.finish()
+    return mmvae_analysis.summarise_log_likelihoods(values, k=k)
+
+
+def _linear_probes(
+    latents: dict[str, np.ndarray], attributes: np.ndarray, names: list[str], seed: int, metrics: dict[str, float]
+) -> pd.DataFrame:
+    """A linear probe per attribute on each posterior's latents: one row each; their accuracies (and the
+    joint posterior's chance) added to ``metrics``."""
+    rows = []
+    for source, codes in latents.items():
+        probe = mmvae_analysis.linear_factorisation(codes, attributes, names, seed=seed)
+        for name in names:
+            suffix = "" if source == mmvae_analysis.JOINT else f"_{source}"
+            metrics[f"linear_{name}{suffix}"] = probe["accuracy"][name]
+            if source == mmvae_analysis.JOINT:
+                metrics[f"linear_{name}_chance"] = probe["chance"][name]
+            rows.append(
+                {
+                    "attribute": name,
+                    "posterior": source,
+                    "accuracy": probe["accuracy"][name],
+                    "chance": probe["chance"][name],
+                    "classes": probe["classes"][name],
+                    "n_train": probe["n_train"],
+                    "n_test": probe["n_test"],
+                }
             )
-            steps.finish()
-            if traverse:
-                steps.start(
-                    "joint_traversal",
-                    f"decoding {joint_traversal_steps} traversal samples of each of {latent_dim} dimensions",
-                )
-                write_joint_traversal_outputs(
-                    task,
-                    latent_dim,
-                    int(joint_traversal_steps),
-                    folder / "joint_traversal",
-                    joint_traversal_range,
-                    batch_size=batches["forward"],
-                )
-                steps.finish()
-            steps.start("coherency", "scoring coherency (our rules and the toolkit's)")
-            coherency = evaluate_outputs(folder, level, trainer=trainer, compat="both")
-            coherency.update({"model": model, "n": n})
-            write_json_atomic(run.path("coherency.json"), json.loads(json.dumps(coherency, default=float)))
-            summary.update(coherency_metrics(coherency))
-            summary.update(toolkit_and_traversal_metrics(coherency))
-            steps.finish()
-            tables: dict[str, pd.DataFrame] = {"coherency": coherency_table(coherency)}
-            run.write_table("coherency", tables["coherency"])
-            figures = _sample_figures(run, folder, test)
-            notes: dict[str, str] = {}
-            if analysis:
-                _analyse(task, test, level, k, n_analysis, seed, run, steps, summary, tables, figures, notes, batches)
-            steps.start("report", "writing the report")
-            _training_figure(run_dir, run, figures, notes)
-            warnings = list(coherency.get("warnings", []))
-            report = evaluation_report(
-                summary, tables, figures, notes, warnings, files=[run.metrics_path, *run.tables.values()], base=run.root
-            )
-            run.write_report(report)
-            steps.finish()
-        summary["seconds"] = round(time.perf_counter() - started, 2)
-        summary["seconds_by_step"] = steps.seconds
-        run.write_metrics(summary)
-    return summary
+    return pd.DataFrame(rows)
 
 
-@contextlib.contextmanager
-def _built_beside(out: Path, overwrite: bool) -> Iterator[Path]:
-    """A new temporary folder beside ``out`` to write the evaluation in: it takes the place of ``out`` when the
-    block ends without error (the output rule checked again), and is removed otherwise."""
-    out.parent.mkdir(parents=True, exist_ok=True)
-    target = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{out.name}.", dir=out.parent))
-    try:
-        yield target
-        prepare_output(out, overwrite=overwrite, kind="directory")  # written meanwhile by another process?
-        replace_directory(target, out)
-    except BaseException:
-        shutil.rmtree(target, ignore_errors=True)
-        raise
+def write_evaluation(result: EvaluationResult, run: RunDirectory) -> None:
+    """Write an evaluation into ``run``: ``config.yaml``, ``outputs/`` (:data:`OUTPUT_LAYOUT`),
+    ``coherency.json`` and ``tables/*.csv`` (``coherency``; with the analysis ``log_likelihood``,
+    ``linear_factorisation``, ``tsne``, ``traversal_captions``). ``metrics.json`` is the caller's, once the
+    seconds are known (:func:`evaluate_run`); the figures and the page are :func:`write_evaluation_report`'s.
+
+    Parameters
+    ----------
+    result : EvaluationResult
+        What :func:`compute_evaluation` measured.
+    run : repscope.run_directory.RunDirectory
+        Where it goes.
+    """
+    run.write_config({"study": "mmvae evaluate", **result.record})
+    write_generated_outputs(result.outputs, run.path("outputs"))
+    write_json_atomic(run.path("coherency.json"), json.loads(json.dumps(result.coherency_scores, default=float)))
+    run.write_table("coherency", result.coherency.table())
+    if result.analysis is not None:
+        run.write_table("log_likelihood", result.analysis.log_likelihood)
+        run.write_table("linear_factorisation", result.analysis.linear_factorisation)
+        run.write_table("tsne", result.analysis.tsne_table())
+        run.write_table("traversal_captions", result.analysis.traversal_captions(), index=True)
 
 
-def _sample_figures(run: RunDirectory, folder: Path, test: dict[str, np.ndarray]) -> dict[str, Path]:
-    from_text = np.load(folder / "text_to_image" / "images.npy")[:SHOWN]
-    truth = read_captions(folder / "text_to_image" / "truth.txt")[:SHOWN]
-    captions = read_captions(folder / "image_to_text" / "captions.txt")[:SHOWN]
-    joint_images = np.load(folder / "joint" / "images.npy")[:SHOWN]
-    joint_captions = read_captions(folder / "joint" / "captions.txt")[:SHOWN]
-    shown = test["image"][: len(captions)].transpose(0, 2, 3, 1)
+def write_evaluation_report(result: EvaluationResult, run: RunDirectory, training_curves: Path) -> Path:
+    """The figures of an evaluation and its page (:func:`~repscope.report.multimodal_report.evaluation_report`),
+    written into ``run``.
+
+    Parameters
+    ----------
+    result : EvaluationResult
+        What :func:`compute_evaluation` measured.
+    run : repscope.run_directory.RunDirectory
+        Where the figures and ``report.html`` go (its tables written by :func:`write_evaluation` are listed).
+    training_curves : pathlib.Path
+        The training run's ``tables/training_curves.csv`` (the KL and reconstruction terms per modality).
+
+    Returns
+    -------
+    pathlib.Path
+        The page.
+    """
+    figures = _sample_figures(run, result)
+    tables = {"coherency": result.coherency.table()}
+    notes: dict[str, str] = {}
+    if result.analysis is not None:
+        _analysis_figures(run, result, figures, tables, notes)
+    _training_figure(training_curves, run, figures, notes)
+    report = evaluation_report(
+        result.metrics,
+        tables,
+        figures,
+        notes,
+        result.coherency.warnings,
+        files=[run.metrics_path, *run.tables.values()],
+        base=run.root,
+    )
+    return run.write_report(report)
+
+
+def _sample_figures(run: RunDirectory, result: EvaluationResult) -> dict[str, Path]:
+    outputs = result.outputs
+    from_text, truth = outputs.text_to_image[:SHOWN], outputs.truth[:SHOWN]
+    captions = outputs.image_to_text[:SHOWN]
+    joint_images, joint_captions = outputs.joint.images[:SHOWN], outputs.joint.captions[:SHOWN]
+    shown = result.given_images[: len(captions)].transpose(0, 2, 3, 1)
     captions, joint_captions = ([text or "(empty)" for text in part] for part in (captions, joint_captions))
     return {
         "text_to_image": run.save_figure("text_to_image", captioned_grid(from_text, truth, ncols=SHOWN)),
@@ -643,8 +856,34 @@ def _sample_figures(run: RunDirectory, folder: Path, test: dict[str, np.ndarray]
     }
 
 
-def _training_figure(run_dir: Path, run: RunDirectory, figures: dict[str, Path], notes: dict[str, str]) -> None:
-    path = run_dir / "tables" / "training_curves.csv"
+def _analysis_figures(
+    run: RunDirectory,
+    result: EvaluationResult,
+    figures: dict[str, Path],
+    tables: dict[str, pd.DataFrame],
+    notes: dict[str, str],
+) -> None:
+    """The t-SNE and the traversals as figures, the analysis's tables and the traversals' note for the page."""
+    latents = result.analysis
+    names = list(latents.attribute_names)
+    tables["log_likelihood"] = latents.log_likelihood
+    tables["linear_factorisation"] = latents.linear_factorisation
+    words = {name: ATTRIBUTE_VALUES[name] for name in names}
+    figures["tsne"] = run.save_figure("tsne", tsne_figure(latents.tsne_embedding, latents.attributes, names, words))
+    traversal = latents.traversal
+    model = f"{result.record['model']} (level {result.record['level']})"
+    figure = traversal_figure(traversal["images"], traversal["values"], traversal["dims"], model=model)
+    figures["traversals"] = run.save_figure("traversals", figure)
+    tables["traversal_captions"] = latents.traversal_captions().replace("", "(empty)")
+    notes["traversals"] = (
+        "Each row sets one latent dimension to the column's value (in prior standard deviations), the other "
+        "dimensions held at the joint posterior mean of the first test sample "
+        f"({result.outputs.truth[0]!r}); every latent is decoded into an "
+        "image and a caption (private latents, where the model has them, at the prior mean)."
+    )
+
+
+def _training_figure(path: Path, run: RunDirectory, figures: dict[str, Path], notes: dict[str, str]) -> None:
     if not path.exists():
         notes["loss_terms"] = f"{path} is missing: no training curves to show."
         return
@@ -663,115 +902,29 @@ def _training_figure(run_dir: Path, run: RunDirectory, figures: dict[str, Path],
     figures["loss_terms"] = run.save_figure("loss_terms", fig)
 
 
-def _analyse(
-    task: Any,
-    test: dict[str, np.ndarray],
-    level: int,
-    k: int,
-    n_analysis: int,
-    seed: int,
-    run: RunDirectory,
-    steps: _Steps,
-    summary: dict[str, Any],
-    tables: dict[str, pd.DataFrame],
-    figures: dict[str, Path],
-    notes: dict[str, str],
-    batches: dict[str, int],
-) -> None:
-    given = {name: test[spec.get("field", name)][:n_analysis] for name, spec in task.modalities.items()}
-    names = list(level_attributes(level))
-    attributes = test["attributes"][:n_analysis]
-
-    started = []
-
-    def next_estimate(name: str) -> None:
-        if started:
-            steps.finish()
-        started.append(name)
-        steps.start(f"log_likelihood_{name}", f"log-likelihood {name}, k={k}, n={n_analysis}")
-
-    values = mmvae_analysis.log_likelihoods(
-        task, given, k=k, seed=seed, batch_size=batches["log_likelihood"], step=next_estimate
-    )
-    steps.finish()
-    table = mmvae_analysis.summarise_log_likelihoods(values, k=k)
-    for row in table.itertuples():
-        summary[f"log_likelihood_{row.estimate}"] = float(row.mean_nats)
-    tables["log_likelihood"] = table
-    run.write_table("log_likelihood", table)
-
-    steps.start("latents_and_linear_probes", f"posterior latents and linear probes, n={n_analysis}")
-    latents = mmvae_analysis.posterior_latents(task, given, batch_size=batches["forward"])
-    rows = []
-    for source, codes in latents.items():
-        probe = mmvae_analysis.linear_factorisation(codes, attributes, names, seed=seed)
-        for name in names:
-            suffix = "" if source == mmvae_analysis.JOINT else f"_{source}"
-            summary[f"linear_{name}{suffix}"] = probe["accuracy"][name]
-            if source == mmvae_analysis.JOINT:
-                summary[f"linear_{name}_chance"] = probe["chance"][name]
-            rows.append(
-                {
-                    "attribute": name,
-                    "posterior": source,
-                    "accuracy": probe["accuracy"][name],
-                    "chance": probe["chance"][name],
-                    "classes": probe["classes"][name],
-                    "n_train": probe["n_train"],
-                    "n_test": probe["n_test"],
-                }
-            )
-    tables["linear_factorisation"] = pd.DataFrame(rows)
-    run.write_table("linear_factorisation", tables["linear_factorisation"])
-    steps.finish()
-
-    steps.start("tsne", f"t-SNE of {n_analysis} latents")
-    joint = latents[mmvae_analysis.JOINT]
-    embedding = mmvae_analysis.tsne_embedding(joint, seed=seed)
-    run.write_table(
-        "tsne", pd.DataFrame({"x": embedding[:, 0], "y": embedding[:, 1], **dict(zip(names, attributes.T))})
-    )
-    words = {name: ATTRIBUTE_VALUES[name] for name in names}
-    figures["tsne"] = run.save_figure("tsne", tsne_figure(embedding, attributes, names, words))
-    steps.finish()
-
-    steps.start("traversals", f"latent traversals of {joint.shape[1]} dimensions")
-    base = joint[0]
-    traversal = mmvae_analysis.latent_traversals(task, base, batch_size=batches["forward"])
-    figures["traversals"] = run.save_figure(
-        "traversals",
-        traversal_figure(
-            traversal["images"],
-            traversal["values"],
-            traversal["dims"],
-            model=f"{summary['model']} (level {level})",
-        ),
-    )
-    captions = traversal_caption_table(traversal["captions"], traversal["values"], traversal["dims"])
-    run.write_table("traversal_captions", captions, index=True)
-    tables["traversal_captions"] = captions.replace("", "(empty)")
-    notes["traversals"] = (
-        "Each row sets one latent dimension to the column's value (in prior standard deviations), the other "
-        "dimensions held at the joint posterior mean of the first test sample "
-        f"({' '.join(decode_captions(test['text'][:1], test['mask'][:1]))!r}); every latent is decoded into an "
-        "image and a caption (private latents, where the model has them, at the prior mean)."
-    )
-    steps.finish()
-
-
 __all__ = [
     "ACCELERATORS",
     "ACCELERATOR_BATCH_SIZE",
     "DEFAULT_K",
     "DEFAULT_N",
     "DEFAULT_N_ANALYSIS",
+    "EVALUATION_SEED_OFFSET",
     "OUTPUT_LAYOUT",
+    "EvaluationResult",
+    "EvaluationSettings",
+    "LatentAnalysis",
+    "StepProgress",
+    "analyse_latents",
+    "check_evaluable",
     "coherency_metrics",
+    "compute_evaluation",
     "evaluate_run",
     "evaluation_device",
     "evaluation_test_set",
     "latent_sizes",
     "toolkit_and_traversal_metrics",
     "write_cdsprites_outputs",
+    "write_evaluation",
+    "write_evaluation_report",
     "write_joint_traversal_outputs",
 ]
