@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -458,52 +459,93 @@ COMPARISON_EXPLANATION = (
 )
 
 
-def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: bool = False) -> dict[str, Any]:
-    """Read evaluated runs and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.html`` into ``out``.
+@dataclass(frozen=True)
+class LeaderboardResult:
+    """The leaderboard of a set of evaluated runs (:func:`compute_leaderboard`).
+
+    Attributes
+    ----------
+    table : pandas.DataFrame
+        One row per (level, model, dims): :func:`leaderboard_table` (``leaderboard.csv``).
+    warnings : list of str
+        What the page and the command warn of (groups with a single seed, ...).
+    comparison : pandas.DataFrame
+        :func:`~repscope.studies.multimodal.paper_table4.paper_comparison`: our cells beside the paper's Table 4
+        where the paper has a row for a level and model of ours (``paper_table4.csv``; empty otherwise).
+    runs : pandas.DataFrame
+        One row per run read: ``level``, ``model``, ``dims``, ``seed``, ``run``.
+    """
+
+    table: pd.DataFrame
+    warnings: list[str]
+    comparison: pd.DataFrame
+    runs: pd.DataFrame
+
+
+def compute_leaderboard(records: Sequence[dict[str, Any]]) -> LeaderboardResult:
+    """Group evaluated runs into the leaderboard and set it beside the paper's Table 4; nothing is written.
 
     Parameters
     ----------
-    paths : iterable of str or pathlib.Path
-        Run directories, or sweep folders holding them.
-    out : str or pathlib.Path
-        The folder to write (refused when it holds files, unless ``overwrite``).
-    overwrite : bool, default=False
-        Replace an existing ``out`` once the new leaderboard is written.
+    records : sequence of dict
+        Evaluated runs as :func:`read_evaluated_runs` reads them.
 
     Returns
     -------
-    dict
-        ``table`` (the CSV's DataFrame), ``markdown``, ``warnings``, ``runs`` (count), ``comparison``
-        (:func:`~repscope.studies.multimodal.paper_table4.paper_comparison`, also written as ``paper_table4.csv``
-        where the paper has a row for a level and model of ours) and ``files``.
+    LeaderboardResult
     """
-    paths = list(paths)
-    # the runs are read, never replaced: refused before they are (with or without overwrite)
-    inputs = [CommandInput(path, "RUN_DIRS", "the runs") for path in paths]
-    refuse_output_onto_inputs(out, inputs)
-    records = read_evaluated_runs(paths)
     table, warnings = leaderboard_table(records)
-    shown = display_table(table)
-    markdown = markdown_table(shown)
-    text = "# CdSprites+ leaderboard\n\n" + markdown + "\n" + EXPLANATION + "\n"
-    comparison = paper_comparison(table)
-    if len(comparison):
-        within = int(comparison["within"].sum())
-        summary = f"{within} of {len(comparison)} cells within the paper's spread."
+    runs = pd.DataFrame(
+        [
+            {"level": r["level"], "model": r["model"], "dims": r["dims"], "seed": r["seed"], "run": str(r["run"])}
+            for r in records
+        ]
+    )
+    return LeaderboardResult(table, warnings, paper_comparison(table), runs)
+
+
+def _comparison_summary(comparison: pd.DataFrame) -> str:
+    return f"{int(comparison['within'].sum())} of {len(comparison)} cells within the paper's spread."
+
+
+def leaderboard_markdown(result: LeaderboardResult) -> str:
+    """``leaderboard.md``: the Table 4 layout, what it means and, where the paper has rows of ours, the
+    comparison with its Table 4."""
+    text = "# CdSprites+ leaderboard\n\n" + markdown_table(display_table(result.table)) + "\n" + EXPLANATION + "\n"
+    if len(result.comparison):
         text += (
             "\n## Beside the paper's Table 4\n\n"
-            + markdown_table(display_comparison(comparison))
+            + markdown_table(display_comparison(result.comparison))
             + "\n"
             + COMPARISON_EXPLANATION
             + " "
-            + summary
+            + _comparison_summary(result.comparison)
             + "\n"
         )
-    report = Report("CdSprites+ leaderboard", subtitle=f"{len(records)} evaluated runs, {len(table)} rows")
-    for warning in warnings:
+    return text
+
+
+def leaderboard_report(result: LeaderboardResult) -> Report:
+    """``leaderboard.html``: the warnings, the Table 4 layout, the toolkit's rules and the dataset-independent
+    numbers where the runs have them, the comparison with the paper and the runs read.
+
+    Parameters
+    ----------
+    result : LeaderboardResult
+        The leaderboard.
+
+    Returns
+    -------
+    repscope.report.html.Report
+    """
+    table, comparison = result.table, result.comparison
+    report = Report("CdSprites+ leaderboard", subtitle=f"{len(result.runs)} evaluated runs, {len(table)} rows")
+    for warning in result.warnings:
         report.add_warning(warning)
     report.add_paragraph(EXPLANATION)
-    report.add_table(shown, title="Cross- and joint-coherency (Sejnova et al., Table 4 layout)", max_rows=None)
+    report.add_table(
+        display_table(table), title="Cross- and joint-coherency (Sejnova et al., Table 4 layout)", max_rows=None
+    )
     if any(f"{key}_mean" in table for key, _, _ in TOOLKIT_COLUMNS):
         report.add_table(
             display_table(table, toolkit=True),
@@ -527,39 +569,87 @@ def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: b
     if len(comparison):
         report.add_table(
             display_comparison(comparison),
-            title=f"Beside the paper's Table 4: {summary}",
+            title=f"Beside the paper's Table 4: {_comparison_summary(comparison)}",
             caption=COMPARISON_EXPLANATION,
             max_rows=None,
         )
-    runs = pd.DataFrame(
-        [
-            {"level": r["level"], "model": r["model"], "dims": r["dims"], "seed": r["seed"], "run": str(r["run"])}
-            for r in records
-        ]
-    )
-    report.add_table(runs, title="Runs", max_rows=None)
+    report.add_table(result.runs, title="Runs", max_rows=None)
+    return report
+
+
+def write_leaderboard(result: LeaderboardResult, target: Path) -> list[Path]:
+    """Write ``leaderboard.md``, ``leaderboard.csv``, ``paper_table4.csv`` (where there is a comparison) and
+    ``leaderboard.html`` into the folder ``target``.
+
+    Parameters
+    ----------
+    result : LeaderboardResult
+        The leaderboard.
+    target : pathlib.Path
+        The folder (created if missing).
+
+    Returns
+    -------
+    list of pathlib.Path
+        The files written.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    files = [target / "leaderboard.md", target / "leaderboard.csv", target / "leaderboard.html"]
+    write_text_atomic(target / "leaderboard.md", leaderboard_markdown(result))
+    write_text_atomic(target / "leaderboard.csv", result.table.to_csv(index=False, lineterminator="\n"))
+    if len(result.comparison):
+        write_text_atomic(target / "paper_table4.csv", result.comparison.to_csv(index=False, lineterminator="\n"))
+        files.append(target / "paper_table4.csv")
+    leaderboard_report(result).write(target / "leaderboard.html")
+    return files
+
+
+def build_leaderboard(paths: Iterable[str | Path], out: str | Path, overwrite: bool = False) -> dict[str, Any]:
+    """Read evaluated runs and write ``leaderboard.md``, ``leaderboard.csv`` and ``leaderboard.html`` into ``out``:
+    :func:`read_evaluated_runs`, :func:`compute_leaderboard`, :func:`write_leaderboard`.
+
+    Parameters
+    ----------
+    paths : iterable of str or pathlib.Path
+        Run directories, or sweep folders holding them.
+    out : str or pathlib.Path
+        The folder to write (refused when it holds files, unless ``overwrite``).
+    overwrite : bool, default=False
+        Replace an existing ``out`` once the new leaderboard is written.
+
+    Returns
+    -------
+    dict
+        ``table`` (the CSV's DataFrame), ``markdown``, ``warnings``, ``runs`` (count), ``comparison``
+        (:func:`~repscope.studies.multimodal.paper_table4.paper_comparison`, also written as ``paper_table4.csv``
+        where the paper has a row for a level and model of ours) and ``files``.
+    """
+    paths = list(paths)
+    # the runs are read, never replaced: refused before they are (with or without overwrite)
+    inputs = [CommandInput(path, "RUN_DIRS", "the runs") for path in paths]
+    refuse_output_onto_inputs(out, inputs)
+    result = compute_leaderboard(read_evaluated_runs(paths))
     with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
-        target.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(target / "leaderboard.md", text)
-        write_text_atomic(target / "leaderboard.csv", table.to_csv(index=False, lineterminator="\n"))
-        if len(comparison):
-            write_text_atomic(target / "paper_table4.csv", comparison.to_csv(index=False, lineterminator="\n"))
-        report.write(target / "leaderboard.html")
+        written = write_leaderboard(result, target)
     out = Path(out)
     return {
-        "table": table,
-        "markdown": markdown,
-        "warnings": warnings,
-        "runs": len(records),
-        "comparison": comparison,
-        "files": [out / "leaderboard.md", out / "leaderboard.csv", out / "leaderboard.html"]
-        + ([out / "paper_table4.csv"] if len(comparison) else []),
+        "table": result.table,
+        "markdown": markdown_table(display_table(result.table)),
+        "warnings": result.warnings,
+        "runs": len(result.runs),
+        "comparison": result.comparison,
+        "files": [out / path.name for path in written],
     }
 
 
 __all__ = [
     "TABLE4_COLUMNS",
+    "LeaderboardResult",
     "build_leaderboard",
+    "compute_leaderboard",
+    "leaderboard_markdown",
+    "leaderboard_report",
+    "write_leaderboard",
     "display_comparison",
     "coherency_metrics",
     "display_name",
