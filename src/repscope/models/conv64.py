@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 SIDE = 64
 HIDDEN = 256
@@ -26,8 +27,7 @@ HIDDEN = 256
 def _check(image_shape: tuple[int, ...], latent_dim: int) -> int:
     if len(image_shape) != 3 or tuple(image_shape[1:]) != (SIDE, SIDE):
         raise InvalidArgumentError(f"image_shape: the 64x64 networks take (C, 64, 64) images, got {tuple(image_shape)}")
-    if int(latent_dim) < 1:
-        raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
+    check_positive_int(latent_dim, "latent_dim")
     return int(image_shape[0])
 
 

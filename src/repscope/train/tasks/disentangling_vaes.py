@@ -30,6 +30,7 @@ from torch import nn
 from repscope.errors import InvalidArgumentError
 from repscope.train.tasks.base import optimiser_options
 from repscope.train.tasks.vae import VAETask
+from repscope.validation import check_positive_int
 
 LOG_2PI = math.log(2.0 * math.pi)
 DSPRITES_SIZE = 737_280  # images in the dSprites grid: 3 shapes x 6 scales x 40 rotations x 32 x 32 positions
@@ -102,9 +103,7 @@ def mws_decomposition(
     dict of str to torch.Tensor
         Scalars in nats per image: ``mi``, ``tc``, ``dim_kl``.
     """
-    if int(dataset_size) < 1:
-        raise InvalidArgumentError(f"dataset_size: must be at least 1, got {dataset_size}")
-    log_norm = math.log(int(dataset_size) * len(z))
+    log_norm = math.log(check_positive_int(dataset_size, "dataset_size") * len(z))
     # pairs[i, j, d] = log q(z_id | n_j)
     pairs = gaussian_log_density(z.unsqueeze(1), mean.unsqueeze(0), log_var.unsqueeze(0))
     log_qz = torch.logsumexp(pairs.sum(2), dim=1) - log_norm
@@ -188,8 +187,7 @@ class TCDiscriminator(nn.Module):
 
     def __init__(self, latent_dim: int, width: int = 1000, layers: int = 6) -> None:
         super().__init__()
-        if width < 1 or layers < 1:
-            raise InvalidArgumentError(f"discriminator: width and layers must be at least 1, got {width}, {layers}")
+        width, layers = check_positive_int(width, "width"), check_positive_int(layers, "layers")
         modules: list[nn.Module] = []
         size = latent_dim
         for _ in range(layers):
@@ -337,8 +335,8 @@ class FactorVAETask(VAETask):
     class Config(VAETask.Config):
         beta: Annotated[float, Field(ge=0)] = 1.0
         gamma: Annotated[float, Field(ge=0)] = 10.0
-        discriminator_width: int = 256
-        discriminator_layers: int = 6
+        discriminator_width: Annotated[int, Field(ge=1)] = 256
+        discriminator_layers: Annotated[int, Field(ge=1)] = 6
         lr_discriminator: float = 1e-4
 
     def build(self) -> None:

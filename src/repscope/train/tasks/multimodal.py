@@ -70,6 +70,7 @@ from repscope.models.multimodal.models import (
 from repscope.models.multimodal.networks import build_modality_networks
 from repscope.train.registry import MODELS, task_class
 from repscope.train.tasks.base import ConfiguredModule, optimiser_options
+from repscope.validation import check_positive_int
 
 OPTIMIZERS = ("adam", "adamw")
 # the arguments of the one constructor all models shared before each had its class: a checkpoint of that
@@ -524,8 +525,7 @@ class MultimodalVAETask(ConfiguredModule):
         missing = sorted(set(scored) - set(given))
         if missing or not scored:
             raise InvalidArgumentError(f"scored: every scored modality must be given; {missing or 'none'} is not")
-        if int(k) < 1:
-            raise InvalidArgumentError(f"k: must be >= 1, got {k}")
+        k = check_positive_int(k, "k")
         generator = self._generator(seed)
         n = len(next(iter(tensors.values())))
         was_training = self.training
@@ -542,9 +542,9 @@ class MultimodalVAETask(ConfiguredModule):
             inputs, masks, targets = self._inputs_of(batch, list(rows))
             targets = {name: targets.get(name, inputs[name]) for name in scored}
             weights = self.net.log_likelihood_weights(
-                inputs, targets, int(k), {m: masks[m] for m in scored if m in masks}, generator
+                inputs, targets, k, {m: masks[m] for m in scored if m in masks}, generator
             )
-            estimates.append(torch.logsumexp(weights.double(), 0) - math.log(int(k)))
+            estimates.append(torch.logsumexp(weights.double(), 0) - math.log(k))
         self.train(was_training)
         return _to_host(estimates) if estimates else np.zeros(0)
 
