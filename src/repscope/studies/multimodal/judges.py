@@ -66,7 +66,6 @@ import contextlib
 import datetime
 import json
 import os
-import shutil
 import sys
 import tempfile
 import warnings
@@ -78,7 +77,7 @@ import numpy as np
 import torch
 
 from repscope import __version__
-from repscope.cache import exclusive_lock, remove_leftovers, temporary_sibling
+from repscope.cache import exclusive_lock, remove_leftovers
 from repscope.data.datasets import ArraySplit, Dataset, FieldSpec, GeneratorSplit
 from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, check_level, check_table, level_attributes
 from repscope.data.multimodal.augment import NONE_CLASS, Augmentation, AugmentedCdSprites, blur, no_shape_images
@@ -88,7 +87,7 @@ from repscope.data.multimodal.second_renderer import second_rendering
 from repscope.data.multimodal.textures import TEXTURE_FAMILIES
 from repscope.data.sources import repscope_home
 from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoundError
-from repscope.fileio import atomic_write, replace_directory, write_json_atomic
+from repscope.fileio import atomic_path, atomic_write, write_json_atomic
 from repscope.progress import quiet_progress
 from repscope.resources import resolve_jobs
 from repscope.studies.common import auxiliary_trainer
@@ -828,113 +827,168 @@ def _train_locked(
     trainer: TrainerSection | None = None,
     workers: int = 1,
 ) -> dict[str, Any]:
+    """Train the judges of ``level`` into a new folder that takes the place of ``directory`` once every file
+    is written (the caller holds the directory's lock): a checkpoint per attribute, then ``classifiers.json``.
+
+    Returns
+    -------
+    dict
+        What :func:`train_classifiers` returns.
+    """
     remove_leftovers(directory)
-    attributes = level_attributes(level)
-    built = temporary_sibling(directory)
-    runs = Path(tempfile.mkdtemp(prefix="runs-", dir=built))
-    s = settings
-    textured = level >= 3 and s.held_out_family is not None
-    try:
+    with atomic_path(directory, directory=True) as built:
         with quiet_progress(not progress):
-            # the clean validation and held-out images, generated once and shared by the attributes
-            val = generate_arrays(
-                CdSpritesPlus(
-                    level, size=s.val_size, seed=s.seed, split="val",
-                    texture_families=s.train_families if textured else None,
-                )
-            )  # fmt: skip
-            test = generate_arrays(
-                CdSpritesPlus(
-                    level, size=s.val_size, seed=s.seed, split="test",
-                    texture_families=[s.held_out_family] if textured else None,
-                )
-            )  # fmt: skip
-            entries: dict[str, dict[str, Any]] = {}
-            tasks: dict[str, SupervisedTask] = {}
-            reject: dict[str, float] = {}
-            for k, attribute in enumerate(attributes):
-                config = attribute_config(
-                    level, attribute, s.train_size_of(attribute), s.val_size, s.epochs, s.batch_size, s.lr, s.seed,
-                    s.held_out_family, s.jitter, trainer, workers,
-                )  # fmt: skip
-                dataset = _level_dataset(level, attribute, s, val, test)
-                description = f"level-{level} {attribute} classifier ({k + 1} of {len(attributes)})"
-                task, scores, seconds = _fit_attribute(level, attribute, dataset, config, runs, description)
-                tasks[attribute] = task
-                if attribute == REJECT_ATTRIBUTE:
-                    reject = _reject_shares(task, level, s, val)
-                worst = min(scores["val_accuracy"], scores["held_out_accuracy"])
-                meets = worst >= TARGET_ACCURACY
-                if not meets:
-                    measured = (
-                        f"{scores['val_accuracy']:.4f} on the training families, {scores['held_out_accuracy']:.4f} "
-                        f"on the held-out family {s.held_out_family}"
-                        if level >= 3 and s.held_out_family
-                        else f"{scores['val_accuracy']:.4f} and {scores['held_out_accuracy']:.4f} on fresh samples"
-                    )
-                    warnings.warn(
-                        f"CdSprites+ level {level} classifier of {attribute}: accuracy {measured}, below the target "
-                        f"{TARGET_ACCURACY} (train_size={s.train_size_of(attribute)}, epochs={s.epochs}); coherency "
-                        "judged with it will be off by that much",
-                        RuntimeWarning,
-                        stacklevel=3,
-                    )
-                checkpoint = {
-                    "state_dict": task.state_dict(),
-                    "hyper_parameters": dict(task.hparams),
-                    "level": level,
-                    "attribute": attribute,
-                    "architecture": ARCHITECTURE,
-                    "format_version": FORMAT_VERSION,
-                }
-                with atomic_write(built / f"{attribute}.ckpt") as handle:
-                    torch.save(checkpoint, handle)
-                entries[attribute] = {
-                    "val_accuracy": round(scores["val_accuracy"], 6),
-                    "held_out_accuracy": round(scores["held_out_accuracy"], 6),
-                    "held_out_confidence": round(scores["held_out_confidence"], 6),
-                    "blurred_accuracy": round(scores["blurred_accuracy"], 6),
-                    "meets_target": meets,
-                    "n_train": s.train_size_of(attribute),
-                    "n_val": s.val_size,
-                    "n_held_out": s.val_size,
-                    "epochs": s.epochs,
-                    "batch_size": s.batch_size,
-                    "lr": s.lr,
-                    "seed": s.seed,
-                    "classes": list(ATTRIBUTE_VALUES[attribute]),
-                    "architecture": ARCHITECTURE,
-                    "repscope_version": __version__,
-                    "train_seconds": round(seconds, 2),
-                    "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-                }
-        shutil.rmtree(runs)  # the training runs' checkpoints are in {attribute}.ckpt now
-        metadata = {
-            "format_version": FORMAT_VERSION,
-            "level": level,
-            "generator": GENERATOR,
-            "recipe": RECIPE,
-            "model": MODEL,
-            "target_accuracy": TARGET_ACCURACY,
-            # levels 1-2 are untextured: their "held-out" samples are fresh samples of the same images
-            "train_families": (s.train_families if s.held_out_family else list(TEXTURE_FAMILIES)) if level >= 3 else [],
-            "held_out_family": s.held_out_family if level >= 3 else None,
-            "jitter": s.jitter,
-            "augmentation": Augmentation().to_dict(),
-            "none_fraction": s.none_fraction,
-            "reject_threshold": REJECT_THRESHOLD,
-            "reject": reject,
-            "attributes": entries,
-        }
+            tasks, entries, reject = _train_attributes(level, built, settings, trainer, workers)
+        metadata = _judges_metadata(level, settings, reject, entries)
         trained = AttributeClassifiers(level, tasks, metadata)
-        metadata["second_renderer"] = measure_second_renderer(trained, min(SECOND_RENDERER_SIZE, s.val_size))
+        metadata["second_renderer"] = measure_second_renderer(trained, min(SECOND_RENDERER_SIZE, settings.val_size))
         # written last: a folder holding it has every checkpoint
         write_json_atomic(built / METADATA_FILE, metadata)
-        replace_directory(built, directory)
-    except BaseException:
-        shutil.rmtree(built, ignore_errors=True)
-        raise
     return {**metadata, "directory": str(directory)}
+
+
+def _train_attributes(
+    level: int, built: Path, settings: Settings, trainer: TrainerSection | None, workers: int
+) -> tuple[dict[str, SupervisedTask], dict[str, dict[str, Any]], dict[str, float]]:
+    """Train the judge of each attribute in turn and save its checkpoint into ``built``.
+
+    Returns
+    -------
+    (dict, dict, dict)
+        The trained tasks and their ``classifiers.json`` entries by attribute, and the shape judge's
+        reject shares (:func:`_reject_shares`).
+    """
+    s = settings
+    val, test = _clean_images(level, s)
+    attributes = level_attributes(level)
+    tasks: dict[str, SupervisedTask] = {}
+    entries: dict[str, dict[str, Any]] = {}
+    reject: dict[str, float] = {}
+    # the training runs' own folders; their weights are in {attribute}.ckpt once trained
+    with tempfile.TemporaryDirectory(prefix="runs-", dir=built) as runs:
+        for k, attribute in enumerate(attributes):
+            config = attribute_config(
+                level, attribute, s.train_size_of(attribute), s.val_size, s.epochs, s.batch_size, s.lr, s.seed,
+                s.held_out_family, s.jitter, trainer, workers,
+            )  # fmt: skip
+            dataset = _level_dataset(level, attribute, s, val, test)
+            description = f"level-{level} {attribute} classifier ({k + 1} of {len(attributes)})"
+            task, scores, seconds = _fit_attribute(level, attribute, dataset, config, Path(runs), description)
+            tasks[attribute] = task
+            if attribute == REJECT_ATTRIBUTE:
+                reject = _reject_shares(task, level, s, val)
+            meets = _meets_target(level, attribute, scores, s)
+            with atomic_write(built / f"{attribute}.ckpt") as handle:
+                torch.save(_judge_checkpoint(task, level, attribute), handle)
+            entries[attribute] = _judge_entry(attribute, scores, seconds, meets, s)
+    return tasks, entries, reject
+
+
+def _clean_images(level: int, settings: Settings) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """The clean validation images (the training families) and the held-out ones (the held-out family),
+    generated once and shared by the attributes."""
+    s = settings
+    textured = level >= 3 and s.held_out_family is not None
+    val = generate_arrays(
+        CdSpritesPlus(
+            level, size=s.val_size, seed=s.seed, split="val", texture_families=s.train_families if textured else None
+        )
+    )
+    test = generate_arrays(
+        CdSpritesPlus(
+            level,
+            size=s.val_size,
+            seed=s.seed,
+            split="test",
+            texture_families=[s.held_out_family] if textured else None,
+        )
+    )
+    return val, test
+
+
+def _meets_target(level: int, attribute: str, scores: dict[str, float], settings: Settings) -> bool:
+    """Whether a judge reaches :data:`TARGET_ACCURACY` on the validation and the held-out images; a
+    RuntimeWarning, to the caller of :func:`train_classifiers`, when it does not."""
+    s = settings
+    if min(scores["val_accuracy"], scores["held_out_accuracy"]) >= TARGET_ACCURACY:
+        return True
+    measured = (
+        f"{scores['val_accuracy']:.4f} on the training families, {scores['held_out_accuracy']:.4f} "
+        f"on the held-out family {s.held_out_family}"
+        if level >= 3 and s.held_out_family
+        else f"{scores['val_accuracy']:.4f} and {scores['held_out_accuracy']:.4f} on fresh samples"
+    )
+    warnings.warn(
+        f"CdSprites+ level {level} classifier of {attribute}: accuracy {measured}, below the target "
+        f"{TARGET_ACCURACY} (train_size={s.train_size_of(attribute)}, epochs={s.epochs}); coherency "
+        "judged with it will be off by that much",
+        RuntimeWarning,
+        # _meets_target, _train_attributes, _train_locked, train_classifiers or load_classifiers: their caller
+        stacklevel=5,
+    )
+    return False
+
+
+def _judge_checkpoint(task: SupervisedTask, level: int, attribute: str) -> dict[str, Any]:
+    """What ``{attribute}.ckpt`` holds: the weights, the hyper-parameters and what they judge."""
+    return {
+        "state_dict": task.state_dict(),
+        "hyper_parameters": dict(task.hparams),
+        "level": level,
+        "attribute": attribute,
+        "architecture": ARCHITECTURE,
+        "format_version": FORMAT_VERSION,
+    }
+
+
+def _judge_entry(
+    attribute: str, scores: dict[str, float], seconds: float, meets: bool, settings: Settings
+) -> dict[str, Any]:
+    """A judge's entry in ``classifiers.json``: its accuracies and how it was trained."""
+    s = settings
+    return {
+        "val_accuracy": round(scores["val_accuracy"], 6),
+        "held_out_accuracy": round(scores["held_out_accuracy"], 6),
+        "held_out_confidence": round(scores["held_out_confidence"], 6),
+        "blurred_accuracy": round(scores["blurred_accuracy"], 6),
+        "meets_target": meets,
+        "n_train": s.train_size_of(attribute),
+        "n_val": s.val_size,
+        "n_held_out": s.val_size,
+        "epochs": s.epochs,
+        "batch_size": s.batch_size,
+        "lr": s.lr,
+        "seed": s.seed,
+        "classes": list(ATTRIBUTE_VALUES[attribute]),
+        "architecture": ARCHITECTURE,
+        "repscope_version": __version__,
+        "train_seconds": round(seconds, 2),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _judges_metadata(
+    level: int, settings: Settings, reject: dict[str, float], entries: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """``classifiers.json`` but the second renderer's measurement: the recipe and every judge's entry."""
+    s = settings
+    return {
+        "format_version": FORMAT_VERSION,
+        "level": level,
+        "generator": GENERATOR,
+        "recipe": RECIPE,
+        "model": MODEL,
+        "target_accuracy": TARGET_ACCURACY,
+        # levels 1-2 are untextured: their "held-out" samples are fresh samples of the same images
+        "train_families": (s.train_families if s.held_out_family else list(TEXTURE_FAMILIES)) if level >= 3 else [],
+        "held_out_family": s.held_out_family if level >= 3 else None,
+        "jitter": s.jitter,
+        "augmentation": Augmentation().to_dict(),
+        "none_fraction": s.none_fraction,
+        "reject_threshold": REJECT_THRESHOLD,
+        "reject": reject,
+        "attributes": entries,
+    }
 
 
 # ---------------------------------------------------------------------------------------------
