@@ -68,6 +68,9 @@ def test_override_into_a_defaulted_section_keeps_its_other_defaults():
         ({"model": {"name": "lenet5", "params": {"learning_rate": 1}}}, "unknown key model.params.learning_rate"),
         ({"model": {"name": "lenet5", "params": {"lr": "fast"}}}, "key model.params.lr"),
         ({"model": {"name": "lenet5", "params": {"num_outputs": 3}}}, "model.params.num_outputs is set by"),
+        # a task's rule on a value (its Config field) is checked with the config, naming the key and the value
+        ({"model": {"name": "beta-vae", "params": {"beta": -1}}}, r"key model\.params\.beta: .*\(got -1\)"),
+        ({"model": {"name": "dip-vae-i-semi", "params": {"supervision": "x"}}}, r"model\.params\.supervision: .*'x'"),
         ({"data": {"name": "digits", "params": {"sauce": "x"}}}, "unknown key data.params.sauce"),
         ({"model": {"name": "resnet-152", "params": {}}}, "unknown model 'resnet-152'"),
     ],
