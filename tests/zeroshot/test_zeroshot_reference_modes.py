@@ -206,9 +206,7 @@ def test_the_attack_command_computes_from_a_task_then_writes(tmp_path, monkeypat
     write_classifier_attacks(result, tmp_path, {"model": "m", "data": "d", "data_params": {}})
     metrics = json.loads((tmp_path / "metrics.json").read_text())
     assert list(metrics)[:5] == ["model", "data", "data_params", "images", "search"] and metrics["budget"] == 2
-    assert metrics["totals"] == result.totals and metrics["totals"]["total"] == int(
-        result.counts["successes"].sum()
-    )
+    assert metrics["totals"] == result.totals and metrics["totals"]["total"] == int(result.counts["successes"].sum())
     assert pd.read_csv(tmp_path / "counts.csv")["successes"].tolist() == result.counts["successes"].tolist()
 
 
