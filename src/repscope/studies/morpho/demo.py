@@ -30,7 +30,9 @@ from repscope.run_directory import RunDirectory
 from repscope.studies.morpho.diversity import (
     DiversityConfig,
     add_diversity_section,
-    train_and_compare,
+    compute_diversity,
+    train_generators,
+    write_comparison,
     write_diversity_files,
 )
 from repscope.studies.multimodal.dataset_commands import cdsprites_panel
@@ -129,7 +131,10 @@ def _add_diversity(config: DemoConfig, run: RunDirectory, report: Report) -> dic
     headline numbers, with the seconds it took."""
     started = time.perf_counter()
     diversity = diversity_config(config)
-    result = train_and_compare(diversity, run, source="demo")
+    generators = train_generators(diversity, run, source="demo")
+    result = compute_diversity(
+        diversity, generators, on_compared=lambda member, compared: write_comparison(compared, member, run)
+    )
     write_diversity_files(result, diversity, run)
     add_diversity_section(report, result, diversity, run)
     return {**result.metrics, "seconds": round(time.perf_counter() - started, 1)}

@@ -10,7 +10,7 @@ The study runs in three steps: :func:`compute_diversity` (trained generators in,
 :class:`DiversityResult` out; no files), :func:`write_diversity` (tables, figures, ``metrics.json``) and
 :func:`report_diversity` (``report.html``). :func:`run_diversity` trains the generators first
 (:func:`train_generators`, resumable) and records each generator's comparison as it finishes
-(:func:`write_comparison`), so that ``--resume`` keeps it.
+(:func:`write_comparison`), so that ``--resume`` keeps it (:func:`read_comparisons`).
 """
 
 from __future__ import annotations
@@ -231,39 +231,32 @@ def run_diversity(
         The report.
     """
     run = open_study_run("morpho-diversity", config, out, root, resume)
-    result = train_and_compare(config, run, source, resume=resume)
+    done = read_comparisons(config, run, resume)
+    generators = train_generators(config, run, source, resume=resume, skip=set(done))
+    result = compute_diversity(
+        config, generators, done=done, on_compared=lambda member, compared: write_comparison(compared, member, run)
+    )
     write_diversity(result, config, run)
     return report_diversity(result, config, run, quick=quick)
 
 
-def train_and_compare(
-    config: DiversityConfig, run: RunDirectory, source: str = "config", resume: bool = False
-) -> DiversityResult:
-    """Train the generators into ``run`` and compare them, recording each comparison as it is made
-    (:func:`write_comparison`); with ``resume``, the generators a stopped run compared are read back,
-    not trained again.
+def read_comparisons(config: DiversityConfig, run: RunDirectory, resume: bool) -> dict[str, GeneratorComparison]:
+    """The comparisons a resumed run recorded before it stopped, by label (none for a new run).
 
     Parameters
     ----------
     config : DiversityConfig
         The study's config.
     run : RunDirectory
-        Where models and each generator's samples table and examples go.
-    source : str
-        Where the config came from, for messages.
+        The study's run directory.
     resume : bool
-        Keep each generator already compared in ``run`` (its ``steps/`` record, samples table and
-        examples).
+        Whether this call continues a run.
 
     Returns
     -------
-    DiversityResult
+    dict of str to GeneratorComparison
     """
-    done = {member.label: compared for member in config.models if (compared := read_comparison(run, member, resume))}
-    generators = train_generators(config, run, source, resume=resume, skip=set(done))
-    return compute_diversity(
-        config, generators, done=done, on_compared=lambda member, compared: write_comparison(compared, member, run)
-    )
+    return {member.label: found for member in config.models if (found := read_comparison(run, member, resume))}
 
 
 def _step(member: MemberModel) -> str:
@@ -596,7 +589,7 @@ __all__ = [
     "read_comparison",
     "report_diversity",
     "run_diversity",
-    "train_and_compare",
+    "read_comparisons",
     "train_generators",
     "write_comparison",
     "write_diversity",
