@@ -135,7 +135,7 @@ def _add_diversity(config: DemoConfig, run: RunDirectory, report: Report) -> dic
     result = compute_diversity(
         diversity, generators, on_compared=lambda member, compared: write_comparison(compared, member, run)
     )
-    write_diversity_files(result, diversity, run)
+    write_diversity_files(result, run)
     add_diversity_section(report, result, diversity, run)
     return {**result.metrics, "seconds": round(time.perf_counter() - started, 1)}
 

@@ -236,7 +236,7 @@ def run_diversity(
     result = compute_diversity(
         config, generators, done=done, on_compared=lambda member, compared: write_comparison(compared, member, run)
     )
-    write_diversity(result, config, run)
+    write_diversity(result, run)
     return report_diversity(result, config, run, quick=quick)
 
 
@@ -449,7 +449,7 @@ def compare_generator(
     return GeneratorComparison(row=row, training=kept, morphometrics=morpho, examples=images[:EXAMPLES])
 
 
-def write_diversity(result: DiversityResult, config: DiversityConfig, run: RunDirectory) -> None:
+def write_diversity(result: DiversityResult, run: RunDirectory) -> None:
     """Write the study's tables, figures and ``metrics.json`` into ``run`` (each generator's samples
     table and examples are written as it is compared: :func:`write_comparison`).
 
@@ -457,16 +457,14 @@ def write_diversity(result: DiversityResult, config: DiversityConfig, run: RunDi
     ----------
     result : DiversityResult
         What :func:`compute_diversity` found.
-    config : DiversityConfig
-        The study's config (the models' labels, for the grid's rows).
     run : RunDirectory
         The study's run directory.
     """
-    write_diversity_files(result, config, run)
+    write_diversity_files(result, run)
     run.write_metrics(result.metrics)
 
 
-def write_diversity_files(result: DiversityResult, config: DiversityConfig, run: RunDirectory) -> None:
+def write_diversity_files(result: DiversityResult, run: RunDirectory) -> None:
     """Write ``tables/diversity_mmd.csv``, a morphometric pair plot of the test digits and of each
     generator's samples (one set of axis ranges, so they compare at a glance: Fig. 4) and the grid of
     each generator's first samples.
@@ -493,9 +491,7 @@ def write_diversity_files(result: DiversityResult, config: DiversityConfig, run:
     examples = [generator.examples for generator in result.generators.values()]
     run.save_figure(
         "diversity_samples",
-        image_grid(
-            np.concatenate(examples), nrows=len(examples), ncols=EXAMPLES, row_labels=[m.label for m in config.models]
-        ),
+        image_grid(np.concatenate(examples), nrows=len(examples), ncols=EXAMPLES, row_labels=list(result.generators)),
     )
 
 
