@@ -272,7 +272,7 @@ def test_a_failed_evaluation_leaves_no_half_folder_and_the_corrected_rerun_runs(
     args = ["mmvae", "evaluate", str(trained_run), "--n", "5", "--no-analysis", "--joint-traversal-steps", "0"]
     out = tmp_path / "evaluation"
     with monkeypatch.context() as patch:  # fails after the outputs were generated and written
-        patch.setattr("repscope.studies.multimodal.evaluate.evaluate_outputs", broken)
+        patch.setattr("repscope.studies.multimodal.evaluate.write_evaluation_report", broken)
         code, _, err = run_cli([*args, "-o", str(out)])
     assert code == 1 and "disk full" in err
     assert not out.exists() and list(tmp_path.glob(".tmp-*")) == []
@@ -283,6 +283,6 @@ def test_a_failed_evaluation_leaves_no_half_folder_and_the_corrected_rerun_runs(
     # an --overwrite that fails keeps the complete evaluation there was
     before = files(out)
     with monkeypatch.context() as patch:
-        patch.setattr("repscope.studies.multimodal.evaluate.evaluate_outputs", broken)
+        patch.setattr("repscope.studies.multimodal.evaluate.write_evaluation_report", broken)
         code, _, _ = run_cli([*args, "-o", str(out), "--overwrite", "--seed", "3"])
     assert code == 1 and files(out) == before and list(tmp_path.glob(".tmp-*")) == []
