@@ -159,6 +159,10 @@ def quick(config: DisentangleStudyConfig) -> DisentangleStudyConfig:
     return out
 
 
+# --------------------------------------------------------------------------------------------------
+# scoring one trained model: its codes, traversals and every metric
+
+
 def traversal_images(task: Any, codes: np.ndarray, steps: int, span: float) -> np.ndarray:
     """Images ``(latents * steps, H, W[, C])``: row ``l`` varies latent ``l`` over ``[-span, span]`` around
     the mean code of the scored examples, the other latents kept at it."""
