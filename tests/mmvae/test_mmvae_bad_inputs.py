@@ -234,7 +234,7 @@ class SquareClassifiers:
 def stand_in_classifiers(monkeypatch):
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     monkeypatch.setattr(
-        "repscope.studies.multimodal.coherency.load_classifiers", lambda level, trainer=None: SquareClassifiers()
+        "repscope.studies.multimodal.coherency.load_judges", lambda level, trainer=None: SquareClassifiers()
     )
 
 

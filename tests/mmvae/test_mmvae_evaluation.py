@@ -290,11 +290,11 @@ def evaluation_env(monkeypatch):
     monkeypatch.setenv("REPSCOPE_PROGRESS", "off")
     trainers = []
 
-    def load_classifiers(level, trainer=None):
+    def load_judges(level, trainer=None):
         trainers.append(trainer)
         return ShapeZeroClassifiers()
 
-    monkeypatch.setattr("repscope.studies.multimodal.coherency.load_classifiers", load_classifiers)
+    monkeypatch.setattr("repscope.studies.multimodal.coherency.load_judges", load_judges)
     return trainers
 
 

@@ -24,7 +24,7 @@ from repscope.data.multimodal.cdsprites import CdSpritesPlus
 from repscope.data.multimodal.second_renderer import coverage, second_rendering
 from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.studies.multimodal import judges as sc
-from repscope.studies.multimodal.judges import AttributeClassifiers, read_classifiers, train_classifiers
+from repscope.studies.multimodal.judges import AttributeJudges, read_judges, train_judges
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*below.*0.98:RuntimeWarning")
 
@@ -194,7 +194,7 @@ class _Logits(torch.nn.Module):
 def test_judge_rejects_by_the_no_shape_probability():
     shape = _Logits([2.0, 0.0, 1.0, -1.0], [0.0, 1.0, 0.5, 3.0])  # square, ellipse, heart, none
     size = _Logits([0.0, 1.0], [0.0, 1.0])
-    classifiers = AttributeClassifiers(2, {"shape": shape, "size": size}, {"attributes": {}})
+    classifiers = AttributeJudges(2, {"shape": shape, "size": size}, {"attributes": {}})
     images = np.zeros((3, 64, 64, 3), np.uint8)
     images[0, 20:40, 20:40] = 255  # a square: high spread
     images[2] = 128  # a grey frame: flat
@@ -244,10 +244,10 @@ def _negatives(generator: CdSpritesPlus, seed: int) -> dict[str, np.ndarray]:
 def test_a_short_training_rejects_blobs_empty_frames_and_noise(tmp_path):
     """Level 1, 3,000 augmented samples with 20% "no shape": clean renders are recognised and
     the constructed negatives (quick-run blobs, black and grey frames, noise) rejected."""
-    metadata = train_classifiers(1, train_size=3000, val_size=300, epochs=1, out=tmp_path, progress=False)
+    metadata = train_judges(1, train_size=3000, val_size=300, epochs=1, out=tmp_path, progress=False)
     assert metadata["format_version"] == sc.FORMAT_VERSION == 4 and metadata["none_fraction"] == 0.2
     assert metadata["reject"]["no_shape"] > 0.8 and metadata["reject"]["clean"] < 0.1
-    classifiers = read_classifiers(tmp_path, 1)
+    classifiers = read_judges(tmp_path, 1)
     test = CdSpritesPlus(1, size=300, seed=7, split="test")
     clean = test.batch(np.arange(300))[0]
     assert classifiers.judge(clean).recognised.mean() > 0.9
@@ -257,7 +257,7 @@ def test_a_short_training_rejects_blobs_empty_frames_and_noise(tmp_path):
 
 def test_the_cache_version_changed_and_old_caches_are_refused(tmp_path):
     assert sc.FORMAT_VERSION == 4
-    train_classifiers(1, train_size=64, val_size=32, epochs=1, out=tmp_path, progress=False)
+    train_judges(1, train_size=64, val_size=32, epochs=1, out=tmp_path, progress=False)
     stored = json.loads((tmp_path / "classifiers.json").read_text())
     assert stored["format_version"] == 4 and stored["augmentation"] == Augmentation().to_dict()
     assert set(stored["reject"]) == {"no_shape", "clean", "blurred"}
@@ -265,10 +265,10 @@ def test_the_cache_version_changed_and_old_caches_are_refused(tmp_path):
     # the shape classifier holds the fourth, "no shape", class
     checkpoint = torch.load(tmp_path / "shape.ckpt", weights_only=True)
     assert checkpoint["hyper_parameters"]["num_outputs"] == len(ATTRIBUTE_VALUES["shape"]) + 1
-    read_classifiers(tmp_path, 1)
+    read_judges(tmp_path, 1)
     (tmp_path / "classifiers.json").write_text(json.dumps({**stored, "format_version": 3}))
     with pytest.raises(DataFormatError, match="format 3, trained the earlier way"):
-        read_classifiers(tmp_path, 1)
+        read_judges(tmp_path, 1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ PACKAGED_LEVELS = (1, 2, 3, 4, 5)
 def packaged(request):
     """The package's classifiers of a level, read as the loader reads them."""
     level = request.param
-    return read_classifiers(sc.packaged_classifiers_dir(level), level)
+    return read_judges(sc.packaged_judges_dir(level), level)
 
 
 def test_the_packaged_classifiers_judge_another_renderer_and_blur(packaged):
@@ -318,15 +318,15 @@ def test_without_a_cache_the_packaged_classifiers_are_loaded_untrained(tmp_path,
 
     train = sc._train_locked
     monkeypatch.setattr(sc, "_train_locked", fail)
-    loaded = sc.load_classifiers(2)
-    assert loaded.directory == sc.packaged_classifiers_dir(2) and capsys.readouterr().err == ""
+    loaded = sc.load_judges(2)
+    assert loaded.directory == sc.packaged_judges_dir(2) and capsys.readouterr().err == ""
     assert not (tmp_path / "home").exists()  # nothing written
     monkeypatch.setattr(sc, "_train_locked", train)
     # a cache the user trained wins; an unusable one is named, and the package's are used
-    mine = train_classifiers(2, train_size=64, val_size=32, epochs=1, progress=False)
-    assert sc.load_classifiers(2).directory == sc.classifiers_dir(2) == tmp_path / "home/classifiers/cdsprites-level2"
-    (sc.classifiers_dir(2) / "size.ckpt").write_bytes(b"broken")
-    assert sc.load_classifiers(2).directory == sc.packaged_classifiers_dir(2)
+    mine = train_judges(2, train_size=64, val_size=32, epochs=1, progress=False)
+    assert sc.load_judges(2).directory == sc.judges_dir(2) == tmp_path / "home/classifiers/cdsprites-level2"
+    (sc.judges_dir(2) / "size.ckpt").write_bytes(b"broken")
+    assert sc.load_judges(2).directory == sc.packaged_judges_dir(2)
     err = capsys.readouterr().err
     assert "size.ckpt" in err and "using those that come with repscope" in err
     assert mine["attributes"]["size"]["n_train"] == 64

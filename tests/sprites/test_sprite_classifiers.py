@@ -17,10 +17,10 @@ from repscope.errors import DataFormatError, InvalidArgumentError, SourceNotFoun
 from repscope.models.multimodal.judge_cnn import AttributeCNN
 from repscope.studies.multimodal import judges as sc
 from repscope.studies.multimodal.judges import (
-    classifiers_dir,
-    evaluate_classifiers,
-    load_classifiers,
-    train_classifiers,
+    evaluate_judges,
+    judges_dir,
+    load_judges,
+    train_judges,
 )
 from repscope.train.tasks import SupervisedTask
 
@@ -36,7 +36,7 @@ def level5_home(tmp_path_factory):
     home = tmp_path_factory.mktemp("repscope-home")
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("REPSCOPE_HOME", str(home))
-        metadata = train_classifiers(5, **TINY)
+        metadata = train_judges(5, **TINY)
     return home, metadata
 
 
@@ -44,7 +44,7 @@ def level5_home(tmp_path_factory):
 def level5(level5_home, monkeypatch):
     home, metadata = level5_home
     monkeypatch.setenv("REPSCOPE_HOME", str(home))
-    return classifiers_dir(5), metadata
+    return judges_dir(5), metadata
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def no_training(monkeypatch):
 
 def test_training_writes_every_attribute_of_the_level(level5):
     directory, metadata = level5
-    assert directory == classifiers_dir(5) and directory.name == "cdsprites-level5"
+    assert directory == judges_dir(5) and directory.name == "cdsprites-level5"
     attributes = level_attributes(5)
     assert sorted(p.name for p in directory.iterdir()) == sorted(
         [f"{a}.ckpt" for a in attributes] + ["classifiers.json"]
@@ -114,7 +114,7 @@ def test_training_writes_every_attribute_of_the_level(level5):
 def test_load_reuses_the_cache_without_training(level5, no_training, capsys):
     directory, metadata = level5
     mtimes = {p.name: p.stat().st_mtime_ns for p in directory.iterdir()}
-    classifiers = load_classifiers(5)
+    classifiers = load_judges(5)
     assert {p.name: p.stat().st_mtime_ns for p in directory.iterdir()} == mtimes
     assert capsys.readouterr().err == ""
     assert classifiers.attributes == level_attributes(5)
@@ -123,7 +123,7 @@ def test_load_reuses_the_cache_without_training(level5, no_training, capsys):
 
 
 def test_predict_gives_a_table_of_valid_classes_in_any_accepted_layout(level5):
-    classifiers = load_classifiers(5, train_if_missing=False)
+    classifiers = load_judges(5, train_if_missing=False)
     images, _, table = CdSpritesPlus(5, size=40, seed=0, split="test").batch(np.arange(40))
     predicted = classifiers.predict(images, batch_size=16)
     assert predicted.shape == table.shape == (40, 5) and predicted.dtype == np.int64
@@ -132,7 +132,7 @@ def test_predict_gives_a_table_of_valid_classes_in_any_accepted_layout(level5):
     as_float = images.astype(np.float32) / 255.0
     np.testing.assert_array_equal(classifiers.predict(as_float), predicted)
     np.testing.assert_array_equal(classifiers.predict(torch.from_numpy(as_float).permute(0, 3, 1, 2)), predicted)
-    accuracies = evaluate_classifiers(classifiers, images, table)
+    accuracies = evaluate_judges(classifiers, images, table)
     assert list(accuracies) == list(level_attributes(5))
     for k, attribute in enumerate(level_attributes(5)):
         assert accuracies[attribute] == pytest.approx(np.mean(predicted[:, k] == table[:, k]))
@@ -151,19 +151,19 @@ def test_predict_gives_a_table_of_valid_classes_in_any_accepted_layout(level5):
     ],
 )
 def test_bad_images_are_a_clear_error_naming_images(level5, images, message):
-    classifiers = load_classifiers(5, train_if_missing=False)
+    classifiers = load_judges(5, train_if_missing=False)
     with pytest.raises(InvalidArgumentError, match="images") as caught:
         classifiers.predict(images)
     assert message in str(caught.value)
 
 
 def test_evaluate_checks_the_table(level5):
-    classifiers = load_classifiers(5, train_if_missing=False)
+    classifiers = load_judges(5, train_if_missing=False)
     images, _, table = CdSpritesPlus(5, size=8, seed=0, split="test").batch(np.arange(8))
     with pytest.raises(InvalidArgumentError, match="table"):
-        evaluate_classifiers(classifiers, images, table[:, :3])
+        evaluate_judges(classifiers, images, table[:, :3])
     with pytest.raises(InvalidArgumentError, match="table"):
-        evaluate_classifiers(classifiers, images, table[:5])
+        evaluate_judges(classifiers, images, table[:5])
 
 
 @pytest.mark.slow  # a learning claim; test_short_training_already_recognises_level_1_shapes runs the same path fast
@@ -172,32 +172,32 @@ def test_separable_attributes_are_learned_from_little_data(tmp_path, monkeypatch
     of 32 suffice for > 90% on fresh test samples (measured: 100%), far above chance (25% and 50%)."""
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
     with pytest.warns(RuntimeWarning, match="below the target"):  # shape, size and colour need more
-        train_classifiers(5, train_size=1024, val_size=256, epochs=2, batch_size=32, progress=False)
+        train_judges(5, train_size=1024, val_size=256, epochs=2, batch_size=32, progress=False)
     with pytest.warns(RuntimeWarning, match="below"):
-        classifiers = load_classifiers(5, train_if_missing=False)
+        classifiers = load_judges(5, train_if_missing=False)
     images, _, table = CdSpritesPlus(5, size=500, seed=0, split="test").batch(np.arange(500))
-    accuracies = evaluate_classifiers(classifiers, images, table)
+    accuracies = evaluate_judges(classifiers, images, table)
     assert accuracies["position"] > 0.9 and accuracies["background"] > 0.9
 
 
 def test_held_out_accuracy_is_measured_on_the_held_out_family_alone(tmp_path, monkeypatch):
     """The recorded held-out accuracy is the classifier's accuracy on fresh samples of that family only."""
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
-    metadata = train_classifiers(3, train_size=512, val_size=200, epochs=1, held_out_family="dots", progress=False)
+    metadata = train_judges(3, train_size=512, val_size=200, epochs=1, held_out_family="dots", progress=False)
     assert metadata["held_out_family"] == "dots" and "dots" not in metadata["train_families"]
-    classifiers = load_classifiers(3, train_if_missing=False)
+    classifiers = load_judges(3, train_if_missing=False)
     # the held-out split as the training drew it: the test stream of seed 0, dots only
     held_out = CdSpritesPlus(3, size=200, seed=0, split="test", texture_families=["dots"])
     images, _, table = held_out.batch(np.arange(200))
-    accuracies = evaluate_classifiers(classifiers, images, table)
+    accuracies = evaluate_judges(classifiers, images, table)
     for attribute, entry in metadata["attributes"].items():
         assert entry["held_out_accuracy"] == pytest.approx(accuracies[attribute], abs=1e-6)
     with pytest.raises(InvalidArgumentError, match="held_out_family"):
-        train_classifiers(3, held_out_family="velvet", progress=False)
+        train_judges(3, held_out_family="velvet", progress=False)
 
 
 def test_unfamiliar_images_lower_the_confidence_and_warn(level5):
-    classifiers = load_classifiers(5, train_if_missing=False)
+    classifiers = load_judges(5, train_if_missing=False)
     reference = {a: e["held_out_confidence"] for a, e in classifiers.metadata["attributes"].items()}
     # as confident as on the held-out family: no warning
     same = np.tile([[reference[a] for a in classifiers.attributes]], (10, 1))
@@ -222,16 +222,16 @@ def test_a_cache_of_an_earlier_recipe_is_retrained(level5_home, tmp_path, monkey
     copy = tmp_path / "home"
     shutil.copytree(home, copy)
     monkeypatch.setenv("REPSCOPE_HOME", str(copy))
-    metadata_file = classifiers_dir(5) / "classifiers.json"
+    metadata_file = judges_dir(5) / "classifiers.json"
     stored = json.loads(metadata_file.read_text())
     stored.pop("recipe")
     metadata_file.write_text(json.dumps({**stored, "format_version": 2}))
     with pytest.raises(DataFormatError, match="earlier recipe"):
-        load_classifiers(5, train_if_missing=False)
+        load_judges(5, train_if_missing=False)
     monkeypatch.setattr(sc, "DEFAULT_TRAIN_SIZE", 128)
     monkeypatch.setattr(sc, "DEFAULT_VAL_SIZE", 64)
     monkeypatch.setattr(sc, "DEFAULT_EPOCHS", 1)
-    load_classifiers(5, progress=False)
+    load_judges(5, progress=False)
     assert "earlier recipe" in capsys.readouterr().err
     assert json.loads(metadata_file.read_text())["recipe"] == "published"
 
@@ -239,7 +239,7 @@ def test_a_cache_of_an_earlier_recipe_is_retrained(level5_home, tmp_path, monkey
 def test_missing_cache_without_training_is_an_error(tmp_path, monkeypatch, no_training, no_packaged):
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
     with pytest.raises(SourceNotFoundError, match="classifiers.json"):
-        load_classifiers(2, train_if_missing=False)
+        load_judges(2, train_if_missing=False)
 
 
 def test_missing_cache_is_trained_once_with_the_defaults(tmp_path, monkeypatch, capsys, no_packaged):
@@ -247,12 +247,12 @@ def test_missing_cache_is_trained_once_with_the_defaults(tmp_path, monkeypatch, 
     monkeypatch.setattr(sc, "DEFAULT_TRAIN_SIZE", 128)
     monkeypatch.setattr(sc, "DEFAULT_VAL_SIZE", 64)
     monkeypatch.setattr(sc, "DEFAULT_EPOCHS", 1)
-    classifiers = load_classifiers(1, progress=False)
+    classifiers = load_judges(1, progress=False)
     err = capsys.readouterr().err
     assert "training them once" in err and "min on 2 CPU cores" in err  # says so, and how long it takes
     assert classifiers.metadata["attributes"]["shape"]["n_train"] == 128
-    assert (classifiers_dir(1) / "shape.ckpt").is_file()
-    load_classifiers(1)
+    assert (judges_dir(1) / "shape.ckpt").is_file()
+    load_judges(1)
     assert capsys.readouterr().err == ""
 
 
@@ -262,14 +262,14 @@ def test_corrupt_checkpoint_is_named_then_retrained(level5_home, tmp_path, monke
     home = tmp_path / "home"
     shutil.copytree(level5_home[0], home)
     monkeypatch.setenv("REPSCOPE_HOME", str(home))
-    broken = classifiers_dir(5) / "colour.ckpt"
+    broken = judges_dir(5) / "colour.ckpt"
     broken.write_bytes(b"not a checkpoint")
     with pytest.raises(DataFormatError, match="colour.ckpt"):
-        load_classifiers(5, train_if_missing=False)
+        load_judges(5, train_if_missing=False)
     monkeypatch.setattr(sc, "DEFAULT_TRAIN_SIZE", 128)
     monkeypatch.setattr(sc, "DEFAULT_VAL_SIZE", 64)
     monkeypatch.setattr(sc, "DEFAULT_EPOCHS", 1)
-    classifiers = load_classifiers(5, progress=False)
+    classifiers = load_judges(5, progress=False)
     assert "colour.ckpt" in capsys.readouterr().err
     assert torch.load(broken, weights_only=True)["attribute"] == "colour"
     assert classifiers.metadata["attributes"]["colour"]["n_train"] == 128
@@ -279,17 +279,17 @@ def test_a_checkpoint_of_another_attribute_is_rejected(level5_home, tmp_path, mo
     home = tmp_path / "home"
     shutil.copytree(level5_home[0], home)
     monkeypatch.setenv("REPSCOPE_HOME", str(home))
-    directory = classifiers_dir(5)
+    directory = judges_dir(5)
     shutil.copyfile(directory / "size.ckpt", directory / "background.ckpt")  # same class count, wrong attribute
     with pytest.raises(DataFormatError, match="background.ckpt"):
-        load_classifiers(5, train_if_missing=False)
+        load_judges(5, train_if_missing=False)
 
 
 def test_a_crash_during_training_leaves_the_previous_cache_whole(level5_home, tmp_path, monkeypatch):
     home = tmp_path / "home"
     shutil.copytree(level5_home[0], home)
     monkeypatch.setenv("REPSCOPE_HOME", str(home))
-    directory = classifiers_dir(5)
+    directory = judges_dir(5)
     before = {p.name: p.read_bytes() for p in directory.iterdir()}
     fit = sc._fit_attribute
 
@@ -300,27 +300,24 @@ def test_a_crash_during_training_leaves_the_previous_cache_whole(level5_home, tm
 
     monkeypatch.setattr(sc, "_fit_attribute", crash_on_colour)
     with pytest.raises(KeyboardInterrupt):
-        train_classifiers(5, train_size=64, val_size=32, epochs=1, progress=False)
+        train_judges(5, train_size=64, val_size=32, epochs=1, progress=False)
     assert {p.name: p.read_bytes() for p in directory.iterdir()} == before
     assert [p.name for p in directory.parent.iterdir() if p.name.startswith(".tmp-")] == []
     # and with no previous cache, nothing that looks like one
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "empty"))
     with pytest.raises(KeyboardInterrupt):
-        train_classifiers(5, train_size=64, val_size=32, epochs=1, progress=False)
-    assert not classifiers_dir(5).exists()
+        train_judges(5, train_size=64, val_size=32, epochs=1, progress=False)
+    assert not judges_dir(5).exists()
 
 
 def test_training_is_deterministic_in_the_seed(tmp_path):
-    first = train_classifiers(1, train_size=128, val_size=64, epochs=1, seed=3, out=tmp_path / "a", progress=False)
-    second = train_classifiers(1, train_size=128, val_size=64, epochs=1, seed=3, out=tmp_path / "b", progress=False)
+    first = train_judges(1, train_size=128, val_size=64, epochs=1, seed=3, out=tmp_path / "a", progress=False)
+    second = train_judges(1, train_size=128, val_size=64, epochs=1, seed=3, out=tmp_path / "b", progress=False)
     assert first["attributes"]["shape"]["val_accuracy"] == second["attributes"]["shape"]["val_accuracy"]
     a = torch.load(tmp_path / "a" / "shape.ckpt", weights_only=True)["state_dict"]
     b = torch.load(tmp_path / "b" / "shape.ckpt", weights_only=True)["state_dict"]
     assert all(torch.equal(a[key], b[key]) for key in a)
-    assert (
-        load_classifiers(1, train_if_missing=False, directory=tmp_path / "a").metadata["attributes"]["shape"]["seed"]
-        == 3
-    )
+    assert load_judges(1, train_if_missing=False, directory=tmp_path / "a").metadata["attributes"]["shape"]["seed"] == 3
 
 
 def test_bad_arguments_are_named():
@@ -331,11 +328,11 @@ def test_bad_arguments_are_named():
     with pytest.raises(InvalidArgumentError, match="num_outputs"):
         SupervisedTask("attribute-cnn", num_outputs=1, image_shape=(3, 64, 64))
     with pytest.raises(InvalidArgumentError, match="lr"):
-        train_classifiers(1, lr=0.0)
+        train_judges(1, lr=0.0)
     with pytest.raises(InvalidArgumentError, match="level"):
-        train_classifiers(6, **TINY)
+        train_judges(6, **TINY)
     with pytest.raises(InvalidArgumentError, match="train_size"):
-        train_classifiers(1, train_size=0)
+        train_judges(1, train_size=0)
     with pytest.raises(InvalidArgumentError, match="num_classes"):
         AttributeCNN(1)
 
@@ -404,9 +401,9 @@ def test_the_max_readout_does_not_see_where_an_object_is(first_stride):
 @pytest.mark.slow
 def test_default_training_reaches_the_target_on_every_attribute(tmp_path, monkeypatch):
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path))
-    metadata = train_classifiers(5, progress=False)
+    metadata = train_judges(5, progress=False)
     assert {a: e["meets_target"] for a, e in metadata["attributes"].items()} == {a: True for a in level_attributes(5)}
-    classifiers = load_classifiers(5, train_if_missing=False)
+    classifiers = load_judges(5, train_if_missing=False)
     images, _, table = CdSpritesPlus(5, size=2000, seed=0, split="test").batch(np.arange(2000))
-    assert min(evaluate_classifiers(classifiers, images, table).values()) >= sc.TARGET_ACCURACY
+    assert min(evaluate_judges(classifiers, images, table).values()) >= sc.TARGET_ACCURACY
     assert sorted(os.listdir(tmp_path / "classifiers")) == [".cdsprites-level5.lock", "cdsprites-level5"]

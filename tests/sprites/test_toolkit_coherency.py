@@ -221,7 +221,7 @@ class BlankRejectingJudges(Level2Judges):
 
 def test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported(tmp_path, monkeypatch):
     monkeypatch.setattr(
-        "repscope.studies.multimodal.coherency.load_classifiers", lambda level, trainer=None: BlankRejectingJudges()
+        "repscope.studies.multimodal.coherency.load_judges", lambda level, trainer=None: BlankRejectingJudges()
     )
     folder = tmp_path / "outputs"
     (folder / "text_to_image").mkdir(parents=True)
@@ -240,9 +240,7 @@ def test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported(tmp_
 
 
 def test_a_folder_is_scored_both_ways_and_the_toolkit_reads_the_raw_captions(tmp_path, monkeypatch):
-    monkeypatch.setattr(
-        "repscope.studies.multimodal.coherency.load_classifiers", lambda level, trainer=None: Level2Judges()
-    )
+    monkeypatch.setattr("repscope.studies.multimodal.coherency.load_judges", lambda level, trainer=None: Level2Judges())
     folder = tmp_path / "outputs"
     (folder / "image_to_text").mkdir(parents=True)
     (folder / "joint").mkdir()

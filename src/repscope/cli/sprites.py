@@ -185,9 +185,9 @@ def train_classifiers_command(
     workers: int = typer.Option(1, "--workers", help="processes drawing the training images (-1: every core)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Train (or retrain) the level's attribute classifiers and cache them under $REPSCOPE_HOME."""
+    """Train (or retrain) the level's judges (attribute classifiers) and cache them under $REPSCOPE_HOME."""
     from repscope.data.multimodal.attributes import check_level
-    from repscope.studies.multimodal.judges import classifiers_dir, default_trainer, train_classifiers
+    from repscope.studies.multimodal.judges import default_trainer, judges_dir, train_judges
 
     level = check_level(level, "--level")
     trainer = trainer_section(trainer_flags, default_trainer())
@@ -201,7 +201,7 @@ def train_classifiers_command(
         )  # fmt: skip
         if value is not None
     }
-    result = train_classifiers(
+    result = train_judges(
         level, seed=seed, held_out_family=held_out_family, trainer=trainer, workers=workers, **options
     )
     family = result["held_out_family"]
@@ -227,7 +227,7 @@ def train_classifiers_command(
             f"{targets['blurred_accuracy']:g} blurred): a model's images may be judged wrongly",
             err=True,
         )
-    typer.echo(f"-> {classifiers_dir(level)}")
+    typer.echo(f"-> {judges_dir(level)}")
 
 
 @app.command("classify")
@@ -243,7 +243,7 @@ def classify_command(
     ),
     trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Predict every attribute with the level's classifiers (trained on first use); report per-attribute accuracy."""
+    """Predict every attribute with the level's judges (trained on first use); report per-attribute accuracy."""
     from repscope.progress import progress_bar
     from repscope.studies.multimodal.dataset_commands import classify_dataset
     from repscope.studies.multimodal.judges import default_trainer

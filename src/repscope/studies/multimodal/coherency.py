@@ -53,7 +53,7 @@ from repscope.metrics.multimodal.toolkit_coherency import (  # noqa: F401 -- imp
 )
 from repscope.report import Report
 from repscope.run_directory import RunDirectory
-from repscope.studies.multimodal.judges import default_trainer, load_classifiers
+from repscope.studies.multimodal.judges import default_trainer, load_judges
 from repscope.train.config import TrainerSection
 from repscope.validation import check_images, to_uint8
 
@@ -465,7 +465,7 @@ def compute_coherency(
         :func:`repscope.studies.multimodal.judges.default_trainer`); unused when ``judges`` is given.
     compat : {"both", "ours", "toolkit"}, default="both"
         The rules (module docstring).
-    judges : AttributeClassifiers, optional
+    judges : AttributeJudges, optional
         The level's judges (default: loaded, or trained once, when a part holds images).
 
     Returns
@@ -587,8 +587,8 @@ def _toolkit_captions(part: OutputPart) -> tuple[list[str], str]:
 
 
 def _judges(level: int, trainer: TrainerSection | None) -> Any:
-    # no trainer: the level alone, the judges' default (what a stand-in for load_classifiers takes)
-    return load_classifiers(level) if trainer is None else load_classifiers(level, trainer=trainer)
+    # no trainer: the level alone, the judges' default (what a stand-in for load_judges takes)
+    return load_judges(level) if trainer is None else load_judges(level, trainer=trainer)
 
 
 def _judge_warnings(part: str, familiarity: dict[str, Any], rejected: float) -> tuple[str, ...]:

@@ -251,9 +251,9 @@ def _classify_into(
     taken = [str(p) for p in targets if p.exists()]
     if taken:
         raise OutputExistsError(f"{', '.join(taken)}: exists; pass another --out")
-    from repscope.studies.multimodal.judges import load_classifiers  # noqa: PLC0415 -- torch only here
+    from repscope.studies.multimodal.judges import load_judges  # noqa: PLC0415 -- torch only here
 
-    classifiers = load_classifiers(level, trainer=trainer)
+    classifiers = load_judges(level, trainer=trainer)
     predicted = np.empty((len(data), level), dtype=np.int64)
     confidence = np.empty((len(data), level), dtype=np.float64)
     recognised = np.empty(len(data), dtype=bool)

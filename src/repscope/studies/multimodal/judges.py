@@ -1,12 +1,12 @@
-"""Attribute classifiers that judge CdSprites+ images: the registered model ``attribute-cnn`` trained by
+"""The judges of CdSprites+ images, attribute classifiers: the registered model ``attribute-cnn`` trained by
 :func:`repscope.train.fitting.fit` on the registered dataset ``cdsprites``, one per attribute of a level,
 cached under ``$REPSCOPE_HOME``.
 
 The paper (Sejnova et al., Sec. 3.3 and A.2.3) counts a generated image as correct only when
 pre-trained classifiers recognise every attribute of its level (shape, size, colour, position,
-background). This module trains those classifiers, caches them and applies them:
+background). This module trains those judges, caches them and applies them:
 
-* :func:`train_classifiers` trains one network per attribute of ``level`` on CdSprites+ samples of
+* :func:`train_judges` trains one network per attribute of ``level`` on CdSprites+ samples of
   the level drawn with every procedural texture family but one (``held_out_family``, default
   ``fabric``) and with brightness / contrast jitter on the training images, each through ``fit`` with
   the attribute as the target, on the caller's trainer (``--accelerator``, ``--devices``, ...; by
@@ -23,22 +23,22 @@ background). This module trains those classifiers, caches them and applies them:
   (:func:`repscope.data.multimodal.augment.no_shape_images`: empty frames, noise, averages of many sprites,
   heavily blurred faint shapes, Gaussian blobs). An image is *recognised* when that class's softmax
   probability is below :data:`REJECT_THRESHOLD` (0.5); the shape read off it is the arg-max over the
-  three shapes. :meth:`AttributeClassifiers.judge` gives the table, the confidences and the ``recognised``
-  mask; :meth:`AttributeClassifiers.predict_recognised` the table and the mask;
-* **the package's own classifiers** (``src/repscope/judges/cdsprites-level{L}``, :func:`packaged_classifiers_dir`;
+  three shapes. :meth:`AttributeJudges.judge` gives the table, the confidences and the ``recognised``
+  mask; :meth:`AttributeJudges.predict_recognised` the table and the mask;
+* **the package's own classifiers** (``src/repscope/judges/cdsprites-level{L}``, :func:`packaged_judges_dir`;
   ``judges/README.md`` holds the commands that trained them and what they measured): the robust training
   needs about a million draws for level 5's shape (hours on 2 CPU cores), so they come trained;
-* :func:`load_classifiers` reads the user's cache (what ``repscope sprites train-classifiers`` wrote) and,
+* :func:`load_judges` reads the user's cache (what ``repscope sprites train-classifiers`` wrote) and,
   when it is missing, incomplete, corrupt or of an earlier format, the package's; it trains once with
   the defaults only when neither is usable;
 * :func:`measure_second_renderer` measures a level's classifiers on images of
   :mod:`repscope.data.multimodal.second_renderer` (shapes drawn another way, never seen in training), sharp
-  and blurred by sigma 2 px; :func:`train_classifiers` records it in ``classifiers.json``
+  and blurred by sigma 2 px; :func:`train_judges` records it in ``classifiers.json``
   (``second_renderer``);
-* :meth:`AttributeClassifiers.predict` turns images into an attribute table ``(N, L)``;
-  :func:`evaluate_classifiers` compares it with the true table, attribute by attribute.
+* :meth:`AttributeJudges.predict` turns images into an attribute table ``(N, L)``;
+  :func:`evaluate_judges` compares it with the true table, attribute by attribute.
 
-Cache layout, ``classifiers_dir(level) = $REPSCOPE_HOME/classifiers/cdsprites-level{L}``:
+Cache layout, ``judges_dir(level) = $REPSCOPE_HOME/classifiers/cdsprites-level{L}``:
 ``{attribute}.ckpt`` per attribute (``state_dict``, the task's ``hyper_parameters``, ``level`` and
 ``attribute``, readable with ``torch.load(..., weights_only=True)``) and ``classifiers.json`` (per
 attribute: ``val_accuracy``, ``held_out_accuracy``, ``held_out_confidence`` (mean largest softmax
@@ -55,7 +55,7 @@ retrained once.
 The folder is built in a temporary sibling and renamed into place only once every file is written,
 and a file lock makes a second process wait for the first one's training
 (:mod:`repscope.cache`). A corrupt or mismatched checkpoint (or ``classifiers.json``) counts as a
-missing cache: with ``train_if_missing=True`` :func:`load_classifiers` says so in one line and
+missing cache: with ``train_if_missing=True`` :func:`load_judges` says so in one line and
 retrains; with ``train_if_missing=False`` it raises :class:`DataFormatError` naming the file (or
 :class:`SourceNotFoundError` when files are missing).
 """
@@ -135,12 +135,12 @@ CONFIDENCE_DROP = 0.10
 
 
 # the classifiers that come with the package (src/repscope/judges/cdsprites-level{L}: classifiers.json and a
-# checkpoint per attribute, as train_classifiers writes them; judges/README.md says how they were trained)
+# checkpoint per attribute, as train_judges writes them; judges/README.md says how they were trained)
 PACKAGED_DIR = Path(__file__).resolve().parents[2] / "judges"
 
 
-def packaged_classifiers_dir(level: int) -> Path:
-    """Where the classifiers of ``level`` that come with the package are: ``repscope/judges/cdsprites-level{L}``.
+def packaged_judges_dir(level: int) -> Path:
+    """Where the judges of ``level`` that come with the package are: ``repscope/judges/cdsprites-level{L}``.
 
     Parameters
     ----------
@@ -156,13 +156,13 @@ def packaged_classifiers_dir(level: int) -> Path:
 
 
 def default_trainer() -> TrainerSection:
-    """Where the classifiers train when the caller names no trainer: Lightning's choice of accelerator
+    """Where the judges train when the caller names no trainer: Lightning's choice of accelerator
     (``auto``: a GPU when there is one), the other fields TrainerSection's defaults."""
     return TrainerSection(accelerator="auto")
 
 
-def classifiers_dir(level: int) -> Path:
-    """Where the classifiers of ``level`` are cached: ``$REPSCOPE_HOME/classifiers/cdsprites-level{L}``.
+def judges_dir(level: int) -> Path:
+    """Where the judges of ``level`` are cached: ``$REPSCOPE_HOME/classifiers/cdsprites-level{L}``.
 
     Parameters
     ----------
@@ -212,7 +212,7 @@ def check_sprite_images(images: Any, name: str = "images") -> np.ndarray:
 
 
 class Judgement(NamedTuple):
-    """What :meth:`AttributeClassifiers.judge` reads off ``N`` images of a level with ``L`` attributes."""
+    """What :meth:`AttributeJudges.judge` reads off ``N`` images of a level with ``L`` attributes."""
 
     table: np.ndarray  # int64 (N, L) predicted classes
     confidence: np.ndarray  # float64 (N, L) probability of each predicted class
@@ -221,8 +221,8 @@ class Judgement(NamedTuple):
 
 
 @dataclass
-class AttributeClassifiers:
-    """The attribute classifiers of one level (tasks in eval mode) and their ``classifiers.json``."""
+class AttributeJudges:
+    """The judges of one level, an attribute classifier each (tasks in eval mode) and their ``classifiers.json``."""
 
     level: int
     modules: dict[str, SupervisedTask]
@@ -244,7 +244,7 @@ class AttributeClassifiers:
         entries = self.metadata.get("attributes", {})
         return {a: float(entries[a]["val_accuracy"]) for a in self.attributes if a in entries}
 
-    def to(self, device: str | torch.device) -> AttributeClassifiers:
+    def to(self, device: str | torch.device) -> AttributeJudges:
         for module in self.modules.values():
             module.to(device)
         return self
@@ -430,7 +430,7 @@ class AttributeClassifiers:
 
 
 def measure_second_renderer(
-    classifiers: AttributeClassifiers, size: int = SECOND_RENDERER_SIZE, seed: int = SECOND_RENDERER_SEED
+    classifiers: AttributeJudges, size: int = SECOND_RENDERER_SIZE, seed: int = SECOND_RENDERER_SEED
 ) -> dict[str, Any]:
     """How the classifiers judge images they were never trained on: ``size`` samples of their level drawn
     by :func:`repscope.data.multimodal.second_renderer.second_rendering` (other shape geometry, anti-aliased
@@ -441,7 +441,7 @@ def measure_second_renderer(
 
     Parameters
     ----------
-    classifiers : AttributeClassifiers
+    classifiers : AttributeJudges
         The classifiers of one level.
     size : int, default=2000
         Images drawn (each way), positive.
@@ -473,13 +473,13 @@ def measure_second_renderer(
     return result
 
 
-def evaluate_classifiers(classifiers: AttributeClassifiers, images: Any, table: Any) -> dict[str, float]:
+def evaluate_judges(classifiers: AttributeJudges, images: Any, table: Any) -> dict[str, float]:
     """Accuracy of each attribute's classifier on ``images`` against the true attribute ``table``
     ``(N, L)``: the fraction of images whose predicted class equals the table's.
 
     Parameters
     ----------
-    classifiers : AttributeClassifiers
+    classifiers : AttributeJudges
         The classifiers of one level ``L``.
     images : array-like or torch.Tensor
         ``N`` 64x64 RGB images, as :func:`check_sprite_images` accepts.
@@ -525,7 +525,7 @@ def attribute_config(
 ) -> Any:
     """The training config of one attribute's classifier: ``attribute-cnn`` on ``cdsprites``.
 
-    Its ``data`` section records the generator's parameters; :func:`train_classifiers` hands ``fit`` the
+    Its ``data`` section records the generator's parameters; :func:`train_judges` hands ``fit`` the
     dataset itself (the augmented training stream of ``train_size * epochs`` samples, seen once, and the
     clean validation and held-out images), so the trainer runs one epoch.
 
@@ -676,7 +676,7 @@ def _reject_shares(task: SupervisedTask, level: int, settings: Settings, val: di
     return shares
 
 
-def train_classifiers(
+def train_judges(
     level: int,
     *,
     train_size: int = DEFAULT_TRAIN_SIZE,
@@ -694,8 +694,8 @@ def train_classifiers(
     workers: int = 1,
     other_train_size: int | None = None,
 ) -> dict[str, Any]:
-    """Train one classifier per attribute of ``level`` and write them to ``out`` (default
-    :func:`classifiers_dir`), replacing what was there once every file is written.
+    """Train one judge (an attribute classifier) per attribute of ``level`` and write them to ``out`` (default
+    :func:`judges_dir`), replacing what was there once every file is written.
 
     Returns the ``classifiers.json`` content plus ``directory``. An attribute below
     ``TARGET_ACCURACY`` (0.98) on the validation samples or on the held-out texture family is recorded
@@ -720,7 +720,7 @@ def train_classifiers(
     seed : int, default=0
         Seed of the generated data, of the augmentation and of the training, non-negative.
     out : str or os.PathLike, optional
-        The folder written (``~`` expanded); default :func:`classifiers_dir` of ``level``.
+        The folder written (``~`` expanded); default :func:`judges_dir` of ``level``.
     progress : bool, default=True
         Report the data generation and training progress.
     held_out_family : str or None, default="fabric"
@@ -784,7 +784,7 @@ def train_classifiers(
     if not 0.0 < float(none_fraction) < 1.0:
         raise InvalidArgumentError(f"none_fraction: must lie in (0, 1), got {none_fraction!r}")
     workers = resolve_jobs(workers, "workers")
-    directory = Path(out).expanduser() if out is not None else classifiers_dir(level)
+    directory = Path(out).expanduser() if out is not None else judges_dir(level)
     settings = Settings(
         train_size, val_size, epochs, batch_size, float(lr), int(seed), held_out_family, float(jitter),
         float(none_fraction), other_train_size,
@@ -795,7 +795,7 @@ def train_classifiers(
 
 @dataclass(frozen=True)
 class Settings:
-    """How the classifiers of a level are trained (checked by :func:`train_classifiers`)."""
+    """How the judges of a level are trained (checked by :func:`train_judges`)."""
 
     train_size: int = DEFAULT_TRAIN_SIZE
     val_size: int = DEFAULT_VAL_SIZE
@@ -833,14 +833,14 @@ def _train_locked(
     Returns
     -------
     dict
-        What :func:`train_classifiers` returns.
+        What :func:`train_judges` returns.
     """
     remove_leftovers(directory)
     with atomic_path(directory, directory=True) as built:
         with quiet_progress(not progress):
             tasks, entries, reject = _train_attributes(level, built, settings, trainer, workers)
         metadata = _judges_metadata(level, settings, reject, entries)
-        trained = AttributeClassifiers(level, tasks, metadata)
+        trained = AttributeJudges(level, tasks, metadata)
         metadata["second_renderer"] = measure_second_renderer(trained, min(SECOND_RENDERER_SIZE, settings.val_size))
         # written last: a folder holding it has every checkpoint
         write_json_atomic(built / METADATA_FILE, metadata)
@@ -908,7 +908,7 @@ def _clean_images(level: int, settings: Settings) -> tuple[dict[str, np.ndarray]
 
 def _meets_target(level: int, attribute: str, scores: dict[str, float], settings: Settings) -> bool:
     """Whether a judge reaches :data:`TARGET_ACCURACY` on the validation and the held-out images; a
-    RuntimeWarning, to the caller of :func:`train_classifiers`, when it does not."""
+    RuntimeWarning, to the caller of :func:`train_judges`, when it does not."""
     s = settings
     if min(scores["val_accuracy"], scores["held_out_accuracy"]) >= TARGET_ACCURACY:
         return True
@@ -923,7 +923,7 @@ def _meets_target(level: int, attribute: str, scores: dict[str, float], settings
         f"{TARGET_ACCURACY} (train_size={s.train_size_of(attribute)}, epochs={s.epochs}); coherency "
         "judged with it will be off by that much",
         RuntimeWarning,
-        # _meets_target, _train_attributes, _train_locked, train_classifiers or load_classifiers: their caller
+        # _meets_target, _train_attributes, _train_locked, train_judges or load_judges: their caller
         stacklevel=5,
     )
     return False
@@ -1015,11 +1015,11 @@ def _task_of_checkpoint(checkpoint: dict[str, Any], path: Path, level: int, attr
     return module.eval()
 
 
-def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClassifiers:
-    """The classifiers cached in ``directory``; :class:`SourceNotFoundError` when files are missing,
+def read_judges(directory: str | os.PathLike, level: int) -> AttributeJudges:
+    """The judges cached in ``directory``; :class:`SourceNotFoundError` when files are missing,
     :class:`DataFormatError` naming the file when one is corrupt or belongs to something else.
 
-    Nothing is trained (see :func:`load_classifiers`). A cache trained on images of an earlier
+    Nothing is trained (see :func:`load_judges`). A cache trained on images of an earlier
     generator recipe (``recipe`` in ``classifiers.json`` other than the current one) or of another
     ``format_version`` than :data:`FORMAT_VERSION` (trained without augmentation and reject option) is
     refused.
@@ -1027,13 +1027,13 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
     Parameters
     ----------
     directory : str or os.PathLike
-        A cache folder as :func:`train_classifiers` writes it.
+        A cache folder as :func:`train_judges` writes it.
     level : int
         CdSprites+ level 1-5 the classifiers must be of.
 
     Returns
     -------
-    AttributeClassifiers
+    AttributeJudges
         The level's classifiers, on the CPU in eval mode, with the ``classifiers.json`` content as
         ``metadata``.
 
@@ -1077,10 +1077,10 @@ def read_classifiers(directory: str | os.PathLike, level: int) -> AttributeClass
         if attribute not in entries or not path.is_file():
             raise SourceNotFoundError(f"{directory}: no classifier of {attribute} ({path.name})")
         modules[attribute] = _task_of_checkpoint(read_checkpoint(path), path, level, attribute)
-    return AttributeClassifiers(level, modules, metadata, directory)
+    return AttributeJudges(level, modules, metadata, directory)
 
 
-def load_classifiers(
+def load_judges(
     level: int,
     train_if_missing: bool = True,
     *,
@@ -1088,13 +1088,13 @@ def load_classifiers(
     progress: bool = True,
     trainer: TrainerSection | None = None,
     packaged: bool = True,
-) -> AttributeClassifiers:
-    """The classifiers of ``level``: the user's cache (``directory``, default :func:`classifiers_dir`) when
+) -> AttributeJudges:
+    """The judges of ``level``: the user's cache (``directory``, default :func:`judges_dir`) when
     it is usable, else those that come with the package, else trained once.
 
     A cache the user trained (``repscope sprites train-classifiers``) wins. When there is none, or it is
     incomplete, corrupt or of an earlier format, the package's own classifiers
-    (:func:`packaged_classifiers_dir`; trained as ``src/repscope/judges/README.md`` says, with their
+    (:func:`packaged_judges_dir`; trained as ``src/repscope/judges/README.md`` says, with their
     accuracy on a second renderer in ``classifiers.json``) are used, with a line on stderr when a cache
     was there but unusable. Only without those (``packaged`` False, an explicit ``directory``, or a
     package built without them): with ``train_if_missing`` they are trained once with the defaults (a
@@ -1110,11 +1110,11 @@ def load_classifiers(
         Train (with the ``DEFAULT_*`` settings, seed 0) and cache the classifiers when the cache is not
         usable, instead of raising.
     directory : str or os.PathLike, optional
-        The cache folder (``~`` expanded); default :func:`classifiers_dir` of ``level``.
+        The cache folder (``~`` expanded); default :func:`judges_dir` of ``level``.
     progress : bool, default=True
         Report the training progress, if training happens.
     trainer : TrainerSection, optional
-        Where they train, if training happens (as :func:`train_classifiers`); default
+        Where they train, if training happens (as :func:`train_judges`); default
         :func:`default_trainer`.
     packaged : bool, default=True
         Fall back on the package's classifiers when the default cache is not usable (not with an
@@ -1122,7 +1122,7 @@ def load_classifiers(
 
     Returns
     -------
-    AttributeClassifiers
+    AttributeJudges
         The level's classifiers, on the CPU in eval mode.
 
     Raises
@@ -1131,20 +1131,20 @@ def load_classifiers(
         When ``level`` is not an integer 1-5.
     SourceNotFoundError, DataFormatError
         Without ``train_if_missing``, when the cache is missing, incomplete or corrupt (see
-        :func:`read_classifiers`).
+        :func:`read_judges`).
 
     Warns
     -----
     RuntimeWarning
         When a loaded classifier was below ``TARGET_ACCURACY`` when trained (and, while training, as
-        :func:`train_classifiers` warns).
+        :func:`train_judges` warns).
     """
     level = check_level(level)
-    folder = Path(directory).expanduser() if directory is not None else classifiers_dir(level)
+    folder = Path(directory).expanduser() if directory is not None else judges_dir(level)
     try:
         return _loaded(folder, level)
     except (SourceNotFoundError, DataFormatError) as exc:
-        shipped = packaged_classifiers_dir(level)
+        shipped = packaged_judges_dir(level)
         if packaged and directory is None and (shipped / METADATA_FILE).is_file():
             if folder.exists():
                 print(
@@ -1178,8 +1178,8 @@ def load_classifiers(
     return _loaded(folder, level)
 
 
-def _loaded(folder: Path, level: int) -> AttributeClassifiers:
-    classifiers = read_classifiers(folder, level)
+def _loaded(folder: Path, level: int) -> AttributeJudges:
+    classifiers = read_judges(folder, level)
     below = [a for a, entry in classifiers.metadata["attributes"].items() if not entry.get("meets_target", True)]
     if below:
         warnings.warn(
@@ -1192,19 +1192,19 @@ def _loaded(folder: Path, level: int) -> AttributeClassifiers:
 
 
 __all__ = [
-    "AttributeClassifiers",
-    "classifiers_dir",
-    "train_classifiers",
-    "read_classifiers",
-    "load_classifiers",
-    "evaluate_classifiers",
+    "AttributeJudges",
+    "judges_dir",
+    "train_judges",
+    "read_judges",
+    "load_judges",
+    "evaluate_judges",
     "check_sprite_images",
     "attribute_config",
     "default_trainer",
     "TARGET_ACCURACY",
     "Judgement",
     "measure_second_renderer",
-    "packaged_classifiers_dir",
+    "packaged_judges_dir",
     "NONE_CLASS",
     "REJECT_THRESHOLD",
 ]
