@@ -222,7 +222,10 @@ def metrics_of(path):
 
 
 def tables_of(folder):
-    return {str(p.relative_to(folder)): digest(p) for p in sorted(Path(folder).rglob("*.csv"))}
+    """Digests of every CSV under ``folder`` and the contents of every JSON file (timings left out)."""
+    found = {str(p.relative_to(folder)): digest(p) for p in sorted(Path(folder).rglob("*.csv"))}
+    found.update({str(p.relative_to(folder)): metrics_of(p) for p in sorted(Path(folder).rglob("*.json"))})
+    return found
 
 
 def fresh(path):
@@ -268,7 +271,7 @@ def others_part():
             ["invariance", "test", "--model", str(lenet), "--out", str(folder), "--n", "120", "--steps", "5"]
             + ["--compat", compat]
         )
-        out[f"invariance-test-{compat}"] = {"metrics": metrics_of(folder / "metrics.json"), "tables": tables_of(folder)}
+        out[f"invariance-test-{compat}"] = tables_of(folder)
     repo = tmp / "repo"
     if not (repo / "summary.csv").is_file():
         run(["invariance", "repo", "build", "--out", str(repo), "--quick", "--set", "count=6", "--workers", "1"])
@@ -285,27 +288,18 @@ def others_part():
         ["invariance", "assess", "train", str(repo), "--labels", str(tmp / "balanced.csv"), "--repeats", "2"]
         + ["--out", str(tmp / "assess")]
     )
-    out["invariance-assess"] = {
-        "metrics": metrics_of(tmp / "assess" / "metrics.json"),
-        "tables": tables_of(tmp / "assess"),
-    }
+    out["invariance-assess"] = tables_of(tmp / "assess")
     fresh(tmp / "zstudy")
     run(["zeroshot", "study", "--quick", "--out", str(tmp / "zstudy"), "--set", "architectures=[lenet]"])
-    out["zeroshot-study"] = {
-        "metrics": metrics_of(tmp / "zstudy" / "metrics.json"),
-        "tables": tables_of(tmp / "zstudy"),
-    }
+    out["zeroshot-study"] = tables_of(tmp / "zstudy")
     fresh(tmp / "dstudy")
     run(["disentangle", "study", "--quick", "--out", str(tmp / "dstudy")])
-    out["disentangle-study"] = metrics_of(tmp / "dstudy" / "metrics.json")
+    out["disentangle-study"] = tables_of(tmp / "dstudy")
     fresh(tmp / "mm")
     fresh(tmp / "mm-eval")
     run(["mmvae", "train", "--quick", "--epochs", "1", "--out", str(tmp / "mm")])
     run(["mmvae", "evaluate", str(tmp / "mm"), "--out", str(tmp / "mm-eval")])
-    out["mmvae-evaluate"] = {
-        "metrics": metrics_of(tmp / "mm-eval" / "metrics.json"),
-        "tables": tables_of(tmp / "mm-eval"),
-    }
+    out["mmvae-evaluate"] = tables_of(tmp / "mm-eval")
 
 
 parts = sys.argv[2:] or ["morpho", "others"]
