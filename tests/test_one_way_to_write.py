@@ -93,6 +93,7 @@ def test_atomic_path_of_a_directory_replaces_the_old_folder_whole(tmp_path):
         assert (folder / "old.txt").exists()
     assert sorted(p.name for p in folder.iterdir()) == ["new.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run"]
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o777 & ~fileio.current_umask()
 
 
 def test_atomic_path_names_the_destination_when_its_folder_cannot_be_made(tmp_path):

@@ -363,6 +363,8 @@ def atomic_path(path: str | os.PathLike, *, directory: bool = False) -> Iterator
     try:
         if directory:
             temporary = Path(tempfile.mkdtemp(prefix=f"{TEMP_PREFIX}{path.name}.", dir=path.parent))
+            # mkdtemp makes the folder private (0700); give it the mode a plain mkdir() would
+            os.chmod(temporary, 0o777 & ~current_umask())
         else:
             fd, name = tempfile.mkstemp(prefix=f"{TEMP_PREFIX}{path.stem}.", suffix=path.suffix, dir=path.parent)
             os.close(fd)
