@@ -176,11 +176,11 @@ def test_the_installed_package_carries_its_dsprites_judges(installed, tmp_path):
     loads its weights from there."""
     target, empty = installed
     script = (
-        "import json; from repscope.studies.candle.cg import classifiers_folder, trained_factor_classifiers\n"
+        "import json; from repscope.studies.candle.cg import judges_folder, trained_judges\n"
         "from repscope.train.reader import open_run\n"
-        "folder = classifiers_folder('packaged', 'dsprites')\n"
+        "folder = judges_folder('packaged', 'dsprites')\n"
         "names = ['shape', 'scale', 'orientation', 'posX', 'posY']\n"
-        "accuracies = trained_factor_classifiers(folder, names, 'dsprites')\n"
+        "accuracies = trained_judges(folder, names, 'dsprites')\n"
         "tasks = [open_run(folder / name).task() for name in names]\n"
         "print(json.dumps({'folder': str(folder), 'accuracies': accuracies}))\n"
     )

@@ -553,23 +553,16 @@ def judge_records(folder: str | Path) -> dict[str, dict[str, Any]]:
     return records
 
 
-# the names these functions had before CG's factor classifiers were called judges everywhere (callers outside
-# the CANDLE area: tests/test_installed_package_commands.py)
-classifiers_folder = judges_folder
-trained_factor_classifiers = trained_judges
-
 __all__ = [
     "PACKAGED",
     "PACKAGED_JUDGES",
     "cg_of_codes",
     "cg_of_run",
-    "classifiers_folder",
     "judge_accuracies",
     "judge_record",
     "judge_records",
     "judges_folder",
     "load_judges",
     "train_judges",
-    "trained_factor_classifiers",
     "trained_judges",
 ]
