@@ -290,7 +290,7 @@ def others_part():
     )
     out["invariance-assess"] = tables_of(tmp / "assess")
     fresh(tmp / "zstudy")
-    run(["zeroshot", "study", "--quick", "--out", str(tmp / "zstudy"), "--set", "arch=lenet"])
+    run(["zeroshot", "study", "--quick", "--out", str(tmp / "zstudy"), "--set", "arch=LeNet"])
     out["zeroshot-study"] = tables_of(tmp / "zstudy")
     fresh(tmp / "dstudy")
     run(["disentangle", "study", "--quick", "--out", str(tmp / "dstudy")])
