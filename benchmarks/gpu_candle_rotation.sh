@@ -17,13 +17,13 @@
 # `train` unpacks its part, refuses to go on unless $DATA holds EXPECTED images, times one training step
 # of each width side by side (batch 128 on the device, the augmentation included), and sizes each run's
 # epochs to fit BUDGET seconds: min(its most, BUDGET / an epoch's estimated time). Each run is
-#   repscope disentangle classifiers --data candle --factor rotation --data-param data_dir=$DATA
+#   repscope disentangle train-judges --data candle --factor rotation --data-param data_dir=$DATA
 #     --network-param first_stride=1 --network-param readout=max --network-param width=W
 #     --model-param augment=shift --model-param 'augment_ranges=[[-6, 6]]' --epochs E --accelerator gpu
 # RUNS lists them as WIDTH:MOST_EPOCHS (a width twice, the second with fewer epochs: one that ends
 # before LIMIT even if the estimate is off). Every judge's raw and identifiable test accuracy goes to
 # $OUT/gpu_candle_rotation.txt, and each judge comes back as $OUT/rotation-K-wW-eE.tar.gz (its run
-# folder with its weights: the `rotation` folder in it is a rotation judge for `--classifiers DIR`).
+# folder with its weights: the `rotation` folder in it is a rotation judge for `--judges DIR`).
 # ACCELERATOR=cpu EXPECTED=N RUNS=1:1 BUDGET=60 checks the script on the CPU (not a measurement).
 set -uo pipefail
 MODE=${1:-train}
@@ -56,7 +56,7 @@ export PYTHONPATH=/tmp/site:$PWD/src PYTHONUNBUFFERED=1 REPSCOPE_PROGRESS=lines
 export REPSCOPE_HOME=${REPSCOPE_HOME:-/tmp/rhome}
 WORK=$(mktemp -d)
 { nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null || echo "no nvidia-smi: $ACCELERATOR"; } | tee -a "$LOG"
-# the split's training rows: 80% train, of which 10% validate (repscope.studies.disentangle.cg)
+# the split's training rows: 80% train, of which 10% validate (repscope.studies.candle.cg)
 steps=$(( (EXPECTED * 8 / 10 * 9 / 10 + 127) / 128 ))
 probe() {  # WIDTH: seconds per training step at batch 128, alone on the host, beside the other widths
   "$PYTHON" - "$1" "$ACCELERATOR" <<'EOF'
@@ -91,7 +91,7 @@ for width in "${widths[@]}"; do probe "$width" > "$WORK/probe-$width" 2>&1 & don
 wait
 train() {  # NAME WIDTH EPOCHS: one process, its own folder and log
   local name=$1 width=$2 epochs=$3 start=$SECONDS
-  timeout -k 5 "$LIMIT" "$PYTHON" -m repscope.cli disentangle classifiers --out "$WORK/$name" --overwrite \
+  timeout -k 5 "$LIMIT" "$PYTHON" -m repscope.cli disentangle train-judges --out "$WORK/$name" --overwrite \
     --data candle --factor rotation --data-param "data_dir=$DATA" \
     --network-param first_stride=1 --network-param readout=max --network-param "width=$width" \
     --model-param augment=shift --model-param 'augment_ranges=[[-6, 6]]' --epochs "$epochs" \

@@ -47,10 +47,10 @@ for level in $LEVELS; do
   "$PYTHON" - "$level" <<'PY' 2>&1 | grep -v -i warn | tee -a "$LOG"
 import sys
 import numpy as np
-from repscope.data.sprites.second_renderer import second_rendering
-from repscope.studies.sprites.classifiers import classifiers_dir, read_classifiers
+from repscope.data.multimodal.second_renderer import second_rendering
+from repscope.studies.multimodal.judges import judges_dir, read_judges
 level = int(sys.argv[1])
-judges = read_classifiers(classifiers_dir(level), level)
+judges = read_judges(judges_dir(level), level)
 for sigma in (0.0, 2.0):
     drawn = second_rendering(level, 2000, seed=11, blur_sigma=sigma)
     judged = judges.judge(drawn["images"])

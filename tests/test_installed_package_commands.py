@@ -163,7 +163,7 @@ def test_the_installed_package_carries_its_attribute_classifiers(installed, tmp_
     script = (
         "import json; from repscope.studies.multimodal import classifiers as c\n"
         "c._train_locked = None  # training would fail: the package's own must be found\n"
-        "print(json.dumps([str(c.load_classifiers(level).directory) for level in (1, 2, 3, 4, 5)]))\n"
+        "print(json.dumps([str(c.load_judges(level).directory) for level in (1, 2, 3, 4, 5)]))\n"
     )
     folders = [Path(folder) for folder in _last_json_line(target, empty, script, tmp_path / "home")]
     assert [folder.name for folder in folders] == [f"cdsprites-level{level}" for level in (1, 2, 3, 4, 5)]

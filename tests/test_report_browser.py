@@ -339,7 +339,7 @@ def _mmvae_evaluation(tmp_path):
     fit(config, out=tmp_path / "run", report=False)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            "repscope.studies.multimodal.coherency.load_classifiers",
+            "repscope.studies.multimodal.coherency.load_judges",
             lambda level, trainer=None: _ShapeZeroClassifiers(),
         )
         evaluate_run(tmp_path / "run", n=24, seed=1, k=4, n_analysis=24)

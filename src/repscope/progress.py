@@ -140,7 +140,7 @@ def _command_beat(description: str, started: float, stop: threading.Event) -> No
 @contextlib.contextmanager
 def quiet_progress(quiet: bool = True) -> Iterator[None]:
     """Inside, with ``quiet`` true, every progress bar and line of this process stays silent
-    (a library call asked for no progress, e.g. ``train_classifiers(progress=False)``)."""
+    (a library call asked for no progress, e.g. ``train_judges(progress=False)``)."""
     global _silenced
     _silenced += bool(quiet)
     try:
