@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The dSprites factor classifiers CG judges with, trained at GPU scale: the judges that come with the
+# The dSprites judges (factor classifiers) of CG, trained at GPU scale: the judges that come with the
 # package (src/repscope/judges/dsprites, see src/repscope/judges/README.md), each at least 98% identifiable
 # accuracy on the 10,000 held-out images. One device call (our other dependencies travel as wheels in
 # .whl, see ../shared/gpu/README.md):
@@ -13,7 +13,7 @@
 # accuracy (judge.json: a turned square's symmetric orientation counts as right) is printed and goes to
 # $OUT/gpu_judges.txt, also for judges that finished before a time limit (LIMIT s per process) stopped
 # the rest. The judges come back as one folder, $OUT/judges-<model>.tar.gz.part-* (`cat PARTS | tar -xz`:
-# run directories with their weights), usable as `--classifiers DIR` or a study's classifiers_dir.
+# run directories with their weights), usable as `--judges DIR` or a study's judges_dir.
 # ACCELERATOR=cpu TRAIN=2000 ORIENTATION_TRAIN=2000 TEST=500 EPOCHS=1 ORIENTATION_EPOCHS=1 checks the
 # script on the CPU (not a measurement).
 set -uo pipefail
@@ -41,10 +41,10 @@ train() {  # NAME MODEL TRAIN EPOCHS FACTOR...: one process, its own folder and 
   shift 4
   local factors=()
   for factor in "$@"; do factors+=(--factor "$factor"); done
-  echo "\$ disentangle classifiers --model $model ${factors[*]} --train-size $size --test-size $TEST --epochs $epochs" \
+  echo "\$ disentangle train-judges --model $model ${factors[*]} --train-size $size --test-size $TEST --epochs $epochs" \
     > "$WORK/$name.txt"
   # into a file, not a pipe: a child process the time limit missed would hold a pipe open for ever
-  timeout -k 5 "$LIMIT" "$PYTHON" -m repscope.cli disentangle classifiers --out "$WORK/$name" --overwrite \
+  timeout -k 5 "$LIMIT" "$PYTHON" -m repscope.cli disentangle train-judges --out "$WORK/$name" --overwrite \
     --model "$model" "${factors[@]}" --train-size "$size" --test-size "$TEST" --epochs "$epochs" \
     --accelerator "$ACCELERATOR" >> "$WORK/$name.txt" 2>&1
   echo "# exit $? after $((SECONDS - start)) s (limit $LIMIT s)" >> "$WORK/$name.txt"

@@ -182,9 +182,9 @@ def test_an_interrupted_fresh_output_is_kept_and_named_in_the_last_line(tmp_path
         with output_target(run, kind="directory") as target:
             assert target == run
             run.mkdir()
-            (run / "classifiers").mkdir()  # what a study writes before its models are trained
+            (run / "judges").mkdir()  # what a study writes before its models are trained
             raise KeyboardInterrupt
-    assert (run / "classifiers").is_dir()  # kept: no work is thrown away
+    assert (run / "judges").is_dir()  # kept: no work is thrown away
     assert incomplete_outputs()[-1] == (run, "--out", False)
     before = signal.getsignal(signal.SIGINT)
     try:

@@ -309,7 +309,7 @@ def test_option_names_follow_the_rules():
             assert opt == "--workers", (words, opt, help_text)
     found = {(words, opt) for words, opt, _ in options}
     assert {("morpho measure", "--workers"), ("morpho build", "--workers"), ("demo", "--workers")} <= found
-    assert {("train", "--epochs"), ("mmvae train", "--epochs"), ("disentangle classifiers", "--epochs")} <= found
+    assert {("train", "--epochs"), ("mmvae train", "--epochs"), ("disentangle train-judges", "--epochs")} <= found
     assert ("demo", "--diversity-epochs") in found
 
 

@@ -229,7 +229,7 @@ CASES = [
     _config_case(["morpho", "supervised"], "seed: 1\n", "data.source", "mnist"),
     _config_case(["mmvae", "train"], "model: mmvae\nseed: 1\n", "data.params.texture_dir", "textures"),
     _config_case(["mmvae", "sweep"], "model: mmvae\nseed: 1\n", "data.params.texture_dir", "textures"),
-    _config_case(["disentangle", "study"], "seed: 1\n", "classifiers_dir", "judges"),
+    _config_case(["disentangle", "study"], "seed: 1\n", "judges_dir", "judges"),
     _config_case(["candle", "study"], "seed: 1\n", "render.data_dir", "renders"),
     _config_case(["invariance", "repo", "build"], "seed: 1\n", "data.params.source", "mnist"),
     _config_case(["zeroshot", "study"], "seed: 1\n", "data.params.source", "mnist"),
@@ -277,7 +277,7 @@ CASES = [
         lambda given: [str(given)],
     ),
     _plain_case(
-        ["disentangle", "classifiers"],
+        ["disentangle", "train-judges"],
         lambda w, m: _folder(w / "candle-images", "0.png", "0.json"),
         "--data-param data_dir",
         lambda given: ["--data", "candle", "--data-param", f"data_dir={given}"],

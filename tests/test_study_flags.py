@@ -307,11 +307,11 @@ def test_the_accelerator_reaches_every_training(command, trainers, tmp_path, mon
 # the plain commands that train classifiers
 
 
-def test_disentangle_classifiers_take_the_flags(trainers, tmp_path):
+def test_disentangle_train_judges_takes_the_flags(trainers, tmp_path):
     arguments = ["--factor", "shape", "--factor", "scale", "--train-size", "128", "--test-size", "32"]
     result = CliRunner().invoke(
         app,
-        ["disentangle", "classifiers", "-o", str(tmp_path / "c"), *arguments, "--epochs", "1", "--accelerator", "gpu"],
+        ["disentangle", "train-judges", "-o", str(tmp_path / "c"), *arguments, "--epochs", "1", "--accelerator", "gpu"],
     )
     _check(result, trainers, 2)
 

@@ -320,7 +320,12 @@ def shown_key(text: str) -> str:
 
 # keys renamed so that one concept has one name in every dataset and config: an old config gets
 # the new name in its error instead of a bare "unknown key"
-RENAMED_KEYS = {"max_train": "train_size", "max_test": "test_size", "root": "data_dir"}
+RENAMED_KEYS = {
+    "max_train": "train_size",
+    "max_test": "test_size",
+    "root": "data_dir",
+    "classifiers_dir": "judges_dir",
+}
 
 
 def format_validation_error(exc: ValidationError, source: str, prefix: str = "") -> str:

@@ -153,7 +153,7 @@ def test_an_infogan_run_is_scored_on_the_codes_its_recognition_network_infers(tm
 
 
 @pytest.mark.slow  # 6 trainings; make test keeps CG of runs in the disentangle study test and the hand cases
-def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp_path):
+def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_judges(tmp_path):
     import torch
 
     from repscope.metrics.disentanglement.counterfactual import counterfactual_generativeness
@@ -176,7 +176,7 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
     names = ["shape", "scale", "orientation", "posX", "posY"]
     arguments = [
         "disentangle",
-        "classifiers",
+        "train-judges",
         "--out",
         str(tmp_path / "clf"),
         "--train-size",
@@ -188,9 +188,9 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
     assert result.exit_code == 0, result.output
     assert "below 0.9 identifiable test accuracy" in result.stderr  # one epoch on 128 images (the judges checked below)
     assert all((tmp_path / "clf" / name / "metrics.json").is_file() for name in names)
-    with pytest.warns(RuntimeWarning, match="weak factor classifiers"):  # one epoch on 128 images
+    with pytest.warns(RuntimeWarning, match="CG judged by weak judges: "):  # one epoch on 128 images
         scores = cg_of_run(tmp_path / "run", tmp_path / "clf", n=32, seed=1)
-    # the same numbers from the metric called directly on the run's decoder and the classifiers
+    # the same numbers from the metric called directly on the run's decoder and the judges
     factors, codes, _ = codes_of_run(tmp_path / "run", n=32, seed=1)
     models = [load_task(tmp_path / "clf" / name) for name in names]
     q_sets = unique_capture(factors, codes, rho=(1,))["q_sets"]["rho1"]
@@ -202,7 +202,7 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
         lambda images: [torch.softmax(m.outputs(images), dim=1).numpy() for m in models],
     )
     assert scores["cg_rho1"] == pytest.approx(direct["cg"]) and 0.0 <= scores["cg_rho2"] <= 1.0
-    # the result carries its judges: each classifier's held-out accuracy on what the images show (its
+    # the result carries its judges: each judge's held-out accuracy on what the images show (its
     # judge.json); equal to the run's raw test accuracy but for orientation, where a turned square's
     # symmetric class counts as right, so never lower there
     recorded = {name: json.loads((tmp_path / "clf" / name / "metrics.json").read_text()) for name in names}
@@ -216,15 +216,15 @@ def test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers(tmp
     assert scores["weak_judges"] == weak and scores["judge_ok"] is (not weak)
     assert scores["details"]["rho2"]["judge_accuracy"] == [judged[name]["identifiable_accuracy"] for name in names]
     score = ["disentangle", "score", str(tmp_path / "run"), "--n", "32", "--metric", "irs"]
-    with_cg = runner.invoke(app, [*score, "--classifiers", str(tmp_path / "clf")])
+    with_cg = runner.invoke(app, [*score, "--judges", str(tmp_path / "clf")])
     assert with_cg.exit_code == 0, with_cg.output
     written = json.loads(with_cg.stdout)
     assert "cg_rho1" in written["scores"] and written["metrics"]["cg"]["judge_ok"] is (not weak)
     # one epoch on 128 images: some judge is below 0.9, and the command says so in one line
-    assert weak and with_cg.stderr.count("warning: CG judged by factor classifiers below 0.9") == 1
-    refused = runner.invoke(app, [*score, "--classifiers", str(tmp_path / "clf"), "--refuse-weak-judges"])
+    assert weak and with_cg.stderr.count("warning: CG judged by weak judges, below 0.9") == 1
+    refused = runner.invoke(app, [*score, "--judges", str(tmp_path / "clf"), "--refuse-weak-judges"])
     assert refused.exit_code != 0 and isinstance(refused.exception, InvalidArgumentError)
     assert str(refused.exception).startswith("judge_accuracy:") and weak[0] in str(refused.exception)
-    lenient = runner.invoke(app, [*score, "--classifiers", str(tmp_path / "clf"), "--min-judge-accuracy", "0"])
+    lenient = runner.invoke(app, [*score, "--judges", str(tmp_path / "clf"), "--min-judge-accuracy", "0"])
     assert lenient.exit_code == 0 and "warning" not in lenient.stderr
     assert json.loads(lenient.stdout)["metrics"]["cg"]["judge_ok"] is True

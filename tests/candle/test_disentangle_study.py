@@ -53,45 +53,49 @@ def test_the_study_trains_scores_and_writes_table_2(study):
     weak = sorted(name for name, value in metrics["classifier_accuracy"].items() if value < 0.9)
     assert weak and sorted(metrics["weak_judges"]) == weak and metrics["judge_ok"] is False
     assert metrics["min_judge_accuracy"] == 0.9 and "below the 90% held-out accuracy" in report.read_text()
-    assert "judge with the ones that come with repscope (--set classifiers_dir=packaged)" in report.read_text()
+    assert "judge with the ones that come with repscope (--set judges_dir=packaged)" in report.read_text()
     assert (tmp_path / "study" / "figures" / "traversal_my-beta-vae.png").exists()  # a label with a space
     # --quick never grows the sizes
     shrunk = quick(DisentangleStudyConfig())
     assert shrunk.data.params["train_size"] == 2000 and shrunk.training.trainer.max_epochs == 1
 
 
-def test_classifiers_trained_before_judge_instead_of_the_studys_own(study, tmp_path):
+def test_judges_trained_before_judge_instead_of_the_studys_own(study, tmp_path):
     first = study[0] / "study"
     out = tmp_path / "judged"
-    run_disentangle_study(tiny_config(classifiers_dir=str(first / "classifiers")), out=out)
-    assert not (out / "classifiers").exists()  # nothing trained
+    run_disentangle_study(tiny_config(judges_dir=str(first / "judges")), out=out)
+    assert not (out / "judges").exists()  # nothing trained
     metrics, before = (json.loads((folder / "metrics.json").read_text()) for folder in (out, first))
-    assert metrics["classifiers_dir"] == str(first / "classifiers")
+    assert metrics["judges_dir"] == str(first / "judges") and "classifiers_dir" not in metrics
     assert metrics["classifier_accuracy"] == before["classifier_accuracy"]
     assert metrics["weak_judges"] == before["weak_judges"] and metrics["judge_ok"] is False
     # the same seed trains the same model, so the same judges give the same table, CG included
     table, earlier = (pd.read_csv(folder / "tables" / "table2.csv") for folder in (out, first))
     pd.testing.assert_frame_equal(table, earlier)
     report = (out / "report.html").read_text()
-    assert f"Judges of CG: the factor classifiers from {first / 'classifiers'}" in report
+    assert f"Judges of CG: the judges from {first / 'judges'}" in report
     assert "train better ones" in report
 
 
-def test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_written(study, tmp_path):
-    judges = study[0] / "study" / "classifiers"
+def test_judges_of_other_data_or_factors_are_refused_before_anything_is_written(study, tmp_path):
+    judges = study[0] / "study" / "judges"
     out = tmp_path / "judged"
-    with pytest.raises(InvalidArgumentError, match=r"^classifiers_dir: .* is not a folder"):
-        run_disentangle_study(tiny_config(classifiers_dir=str(tmp_path / "none")), out=out)
+    with pytest.raises(InvalidArgumentError, match=r"^judges_dir: .* is not a folder"):
+        run_disentangle_study(tiny_config(judges_dir=str(tmp_path / "none")), out=out)
     shapes_only = tmp_path / "shapes-only"
     shapes_only.mkdir()
     (shapes_only / "shape").symlink_to(judges / "shape")
-    with pytest.raises(InvalidArgumentError, match=r"no classifier run for factor\(s\) scale, orientation, posX, posY"):
-        run_disentangle_study(tiny_config(classifiers_dir=str(shapes_only)), out=out)
+    with pytest.raises(
+        InvalidArgumentError, match=r"^judges_dir: .* no judge for factor\(s\) scale, orientation, posX, posY"
+    ):
+        run_disentangle_study(tiny_config(judges_dir=str(shapes_only)), out=out)
     # a dSprites judge of shape cannot judge CdSprites+ shapes
-    sprites = tiny_config(classifiers_dir=str(shapes_only))
+    sprites = tiny_config(judges_dir=str(shapes_only))
     sprites.data.name, sprites.data.factors = "cdsprites", ["shape"]
     sprites.data.params = {"level": 1, "train_size": 64, "test_size": 32}
-    with pytest.raises(InvalidArgumentError, match="the shape classifier in .* was trained on dsprites, not cdsprites"):
+    with pytest.raises(
+        InvalidArgumentError, match="^judges_dir: the shape judge in .* was trained on dsprites, not cdsprites"
+    ):
         run_disentangle_study(sprites, out=out)
     assert not out.exists()
 
@@ -118,10 +122,10 @@ def test_a_judge_of_another_image_size_or_factor_or_unfinished_is_refused(tmp_pa
         trained_judges(tmp_path / "judges", ["object"], "candle", {"image_size": 128})
     # a run in the wrong folder, and one stopped before it was measured
     judge("size", "color")
-    with pytest.raises(InvalidArgumentError, match=r"the run .*size classifies 'color', not size"):
+    with pytest.raises(InvalidArgumentError, match=r"^judges_dir: the run .*size classifies 'color', not size"):
         trained_judges(tmp_path / "judges", ["object", "size"], "candle")
     judge("light", "light", judged=False)
-    with pytest.raises(InvalidArgumentError, match="the light classifier.* did not finish training"):
+    with pytest.raises(InvalidArgumentError, match="^judges_dir: the light judge.* did not finish training"):
         trained_judges(tmp_path / "judges", ["object", "light"], "candle")
 
 

@@ -1,4 +1,4 @@
-"""Factor classifiers are held to what the images show: symmetric values count as right, invisible ones
+"""Judges (factor classifiers) are held to what the images show: symmetric values count as right, invisible ones
 are left out (repscope.data.symmetries, repscope.studies.candle.cg)."""
 
 from __future__ import annotations
@@ -90,7 +90,7 @@ def test_a_judge_record_holds_raw_and_identifiable_accuracy(tmp_path):
     assert judge_records(tmp_path)["size"]["rule"].startswith("raw test accuracy")
 
 
-def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies(tmp_path):
+def test_the_train_judges_command_trains_candle_judges_and_prints_both_accuracies(tmp_path):
     from test_candle_dataset import write_render
     from typer.testing import CliRunner
 
@@ -108,7 +108,7 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
         )
     runner = CliRunner()
     out = tmp_path / "judges"
-    arguments = ["disentangle", "classifiers", "--out", str(out), "--data", "candle", "--factor", "rotation"]
+    arguments = ["disentangle", "train-judges", "--out", str(out), "--data", "candle", "--factor", "rotation"]
     # the rotation judge's network: full resolution in the first block, the maximum alone read out, wider
     network = ["--network-param", "first_stride=1", "--network-param", "readout=max", "--network-param", "width=2"]
     network += ["--model-param", "augment=shift", "--model-param", "augment_ranges=[[-2, 2]]"]
@@ -130,7 +130,7 @@ def test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies
     assert record["counted"] < record["n"] and record["rule"].startswith("cube and torus only")
     assert f"identifiable {record['identifiable_accuracy']:.3f}" in result.stdout
     # a dataset without known factors needs them named; a model that is not a classifier is refused
-    refused = runner.invoke(app, ["disentangle", "classifiers", "--out", str(tmp_path / "x"), "--data", "digits"])
+    refused = runner.invoke(app, ["disentangle", "train-judges", "--out", str(tmp_path / "x"), "--data", "digits"])
     assert isinstance(refused.exception, InvalidArgumentError) and "--factor" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "y"), "--model", "beta-vae"])
     assert "--model: 'beta-vae' is not a registered classifier" in str(refused.exception)

@@ -1,5 +1,5 @@
-"""The dSprites factor classifiers that come with the package (``classifiers_dir: packaged``,
-``--classifiers packaged``) judge held-out dSprites images at 98% or more, and are used as they are."""
+"""The dSprites judges (factor classifiers) that come with the package (``judges_dir: packaged``,
+``--judges packaged``) judge held-out dSprites images at 98% or more, and are used as they are."""
 
 from __future__ import annotations
 
@@ -42,12 +42,10 @@ def test_each_packaged_judge_reads_the_held_out_images_as_it_recorded():
 def test_packaged_names_the_dsprites_judges_and_no_others():
     assert judges_folder("packaged", "dsprites") == FOLDER
     assert judges_folder("~/judges", "candle").name == "judges"  # a folder is passed through
-    with pytest.raises(
-        InvalidArgumentError, match=r"^classifiers_dir: packaged judges come with .* dsprites only, not"
-    ):
+    with pytest.raises(InvalidArgumentError, match=r"^judges_dir: packaged judges come with .* dsprites only, not"):
         judges_folder("packaged", "candle")
-    with pytest.raises(InvalidArgumentError, match=r"^--classifiers: packaged"):
-        judges_folder("packaged", "cdsprites", key="--classifiers")
+    with pytest.raises(InvalidArgumentError, match=r"^--judges: packaged"):
+        judges_folder("packaged", "cdsprites", key="--judges")
 
 
 def test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are(tmp_path, run_cli):
@@ -55,23 +53,23 @@ def test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_a
         data={"name": "dsprites", "params": {"train_size": 256, "test_size": 64}},
         models=[MemberModel(label="beta-VAE", name="beta-vae", params={"latent_dim": 4})],
         evaluation_n=40,
-        classifiers_dir="packaged",
+        judges_dir="packaged",
     )
     config.training.trainer.max_epochs = 1
     report = run_disentangle_study(config, out=tmp_path / "study")
-    assert not (tmp_path / "study" / "classifiers").exists()  # nothing trained
+    assert not (tmp_path / "study" / "judges").exists()  # nothing trained
     metrics = json.loads((tmp_path / "study" / "metrics.json").read_text())
-    assert metrics["classifiers_dir"] == str(FOLDER)
+    assert metrics["judges_dir"] == str(FOLDER)
     recorded = {name: json.loads((FOLDER / name / "judge.json").read_text()) for name in DSPRITES_FACTORS}
     assert metrics["classifier_accuracy"] == {
         name: recorded[name]["identifiable_accuracy"] for name in DSPRITES_FACTORS
     }
     assert metrics["judge_ok"] is True and metrics["weak_judges"] == []
     text = report.read_text()
-    assert "Judges of CG: the factor classifiers that come with repscope" in text and "below the 90%" not in text
+    assert "Judges of CG: the judges that come with repscope" in text and "below the 90%" not in text
     # a model of the study scored on the command line with the same judges gives the study's CG
     model = next((tmp_path / "study" / "models").iterdir())
-    code, out, err = run_cli(["disentangle", "score", str(model), "--n", "40", "--classifiers", "packaged"])
+    code, out, err = run_cli(["disentangle", "score", str(model), "--n", "40", "--judges", "packaged"])
     assert code == 0 and "warning" not in err
     cg = json.loads(out)["metrics"]["cg"]
     assert cg["judge_ok"] is True and cg["judge_accuracy"] == metrics["classifier_accuracy"]

@@ -41,7 +41,7 @@ def counts(text: str, description: str) -> list[tuple[int, int]]:
 
 
 # ------------------------------------------------------------------------------------------------
-# a tiny study: real trainings of two small VAEs; the classifiers and the scores stubbed (they are
+# a tiny study: real trainings of two small VAEs; the judges and the scores stubbed (they are
 # tested in test_disentangle_study.py), so that what is checked here is the study's own bookkeeping
 
 FACTORS = ["shape", "scale"]
@@ -66,15 +66,15 @@ def tiny_config(labels=("first", "second"), seed: int = 0) -> DisentangleStudyCo
 
 @pytest.fixture
 def stubbed(monkeypatch):
-    """Classifiers at 0.5 and 0.95 accuracy (shape weak), scores from the fixed matrices, flat traversals
+    """Judges at 0.5 and 0.95 accuracy (shape weak), scores from the fixed matrices, flat traversals
     for the model labelled ``second``; returns the labels scored, in order."""
     scored: list[str] = []
 
-    def classifiers(data, factors, out, **kwargs):
+    def judges(data, factors, out, **kwargs):
         out.mkdir(parents=True, exist_ok=True)
         return {"shape": 0.5, "scale": 0.95}
 
-    def scores(run_dir, classifiers, config):
+    def scores(run_dir, judges_dir, config):
         scored.append(run_dir.name)
         values = {"irs": 0.4, "mig": 0.1, "dci_disentanglement": 0.2, "sap": 0.3}
         values.update({f"{kind}_rho{r}": 0.5 for r in config.rho for kind in ("uc", "cg")})
@@ -86,7 +86,7 @@ def stubbed(monkeypatch):
         images = rng.uniform(size=(codes.shape[1] * steps, 8, 8))
         return np.full_like(images, 0.5) if scored[-1] == "second" else images
 
-    monkeypatch.setattr(study_module, "train_judges", classifiers)
+    monkeypatch.setattr(study_module, "train_judges", judges)
     monkeypatch.setattr(study_module, "score_model", scores)
     monkeypatch.setattr(study_module, "traversal_images", traversals)
     return scored
@@ -239,19 +239,17 @@ def test_the_cli_resume_refuses_a_changed_config_in_one_line(tmp_path, run_cli):
     assert code == 0 and "--resume" in out_text
 
 
-def test_the_factor_classifiers_are_counted_and_a_resume_keeps_the_trained_ones(tmp_path, lines, capsys):
+def test_the_judges_are_counted_and_a_resume_keeps_the_trained_ones(tmp_path, lines, capsys):
     from repscope.studies.candle.cg import train_judges
 
     arguments = {"data_params": {"train_size": 64, "test_size": 32}, "epochs": 1}
     first = train_judges("dsprites", ["shape", "scale"], tmp_path / "c", **arguments)
     err = capsys.readouterr().err
-    assert (
-        "2 factor classifiers (attribute-cnn): 1/2" in err and "2 factor classifiers (attribute-cnn): 2/2 done" in err
-    )
-    assert "shape classifier on dsprites (1 of 2)" in err and "scale classifier on dsprites (2 of 2)" in err
+    assert "2 judges (attribute-cnn): 1/2" in err and "2 judges (attribute-cnn): 2/2 done" in err
+    assert "shape judge on dsprites (1 of 2)" in err and "scale judge on dsprites (2 of 2)" in err
     stamp = (tmp_path / "c" / "scale" / "judge.json").stat().st_mtime_ns
     (tmp_path / "c" / "shape" / "judge.json").unlink()  # as if stopped after its training, before its judge
     again = train_judges("dsprites", ["shape", "scale"], tmp_path / "c", resume=True, **arguments)
     err = capsys.readouterr().err
-    assert "scale classifier" not in err and (tmp_path / "c" / "scale" / "judge.json").stat().st_mtime_ns == stamp
+    assert "scale judge" not in err and (tmp_path / "c" / "scale" / "judge.json").stat().st_mtime_ns == stamp
     assert again == first  # shape continued from its last checkpoint: no epoch left, the same weights

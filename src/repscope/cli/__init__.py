@@ -90,7 +90,7 @@ def _register_areas() -> None:
     app.add_typer(
         disentangle_cli.app,
         name="disentangle",
-        help=f"Disentanglement: metrics ({', '.join(metric_names())}), factor classifiers, the dSprites study.",
+        help=f"Disentanglement: metrics ({', '.join(metric_names())}), CG judges, the dSprites study.",
     )
     app.add_typer(
         candle_cli.app,

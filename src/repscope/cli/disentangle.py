@@ -7,6 +7,7 @@ from typing import List, Literal, Optional
 
 import typer
 
+from repscope.cli.renamed_options import add_renamed_commands
 from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 from repscope.metrics.registry import ARRAY_INPUTS, metric_names
@@ -41,11 +42,11 @@ def score_command(
     metric: List[str] = typer.Option(
         [], "--metric", help=f"only these metrics (repeat): {', '.join(metric_names(ARRAY_INPUTS))}"
     ),
-    classifiers: Optional[Path] = typer.Option(
+    judges: Optional[Path] = typer.Option(
         None,
-        "--classifiers",
-        help="run directory: add CG at rho 1 and 2, judged by these factor classifiers (a folder of "
-        "repscope disentangle classifiers, or 'packaged': the dSprites judges that come with repscope)",
+        "--judges",
+        help="run directory: add CG at rho 1 and 2, judged by the judges in this folder (as repscope disentangle "
+        "train-judges writes it), or by 'packaged': the dSprites judges that come with repscope",
     ),
     compat: COMPAT_CHOICES = typer.Option(
         "paper",
@@ -56,13 +57,13 @@ def score_command(
     min_judge_accuracy: float = typer.Option(
         DEFAULT_MIN_JUDGE_ACCURACY,
         "--min-judge-accuracy",
-        help="with --classifiers: least held-out accuracy of a CG judge",
+        help="with --judges: least held-out accuracy of a CG judge",
     ),
     refuse_weak_judges: bool = typer.Option(
-        False, "--refuse-weak-judges", help="with --classifiers: fail instead of warning on a weak CG judge"
+        False, "--refuse-weak-judges", help="with --judges: fail instead of warning on a weak CG judge"
     ),
 ) -> None:
-    """Every registered metric of a (factors, codes) pair (--metric lists them), as JSON; CG with --classifiers."""
+    """Every registered metric of a (factors, codes) pair (--metric lists them), as JSON; CG with --judges."""
     import warnings
 
     from repscope.fileio import dumps_json
@@ -73,8 +74,8 @@ def score_command(
     check_bootstrap(bootstrap)
     if out is not None:
         inputs = [CommandInput(file, "FILE", "the scored codes")]
-        if classifiers is not None:  # 'packaged' (the judges that come with repscope) is no path: no clash
-            inputs.append(CommandInput(classifiers, "--classifiers", "the factor classifiers"))
+        if judges is not None:  # 'packaged' (the judges that come with repscope) is no path: no clash
+            inputs.append(CommandInput(judges, "--judges", "the judges"))
         prepare_output(out, overwrite=overwrite, kind="file", inputs=inputs)
     with warnings.catch_warnings():
         # the weak-judge warning becomes the one line printed below
@@ -85,7 +86,7 @@ def score_command(
             seed=seed,
             metrics=list(metric),
             bootstrap=bootstrap,
-            classifiers=classifiers,
+            judges=judges,
             compat=compat,
             min_judge_accuracy=min_judge_accuracy,
             refuse_weak_judges=refuse_weak_judges,
@@ -96,7 +97,7 @@ def score_command(
     if cg is not None and not cg["judge_ok"]:
         weak = ", ".join(f"{name} {cg['judge_accuracy'][name]:.3f}" for name in cg["weak_judges"])
         typer.echo(
-            f"warning: CG judged by factor classifiers below {cg['min_judge_accuracy']:g} held-out accuracy "
+            f"warning: CG judged by weak judges, below {cg['min_judge_accuracy']:g} held-out accuracy "
             f"({weak}); its values measure the judges as much as the model",
             err=True,
         )
@@ -116,10 +117,10 @@ def score_command(
     typer.echo(f"written: {out}")
 
 
-@app.command("classifiers")
+@app.command("train-judges")
 @with_trainer_flags
-def classifiers_command(
-    out: Path = typer.Option(..., "--out", "-o", help="folder of the classifiers (one training run per factor)"),
+def train_judges_command(
+    out: Path = typer.Option(..., "--out", "-o", help="folder of the judges (one training run per factor)"),
     data: str = typer.Option("dsprites", "--data", help="registered dataset with one categorical field per factor"),
     factor: List[str] = typer.Option(
         [], "--factor", help="factors to classify (repeat; default every factor of dsprites or candle)"
@@ -129,9 +130,9 @@ def classifiers_command(
     ),
     train_size: Optional[int] = typer.Option(None, "--train-size", help="training images (default: the dataset's)"),
     test_size: Optional[int] = typer.Option(None, "--test-size", help="test images"),
-    epochs: int = typer.Option(3, "--epochs", help="epochs per classifier"),
+    epochs: int = typer.Option(3, "--epochs", help="epochs per judge"),
     model: str = typer.Option(
-        "attribute-cnn", "--model", help="registered supervised model of every classifier (factor-cnn: full resolution)"
+        "attribute-cnn", "--model", help="registered supervised model of every judge (factor-cnn: full resolution)"
     ),
     network_param: List[str] = typer.Option(
         [],
@@ -147,8 +148,8 @@ def classifiers_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out if it exists (once complete)"),
     trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Train the factor classifiers that CG judges counterfactual images with; prints their test accuracy
-    (raw, and identifiable: up to what the images can show)."""
+    """Train the judges (factor classifiers) that CG judges counterfactual images with; prints their test
+    accuracy (raw, and identifiable: up to what the images can show)."""
     from repscope.errors import InvalidArgumentError, shown
     from repscope.outputs import inputs_in_mapping, output_target, prepare_output, refuse_output_onto_inputs
     from repscope.studies.candle.cg import judge_records, train_judges
@@ -179,7 +180,7 @@ def classifiers_command(
         raise InvalidArgumentError("--model-param: give the network's parameters with --network-param")
     if network:
         model_params["network_params"] = network
-    if model_params:  # checked as a classifier's training would, on the data, before anything is written
+    if model_params:  # checked as a judge's training would, on the data, before anything is written
         _check_training_params(model, model_params, data, {**params, "target": names[0]})
     trainer = trainer_section(trainer_flags)
     prepare_output(out, overwrite=overwrite, kind="directory", inputs=inputs)
@@ -205,7 +206,7 @@ def classifiers_command(
         typer.echo(
             f"warning: {', '.join(weak)} below {DEFAULT_MIN_JUDGE_ACCURACY:g} identifiable test accuracy: "
             "CG judged by them flags judge_ok false "
-            "(the CANDLE paper's classifiers reached 0.989 and 0.995)",
+            "(the CANDLE paper's judges reached 0.989 and 0.995)",
             err=True,
         )
     typer.echo(f"written: {out}")
@@ -213,7 +214,7 @@ def classifiers_command(
 
 def _check_training_params(model: str, model_params: dict, data: str, data_params: dict) -> None:
     """Check ``--model-param`` through the training's own path: the config's parameter check, then the task
-    built on the data (what a classifier's training would refuse, refused before anything is written)."""
+    built on the data (what a judge's training would refuse, refused before anything is written)."""
     from repscope.train.config import Named, TrainConfig
     from repscope.train.fitting import build_task, load_data
 
@@ -221,6 +222,9 @@ def _check_training_params(model: str, model_params: dict, data: str, data_param
     config.check_params("--model-param")
     build_task(config, load_data(config))
 
+
+# former names (repscope disentangle classifiers): one line naming the new one
+add_renamed_commands(app, "disentangle")
 
 # studies: repscope disentangle <study> [CONFIG] [--quick] [--out DIR] [--set key=value ...] (the registry)
 add_study_commands(app, "disentangle")

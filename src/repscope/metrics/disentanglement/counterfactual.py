@@ -73,7 +73,7 @@ def check_judges(
     min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
     refuse: bool = False,
 ) -> dict[str, Any]:
-    """Whether the factor classifiers that judge CG are accurate enough to judge it.
+    """Whether the judges of CG (factor classifiers) are accurate enough to judge it.
 
     Parameters
     ----------
@@ -109,7 +109,7 @@ def check_judges(
     if weak:
         listed = ", ".join(f"{name} {value:.3f}" for name, value in zip(names, accuracies) if name in weak)
         message = (
-            f"CG judged by weak factor classifiers: {listed} (held-out accuracy, below {threshold:g}); "
+            f"CG judged by weak judges: {listed} (held-out accuracy, below {threshold:g}); "
             "a judge near chance makes CG meaningless (the CANDLE paper's reached 0.989 and 0.995)"
         )
         if refuse:

@@ -92,7 +92,7 @@ QUICK_GRID = ["size=small,large", "rotation=0,45", "light=left,right"]
 
 def quick(config: CandleStudyConfig) -> CandleStudyConfig:
     """Minutes on 2 CPU cores: 240 images (both colours of each object, 2 sizes, 2 rotations, 3 scenes,
-    2 lights) rendered at 160x120 with 4 samples, one epoch, the classifiers for 2 epochs."""
+    2 lights) rendered at 160x120 with 4 samples, one epoch, the judges for 2 epochs."""
     out = disentangle_quick(config)
     if out.render.data_dir is None:
         out.render = out.render.model_copy(

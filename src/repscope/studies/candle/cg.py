@@ -6,22 +6,22 @@ factor's *judge*. The judges are the framework's supervised models (``attribute-
 :class:`repscope.models.candle.judge_cnn.FactorCNN`, keeps the full resolution at 4.6 times the multiply-adds), one
 per factor, trained on the
 same dataset by :func:`repscope.train.fitting.fit` into ``DIR/<factor>/`` (a run directory each, with its
-test accuracy; the CANDLE paper's classifiers reached 98.9% and 99.5%), on the trainer of the study or
+test accuracy; the CANDLE paper's judges reached 98.9% and 99.5%), on the trainer of the study or
 command that asks for them (``--accelerator``, ``--devices``, ...). ``Q_i``, the latents attributed to
 factor ``i``, are the top-rho IRS latents (:func:`repscope.metrics.disentanglement.irs.unique_capture`).
 
-A judge is measured on what the images show: besides its raw test accuracy, each classifier's
+A judge is measured on what the images show: besides its raw test accuracy, each judge's
 ``judge.json`` holds its *identifiable* accuracy (:func:`repscope.data.symmetries.identifiable_hits`): a
 prediction naming a value that renders as the same image counts as right (a square turned by 90
 degrees), and examples whose factor the image does not show are left out (a sphere's rotation). No
-classifier can be right about what the image does not show, so that accuracy is the one a judge is held
-to. A CG result carries its judges: each classifier's identifiable accuracy (the raw test accuracy of
+judge can be right about what the image does not show, so that accuracy is the one a judge is held
+to. A CG result carries its judges: each judge's identifiable accuracy (the raw test accuracy of
 ``metrics.json`` for a folder trained before ``judge.json`` existed), ``judge_ok`` (every one at least
 ``min_judge_accuracy``, default 0.9) and the weak ones by name; a weak judge gives a ``RuntimeWarning``,
 or an error with ``refuse_weak_judges``
 (:func:`repscope.metrics.disentanglement.counterfactual.check_judges`).
 
-The dSprites judges that come with the package (:data:`PACKAGED_JUDGES`, ``classifiers_dir: packaged``)
+The dSprites judges that come with the package (:data:`PACKAGED_JUDGES`, ``judges_dir: packaged``)
 were trained on a GPU with 200,000 images and 5 epochs (orientation: 400,000 and 8) and read the 10,000
 held-out images at 0.981-1.000 identifiable accuracy (``src/repscope/judges/README.md``).
 """
@@ -58,23 +58,23 @@ from repscope.train.reader import open_run
 
 CLASSIFIER_MODEL = "attribute-cnn"
 JUDGE_FILE = "judge.json"
-# the value of classifiers_dir / --classifiers that names the judges which come with the package
+# the value of judges_dir / --judges that names the judges which come with the package
 PACKAGED = "packaged"
-# the factor classifiers that come with the package, by dataset (trained as src/repscope/judges/README.md says)
+# the judges that come with the package, by dataset (trained as src/repscope/judges/README.md says)
 PACKAGED_JUDGES: dict[str, Path] = {"dsprites": Path(__file__).resolve().parents[2] / "judges" / "dsprites"}
 
 
 def judge_record(
     data: str, factor: str, factors: np.ndarray, truth: np.ndarray, predicted: np.ndarray
 ) -> dict[str, Any]:
-    """How well one factor classifier judges: raw and identifiable accuracy on held-out images.
+    """How well one judge (factor classifier) judges: raw and identifiable accuracy on held-out images.
 
     Parameters
     ----------
     data : str
         The registered dataset (its symmetry rules: :mod:`repscope.data.symmetries`).
     factor : str
-        The factor the classifier predicts.
+        The factor the judge predicts.
     factors : numpy.ndarray
         int ``(n, K)`` every factor's true classes of the held-out images.
     truth, predicted : numpy.ndarray
@@ -118,7 +118,7 @@ def train_judges(
     trainer: TrainerSection | None = None,
     resume: bool = False,
 ) -> dict[str, float]:
-    """The judges of CG: one classifier per factor of a dataset, each a training run in ``out/<factor>/``.
+    """The judges of CG: one per factor of a dataset, each a training run in ``out/<factor>/``.
 
     Parameters
     ----------
@@ -131,16 +131,16 @@ def train_judges(
     data_params : dict, optional
         Further parameters of the dataset (``size``, ``test_size``, ...).
     epochs, batch_size, seed
-        Training settings of every classifier.
+        Training settings of every judge.
     model : str, default="attribute-cnn"
-        The registered supervised model of every classifier (``factor-cnn``: the full-resolution one).
+        The registered supervised model of every judge (``factor-cnn``: the full-resolution one).
     model_params : dict, optional
         Its parameters (``lr``, ``network_params``, ...).
     trainer : TrainerSection, optional
         Where and how they train (accelerator, devices, precision, ..., logger): a study's trainer, or
         the command's flags; their ``max_epochs`` is ``epochs``. Default: the defaults (CPU).
     resume : bool, default=False
-        Continue a folder written before (a resumed study): a classifier with its ``judge.json`` is kept
+        Continue a folder written before (a resumed study): a judge with its ``judge.json`` is kept
         as it is, one stopped during its training goes on from its ``checkpoints/last.ckpt``, one stopped
         before its first checkpoint trains again.
 
@@ -156,7 +156,7 @@ def train_judges(
     for factor in kept:
         accuracies[factor] = _read_judge(out / factor / JUDGE_FILE)["identifiable_accuracy"]
     # each training has its bar; this one counts them (and gives a line every few seconds between them)
-    with progress_bar(f"{len(factors)} factor classifiers ({model})", total=len(factors), initial=len(kept)) as update:
+    with progress_bar(f"{len(factors)} judges ({model})", total=len(factors), initial=len(kept)) as update:
         for k, factor in enumerate(factors, start=1):
             if factor in kept:
                 continue
@@ -202,7 +202,7 @@ def _train_one(
         batch_size=int(batch_size),
         seed=int(seed),
     )
-    description = f"{factor} classifier on {data} ({k} of {len(factors)})"
+    description = f"{factor} judge on {data} ({k} of {len(factors)})"
     again = resume and (out / factor / "checkpoints" / "last.ckpt").is_file()
     if resume and not again and (out / factor).exists():
         shutil.rmtree(out / factor)  # stopped before its first checkpoint: nothing to continue
@@ -213,8 +213,8 @@ def _train_one(
     return float(record["identifiable_accuracy"])
 
 
-def judges_folder(value: str | Path, data: str, key: str = "classifiers_dir") -> Path:
-    """The folder of judges (factor classifiers) that ``value`` names: a folder, or ``packaged`` for those
+def judges_folder(value: str | Path, data: str, key: str = "judges_dir") -> Path:
+    """The folder of judges that ``value`` names: a folder, or ``packaged`` for those
     that come with the package for ``data`` (:data:`PACKAGED_JUDGES`: dSprites, every judge at least 98%
     identifiable accuracy).
 
@@ -223,10 +223,10 @@ def judges_folder(value: str | Path, data: str, key: str = "classifiers_dir") ->
     Parameters
     ----------
     value : str or pathlib.Path
-        ``classifiers_dir`` of a study or ``--classifiers`` of ``disentangle score``.
+        ``judges_dir`` of a study or ``--judges`` of ``disentangle score``.
     data : str
         The registered dataset whose images the judges are to judge.
-    key : str, default="classifiers_dir"
+    key : str, default="judges_dir"
         The setting named in the error.
 
     Returns
@@ -244,7 +244,7 @@ def judges_folder(value: str | Path, data: str, key: str = "classifiers_dir") ->
     if data not in PACKAGED_JUDGES:
         raise InvalidArgumentError(
             f"{key}: {PACKAGED} judges come with repscope for {', '.join(sorted(PACKAGED_JUDGES))} only, not "
-            f"{data}; train them with repscope disentangle classifiers and name their folder"
+            f"{data}; train them with repscope disentangle train-judges and name their folder"
         )
     return PACKAGED_JUDGES[data]
 
@@ -252,7 +252,7 @@ def judges_folder(value: str | Path, data: str, key: str = "classifiers_dir") ->
 def trained_judges(
     folder: str | Path, factors: list[str], data: str, data_params: dict[str, Any] | None = None
 ) -> dict[str, float]:
-    """The accuracies of judges (factor classifiers) trained before (``repscope disentangle classifiers``),
+    """The accuracies of judges trained before (``repscope disentangle train-judges``),
     checked against the data a study judges with them.
 
     A judge must have been trained on the study's dataset and at its image size (a CANDLE judge trained
@@ -278,17 +278,17 @@ def trained_judges(
     Raises
     ------
     InvalidArgumentError
-        Naming ``classifiers_dir``: not a folder, a factor without a classifier run, a run of another
+        Naming ``judges_dir``: not a folder, a factor without a judge, a run of another
         factor, dataset or image size, or one that did not finish training.
     """
     folder = Path(folder).expanduser()
     if not folder.is_dir():
-        raise InvalidArgumentError(f"classifiers_dir: {folder} is not a folder")
+        raise InvalidArgumentError(f"judges_dir: {folder} is not a folder")
     missing = [name for name in factors if not (folder / name / CONFIG_FILE).is_file()]
     if missing:
         raise InvalidArgumentError(
-            f"classifiers_dir: {folder} has no classifier run for factor(s) {', '.join(missing)} (train them "
-            "with repscope disentangle classifiers)"
+            f"judges_dir: {folder} has no judge for factor(s) {', '.join(missing)} (train them "
+            "with repscope disentangle train-judges)"
         )
     # both sides' loader defaults filled in: a study that names image_size 64 and a judge trained without it
     size = loader_arguments(data, data_params).get("image_size")
@@ -296,23 +296,23 @@ def trained_judges(
         run = open_run(folder / name)
         if run.data_name != data:
             raise InvalidArgumentError(
-                f"classifiers_dir: the {name} classifier in {folder} was trained on {run.data_name}, not {data}"
+                f"judges_dir: the {name} judge in {folder} was trained on {run.data_name}, not {data}"
             )
         if run.data_params.get("target") != name:
             raise InvalidArgumentError(
-                f"classifiers_dir: the run {folder / name} classifies {run.data_params.get('target')!r}, not {name}"
+                f"judges_dir: the run {folder / name} classifies {run.data_params.get('target')!r}, not {name}"
             )
         trained = run.data_arguments.get("image_size")
         if trained != size:
             raise InvalidArgumentError(
-                f"classifiers_dir: the {name} classifier in {folder} was trained at image_size {trained}, "
+                f"judges_dir: the {name} judge in {folder} was trained at image_size {trained}, "
                 f"the study's data is at {size}"
             )
     records = judge_records(folder)
     unfinished = [name for name in factors if name not in records]
     if unfinished:
         raise InvalidArgumentError(
-            f"classifiers_dir: the {', '.join(unfinished)} classifier(s) in {folder} did not finish training "
+            f"judges_dir: the {', '.join(unfinished)} judge(s) in {folder} did not finish training "
             "(no judge.json or metrics.json)"
         )
     return {name: float(records[name]["identifiable_accuracy"]) for name in factors}
@@ -331,38 +331,37 @@ def load_judges(folder: Path, names: list[str]) -> list[Any]:
     Returns
     -------
     list
-        The trained classifiers, one per name.
+        The trained judges, one per name.
 
     Raises
     ------
     InvalidArgumentError
-        When a factor has no classifier run in ``folder``.
+        When a factor has no judge in ``folder``.
     """
     missing = [name for name in names if not (folder / name / CONFIG_FILE).is_file()]
     if missing:
         raise InvalidArgumentError(
-            f"--classifiers {folder}: no classifier run for factor {missing[0]!r} (train them with "
-            "repscope disentangle classifiers)"
+            f"--judges {folder}: no judge for factor {missing[0]!r} (train them with repscope disentangle train-judges)"
         )
     return [open_run(folder / name).task() for name in names]
 
 
 def cg_of_run(
     run_dir: str | Path,
-    classifiers: str | Path,
+    judges_dir: str | Path,
     n: int = 1000,
     seed: int = 0,
     rho: tuple[int, ...] = (1, 2),
     min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
     refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
-    """CG at each rho of a VAE run, its counterfactual images judged by the factor classifiers in ``classifiers``.
+    """CG at each rho of a VAE run, its counterfactual images judged by the judges in ``judges_dir``.
 
     Parameters
     ----------
     run_dir : str or pathlib.Path
         A VAE-family training run on data with factors.
-    classifiers : str or pathlib.Path
+    judges_dir : str or pathlib.Path
         The folder :func:`train_judges` wrote (one run directory per factor), or ``packaged``:
         the judges that come with the package for the run's dataset (:func:`judges_folder`).
     n : int, default=1000
@@ -387,13 +386,13 @@ def cg_of_run(
     Raises
     ------
     InvalidArgumentError
-        When a factor has no classifier run, ``packaged`` names no judges of the run's dataset, or a judge
+        When a factor has no judge, ``packaged`` names no judges of the run's dataset, or a judge
         is weak and ``refuse_weak_judges`` is set.
     """
     factors, codes, names = codes_of_run(run_dir, n=n, seed=seed)
-    classifiers = judges_folder(classifiers, open_run(run_dir).data_name, "--classifiers")
-    models = load_judges(classifiers, names)
-    measured = judge_accuracies(classifiers)
+    folder = judges_folder(judges_dir, open_run(run_dir).data_name, "--judges")
+    models = load_judges(folder, names)
+    measured = judge_accuracies(folder)
     accuracies = [measured.get(name, float("nan")) for name in names]
     judges = check_judges(accuracies, names, min_judge_accuracy, refuse=refuse_weak_judges)
     task = open_run(run_dir).task()
@@ -411,7 +410,7 @@ def cg_of_codes(
     min_judge_accuracy: float = DEFAULT_MIN_JUDGE_ACCURACY,
     refuse_weak_judges: bool = False,
 ) -> dict[str, Any]:
-    """CG at each rho of a model's codes, its counterfactual images judged by one classifier per factor.
+    """CG at each rho of a model's codes, its counterfactual images judged by one judge per factor.
 
     What :func:`cg_of_run` computes once the run's codes, decoder and judges are in memory: no file is read.
 
@@ -490,7 +489,7 @@ def _cg_at_each_rho(
 
 
 def judge_accuracies(folder: str | Path) -> dict[str, float]:
-    """The accuracy every judge (a classifier run) in ``folder`` is held to.
+    """The accuracy every judge (a training run) in ``folder`` is held to.
 
     Parameters
     ----------

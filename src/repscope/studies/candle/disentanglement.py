@@ -1,10 +1,10 @@
 """The disentanglement study on dSprites or CANDLE (CANDLE paper, Sec. 5, Table 2): IRS, UC and CG at rho 1 and 2.
 
 Every model of the config trains on the dataset (a run directory each, under ``models/``); the judges of
-CG's counterfactual images, one classifier per factor (``classifier_model``: ``attribute-cnn`` by
-default, or ``factor-cnn``), train on the same data and on the same trainer (``classifiers/``; the
-paper's reached 98.9% and 99.5%), unless ``classifiers_dir`` names judges trained before on the same
-dataset and image size (``repscope disentangle classifiers``) or is ``packaged``: on dSprites, the judges
+CG's counterfactual images, one judge (a factor classifier) per factor (``classifier_model``: ``attribute-cnn``
+by default, or ``factor-cnn``), train on the same data and on the same trainer (``judges/``; the
+paper's reached 98.9% and 99.5%), unless ``judges_dir`` names judges trained before on the same
+dataset and image size (``repscope disentangle train-judges``) or is ``packaged``: on dSprites, the judges
 that come with the package (every one at least 98% on held-out images; ``src/repscope/judges/README.md``).
 The report and ``metrics.json`` give each judge's raw test accuracy (``classifier_raw_accuracy``) and
 the accuracy it is held to, on what the images can show (``classifier_accuracy``: a turned square's
@@ -87,8 +87,8 @@ PAPER_TABLE2_CANDLE = {
 }
 # dataset -> (its name in the paper, the numbers, the paper's setting)
 PAPER_TABLES = {
-    "dsprites": ("dSprites", PAPER_TABLE2_DSPRITES, "full dSprites; its CG classifier: 99.5% accuracy"),
-    "candle": ("CANDLE", PAPER_TABLE2_CANDLE, "CANDLE's confounded subset; its CG classifier: 98.9% accuracy"),
+    "dsprites": ("dSprites", PAPER_TABLE2_DSPRITES, "full dSprites; its CG judge: 99.5% accuracy"),
+    "candle": ("CANDLE", PAPER_TABLE2_CANDLE, "CANDLE's confounded subset; its CG judge: 98.9% accuracy"),
 }
 
 
@@ -120,14 +120,14 @@ class DisentangleStudyConfig(Section):
     training: TrainingSection = Field(
         default_factory=lambda: TrainingSection(trainer=TrainerSection(max_epochs=10), batch_size=64)
     )
-    # the judges of CG, one classifier per factor (repscope.studies.candle.cg); factor-cnn: full resolution
+    # the judges of CG, one per factor (repscope.studies.candle.cg); factor-cnn: full resolution
     classifier_model: str = CLASSIFIER_MODEL
     classifier_params: dict[str, Any] = Field(default_factory=dict)
     classifier_epochs: int = Field(3, ge=1)
-    # judges trained before (repscope disentangle classifiers; e.g. CANDLE judges trained on more
+    # judges trained before (repscope disentangle train-judges; e.g. CANDLE judges trained on more
     # renders than the study's subset), or "packaged" (dSprites judges that come with the package, each at
     # least 98%): used as they are instead of training the study's own
-    classifiers_dir: str | None = None
+    judges_dir: str | None = None
     evaluation_n: int = Field(2000, ge=10)
     rho: list[int] = Field(default_factory=lambda: [1, 2])
     traversal_steps: int = Field(7, ge=2)
@@ -177,16 +177,16 @@ def traversal_images(task: Any, codes: np.ndarray, steps: int, span: float) -> n
 SCORE_STEPS = ("encoding the test images", "IRS", "UC", "CG", "MIG", "DCI", "SAP")
 
 
-def score_model(run_dir: Path, classifiers: Path, config: DisentangleStudyConfig) -> tuple[dict[str, Any], Any]:
+def score_model(run_dir: Path, judges_dir: Path, config: DisentangleStudyConfig) -> tuple[dict[str, Any], Any]:
     """Every score of one trained model, read from its run: :func:`score_codes` of its encoded test draw, its
-    decoder and the judges in ``classifiers``.
+    decoder and the judges in ``judges_dir``.
 
     Parameters
     ----------
     run_dir : pathlib.Path
         The model's training run (or checkpoint).
-    classifiers : pathlib.Path
-        The folder of the judges of CG (one factor classifier each).
+    judges_dir : pathlib.Path
+        The folder of the judges of CG (one per factor).
     config : DisentangleStudyConfig
         The study's config (``evaluation_n``, ``seed``, ``rho``, ``min_judge_accuracy``).
 
@@ -206,7 +206,7 @@ def score_model(run_dir: Path, classifiers: Path, config: DisentangleStudyConfig
 
         step(0)
         factors, codes, names = codes_of_run(run_dir, n=config.evaluation_n, seed=config.seed)
-        folder = judges_folder(classifiers, open_run(run_dir).data_name, "--classifiers")
+        folder = judges_folder(judges_dir, open_run(run_dir).data_name, "--judges")
         judges = load_judges(folder, names)
         accuracy = judge_accuracies(folder)
         decode = open_run(run_dir).task().decode
@@ -495,12 +495,12 @@ def compute_model_result(
 
 @dataclass(frozen=True)
 class StudyJudges:
-    """The factor classifiers that judge CG's counterfactual images, as the study found or trained them.
+    """The judges of CG's counterfactual images (factor classifiers), as the study found or trained them.
 
     Attributes
     ----------
     folder : pathlib.Path
-        Their folder (the study's ``classifiers/``, ``classifiers_dir`` or the packaged judges).
+        Their folder (the study's ``judges/``, ``judges_dir`` or the packaged judges).
     accuracy : dict of str to float
         Factor -> held-out accuracy on what the images can show (:mod:`repscope.data.symmetries`).
     records : dict of str to dict
@@ -554,7 +554,7 @@ class DisentangleStudyResult:
         """The headline numbers by name (``metrics.json``)."""
         judged = self.judges
         return {
-            "classifiers_dir": str(judged.folder),
+            "judges_dir": str(judged.folder),
             "classifier_accuracy": judged.accuracy,
             "classifier_raw_accuracy": {name: record["accuracy"] for name, record in judged.records.items()},
             "judge_ok": judged.judge_ok,
@@ -734,11 +734,11 @@ def disentangle_report(
 
 def judges_title(config: DisentangleStudyConfig, folder: Path) -> str:
     """The title of the report's table of CG's judges: whose they are."""
-    if config.classifiers_dir == PACKAGED:
-        return f"Judges of CG: the factor classifiers that come with repscope ({folder})"
-    if config.classifiers_dir is not None:
-        return f"Judges of CG: the factor classifiers from {config.classifiers_dir}"
-    return f"Judges of CG: factor classifiers ({config.classifier_model}, {config.classifier_epochs} epochs)"
+    if config.judges_dir == PACKAGED:
+        return f"Judges of CG: the judges that come with repscope ({folder})"
+    if config.judges_dir is not None:
+        return f"Judges of CG: the judges from {config.judges_dir}"
+    return f"Judges of CG: trained by the study ({config.classifier_model}, {config.classifier_epochs} epochs)"
 
 
 def _add_warnings(report: Report, result: DisentangleStudyResult, config: DisentangleStudyConfig) -> None:
@@ -750,13 +750,13 @@ def _add_warnings(report: Report, result: DisentangleStudyResult, config: Disent
             f"The judges (factor classifiers) of {weak} are below the {config.min_judge_accuracy:.0%} held-out "
             "accuracy a judge needs (min_judge_accuracy), so the CG columns say little about the models: "
             + (
-                "train better ones (repscope disentangle classifiers: more images, more epochs)"
-                if config.classifiers_dir is not None
-                else "train the classifiers longer (classifier_epochs)"
+                "train better ones (repscope disentangle train-judges: more images, more epochs)"
+                if config.judges_dir is not None
+                else "train the judges longer (classifier_epochs)"
             )
             + (
-                f", or judge with the ones that come with repscope (--set classifiers_dir={PACKAGED})."
-                if config.data.name in PACKAGED_JUDGES and config.classifiers_dir != PACKAGED
+                f", or judge with the ones that come with repscope (--set judges_dir={PACKAGED})."
+                if config.data.name in PACKAGED_JUDGES and config.judges_dir != PACKAGED
                 else "."
             )
         )
@@ -799,14 +799,14 @@ def _add_model_figures(
 
 def _check_study(config: DisentangleStudyConfig, source: str) -> tuple[Named, tuple[Path, dict[str, float]] | None]:
     """Everything checked before anything is written: the members on the data, and the judges named by
-    ``classifiers_dir`` (their folder and accuracies, or None when the study trains its own)."""
+    ``judges_dir`` (their folder and accuracies, or None when the study trains its own)."""
     data = Named(name=config.data.name, params=config.data.params)
     # loads the data and builds each model once: a line every few seconds while it does
     with progress_bar(f"checking the {len(config.models)} models on {config.data.name}"):
         check_members(config.models, data, config.training, config.seed, source)
-    if config.classifiers_dir is None:
+    if config.judges_dir is None:
         return data, None
-    folder = judges_folder(config.classifiers_dir, config.data.name)
+    folder = judges_folder(config.judges_dir, config.data.name)
     return data, (folder, trained_judges(folder, config.data.factors, config.data.name, config.data.params))
 
 
@@ -828,12 +828,12 @@ def _open_study(
 def _study_judges(
     config: DisentangleStudyConfig, run: RunDirectory, found: tuple[Path, dict[str, float]] | None, resume: bool
 ) -> StudyJudges:
-    """The judges of CG: those ``classifiers_dir`` names, or the study's own trained into ``classifiers/``
+    """The judges of CG: those ``judges_dir`` names, or the study's own trained into ``judges/``
     (kept by a resumed study). Weak judges are named once here (each model's CG would warn again)."""
     if found is not None:
         folder, accuracies = found
     else:
-        folder = run.path("classifiers")
+        folder = run.path("judges")
         accuracies = train_judges(
             config.data.name,
             config.data.factors,
@@ -856,7 +856,7 @@ def _scored_member(
     run: RunDirectory,
     member: MemberModel,
     data: Named,
-    classifiers: Path,
+    judges_dir: Path,
     config: DisentangleStudyConfig,
     source: str,
     position: tuple[int, int],
@@ -869,7 +869,7 @@ def _scored_member(
     source_dir = Path(member.checkpoint) if member.checkpoint else model_dir
     with warnings.catch_warnings():  # the weak judges were named once by the study, not once per model
         warnings.filterwarnings("ignore", message="CG judged by weak", category=RuntimeWarning)
-        scores, codes = score_model(source_dir, classifiers, config)
+        scores, codes = score_model(source_dir, judges_dir, config)
     result = compute_model_result(member.label, task, scores, codes, config)
     return result, write_model_result(run, result)
 
@@ -878,7 +878,7 @@ def _scored_members(
     run: RunDirectory,
     config: DisentangleStudyConfig,
     data: Named,
-    classifiers: Path,
+    judges_dir: Path,
     source: str,
     kind: str,
     resume: bool,
@@ -893,7 +893,7 @@ def _scored_members(
             if scored[k] is not None:
                 continue
             update(done, description=f"{kind}: model {k + 1}/{total} ({member.label})")
-            scored[k] = _scored_member(run, member, data, classifiers, config, source, (k + 1, total), resume)
+            scored[k] = _scored_member(run, member, data, judges_dir, config, source, (k + 1, total), resume)
             done += 1
         update(total, description=f"{kind}: {total} models")
     return [entry[0] for entry in scored], [entry[1] for entry in scored]
@@ -930,7 +930,7 @@ def run_disentangle_study(
         A ``--quick`` run (said at the top of the report).
     resume : bool
         Continue the study in ``out``: its config must be the one stored there but for where the work runs
-        (else one line naming every differing key with both values); classifiers and models trained and
+        (else one line naming every differing key with both values); judges and models trained and
         scored there are kept, a training stopped after a checkpoint goes on from its ``last.ckpt``, and
         only what is missing runs.
     kind : str

@@ -1,8 +1,8 @@
 """``repscope disentangle score``: a file or a trained run -> its ``(factors, codes)`` arrays -> the metrics.
 
 The command's steps: the arrays of an npz or of a run's encoded test images; every metric of them
-(:mod:`repscope.studies.candle.score_arrays`); with ``--classifiers``, CG of the run's decoder, its
-counterfactual images judged by factor classifiers; all of it as one JSON-ready result
+(:mod:`repscope.studies.candle.score_arrays`); with ``--judges``, CG of the run's decoder, its
+counterfactual images scored by the judges (factor classifiers); all of it as one JSON-ready result
 (:func:`compute_file_scores`), which :func:`write_file_scores` writes.
 """
 
@@ -22,7 +22,7 @@ def compute_file_scores(
     seed: int = 0,
     metrics: list[str] | None = None,
     bootstrap: int = 0,
-    classifiers: str | Path | None = None,
+    judges: str | Path | None = None,
     compat: str = "paper",
     min_judge_accuracy: float = 0.9,
     refuse_weak_judges: bool = False,
@@ -45,8 +45,8 @@ def compute_file_scores(
         Only these metrics (default: every metric that scores a plain pair).
     bootstrap : int, default=0
         Resamples of rows for a 95% percentile interval of every score (0: none).
-    classifiers : str or pathlib.Path, optional
-        A run directory only: the judges of CG at rho 1 and 2, factor classifiers
+    judges : str or pathlib.Path, optional
+        A run directory only: the folder of the judges of CG at rho 1 and 2, or ``packaged``
         (:func:`repscope.studies.candle.cg.cg_of_run`).
     compat : {"paper", "reference", "both"}, default="paper"
         Mode of IRS and UC (:func:`repscope.studies.candle.score_arrays.score_arrays`): ``"reference"``
@@ -54,9 +54,9 @@ def compute_file_scores(
         and 2 with the CANDLE fork's latent selection), under ``irs_reference``, ``uc_rho1_reference``,
         ``uc_rho2_reference``; ``"both"`` gives both sets.
     min_judge_accuracy : float, default=0.9
-        With ``classifiers``: the least held-out accuracy of a judge for ``judge_ok``.
+        With ``judges``: the least held-out accuracy of a judge for ``judge_ok``.
     refuse_weak_judges : bool, default=False
-        With ``classifiers``: refuse (raise) instead of warning when a judge is below it.
+        With ``judges``: refuse (raise) instead of warning when a judge is below it.
 
     Returns
     -------
@@ -64,22 +64,22 @@ def compute_file_scores(
         ``file``, ``repscope_version``, ``factor_sizes`` (npz), ``factor_names`` (run), ``bootstrap``
         (its settings or None), ``scores`` (every scalar score by name, flat) and what
         :func:`repscope.studies.candle.score_arrays.score_arrays` returns (``n``, ``factors``, ``latents``,
-        ``compat``, ``metrics``, ``seconds``); with ``classifiers``, ``metrics["cg"]`` (with its judges'
+        ``compat``, ``metrics``, ``seconds``); with ``judges``, ``metrics["cg"]`` (with its judges'
         accuracies and ``judge_ok``: :func:`repscope.studies.candle.cg.cg_of_run`) and the
         ``cg_rho<r>`` scores.
 
     Raises
     ------
     InvalidArgumentError
-        ``classifiers`` with an npz (CG needs a decoder), an unknown metric or ``compat``, a weak judge
+        ``judges`` with an npz (CG needs a decoder), an unknown metric or ``compat``, a weak judge
         with ``refuse_weak_judges``.
     """
     from repscope import __version__  # noqa: PLC0415
     from repscope.studies.candle.score_arrays import headline, score_arrays  # noqa: PLC0415
 
     file = Path(file)
-    if classifiers is not None and not file.is_dir():
-        raise InvalidArgumentError("--classifiers: CG needs a run directory (a decoder), not an npz of codes")
+    if judges is not None and not file.is_dir():
+        raise InvalidArgumentError("--judges: CG needs a run directory (a decoder), not an npz of codes")
     factors, codes, names, sizes = _arrays_of(file, n, seed)
     scores = score_arrays(factors, codes, metrics=metrics or None, bootstrap=bootstrap, seed=seed, compat=compat)
     result = {
@@ -91,8 +91,8 @@ def compute_file_scores(
         "scores": headline(scores),
         **scores,
     }
-    if classifiers is not None:
-        cg = _judged_cg(file, classifiers, n, seed, min_judge_accuracy, refuse_weak_judges)
+    if judges is not None:
+        cg = _judged_cg(file, judges, n, seed, min_judge_accuracy, refuse_weak_judges)
         result["metrics"]["cg"] = cg
         result["scores"].update({key: value for key, value in cg.items() if key.startswith("cg_rho")})
     return result
@@ -113,16 +113,16 @@ def _arrays_of(file: Path, n: int, seed: int) -> tuple[Any, Any, list[str] | Non
 
 
 def _judged_cg(
-    run_dir: Path, classifiers: str | Path, n: int, seed: int, min_judge_accuracy: float, refuse_weak_judges: bool
+    run_dir: Path, judges: str | Path, n: int, seed: int, min_judge_accuracy: float, refuse_weak_judges: bool
 ) -> dict[str, Any]:
-    """CG at rho 1 and 2 of a run's model, its counterfactual images judged by ``classifiers``."""
+    """CG at rho 1 and 2 of a run's model, its counterfactual images judged by the judges in ``judges``."""
     from repscope.progress import progress_bar  # noqa: PLC0415
     from repscope.studies.candle.cg import cg_of_run  # noqa: PLC0415
 
     with progress_bar(f"CG of {run_dir.name} at rho 1 and 2 (decoding counterfactuals, judging them)"):
         return cg_of_run(
             run_dir,
-            classifiers,
+            judges,
             n=n,
             seed=seed,
             min_judge_accuracy=min_judge_accuracy,
