@@ -5,7 +5,7 @@
 #
 #   device:  run(command="bash benchmarks/gpu_sprite_judges.sh", carry=[".whl"], timeout_s=560)
 #
-# The recipe (train-classifiers' defaults, those of the package's level-3 and level-5 judges, measured on
+# The recipe (train-judges' defaults, those of the package's level-3 and level-5 judges, measured on
 # 2 CPU cores): 1,000,000 augmented draws for shape (TRAIN x EPOCHS), 200,000 for each other attribute
 # (OTHER x EPOCHS), Adam 2e-3 cosine-annealed to 0. The draws cost about as much CPU as the
 # training, so the stream is drawn by every core but one (--workers -2). Each level trains into
@@ -34,10 +34,10 @@ deadline=$((SECONDS + LIMIT))
 for level in $LEVELS; do
   left=$((deadline - SECONDS))
   if [ "$left" -lt 30 ]; then echo "# level $level: no time left" | tee -a "$LOG"; break; fi
-  echo "\$ sprites train-classifiers --level $level --train-size $TRAIN --other-train-size $OTHER --epochs $EPOCHS --workers -2" | tee -a "$LOG"
+  echo "\$ sprites train-judges --level $level --train-size $TRAIN --other-train-size $OTHER --epochs $EPOCHS --workers -2" | tee -a "$LOG"
   start=$SECONDS
   # into a file, not a pipe: a child process the time limit missed would hold a pipe open for ever
-  timeout -k 5 "$left" "$PYTHON" -m repscope.cli sprites train-classifiers --level "$level" --train-size "$TRAIN" \
+  timeout -k 5 "$left" "$PYTHON" -m repscope.cli sprites train-judges --level "$level" --train-size "$TRAIN" \
     --other-train-size "$OTHER" --epochs "$EPOCHS" --workers -2 --accelerator "$ACCELERATOR" > "$OUT/step.txt" 2>&1
   rc=$?
   grep -v -i "warn\|elapsed" "$OUT/step.txt" | tee -a "$LOG"

@@ -47,10 +47,18 @@ def test_a_renamed_command_names_its_new_name_in_one_line_and_does_nothing(tmp_p
     assert stdout == "" and not any(tmp_path.iterdir())
 
 
-def test_a_renamed_command_is_hidden_from_help(run_cli):
-    code, stdout, _ = run_cli(["disentangle", "--help"])
+def test_the_sprites_judges_command_answers_under_its_old_name_in_one_line(tmp_path, monkeypatch, run_cli):
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = run_cli(["sprites", "train-classifiers", "--level", "2", "--epochs", "1"])
+    assert code == 2 and stdout == "" and not any(tmp_path.iterdir())
+    assert err == "repscope: error: repscope sprites train-classifiers: renamed repscope sprites train-judges\n"
+
+
+@pytest.mark.parametrize("group, old", [("disentangle", "classifiers"), ("sprites", "train-classifiers")])
+def test_a_renamed_command_is_hidden_from_help(run_cli, group, old):
+    code, stdout, _ = run_cli([group, "--help"])
     listed = [line.split()[0] for line in stdout.split("Commands:")[1].splitlines() if line.strip()]
-    assert code == 0 and "train-judges" in listed and "classifiers" not in listed
+    assert code == 0 and "train-judges" in listed and old not in listed
 
 
 def test_every_renamed_command_is_named_in_the_table():

@@ -1,6 +1,6 @@
 """Seeds reach the weights: same seed, same weights; different seed, different weights, whatever
 the caller's global random state. Through the CLI: ``repscope train`` and ``repscope sprites
-train-classifiers``."""
+train-judges``."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def classifier_run(home, seed: int, global_seed: int) -> dict[str, dict[str, tor
         app,
         [
             "sprites",
-            "train-classifiers",
+            "train-judges",
             "--level",
             "1",
             "--train-size",

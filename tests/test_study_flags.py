@@ -319,7 +319,7 @@ def test_disentangle_train_judges_takes_the_flags(trainers, tmp_path):
 def test_sprites_classifier_commands_take_the_flags(trainers, tmp_path, tiny_attribute_classifiers):
     from repscope.studies.multimodal.dataset_commands import generate_cdsprites
 
-    trained = ["sprites", "train-classifiers", "--level", "1", "--train-size", "64", "--val-size", "32"]
+    trained = ["sprites", "train-judges", "--level", "1", "--train-size", "64", "--val-size", "32"]
     _check(CliRunner().invoke(app, [*trained, "--epochs", "1", "--accelerator", "gpu"]), trainers, 1)
     # classify trains the classifiers on first use, when they are not cached (a fresh REPSCOPE_HOME here)
     trainers.clear()

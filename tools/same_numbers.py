@@ -29,6 +29,13 @@ import yaml
 
 from repscope.cli import main
 
+try:  # the command's name since the judges were called judges everywhere; before, train-classifiers
+    import repscope.studies.multimodal  # noqa: F401
+
+    TRAIN_JUDGES = "train-judges"
+except ImportError:
+    TRAIN_JUDGES = "train-classifiers"
+
 
 def run(argv):
     try:
@@ -122,7 +129,7 @@ def morpho_part():
     run(
         [
             "sprites",
-            "train-classifiers",
+            TRAIN_JUDGES,
             "--level",
             "2",
             "--train-size",
@@ -198,7 +205,7 @@ def morpho_part():
             k: hashlib.sha256(grid[k].tobytes()).hexdigest()[:16] for k in ("imgs", "latents_classes", "latents_values")
         }
     run(
-        ["sprites", "train-classifiers", "--level", "5", "--train-size", "512", "--val-size", "128", "--epochs", "1"]
+        ["sprites", TRAIN_JUDGES, "--level", "5", "--train-size", "512", "--val-size", "128", "--epochs", "1"]
         + ["--seed", "1"]
     )
     run(["sprites", "classify", str(tmp / "l5"), "--out", str(tmp / "cls")])

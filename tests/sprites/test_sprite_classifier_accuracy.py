@@ -26,7 +26,7 @@ def test_short_training_already_recognises_level_1_shapes(isolated_home, tmp_pat
         app,
         [
             "sprites",
-            "train-classifiers",
+            "train-judges",
             "--level",
             "1",
             "--train-size",

@@ -200,7 +200,7 @@ def test_classify_and_evaluate_judge_images_with_the_cached_classifiers(tmp_path
     """Tiny classifiers (trained here into a private cache) judge a generated set; evaluate's
     text -> image and joint scores must agree with classify's per-image verdicts."""
     monkeypatch.setenv("REPSCOPE_HOME", str(tmp_path / "home"))
-    trained = invoke("sprites", "train-classifiers", "--level", 2, "--train-size", 192, "--val-size", 64, "--epochs", 1)
+    trained = invoke("sprites", "train-judges", "--level", 2, "--train-size", 192, "--val-size", 64, "--epochs", 1)
     assert trained.exit_code == 0, trained.output
     assert (tmp_path / "home" / "classifiers" / "cdsprites-level2" / "classifiers.json").exists()
     invoke("sprites", "generate", "--level", 2, "--n", 48, "--split", "test", "--out", tmp_path / "d")

@@ -7,6 +7,7 @@ from typing import Literal, Optional
 
 import typer
 
+from repscope.cli.renamed_options import add_renamed_commands
 from repscope.cli.seeds import check_seed_option
 from repscope.cli.studies import add_study_commands, trainer_section, with_trainer_flags
 
@@ -166,13 +167,11 @@ def import_h5_command(
     typer.echo(f"wrote {len(read_dataset(out))} samples -> {out}")
 
 
-@app.command("train-classifiers")
+@app.command("train-judges")
 @with_trainer_flags
-def train_classifiers_command(
+def train_judges_command(
     level: int = typer.Option(..., metavar=LEVEL_METAVAR, help=LEVEL_HELP),
-    train_size: Optional[int] = typer.Option(
-        None, help="shape classifier's training images per epoch (default 200000)"
-    ),
+    train_size: Optional[int] = typer.Option(None, help="shape judge's training images per epoch (default 200000)"),
     other_train_size: Optional[int] = typer.Option(
         None, help="training images per epoch of the other attributes (default 40000, at most --train-size)"
     ),
@@ -267,3 +266,4 @@ def classify_command(
 # `evaluate FOLDER --level L` is the coherency study
 
 add_study_commands(app, "sprites")
+add_renamed_commands(app, "sprites")

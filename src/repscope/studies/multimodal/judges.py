@@ -28,7 +28,7 @@ background). This module trains those judges, caches them and applies them:
 * **the package's own classifiers** (``src/repscope/judges/cdsprites-level{L}``, :func:`packaged_judges_dir`;
   ``judges/README.md`` holds the commands that trained them and what they measured): the robust training
   needs about a million draws for level 5's shape (hours on 2 CPU cores), so they come trained;
-* :func:`load_judges` reads the user's cache (what ``repscope sprites train-classifiers`` wrote) and,
+* :func:`load_judges` reads the user's cache (what ``repscope sprites train-judges`` wrote) and,
   when it is missing, incomplete, corrupt or of an earlier format, the package's; it trains once with
   the defaults only when neither is usable;
 * :func:`measure_second_renderer` measures a level's classifiers on images of
@@ -1092,7 +1092,7 @@ def load_judges(
     """The judges of ``level``: the user's cache (``directory``, default :func:`judges_dir`) when
     it is usable, else those that come with the package, else trained once.
 
-    A cache the user trained (``repscope sprites train-classifiers``) wins. When there is none, or it is
+    A cache the user trained (``repscope sprites train-judges``) wins. When there is none, or it is
     incomplete, corrupt or of an earlier format, the package's own classifiers
     (:func:`packaged_judges_dir`; trained as ``src/repscope/judges/README.md`` says, with their
     accuracy on a second renderer in ``classifiers.json``) are used, with a line on stderr when a cache
@@ -1149,7 +1149,7 @@ def load_judges(
             if folder.exists():
                 print(
                     f"CdSprites+ level {level} attribute classifiers: {exc}; using those that come with repscope "
-                    f"(remove {folder} or retrain it with repscope sprites train-classifiers --level {level})",
+                    f"(remove {folder} or retrain it with repscope sprites train-judges --level {level})",
                     file=sys.stderr,
                     flush=True,
                 )
