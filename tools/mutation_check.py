@@ -357,9 +357,9 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "irs-reference-upper-bin-edges",
-        ("src/repscope/metrics/disentanglement/irs.py",),
-        "np.digitize(array[:, column], edges[:-1])",
-        "np.digitize(array[:, column], edges[1:])",
+        ("src/repscope/metrics/disentanglement/discretize.py",),
+        "left_edges = np.histogram_bin_edges(row, bins=num_bins)[:-1]",
+        "left_edges = np.histogram_bin_edges(row, bins=num_bins)[1:]",
         ("tests/candle/test_reference_modes.py::test_histogram_discretize_by_hand",),
         "disentanglement_lib's histogram discretiser against the upper bin edges: every value one bin lower, "
         "the maximum alone in the top bin",
@@ -428,7 +428,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "paper-coded-labels-not-flipped",
-        ("src/repscope/studies/invariance/assess.py",),
+        ("src/repscope/studies/invariance/labels.py",),
         "return labels01 if LABEL_CODINGS[label_coding] == 1 else 1 - labels01",
         "return labels01",
         ("tests/invariance/test_assess_reference.py::test_to_our_coding_flips_the_papers_labels_only",),
@@ -506,7 +506,7 @@ MUTATIONS: list[Mutation] = [
         'return {name: record["accuracy"] for name, record in judge_records(folder).items()}',
         (
             "tests/candle/test_judge_symmetries.py::test_a_judge_record_holds_raw_and_identifiable_accuracy",
-            "tests/candle/test_disentangle_score.py::test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_factor_classifiers",
+            "tests/candle/test_disentangle_score.py::test_cg_of_a_run_is_the_metric_on_its_decoder_and_the_judges",
         ),
         "CG's judges held to their raw accuracy, symmetric orientations counted wrong",
     ),
@@ -536,9 +536,9 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "sweep-worker-watches-the-grandparent",
-        ("src/repscope/sweeps.py",),
-        "initargs=(_worker_environment(threads), os.getpid()),",
-        "initargs=(_worker_environment(threads), os.getppid()),",
+        ("src/repscope/pools.py",),
+        "initargs=(os.getpid(), setup, setup_args),",
+        "initargs=(os.getppid(), setup, setup_args),",
         ("tests/test_worker_lifetime.py::test_sweep_workers_end_when_the_driver_is_killed",),
         "sweep workers check the wrong parent and exit at once or never",
     ),
@@ -698,7 +698,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "assessor-pickle-accepted",
-        ("src/repscope/studies/invariance/assess.py",),
+        ("src/repscope/studies/invariance/assessor_files.py",),
         "    if not zipfile.is_zipfile(path):",
         "    if False:",
         ("tests/invariance/test_invariance_bad_inputs.py::test_a_pickle_is_refused_without_running_its_code",),
@@ -792,8 +792,8 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "dropped-interrupt-not-raised",
-        ("src/repscope/progress.py",),
-        "        _GUARD.check()  # a Ctrl-C dropped in a finalizer since the last update stops the work here",
+        ("src/repscope/progress_display.py",),
+        "        interrupt_guard.check()  # a Ctrl-C dropped in a finalizer since the last update stops the work here",
         "        pass",
         (
             "tests/candle/test_study_interrupt.py::test_an_interrupt_dropped_in_a_finalizer_stops_the_loop_at_the_next_update",
@@ -810,7 +810,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "progress-time-left-counts-earlier-steps",
-        ("src/repscope/progress.py",),
+        ("src/repscope/progress_text.py",),
         '(done - initial))} left"',
         'done)} left"',
         ("tests/test_progress_truth.py::test_time_left_uses_the_steps_done_since_the_start_only",),
@@ -944,8 +944,8 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "command-clock-not-restarted",
-        ("src/repscope/progress.py",),
-        "        if _command_last_line is not None:\n            _command_last_line = now\n",
+        ("src/repscope/progress_display.py",),
+        "        if clock.command_last_line is not None:\n            clock.command_last_line = now\n",
         "        pass\n",
         ("tests/test_progress_truth.py::test_short_steps_after_a_long_silence_in_a_command_say_they_finished",),
         "every short step of a command prints after the first silence: lines pile up",
@@ -953,8 +953,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "command-lines-over-open-bars",
         ("src/repscope/progress.py",),
-        "        if _DISPLAY.active or _open_bars or _command_silent_for() < due:",
-        "        if _DISPLAY.active or _command_silent_for() < due:",
+        "        if DISPLAY.active or clock.open_bars or clock.command_silent_for() < due:",
+        "        if DISPLAY.active or clock.command_silent_for() < due:",
         ("tests/test_progress_truth.py::test_work_outside_any_bar_in_a_silent_command_gets_its_lines",),
         "the command's own lines interleave with an open bar's",
     ),
@@ -989,8 +989,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "ray-address-error-raw",
         ("src/repscope/sweeps.py",),
-        "                except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise\n",
-        "                except ImportError as exc:\n",
+        "    except ConnectionError as exc:  # Ray's own message ends in a traceback otherwise\n",
+        "    except ImportError as exc:\n",
         ("tests/test_sweeps.py::test_a_ray_address_where_no_cluster_answers_is_one_line_naming_it",),
         "a Ray address with no cluster ends in Ray's traceback",
     ),
@@ -1004,7 +1004,7 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "terminal-clock-stops-at-n-of-n",
-        ("src/repscope/progress.py",),
+        ("src/repscope/progress_display.py",),
         "                    RunningTimeColumn(),\n",
         "                    TimeElapsedColumn(),\n",
         ("tests/test_progress_truth.py::test_a_bar_at_n_of_n_still_open_keeps_its_clock_running_on_a_terminal",),
@@ -1037,8 +1037,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "evaluate-drops-recognised",
         ("src/repscope/studies/multimodal/coherency.py",),
-        "coherency.text_to_image(level, truth, predicted, judgement.recognised)",
-        "coherency.text_to_image(level, truth, predicted)",
+        "                self.level, truth, judgement.table, judgement.recognised\n",
+        "                self.level, truth, judgement.table\n",
         (
             "tests/sprites/test_toolkit_coherency.py::test_images_the_judge_rejects_count_wrong_by_our_rules_and_are_reported",
         ),
@@ -1103,9 +1103,9 @@ MUTATIONS: list[Mutation] = [
         "        if False:\n",
         (
             "tests/candle/test_disentangle_study.py::"
-            "test_classifiers_of_other_data_or_factors_are_refused_before_anything_is_written",
+            "test_judges_of_other_data_or_factors_are_refused_before_anything_is_written",
         ),
-        "classifiers of another dataset judge a study's images",
+        "judges of another dataset judge a study's images",
     ),
     Mutation(
         "candle-nested-manifest-read",
@@ -1134,24 +1134,24 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "packaged-judges-read-as-a-folder",
         ("src/repscope/studies/candle/disentanglement.py",),
-        "        judged_by = classifiers_folder(config.classifiers_dir, config.data.name)\n",
-        "        judged_by = Path(config.classifiers_dir).expanduser()\n",
+        "    folder = judges_folder(config.judges_dir, config.data.name)\n",
+        "    folder = Path(config.judges_dir).expanduser()\n",
         (
             "tests/candle/test_packaged_dsprites_judges.py::"
             "test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are",
         ),
-        "classifiers_dir: packaged is looked for as a folder of that name in the working directory",
+        "judges_dir: packaged is looked for as a folder of that name in the working directory",
     ),
     Mutation(
         "score-packaged-judges-unresolved",
         ("src/repscope/studies/candle/cg.py",),
-        '    classifiers = classifiers_folder(classifiers, open_run(run_dir).data_name, "--classifiers")\n',
-        "    classifiers = Path(classifiers)\n",
+        '    folder = judges_folder(judges_dir, open_run(run_dir).data_name, "--judges")\n',
+        "    folder = Path(judges_dir)\n",
         (
             "tests/candle/test_packaged_dsprites_judges.py::"
             "test_a_study_judged_by_the_packaged_judges_trains_none_and_says_whose_they_are",
         ),
-        "disentangle score --classifiers packaged looks for a folder called packaged",
+        "disentangle score --judges packaged looks for a folder called packaged",
     ),
     Mutation(
         "packaged-judge-weights-of-another-factor",
@@ -1187,9 +1187,9 @@ MUTATIONS: list[Mutation] = [
         '            model_params={"network_params": network} if network else None,',
         (
             "tests/candle/test_judge_symmetries.py::"
-            "test_the_classifiers_command_trains_candle_judges_and_prints_both_accuracies",
+            "test_the_train_judges_command_trains_candle_judges_and_prints_both_accuracies",
         ),
-        "disentangle classifiers --model-param is checked, then the model trains with its defaults",
+        "disentangle train-judges --model-param is checked, then the model trains with its defaults",
     ),
     Mutation(
         "shift-axes-swapped",
@@ -1214,8 +1214,8 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "outer-bar-repeats-beside-nested-bar",
-        ("src/repscope/progress.py",),
-        "                if _open_bars > self._depth:\n",
+        ("src/repscope/progress_display.py",),
+        "                if clock.open_bars > self._depth:\n",
         "                if False:\n",
         (
             "tests/test_progress_truth.py::"
@@ -1226,14 +1226,14 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "bar-closed-before-its-end-line",
         ("src/repscope/progress.py",),
-        "            _open_bars -= counted\n            if guarded:",
+        "            clock.open_bars -= counted\n            if guarded:",
         "            if guarded:",
         ("tests/test_progress_truth.py::test_work_outside_any_bar_in_a_silent_command_gets_its_lines",),
         "a bar never counted as closed: the command stays silent after its first bar",
     ),
     Mutation(
         "nested-bar-grace-dropped",
-        ("src/repscope/progress.py",),
+        ("src/repscope/progress_display.py",),
         "NESTED_GRACE = 1.5\n",
         "NESTED_GRACE = 1.0\n",
         (
@@ -1439,8 +1439,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "ml4ml-test-reference-sensitivity-seed-unused",
         ("src/repscope/studies/invariance/testing.py",),
-        '        metrics["features_reference"] = reference_features(signals, seed=seed)\n',
-        '        metrics["features_reference"] = reference_features(signals)\n',
+        '    features_reference = reference_features(signals, seed=seed) if compat == "reference" else None\n',
+        '    features_reference = reference_features(signals) if compat == "reference" else None\n',
         (
             "tests/invariance/test_feature_parameter_values.py::"
             "test_the_seed_of_a_test_draws_both_sensitivity_subsamples",
