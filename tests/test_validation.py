@@ -1,5 +1,8 @@
 """The shared array / image rules of repscope.validation."""
 
+import importlib
+import re
+
 import numpy as np
 import pytest
 
@@ -171,3 +174,74 @@ def test_conversions_refuse_other_dtypes():
         to_float01(np.array([1, 2]))
     with pytest.raises(InvalidArgumentError, match="dtype object"):
         to_uint8(np.array([None]))
+
+
+# --------------------------------------------------------------------------------------------
+# counts: one rule and one wording wherever a Python function takes one
+
+
+def _sample() -> np.ndarray:
+    return np.arange(16.0).reshape(8, 2)
+
+
+# (function, its arguments around the count, the name the message must give)
+COUNTS = {
+    "mmd-permutations": (
+        "repscope.metrics.mmd:mmd_quadratic_test",
+        lambda v: ((_sample(), _sample() + 1), {"permutations": v}),
+        "permutations",
+    ),
+    "subsets": ("repscope.models.multimodal.experts:subsets", lambda v: ((v,), {}), "n_modalities"),
+    "traversal-latent-dim": (
+        "repscope.studies.multimodal.analysis:joint_traversal_latents",
+        lambda v: ((v, 3), {}),
+        "latent_dim",
+    ),
+    "traversal-steps": (
+        "repscope.studies.multimodal.analysis:joint_traversal_latents",
+        lambda v: ((2, v), {}),
+        "steps",
+    ),
+    "evaluation-n-key": (
+        "repscope.studies.multimodal.evaluate:check_evaluation_settings",
+        lambda v: ((), {"n": v, "k": 1, "analysis": False, "n_analysis": 0, "names": {"n": "evaluation.n"}}),
+        "evaluation.n",
+    ),
+    "evaluation-batch-size": (
+        "repscope.studies.multimodal.evaluate:check_evaluation_settings",
+        lambda v: ((), {"n": 1, "k": 1, "analysis": False, "n_analysis": 0, "batch_size": v}),
+        "--batch-size",
+    ),
+    "measure-limit": (
+        "repscope.studies.morpho.measure:measure_digits",
+        lambda v: (("mnist-sample",), {"limit": v}),
+        "--limit",
+    ),
+    "infogan-generator": ("repscope.models.morpho.infogan:Generator", lambda v: ((v,), {}), "input_dim"),
+    "lenet5": ("repscope.models.morpho.baselines:LeNet5", lambda v: ((v,), {}), "num_outputs"),
+    "attribute-cnn": ("repscope.models.multimodal.judge_cnn:AttributeCNN", lambda v: ((7,), {"width": v}), "width"),
+    "upscale": (
+        "repscope.data.morpho.resample:upscale",
+        lambda v: ((np.zeros((1, 4, 4), np.uint8),), {"factor": v}),
+        "factor",
+    ),
+    "pipeline-scale": ("repscope.data.morpho.pipeline:PipelineConfig", lambda v: ((), {"scale": v}), "scale"),
+    "coverage": (
+        "repscope.data.multimodal.second_renderer:coverage",
+        lambda v: (([0], [0], [0.0], [32.0], [32.0]), {"supersample": v}),
+        "supersample",
+    ),
+    "cdsprites-size": ("repscope.data.multimodal.cdsprites:CdSpritesPlus", lambda v: ((1,), {"size": v}), "size"),
+}
+
+
+@pytest.mark.parametrize("bad", [0, 2.5])
+@pytest.mark.parametrize("case", sorted(COUNTS))
+def test_a_count_given_to_a_function_is_refused_in_one_wording(case, bad):
+    target, arguments, name = COUNTS[case]
+    module, _, attribute = target.partition(":")
+    function = getattr(importlib.import_module(module), attribute)
+    args, kwargs = arguments(bad)
+    expected = rf"^{re.escape(name)}: expected a positive integer, got {re.escape(repr(bad))}$"
+    with pytest.raises(InvalidArgumentError, match=expected):
+        function(*args, **kwargs)

@@ -137,7 +137,7 @@ def test_the_train_judges_command_trains_candle_judges_and_prints_both_accuracie
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "z"), "--network-param", "readout=mean"])
     assert "readout: expected one of both, max, got 'mean'" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "v"), "--network-param", "width=0"])
-    assert "width: expected an integer of at least 1, got 0" in str(refused.exception)
+    assert "width: expected a positive integer, got 0" in str(refused.exception)
     refused = runner.invoke(app, [*arguments[:3], str(tmp_path / "w"), "--model-param", "wings=2"])
     assert str(refused.exception) == "--model-param: unknown key model.params.wings"
     assert not any((tmp_path / name).exists() for name in ("v", "w", "x", "y", "z"))

@@ -22,7 +22,7 @@ def test_the_command_writes_the_bytes_the_function_writes(tmp_path, run_cli):
 
 
 def test_bad_arguments_are_refused_before_anything_is_written(tmp_path):
-    with pytest.raises(InvalidArgumentError, match="--limit: must be >= 1"):
+    with pytest.raises(InvalidArgumentError, match="^--limit: expected a positive integer, got 0$"):
         measure_source("mnist-sample", tmp_path / "none.csv", limit=0)
     assert not (tmp_path / "none.csv").exists()
     (tmp_path / "kept.csv").write_text("mine\n")

@@ -371,7 +371,7 @@ def test_attribute_cnn_width_multiplies_every_block():
     # the flattened read-out grows with the last block's channels too: 128 x 4 x 4 + 128 features
     assert AttributeCNN(7, width=3).classifier.in_features == 192 * 16 + 192
     for bad in (0, 1.5, True):
-        with pytest.raises(InvalidArgumentError, match=rf"^width: expected an integer of at least 1, got {bad!r}$"):
+        with pytest.raises(InvalidArgumentError, match=rf"^width: expected a positive integer, got {bad!r}$"):
             AttributeCNN(7, width=bad)
 
 

@@ -54,13 +54,12 @@ def generate_command(
 ) -> None:
     """Generate a sprite dataset (images, captions, factors) from a seed."""
     from repscope.data.multimodal.attributes import check_level
-    from repscope.errors import InvalidArgumentError
     from repscope.outputs import CommandInput, output_target
     from repscope.progress import progress_bar
     from repscope.studies.multimodal.dataset_commands import generate_cdsprites, generate_dsprites
+    from repscope.validation import check_positive_int
 
-    if n is not None and n < 1:
-        raise InvalidArgumentError(f"--n: must be at least 1, got {n}")
+    n = check_positive_int(n, "--n", allow_none=True)
     inputs = [] if texture_dir is None else [CommandInput(texture_dir, "--texture-dir", "the texture photographs")]
     if dataset == "cdsprites":
         from repscope.data.multimodal.cdsprites import default_size

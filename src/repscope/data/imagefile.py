@@ -17,7 +17,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from repscope.errors import DataFormatError, InvalidArgumentError
+from repscope.errors import DataFormatError
+from repscope.validation import check_positive_int
 
 # the errors Pillow raises on a truncated or corrupt file: OSError (UnidentifiedImageError, "image file is
 # truncated", "broken data stream"), SyntaxError ("broken PNG file"), and from some decoders ValueError,
@@ -53,8 +54,7 @@ def read_image(path: str | Path, mode: str, max_pixels: int, label: str = "") ->
     InvalidArgumentError
         When ``max_pixels`` is not a positive integer.
     """
-    if isinstance(max_pixels, bool) or not isinstance(max_pixels, int | np.integer) or max_pixels < 1:
-        raise InvalidArgumentError(f"max_pixels: must be a positive integer, got {max_pixels!r}")
+    max_pixels = check_positive_int(max_pixels, "max_pixels")
     path = Path(path)
     try:
         with warnings.catch_warnings():

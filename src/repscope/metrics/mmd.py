@@ -25,6 +25,7 @@ import numpy as np
 from scipy.stats import norm
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 MIN_ROWS = 4
 # Permutation statistics are computed in blocks of this many permutations to bound memory.
@@ -199,8 +200,7 @@ def mmd_quadratic_test(
     """
     x, y = _as_sample(x, "x"), _as_sample(y, "y")
     _check_same_columns(x, y)
-    if isinstance(permutations, bool) or not isinstance(permutations, (int, np.integer)) or permutations < 1:
-        raise InvalidArgumentError(f"permutations: must be a positive integer, got {permutations!r}")
+    permutations = check_positive_int(permutations, "permutations")
     bandwidth_sq = _bandwidth_sq(x, y, bandwidth_sq)
     generator = np.random.default_rng(rng)
 

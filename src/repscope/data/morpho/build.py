@@ -83,7 +83,7 @@ from repscope.errors import InvalidArgumentError, OutputExistsError, RepscopeErr
 from repscope.fileio import check_free_space, make_output_dir, sha256_file, write_bytes_atomic, write_json_atomic
 from repscope.pools import ordered_map, pool_context
 from repscope.resume_check import Difference, describe, differences, refuse_changes
-from repscope.validation import Seed, check_memory
+from repscope.validation import Seed, check_memory, check_positive_int
 
 FORMAT_VERSION = (
     3  # 2: plain digits rendered, ids.csv, copies, compat; 3: train_size/test_size (were max_train/max_test)
@@ -188,14 +188,11 @@ class BuildConfig(Section):
             )
         if not 0.0 < self.test_fraction < 1.0:
             raise InvalidArgumentError(f"test_fraction: must lie in (0, 1), got {self.test_fraction}")
-        for name, value in (("train_size", self.train_size), ("test_size", self.test_size)):
-            if value is not None and value < 1:
-                raise InvalidArgumentError(f"{name}: must be >= 1, got {value}")
-        if self.chunk_size < 1:
-            raise InvalidArgumentError(f"chunk_size: must be >= 1, got {self.chunk_size}")
-        for name, value in (("copies", self.copies), ("test_copies", self.test_copies)):
-            if value < 1:
-                raise InvalidArgumentError(f"{name}: must be >= 1 (copies of each digit), got {value}")
+        check_positive_int(self.train_size, "train_size", allow_none=True)
+        check_positive_int(self.test_size, "test_size", allow_none=True)
+        check_positive_int(self.chunk_size, "chunk_size")
+        check_positive_int(self.copies, "copies")
+        check_positive_int(self.test_copies, "test_copies")
         unknown_kinds = [str(k) for k in self.perturbations if k not in KINDS]
         if unknown_kinds:
             raise InvalidArgumentError(
@@ -796,8 +793,7 @@ def build_dataset(
         SourceNotFoundError, DataFormatError).
     """
     config.check()
-    if jobs < 1:
-        raise InvalidArgumentError(f"jobs: must be >= 1, got {jobs}")
+    jobs = check_positive_int(jobs, "jobs")
     out = Path(out)
     state_dir = out / STATE_DIR
     state_file = state_dir / "config.json"

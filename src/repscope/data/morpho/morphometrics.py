@@ -40,6 +40,7 @@ from repscope.data.morpho.pipeline import (
 from repscope.data.morpho.strokes import COLUMNS, MORPHOMETRICS, morphometric_table, stroke_measures
 from repscope.errors import InvalidArgumentError
 from repscope.pools import ordered_map, pool_context
+from repscope.validation import check_positive_int
 
 # --------------------------------------------------------------------------------------------
 # grey-level measures (moments and mass bounds of the hi-res image), vectorised over a batch
@@ -308,10 +309,7 @@ def measure(
         raise InvalidArgumentError(f"method: must be one of {', '.join(METHODS)}, got {method!r}")
     if compat not in published.COMPAT_MODES:
         raise InvalidArgumentError(f"compat: must be one of {', '.join(published.COMPAT_MODES)}, got {compat!r}")
-    if jobs < 1:
-        raise InvalidArgumentError(f"jobs: must be >= 1, got {jobs}")
-    if chunk_size < 1:
-        raise InvalidArgumentError(f"chunk_size: must be >= 1, got {chunk_size}")
+    jobs, chunk_size = check_positive_int(jobs, "jobs"), check_positive_int(chunk_size, "chunk_size")
     config = config or PipelineConfig()
     if compat == "published":
         published.check_published_config(config)

@@ -31,7 +31,7 @@ from skimage.transform import pyramid_expand
 
 from repscope.data.morpho import resample, skeleton
 from repscope.errors import InvalidArgumentError
-from repscope.validation import as_array, check_image, check_images, to_float01
+from repscope.validation import as_array, check_image, check_images, check_positive_int, to_float01
 
 Method = Literal["fast", "reference"]
 METHODS: tuple[str, ...] = ("fast", "reference")
@@ -72,8 +72,7 @@ class PipelineConfig:
     bound_fraction: float = 0.02
 
     def __post_init__(self) -> None:
-        if not isinstance(self.scale, (int, np.integer)) or self.scale < 1:
-            raise InvalidArgumentError(f"scale: must be a positive integer, got {self.scale!r}")
+        check_positive_int(self.scale, "scale")
         if not 0.0 < float(self.threshold) < 1.0:
             raise InvalidArgumentError(f"threshold: must lie in (0, 1), got {self.threshold!r}")
         if self.sigma is not None and self.sigma < 0:

@@ -54,6 +54,7 @@ from repscope.data.morpho import resample, skeleton
 from repscope.data.morpho.pipeline import PipelineConfig, tile_crops
 from repscope.data.morpho.strokes import morphometric_table, stroke_measures
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 COMPAT_MODES: tuple[str, ...] = ("none", "published")
 
@@ -138,8 +139,7 @@ def upscale_published(images: np.ndarray, factor: int = 4) -> np.ndarray:
     """
     batch = resample._as_float_batch(images)
     integer_input = np.asarray(images).dtype == np.uint8
-    if not isinstance(factor, (int, np.integer)) or factor < 1:
-        raise InvalidArgumentError(f"factor: must be a positive integer, got {factor!r}")
+    factor = check_positive_int(factor, "factor")
     n, height, width = batch.shape
     if factor > 1:
         col_taps, col_offset = _cubic_taps(width, factor * width)

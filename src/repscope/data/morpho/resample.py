@@ -22,7 +22,7 @@ from skimage.transform import resize
 
 from repscope import validation
 from repscope.errors import InvalidArgumentError
-from repscope.validation import as_array, check_pixel_values, to_float01
+from repscope.validation import as_array, check_pixel_values, check_positive_int, to_float01
 
 
 def default_sigma(factor: int) -> float:
@@ -100,8 +100,7 @@ def upscale(images: np.ndarray, factor: int = 4, order: int = 3, sigma: float | 
     """
     batch = _as_float_batch(images)
     n, height, width = batch.shape
-    if factor < 1:
-        raise InvalidArgumentError(f"factor: must be a positive integer, got {factor}")
+    factor = check_positive_int(factor, "factor")
     if factor == 1:
         return batch.copy()
     sigma = default_sigma(factor) if sigma is None else float(sigma)

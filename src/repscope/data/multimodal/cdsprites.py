@@ -65,6 +65,7 @@ from repscope.data.multimodal.textures import (
     texture_bank,
 )
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 SPLITS: tuple[str, ...] = ("train", "val", "test")
 TEST_SIZE = 10_000  # the paper's coherency test sets (A.2.3)
@@ -338,9 +339,7 @@ class CdSpritesPlus:
         if split not in SPLITS:
             raise InvalidArgumentError(f"split: must be one of {', '.join(SPLITS)}, got {split!r}")
         self.split = split
-        self.size = default_size(self.level, split) if size is None else int(size)
-        if self.size < 1 or self.size != size and size is not None:
-            raise InvalidArgumentError(f"size: must be a positive integer, got {size!r}")
+        self.size = default_size(self.level, split) if size is None else check_positive_int(size, "size")
         self.seed, self.texture_seed = int(seed), int(texture_seed)
         if self.seed < 0:
             raise InvalidArgumentError(f"seed: must be a non-negative integer, got {seed!r}")

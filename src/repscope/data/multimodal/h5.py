@@ -28,6 +28,7 @@ from repscope.data.store import (
 )
 from repscope.errors import DataFormatError, InvalidArgumentError, OutputExistsError, SourceNotFoundError
 from repscope.fileio import atomic_path
+from repscope.validation import check_positive_int
 
 H5_IMAGE = "image"
 H5_TEXT = "text"
@@ -246,6 +247,4 @@ def _decode_caption(value: Any, in_h5: Path, row: int) -> str:
 
 
 def _check_chunk(chunk: Any) -> int:
-    if isinstance(chunk, bool) or not isinstance(chunk, (int, np.integer)) or chunk < 1:
-        raise InvalidArgumentError(f"chunk: must be a positive integer, got {chunk!r}")
-    return int(chunk)
+    return check_positive_int(chunk, "chunk")

@@ -33,6 +33,7 @@ from repscope.data.multimodal.attributes import ATTRIBUTE_VALUES, COLOUR_RGB, ch
 from repscope.data.multimodal.cdsprites import CdSpritesPlus
 from repscope.data.multimodal.textures import IMAGE_SIZE
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 RADIUS_PX = {0: 9.0, 1: 4.5}  # size class -> half-size (big, small)
 HEART_FIT = 1.05  # the heart's larger half-extent, in half-sizes
@@ -78,9 +79,7 @@ def coverage(shapes: Any, sizes: Any, angles: Any, centre_x: Any, centre_y: Any,
     InvalidArgumentError
         When ``supersample`` is not a positive integer.
     """
-    if isinstance(supersample, bool) or int(supersample) != supersample or supersample < 1:
-        raise InvalidArgumentError(f"supersample: must be a positive integer, got {supersample!r}")
-    s = int(supersample)
+    s = check_positive_int(supersample, "supersample")
     shapes, sizes = np.asarray(shapes, dtype=np.int64), np.asarray(sizes, dtype=np.int64)
     out = np.zeros((len(shapes), IMAGE_SIZE, IMAGE_SIZE), dtype=np.float32)
     fine = IMAGE_SIZE * s

@@ -51,6 +51,7 @@ import numpy as np
 
 from repscope.data.imagefile import read_image
 from repscope.errors import DataFormatError, InvalidArgumentError, RepscopeError, SourceNotFoundError
+from repscope.validation import check_positive_int
 
 IMAGE_SIZE = 64
 PHOTO_SIZE = 192
@@ -394,9 +395,8 @@ class TextureBank:
     """
 
     def __init__(self, seed: int = 0, per_family: int = DEFAULT_PER_FAMILY, texture_dir: str | Path | None = None):
-        if isinstance(per_family, bool) or int(per_family) != per_family or per_family < 1:
-            raise InvalidArgumentError(f"per_family: must be a positive integer, got {per_family!r}")
-        self.seed, self.per_family = int(seed), int(per_family)
+        per_family = check_positive_int(per_family, "per_family")
+        self.seed, self.per_family = int(seed), per_family
         self.texture_dir = None if texture_dir is None else str(texture_dir)
         if self.texture_dir is None:
             from repscope.progress import progress_bar  # noqa: PLC0415
@@ -683,8 +683,7 @@ def cached_procedural_bank(
     TextureBank
         Identical to ``TextureBank(seed, per_family)``.
     """
-    if isinstance(per_family, bool) or int(per_family) != per_family or per_family < 1:
-        raise InvalidArgumentError(f"per_family: must be a positive integer, got {per_family!r}")
+    per_family = check_positive_int(per_family, "per_family")
     path = bank_cache_path(seed, per_family, home)
     bank = read_bank_cache(path, seed, per_family)
     if bank is not None:

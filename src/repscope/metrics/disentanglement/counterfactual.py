@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from repscope.errors import InvalidArgumentError
-from repscope.validation import check_factors_codes
+from repscope.validation import check_factors_codes, check_positive_int
 
 
 def _check(factors: Any, codes: Any, q_sets: Sequence[Sequence[int]]) -> tuple[np.ndarray, np.ndarray, list]:
@@ -185,8 +185,7 @@ def counterfactual_generativeness(
         length or range, or on a weak judge with ``refuse_weak_judges``.
     """
     factors, codes, sets = _check(factors, codes, q_sets)
-    if int(batch_size) < 1:
-        raise InvalidArgumentError(f"batch_size: must be >= 1, got {batch_size}")
+    batch_size = check_positive_int(batch_size, "batch_size")
     threshold = _check_threshold(min_judge_accuracy)
     judges: dict[str, Any] = {"judge_accuracy": None, "judge_ok": None, "weak_judges": []}
     if judge_accuracy is not None:

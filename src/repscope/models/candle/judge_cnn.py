@@ -20,6 +20,7 @@ from torch import nn
 
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal.judge_cnn import checked_classes_and_shape
+from repscope.validation import check_positive_int
 
 
 def _block(in_channels: int, out_channels: int, stride: int) -> list[nn.Module]:
@@ -65,9 +66,7 @@ class FactorCNN(nn.Module):
     ) -> None:
         super().__init__()
         shape = checked_classes_and_shape(num_classes, image_shape)
-        for name, value in (("width", width), ("hidden", hidden)):
-            if isinstance(value, bool) or int(value) != value or value < 1:
-                raise InvalidArgumentError(f"{name}: must be a positive integer, got {value!r}")
+        width, hidden = check_positive_int(width, "width"), check_positive_int(hidden, "hidden")
         if not 0.0 <= float(dropout) < 1.0:
             raise InvalidArgumentError(f"dropout: must be in [0, 1), got {dropout!r}")
         self.num_classes, width = int(num_classes), int(width)

@@ -44,8 +44,7 @@ class LeNet5(nn.Module):
 
     def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
         super().__init__()
-        if int(num_outputs) < 1:
-            raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        check_positive_int(num_outputs, "num_outputs")
         channels, height, width = _image_shape(image_shape, minimum=12)
         self.num_outputs = int(num_outputs)
         self.features = nn.Sequential(
@@ -78,8 +77,7 @@ class MLP(nn.Module):
         self, num_outputs: int = 10, hidden: tuple[int, ...] = (200, 200), image_shape: tuple[int, ...] = (1, 28, 28)
     ) -> None:
         super().__init__()
-        if int(num_outputs) < 1:
-            raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        check_positive_int(num_outputs, "num_outputs")
         self.num_outputs = int(num_outputs)
         layers: list[nn.Module] = []
         channels, height, width = _image_shape(image_shape)
@@ -107,8 +105,7 @@ class CNN5(nn.Module):
 
     def __init__(self, num_outputs: int = 10, image_shape: tuple[int, ...] = (1, 28, 28)) -> None:
         super().__init__()
-        if int(num_outputs) < 1:
-            raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        check_positive_int(num_outputs, "num_outputs")
         channels, height, width = _image_shape(image_shape, minimum=4)
         self.num_outputs = int(num_outputs)
         self.features = nn.Sequential(
@@ -146,8 +143,7 @@ class VGG13BN(nn.Module):
     ) -> None:
         super().__init__()
         self.input_range = check_input_range(input_range)
-        if int(num_outputs) < 1:
-            raise InvalidArgumentError(f"num_outputs: must be at least 1, got {num_outputs}")
+        check_positive_int(num_outputs, "num_outputs")
         channels, height, width = _image_shape(image_shape, minimum=32)
         self.num_outputs = int(num_outputs)
         layers: list[nn.Module] = []

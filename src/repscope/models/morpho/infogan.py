@@ -19,8 +19,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from repscope.errors import InvalidArgumentError
 from repscope.models.morpho.infogan_codes import CodeSpec
+from repscope.validation import check_positive_int
 
 FEATURES = 1024  # width of the discriminator trunk's output
 LEAK = 0.1
@@ -36,9 +36,7 @@ class Generator(nn.Module):
 
     def __init__(self, input_dim: int, channels: int = 1) -> None:
         super().__init__()
-        if int(input_dim) < 1:
-            raise InvalidArgumentError(f"input_dim: must be at least 1, got {input_dim}")
-        self.input_dim = int(input_dim)
+        self.input_dim = check_positive_int(input_dim, "input_dim")
         self.fc = nn.Sequential(
             nn.Linear(self.input_dim, 1024),
             nn.BatchNorm1d(1024),
@@ -99,9 +97,7 @@ class Encoder(nn.Module):
 
     def __init__(self, latent_dim: int, channels: int = 1) -> None:
         super().__init__()
-        if int(latent_dim) < 1:
-            raise InvalidArgumentError(f"latent_dim: must be at least 1, got {latent_dim}")
-        self.latent_dim = int(latent_dim)
+        self.latent_dim = check_positive_int(latent_dim, "latent_dim")
         self.trunk = DiscriminatorTrunk(channels)
         self.head = nn.Linear(FEATURES, 2 * self.latent_dim)
 

@@ -21,6 +21,7 @@ import itertools
 import torch
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 
 def may_read(tensor: torch.Tensor) -> bool:
@@ -251,8 +252,7 @@ def subsets(n_modalities: int) -> list[tuple[int, ...]]:
     list of tuple of int
         ``2 ** n_modalities - 1`` subsets.
     """
-    if n_modalities < 1:
-        raise InvalidArgumentError(f"n_modalities: must be >= 1, got {n_modalities}")
+    n_modalities = check_positive_int(n_modalities, "n_modalities")
     return [s for size in range(1, n_modalities + 1) for s in itertools.combinations(range(n_modalities), size)]
 
 

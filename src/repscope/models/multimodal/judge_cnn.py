@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 IMAGE_SIZE = 64
 CHANNELS = (3, 16, 32, 64, 64)
@@ -115,8 +116,7 @@ class AttributeCNN(nn.Module):
             raise InvalidArgumentError(f"first_stride: expected 1 or 2, got {first_stride!r}")
         if readout not in READOUTS:
             raise InvalidArgumentError(f"readout: expected one of {', '.join(READOUTS)}, got {readout!r}")
-        if isinstance(width, bool) or not isinstance(width, int) or width < 1:
-            raise InvalidArgumentError(f"width: expected an integer of at least 1, got {width!r}")
+        width = check_positive_int(width, "width")
         self.num_classes, self.readout = int(num_classes), readout
         layers: list[nn.Module] = []
         channels = (shape[0], *(c * width for c in CHANNELS[1:]))

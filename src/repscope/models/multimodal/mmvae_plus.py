@@ -30,6 +30,7 @@ from repscope.models.multimodal import experts, objectives
 from repscope.models.multimodal.dmvae import PrivateSharedVAE
 from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, log_prior
 from repscope.models.multimodal.models import OBJECTIVES, LikelihoodSpec, MultimodalVAE
+from repscope.validation import check_positive_int
 
 
 class ModalitySpecificMixtureVAE(PrivateSharedVAE):
@@ -88,8 +89,7 @@ class ModalitySpecificMixtureVAE(PrivateSharedVAE):
         """
         if objective not in OBJECTIVES:
             raise InvalidArgumentError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        if k < 1:
-            raise InvalidArgumentError(f"k: must be >= 1, got {k}")
+        k = check_positive_int(k, "k")
         feature_masks = feature_masks or {}
         scored = {**inputs, **{name: value for name, value in (targets or {}).items() if name in inputs}}
         shared, private, mask = self.encode(inputs)

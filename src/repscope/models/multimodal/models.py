@@ -46,6 +46,7 @@ from torch import nn
 from repscope.errors import InvalidArgumentError
 from repscope.models.multimodal import experts, objectives
 from repscope.models.multimodal.likelihoods import log_likelihood, log_normal, log_prior
+from repscope.validation import check_positive_int
 
 OBJECTIVES: tuple[str, ...] = ("elbo", "iwae", "dreg")
 SUBSAMPLINGS: tuple[str, ...] = ("singles", "all")  # MVAE's sub-sampled ELBO terms besides the joint one
@@ -269,8 +270,7 @@ class MultimodalVAE(nn.Module):
         """
         if objective not in OBJECTIVES:
             raise InvalidArgumentError(f"objective: must be one of {', '.join(OBJECTIVES)}, got {objective!r}")
-        if k < 1:
-            raise InvalidArgumentError(f"k: must be >= 1, got {k}")
+        k = check_positive_int(k, "k")
         feature_masks = feature_masks or {}
         mu, logvar, mask = self.encode(inputs, present)
         known = experts.known_presence(self.modalities, inputs, present, mask.shape[1])

@@ -14,11 +14,11 @@ import pandas as pd
 
 from repscope.data.morpho import measure
 from repscope.data.sources import load_source
-from repscope.errors import InvalidArgumentError
 from repscope.fileio import write_bytes_atomic
 from repscope.outputs import CommandInput, output_target, prepare_output
 from repscope.progress import progress_bar
 from repscope.resources import resolve_jobs
+from repscope.validation import check_positive_int
 
 
 def measure_source(
@@ -111,8 +111,7 @@ def measure_digits(
     InvalidArgumentError
         When ``limit`` is below 1 (before anything is read); the source's own errors.
     """
-    if limit is not None and limit < 1:
-        raise InvalidArgumentError(f"--limit: must be >= 1, got {limit}")
+    limit = check_positive_int(limit, "--limit", allow_none=True)
     data = load_source(source, split=split, data_dir=data_dir)
     images = data.images if limit is None else data.images[:limit]
     with progress_bar(f"measuring {len(images)} digits of {source}", total=len(images)) as update:

@@ -34,6 +34,7 @@ from threadpoolctl import threadpool_limits
 
 from repscope.data.multimodal.captions import decode_captions
 from repscope.errors import InvalidArgumentError
+from repscope.validation import check_positive_int
 
 TRAVERSAL_VALUES: tuple[float, ...] = (-3.0, -2.0, -1.0, 0.0, 1.0, 2.0, 3.0)  # in prior standard deviations
 # joint coherency by traversals: the range the authors' toolkit's save_joint_samples returns (its last)
@@ -278,10 +279,7 @@ def joint_traversal_latents(
     InvalidArgumentError
         When ``latent_dim`` or ``steps`` is below 1, or the range is not two finite numbers with low <= high.
     """
-    if int(latent_dim) < 1:
-        raise InvalidArgumentError(f"latent_dim: must be >= 1, got {latent_dim}")
-    if int(steps) < 1:
-        raise InvalidArgumentError(f"steps: must be >= 1, got {steps}")
+    latent_dim, steps = check_positive_int(latent_dim, "latent_dim"), check_positive_int(steps, "steps")
     bounds = np.asarray(value_range, dtype=np.float64)
     if bounds.shape != (2,) or not np.all(np.isfinite(bounds)) or bounds[0] > bounds[1]:
         raise InvalidArgumentError(f"value_range: expected (low, high) finite with low <= high, got {value_range!r}")
@@ -370,8 +368,7 @@ def log_likelihoods(
     dict of str to numpy.ndarray
         ``joint`` then each modality of ``given``: float64 ``(N,)`` nats.
     """
-    if int(k) < 1:
-        raise InvalidArgumentError(f"k: must be >= 1, got {k}")
+    k = check_positive_int(k, "k")
     if len(given) < 1:
         raise InvalidArgumentError("given: needs at least one modality")
     parts: list[tuple[str, dict[str, Any], list[str]]] = []

@@ -22,6 +22,7 @@ from repscope.data.store import read_dataset, write_dataset
 from repscope.errors import InvalidArgumentError, OutputExistsError
 from repscope.fileio import rename, write_bytes_atomic, write_json_atomic
 from repscope.outputs import CommandInput, prepare_output
+from repscope.validation import check_positive_int
 
 # `sprites generate` needs neither torch, Lightning nor matplotlib: the verbs that do import them
 # inside (start-up of a generate call: benchmarks/startup.py)
@@ -138,8 +139,7 @@ def show_dataset(dataset_dir: str | Path, out: str | Path, count: int = 32, ncol
     """A PNG grid of ``count`` random samples of a dataset directory, titled with their captions
     (or their factor classes for dSprites)."""
     data = read_dataset(dataset_dir)
-    if count < 1:
-        raise InvalidArgumentError(f"--count: must be at least 1, got {count}")
+    count = check_positive_int(count, "--count")
     out = Path(out)
     if out.exists():
         raise OutputExistsError(f"--out {out}: exists; choose a new file")

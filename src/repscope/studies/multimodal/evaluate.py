@@ -86,6 +86,7 @@ from repscope.studies.multimodal.leaderboard import (
     latent_sizes,
     open_cdsprites_run,
 )
+from repscope.validation import check_positive_int
 
 DEFAULT_N = 1000
 DEFAULT_K = 30
@@ -178,14 +179,12 @@ def check_evaluation_settings(
         ``(low, high)``, an unknown or absent accelerator.
     """
     named = {**CLI_OPTIONS, **dict(names or {})}
-    if n < 1:
-        raise InvalidArgumentError(f"{named['n']}: must be >= 1, got {n}")
-    if analysis and k < 1:
-        raise InvalidArgumentError(f"{named['k']}: must be >= 1, got {k}")
+    check_positive_int(n, named["n"])
+    if analysis:
+        check_positive_int(k, named["k"])
     if analysis and n_analysis < MIN_N_ANALYSIS:
         raise InvalidArgumentError(f"{named['n_analysis']}: must be >= {MIN_N_ANALYSIS}, got {n_analysis}")
-    if batch_size is not None and int(batch_size) < 1:
-        raise InvalidArgumentError(f"{named['batch_size']}: must be >= 1, got {batch_size}")
+    check_positive_int(batch_size, named["batch_size"], allow_none=True)
     if joint_traversal_steps is None:
         joint_traversal_steps = min(int(n), PAPER_TRAVERSAL_STEPS)
     if int(joint_traversal_steps) < 0:

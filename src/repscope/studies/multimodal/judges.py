@@ -330,8 +330,7 @@ class AttributeJudges:
             When ``images`` is not such a batch, or ``batch_size`` is not a positive integer.
         """
         array = check_sprite_images(images)
-        if isinstance(batch_size, bool) or int(batch_size) != batch_size or batch_size < 1:
-            raise InvalidArgumentError(f"batch_size: must be a positive integer, got {batch_size!r}")
+        batch_size = check_positive_int(batch_size, "batch_size")
         modules = [self.modules[a] for a in self.attributes]
         device = next(modules[0].parameters()).device
         probabilities: list[list[torch.Tensor]] = [[] for _ in self.attributes]
