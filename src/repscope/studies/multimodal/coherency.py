@@ -97,7 +97,7 @@ def run_coherency(
     folder = Path(config.folder)
     # scored before anything is written
     result = compute_coherency(
-        read_output_parts(folder, raw_captions=config.compat != "ours"),
+        read_output_parts(folder, raw_captions=config.compat != "ours", level=config.level),
         config.level,
         trainer=config.trainer,
         compat=config.compat,
@@ -337,7 +337,7 @@ class CoherencyResult:
         return coherency_table(self.as_dict())
 
 
-def read_output_parts(folder: str | Path, raw_captions: bool = True) -> dict[str, OutputPart]:
+def read_output_parts(folder: str | Path, raw_captions: bool = True, level: int | None = None) -> dict[str, OutputPart]:
     """Read the parts of a model's outputs laid out as :data:`OUTPUT_LAYOUT` (any may be missing, not all).
 
     Parameters
@@ -346,6 +346,9 @@ def read_output_parts(folder: str | Path, raw_captions: bool = True) -> dict[str
         The outputs.
     raw_captions : bool, default=True
         Also read each part's ``captions_raw.txt`` where there is one (what the toolkit's rules read).
+    level : int, optional
+        CdSprites+ level of the captions: when given, each part's ``truth.txt`` is checked against it as
+        soon as it is read, so that a bad caption is named before a later file is opened.
 
     Returns
     -------
@@ -370,11 +373,13 @@ def read_output_parts(folder: str | Path, raw_captions: bool = True) -> dict[str
         raise SourceNotFoundError(
             f"{folder}: holds none of text_to_image/, image_to_text/, joint/ (layout:\n{OUTPUT_LAYOUT})"
         )
-    return {name: _read_part(name, where, raw_captions) for name, where in present.items()}
+    return {name: _read_part(name, where, raw_captions, level) for name, where in present.items()}
 
 
-def _read_part(name: str, where: Path, raw_captions: bool) -> OutputPart:
+def _read_part(name: str, where: Path, raw_captions: bool, level: int | None) -> OutputPart:
     truth = read_captions(where / "truth.txt") if name in ("text_to_image", "image_to_text") else None
+    if truth is not None and level is not None:
+        _truth_table(level, truth, where / "truth.txt")  # the captions' own error first, as a reader expects
     images = read_output_images(where / "images.npy") if name in JUDGED_PARTS else None
     captions = read_captions(where / "captions.txt") if name != "text_to_image" else None
     raw = None
@@ -433,7 +438,7 @@ def evaluate_outputs(
         When the folder holds no part, a file is missing or unreadable, or counts differ.
     """
     level, compat = _check_rules(level, compat)
-    parts = read_output_parts(folder, raw_captions=compat != "ours")
+    parts = read_output_parts(folder, raw_captions=compat != "ours", level=level)
     return compute_coherency(parts, level, trainer=trainer, compat=compat).as_dict()
 
 
