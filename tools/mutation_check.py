@@ -2564,6 +2564,49 @@ MUTATIONS: list[Mutation] = [
         ),
         "the variance matrix counted at float32 (4 bytes) where it is float64: twice the steps fit the check",
     ),
+    Mutation(
+        "atomic-path-leaves-its-temporary",
+        ("src/repscope/fileio.py",),
+        "    except BaseException:\n        _remove_path(temporary)\n        raise\n",
+        "    except BaseException:\n        raise\n",
+        (
+            "tests/test_one_way_to_write.py::"
+            "test_atomic_path_keeps_the_old_file_and_leaves_nothing_when_the_writer_fails",
+        ),
+        "an interrupted writer leaves its .tmp- file beside the output, forever",
+    ),
+    Mutation(
+        "atomic-path-folder-stays-private",
+        ("src/repscope/fileio.py",),
+        "            os.chmod(temporary, 0o777 & ~current_umask())\n",
+        "            pass\n",
+        ("tests/test_one_way_to_write.py::test_atomic_path_of_a_directory_replaces_the_old_folder_whole",),
+        "a folder written through atomic_path keeps mkdtemp's 0700: other users cannot read a dataset",
+    ),
+    Mutation(
+        "positive-int-lets-zero-through",
+        ("src/repscope/validation.py",),
+        "not isinstance(value, numbers.Integral) or value < 1:",
+        "not isinstance(value, numbers.Integral) or value < 0:",
+        ("tests/test_validation.py::test_a_count_given_to_a_function_is_refused_in_one_wording",),
+        "a count of 0 passes the one rule: empty loops, divisions by zero further on",
+    ),
+    Mutation(
+        "renamed-command-runs-silently",
+        ("src/repscope/cli/renamed_options.py",),
+        'raise RenamedOptionError(f"{ctx.command_path}: renamed',
+        'return None and RenamedOptionError(f"{ctx.command_path}: renamed',
+        ("tests/test_renamed_options.py::test_the_sprites_judges_command_answers_under_its_old_name_in_one_line",),
+        "an old command name succeeds doing nothing: a script that trains judges thinks it did",
+    ),
+    Mutation(
+        "coherency-truth-checked-after-the-images",
+        ("src/repscope/studies/multimodal/coherency.py",),
+        "    if truth is not None and level is not None:\n",
+        "    if truth is not None and level is not None and False:\n",
+        ("tests/test_bad_values.py::test_a_long_bad_caption_line_is_cut_in_the_error",),
+        "a bad truth caption is reported as a missing images.npy of the same part",
+    ),
 ]
 
 
