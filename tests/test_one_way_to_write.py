@@ -49,7 +49,8 @@ def _is_table_rename(hit: str) -> bool:
     location, _ = hit.split(" ", 1)
     file, line = location.rsplit(":", 1)
     text = (PACKAGE / file).read_text(encoding="utf-8").splitlines()[int(line) - 1]
-    return ".rename(columns" in text or ".rename(index" in text or ".rename({" in text or ".rename(str" in text
+    # a path's rename takes a path (path.rename(str(target)) too); a table's a mapping or columns=/index=
+    return ".rename(columns" in text or ".rename(index" in text or ".rename({" in text
 
 
 def test_temp_prefix_is_defined_once():
