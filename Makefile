@@ -27,10 +27,10 @@ $(CORE_STAMP): $(PY) pyproject.toml
 	touch $(CORE_STAMP)
 
 # The tests also need the dev tools and the extras: ray (sweeps on Ray Tune), candle (Blender's bpy,
-# ~1 GB; it holds numpy below 2) and attacks (the adversarial-robustness-toolbox); none depends on
+# ~1 GB; it holds numpy below 2), attacks (the adversarial-robustness-toolbox) and onnx (onnxruntime); none depends on
 # torch, so the pinned build stays. On Debian as root, Fashion-MNIST and Chromium from their packages.
 $(STAMP): $(CORE_STAMP)
-	$(PY) -m pip install --quiet -e '.[dev,ray,candle,attacks]'
+	$(PY) -m pip install --quiet -e '.[dev,ray,candle,attacks,onnx]'
 	@if [ ! -d $(FASHION_DIR) ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
 		apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1 || \
 		(apt-get update -q >/dev/null 2>&1 && apt-get install -y -q dataset-fashion-mnist >/dev/null 2>&1) || \
