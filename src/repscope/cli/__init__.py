@@ -56,6 +56,7 @@ def _root(
 
 
 def _register_areas() -> None:
+    from repscope.cli import assess as assess_cli
     from repscope.cli import candle as candle_cli
     from repscope.cli import data as data_cli
     from repscope.cli import demo as demo_cli
@@ -109,6 +110,7 @@ def _register_areas() -> None:
     )
     app.command(name="train", help=train_cli.train_command.__doc__)(train_cli.train_command)
     app.command(name="demo", help=demo_cli.demo.__doc__)(demo_cli.demo)
+    app.command(name="assess", help=assess_cli.assess_command.__doc__)(assess_cli.assess_command)
     app.command(name="configs", help=configs_command.__doc__)(configs_command)
     app.add_typer(report_app, name="report", help="Reports: check a report.html in headless Chromium.")
 

@@ -1,0 +1,123 @@
+"""``repscope assess``: the command's options read into :func:`repscope.studies.assess.api.assess`, the run
+directory written under the one output rule."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from repscope.errors import InvalidArgumentError
+from repscope.studies.assess.assessment import Assessment
+
+__all__ = ["contract_from_options", "parse_input_size", "parse_numbers", "run_assess_command"]
+
+
+def parse_input_size(text: str | None) -> tuple[int, int] | None:
+    """``"28"`` -> ``(28, 28)``, ``"64x48"`` -> ``(64, 48)`` (height x width); None stays None."""
+    if text is None:
+        return None
+    parts = text.lower().replace("×", "x").split("x")
+    try:
+        sizes = [int(part) for part in parts]
+    except ValueError:
+        sizes = []
+    if len(sizes) not in (1, 2) or min(sizes) < 1:
+        raise InvalidArgumentError(f"--input-size: expected a size such as 28 or 64x64, got {text!r}")
+    return (sizes[0], sizes[-1])
+
+
+def parse_numbers(text: str | None, option: str) -> tuple[float, ...] | None:
+    """``"0.5,0.5,0.5"`` -> ``(0.5, 0.5, 0.5)``; None stays None."""
+    if text is None:
+        return None
+    try:
+        return tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise InvalidArgumentError(f"{option}: expected comma-separated numbers, got {text!r}") from None
+
+
+def contract_from_options(options: dict[str, Any]) -> Any:
+    """The input contract the options state (None when they state nothing: the file's metadata, else the
+    data's shape in [0, 1])."""
+    from repscope.models.external import InputContract  # noqa: PLC0415
+
+    size = parse_input_size(options["input_size"])
+    mean, std = parse_numbers(options["mean"], "--mean"), parse_numbers(options["std"], "--std")
+    channels, input_range = options["channels"], options["input_range"]
+    if size is None and channels is None and input_range is None and mean is None and std is None:
+        return None
+    return InputContract.from_options(size=size, channels=channels, input_range=input_range, mean=mean, std=std)
+
+
+def _inputs(options: dict[str, Any]) -> list[Any]:
+    """What the command reads, so that ``--out`` onto one of them is refused before any work."""
+    from repscope.outputs import CommandInput  # noqa: PLC0415
+
+    found = []
+    for key, option in (("model", "MODEL"), ("weights", "--weights"), ("decoder", "--decoder"),
+                        ("data", "--data"), ("judges", "--judges"), ("assessor", "--assessor"),
+                        ("zeroshot", "--zeroshot")):  # fmt: skip
+        value = options.get(key)
+        if value is not None and ":" not in str(value) and Path(str(value)).exists():
+            found.append(CommandInput(Path(str(value)), option, "an input"))
+    return found
+
+
+def _role_options(options: dict[str, Any], target: Path) -> dict[str, Any]:
+    """The options of the role asked for (each role ignores none it is given: unknown ones are refused)."""
+    role = options["role"]
+    if role == "encoder" or (role is None and options["decoder"] is not None):
+        return {"metrics": options["metric"] or None, "compat": options["compat"], "judges": options["judges"],
+                "bootstrap": options["bootstrap"]}  # fmt: skip
+    if role == "classifier":
+        return {"families": options["transform"] or None, "compat": options["compat"],
+                "assessor": options["assessor"], "attacks": options["attacks"], "attack_n": options["attack_n"],
+                "search": options["search"], "zeroshot": options["zeroshot"],
+                "zeroshot_epochs": options["zeroshot_epochs"], "workers": options["workers"],
+                "backend": options["backend"], "zeroshot_out": target / "zeroshot"}  # fmt: skip
+    if role == "generator":
+        return {"latent_dim": options["latent_dim"], "codes": options["codes"]}
+    if role == "multimodal":
+        return {"level": options["level"]}
+    return {}
+
+
+def run_assess_command(options: dict[str, Any]) -> tuple[Assessment, Path]:
+    """Run ``repscope assess`` from its parsed options: assess, then write the run directory.
+
+    Parameters
+    ----------
+    options : dict
+        The command's parameters by name (:func:`repscope.cli.assess.assess_command`).
+
+    Returns
+    -------
+    (Assessment, pathlib.Path)
+        The assessment and its report.
+    """
+    from repscope.config import parse_assignments  # noqa: PLC0415
+    from repscope.outputs import output_target  # noqa: PLC0415
+    from repscope.studies.assess.api import assess  # noqa: PLC0415
+    from repscope.studies.assess.roles import torch_device  # noqa: PLC0415
+    from repscope.studies.assess.writing import write_assessment  # noqa: PLC0415
+
+    model_args = parse_assignments(options["model_arg"], "--model-arg")
+    data_params = parse_assignments(options["data_param"], "--data-param")
+    contract = contract_from_options(options)
+    device = torch_device(options["accelerator"])
+    resumable = options["zeroshot"] is not None
+    resume = options["resume"] if resumable else None
+    if options["resume"] and not resumable:
+        raise InvalidArgumentError("--resume: only an assessment that trains zero-shot models can be continued")
+    out = options["out"]
+    with output_target(
+        out, overwrite=options["overwrite"], resume=resume, kind="directory", inputs=_inputs(options)
+    ) as target:
+        assessment = assess(
+            options["model"], options["role"], options["data"], decoder=options["decoder"], model_args=model_args,
+            weights=options["weights"], contract=contract, data_params=data_params, n=options["n"],
+            seed=options["seed"], device=device, batch_size=options["batch_size"],
+            **_role_options(options, Path(target)),
+        )  # fmt: skip
+        write_assessment(assessment, Path(target), checked=True)
+    return assessment, Path(out) / "report.html"
