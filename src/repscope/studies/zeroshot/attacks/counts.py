@@ -140,7 +140,7 @@ def attack_counts(
             done_before = len(results) * count
 
             def report(done: int, _: int, offset: int = done_before) -> None:
-                if progress is not None:
+                if callable(progress):  # False (no bar) as well as None: nothing to call
                     progress(offset + done, total)
 
             results[(norm, int(threshold))] = attack(

@@ -53,8 +53,9 @@ References
 
 from __future__ import annotations
 
+import contextlib
 import numbers
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +76,8 @@ _CHUNK = 256
 
 Predict = Callable[[np.ndarray], Any]
 Progress = Callable[[int, int], Any]
+# what ``progress`` may be: a callback ``progress(done, total)``, True / None (a bar, or nothing), False
+ProgressArgument = Progress | bool | None
 
 
 @dataclass(frozen=True)
@@ -160,7 +163,7 @@ def pixel_attack(
     *,
     budget: int = 100,
     seed: int = 0,
-    progress: Progress | None = None,
+    progress: ProgressArgument = None,
 ) -> AttackResult:
     """L0 black-box attack: change at most ``threshold`` pixels (all channels of each) so that the model
     stops predicting the true class; ART's ``PixelAttack(es=0)`` search with batched evaluation.
@@ -183,8 +186,9 @@ def pixel_attack(
         Most CMA-ES iterations per image (ART's ``max_iter``).
     seed : int, default=0
         Seed of the per-image cma seeds (:func:`attack_seed`); the same seed gives the same result.
-    progress : callable, optional
-        ``progress(done, total)``, called after each image.
+    progress : callable or bool, optional
+        ``progress(done, total)``, called after each image; True shows a progress bar
+        (:func:`repscope.progress.progress_bar`), False or None nothing.
 
     Returns
     -------
@@ -208,7 +212,7 @@ def threshold_attack(
     *,
     budget: int = 100,
     seed: int = 0,
-    progress: Progress | None = None,
+    progress: ProgressArgument = None,
 ) -> AttackResult:
     """L-infinity black-box attack: change every value by at most ``threshold`` (0-255 scale) so that the
     model stops predicting the true class; ART's ``ThresholdAttack(es=0)`` search with batched evaluation.
@@ -231,8 +235,9 @@ def threshold_attack(
         Most CMA-ES iterations per image (ART's ``max_iter``).
     seed : int, default=0
         Seed of the per-image cma seeds (:func:`attack_seed`).
-    progress : callable, optional
-        ``progress(done, total)``, called after each image.
+    progress : callable or bool, optional
+        ``progress(done, total)``, called after each image; True shows a progress bar
+        (:func:`repscope.progress.progress_bar`), False or None nothing.
 
     Returns
     -------
@@ -257,7 +262,7 @@ def attack(
     *,
     budget: int = 100,
     seed: int = 0,
-    progress: Progress | None = None,
+    progress: ProgressArgument = None,
 ) -> AttackResult:
     """:func:`pixel_attack` (``norm="L0"``) or :func:`threshold_attack` (``norm="Linf"``).
 
@@ -491,9 +496,42 @@ def _attack_batch(
     threshold: Any,
     budget: Any,
     seed: Any,
-    progress: Progress | None,
+    progress: ProgressArgument,
 ) -> AttackResult:
     images, labels, threshold = _check_inputs(predict, images, labels, threshold, budget, seed, norm)
+    with _reporting(progress, f"{norm} attack, threshold {threshold}: {len(images)} images", len(images)) as report:
+        return _attack_images(norm, predict, images, labels, threshold, int(budget), int(seed), report)
+
+
+@contextlib.contextmanager
+def _reporting(progress: Any, description: str, total: int) -> Iterator[Progress | None]:
+    """The callback of a ``progress`` argument: the caller's own, a bar's (True), or None (False, None)."""
+    if progress is None or progress is False:
+        yield None
+    elif progress is True:
+        from repscope.progress import progress_bar  # noqa: PLC0415 -- rich only when a bar is asked for
+
+        with progress_bar(description, total) as update:
+            yield lambda done, _: update(done)
+    elif callable(progress):
+        yield progress
+    else:
+        raise InvalidArgumentError(
+            f"progress: expected a callable (done, total), True or False, got {type(progress).__name__}"
+        )
+
+
+def _attack_images(
+    norm: str,
+    predict: Predict,
+    images: np.ndarray,
+    labels: np.ndarray,
+    threshold: int,
+    budget: int,
+    seed: int,
+    progress: Progress | None,
+) -> AttackResult:
+    """The attack of every image, after the checks (:func:`_attack_batch`)."""
     model = _Model(predict, labels)
     count = len(images)
     success = np.zeros(count, dtype=bool)
