@@ -11,12 +11,23 @@ a config change, not a new class. A new network is one module plus one line here
 * :data:`AUTOENCODERS` -- ``factory(image_shape, latent_dim) -> (encoder, decoder)``: the encoder maps
   images to ``(mean, log_var)``, the decoder maps ``(B, latent_dim)`` codes to images, with
   ``logits=True`` to Bernoulli logits.
+
+A classifier network may also be a user's own: an import path ``"pkg.module:factory"`` or
+``"path/to/file.py:factory"`` (:func:`import_network`). The factory is called as
+``factory(num_classes=num_outputs, **params)`` (``num_outputs=`` when that is what it takes; ``image_shape=``
+too when it takes it) and must return an ``nn.Module`` taking float images ``(B, C, H, W)`` in [0, 1]. A run
+directory records the import path (a file path made absolute), not the code: the module must still be
+importable (on ``sys.path``, or the file where it was) when the run is read back.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.util
 import inspect
+import sys
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 from torch import nn
@@ -144,13 +155,139 @@ def _lookup(table: dict[str, Any], name: str, what: str) -> Any:
     return table[name]
 
 
+# what an imported factory may be told the number of classes by (the first it takes is used)
+COUNT_PARAMETERS = ("num_classes", "num_outputs")
+# set by the data, never by network_params
+_DATA_PARAMETERS = (*COUNT_PARAMETERS, "image_shape")
+
+
+def is_import_path(name: str) -> bool:
+    """Whether the network name ``name`` is an import path (``"pkg.module:factory"``, ``"file.py:factory"``)
+    rather than a key of :data:`CLASSIFIERS` (no registered name holds a ``:``)."""
+    return isinstance(name, str) and ":" in name
+
+
+def recorded_network(name: str) -> str:
+    """``name`` as a run records it: a ``file.py:factory`` path made absolute (so that the run is read back
+    from any working directory); a module path or a registered name as it is."""
+    if not is_import_path(name):
+        return name
+    module, _, attribute = name.rpartition(":")
+    if module.endswith(".py"):
+        return f"{Path(module).expanduser().resolve()}:{attribute}"
+    return name
+
+
+def _module_from_file(path: Path, name: str) -> Any:
+    # one module object per file (its absolute path names it), so that rebuilding a network re-uses the
+    # classes of the first import instead of executing the file again
+    resolved = path.expanduser().resolve()
+    module_name = f"repscope_network_{resolved.stem}_{hashlib.sha1(str(resolved).encode()).hexdigest()[:10]}"
+    if module_name in sys.modules:
+        return sys.modules[module_name]
+    if not resolved.is_file():
+        raise InvalidArgumentError(f"network {shown(name)}: no file {resolved}")
+    spec = importlib.util.spec_from_file_location(module_name, resolved)
+    if spec is None or spec.loader is None:
+        raise InvalidArgumentError(f"network {shown(name)}: {resolved} is not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        del sys.modules[module_name]
+        failure = f"{type(exc).__name__}: {exc}"
+        raise InvalidArgumentError(f"network {shown(name)}: importing {resolved} failed: {failure}") from None
+    return module
+
+
+def import_network(name: str) -> Callable[..., Any]:
+    """The factory an import-path network name points to.
+
+    Parameters
+    ----------
+    name : str
+        ``"pkg.module:factory"`` (the module importable from ``sys.path``) or ``"path/to/file.py:factory"``.
+
+    Returns
+    -------
+    callable
+        The factory (called by :func:`build_classifier`).
+
+    Raises
+    ------
+    InvalidArgumentError
+        Naming the network: no ``factory`` after the ``:``, a module or file that cannot be imported, no such
+        attribute, or an attribute that is not callable.
+    """
+    module_path, _, attribute = name.rpartition(":")
+    if not module_path or not attribute.isidentifier():
+        raise InvalidArgumentError(f"network {shown(name)}: expected 'pkg.module:factory' or 'file.py:factory'")
+    if module_path.endswith(".py"):
+        module = _module_from_file(Path(module_path), name)
+    else:
+        try:
+            module = importlib.import_module(module_path)
+        except ImportError as exc:
+            raise InvalidArgumentError(
+                f"network {shown(name)}: cannot import {module_path!r} ({exc}); is it on sys.path / PYTHONPATH?"
+            ) from None
+    factory = getattr(module, attribute, None)
+    if factory is None or not callable(factory):
+        raise InvalidArgumentError(f"network {shown(name)}: {module_path!r} has no callable {attribute!r}")
+    return factory
+
+
+def _factory_parameters(factory: Callable[..., Any]) -> tuple[dict[str, Any], bool]:
+    """An imported factory's keyword parameters with their defaults, and whether it takes ``**kwargs``."""
+    parameters = inspect.signature(factory).parameters.values()
+    named = {
+        p.name: (None if p.default is p.empty else p.default)
+        for p in parameters
+        if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+    }
+    return named, any(p.kind is p.VAR_KEYWORD for p in parameters)
+
+
+def _build_imported(name: str, image_shape: tuple[int, ...], num_outputs: int, params: Mapping[str, Any]) -> nn.Module:
+    """Call the factory of an import path as the module docstring says; check that it made a module."""
+    factory = import_network(name)
+    accepted, any_keyword = _factory_parameters(factory)
+    count = next((key for key in COUNT_PARAMETERS if key in accepted), None)
+    if count is None:
+        raise InvalidArgumentError(
+            f"network {shown(name)}: the factory must take num_classes (or num_outputs), the number of classes; "
+            f"it takes {', '.join(accepted) or 'no named parameters'}"
+        )
+    clash = sorted(key for key in params if key in _DATA_PARAMETERS)
+    unknown = sorted(str(key) for key in params if key not in accepted)
+    if clash or (unknown and not any_keyword):
+        key = (clash or unknown)[0]
+        why = "is set from the data" if clash else f"the factory takes {', '.join(accepted)}"
+        raise InvalidArgumentError(f"network {shown(name)}: parameter {key!r} in network_params: {why}")
+    kwargs = {count: int(num_outputs), **params}
+    if "image_shape" in accepted:
+        kwargs["image_shape"] = tuple(image_shape)
+    try:
+        network = factory(**kwargs)
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(f"network {shown(name)}: {exc}") from None
+    if not isinstance(network, nn.Module):
+        raise InvalidArgumentError(
+            f"network {shown(name)}: the factory must return a torch.nn.Module, it returned a {type(network).__name__}"
+        )
+    return network
+
+
 def network_parameters(name: str) -> dict[str, Any]:
     """The keyword parameters the classifier network ``name`` takes, with their defaults.
 
     Parameters
     ----------
     name : str
-        A registered classifier network (a key of :data:`CLASSIFIERS`).
+        A registered classifier network (a key of :data:`CLASSIFIERS`) or an import path
+        (:func:`import_network`; its factory's parameters less ``num_classes``, ``num_outputs`` and
+        ``image_shape``, None for those without a default).
 
     Returns
     -------
@@ -160,8 +297,11 @@ def network_parameters(name: str) -> dict[str, Any]:
     Raises
     ------
     InvalidArgumentError
-        When ``name`` is not registered.
+        When ``name`` is not registered or its import path does not import.
     """
+    if is_import_path(name):
+        accepted, _ = _factory_parameters(import_network(name))
+        return {key: value for key, value in accepted.items() if key not in _DATA_PARAMETERS}
     factory = _lookup(CLASSIFIERS, name, "network")
     return {
         key: parameter.default
@@ -178,7 +318,8 @@ def build_classifier(
     Parameters
     ----------
     name : str
-        A registered network (a key of :data:`CLASSIFIERS`).
+        A registered network (a key of :data:`CLASSIFIERS`) or an import path ``"pkg.module:factory"`` /
+        ``"file.py:factory"`` (module docstring: called with ``num_classes=num_outputs``).
     image_shape : tuple of int
         ``(C, H, W)`` of one input image.
     num_outputs : int
@@ -196,13 +337,17 @@ def build_classifier(
     ------
     InvalidArgumentError
         Naming the network and the key, when ``name`` is not registered, ``params`` holds a key the
-        network does not take or a bad value; also for an image shape or output count it cannot take.
+        network does not take or a bad value; also for an image shape or output count it cannot take. For
+        an import path also when it does not import, its factory takes neither ``num_classes`` nor
+        ``num_outputs``, or returns something other than an ``nn.Module``.
     """
-    factory = _lookup(CLASSIFIERS, name, "network")
     if params is None:
         params = {}
     if not isinstance(params, Mapping):
         raise InvalidArgumentError(f"network_params: expected a mapping of parameter names to values, got {params!r}")
+    if is_import_path(name):
+        return _build_imported(name, tuple(image_shape), num_outputs, params)
+    factory = _lookup(CLASSIFIERS, name, "network")
     accepted = network_parameters(name)
     unknown = sorted(str(key) for key in params if key not in accepted)
     if unknown:
@@ -229,7 +374,10 @@ __all__ = [
     "CLASSIFIERS",
     "AUTOENCODERS",
     "build_classifier",
+    "import_network",
+    "is_import_path",
     "network_parameters",
+    "recorded_network",
     "build_autoencoder",
     "default_architecture",
 ]

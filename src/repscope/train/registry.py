@@ -60,6 +60,8 @@ MODELS: dict[str, ModelEntry] = {
     "gan": ModelEntry("repscope.train.tasks.gan:GANTask", "gan"),
     "infogan": ModelEntry("repscope.train.tasks.gan:InfoGANTask", "gan"),
     "lenet5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "lenet5"}),
+    # any classifier network, a registered one or a user's import path: model.params.network=pkg.mod:make
+    "classifier": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised"),
     # cnn5: the ML4ML authors' CNN5 (their SimpleNet); cnn5-compact: the 3x3 network cnn5 named before
     "cnn5": ModelEntry("repscope.train.tasks.supervised:SupervisedTask", "supervised", {"network": "cnn5"}),
     "cnn5-compact": ModelEntry(

@@ -13,7 +13,7 @@ from pydantic import Field
 
 from repscope.data.invariance.transforms import PER_EXAMPLE, check_ranges, draw_values
 from repscope.errors import InvalidArgumentError
-from repscope.models.networks import build_classifier
+from repscope.models.networks import build_classifier, recorded_network
 from repscope.train.tasks.base import (
     DIGIT_SHAPE,
     EVAL_BATCH,
@@ -31,6 +31,10 @@ class SupervisedTask(ImageTask):
     Castro et al., Appendix D, the CdSprites+ ``attribute-cnn``, the Raw Zero-Shot ``allconv``, ``nin``
     and ``resnet``) trained with Adam (``optimizer="sgd"``: SGD with momentum 0.9).
 
+    ``network`` is a registered network name or a user's import path ``"pkg.module:factory"`` /
+    ``"file.py:factory"`` (:mod:`repscope.models.networks`; the ``classifier`` model takes it, e.g.
+    ``--set model.name=classifier --set model.params.network=pkg.mod:make``); the checkpoint records the path
+    (a file path made absolute), so the module must be importable when the run is read back.
     ``network_params`` are the network's own parameters (plain values, e.g. ``{"width": 0.25}`` to
     shrink a network for a CPU study); the network's defaults, the published sizes, when omitted.
     An unknown key or a bad value is an :class:`InvalidArgumentError` naming the network and the key.
@@ -81,6 +85,8 @@ class SupervisedTask(ImageTask):
         # the augmentation or network_params keys load with their defaults)
         config.augment_ranges = [list(pair) for pair in ranges]
         config.network_params = plain_params(config.network_params)
+        # a file path is stored absolute: the run rebuilds its network from any working directory
+        config.network = recorded_network(config.network)
 
     def build(self) -> None:
         super().build()
