@@ -1,0 +1,157 @@
+"""Raw Zero-Shot for a user's architecture: a classifier network given as an import path, the n + 1 models
+read from a folder and scored, and (slow) the n + 1 trainings of a factory end to end."""
+
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from repscope.errors import InvalidArgumentError
+from repscope.metrics.zeroshot import zero_shot_scores
+from repscope.models.networks import build_classifier, network_parameters
+
+CLASSES = 3
+# a user's module: factories that take the class count in the ways the loader accepts, and two it refuses
+USER_MODULE = textwrap.dedent(
+    """
+    from torch import nn
+
+    def make(num_classes, hidden=8):
+        return nn.Sequential(nn.Flatten(), nn.Linear(784, hidden), nn.ReLU(), nn.Linear(hidden, num_classes))
+
+    def make_shaped(num_outputs, image_shape):
+        channels, height, width = image_shape
+        return nn.Sequential(nn.Flatten(), nn.Linear(channels * height * width, num_outputs))
+
+    def not_a_module(num_classes):
+        return {"classes": num_classes}
+
+    def no_count(width=2):
+        return nn.Linear(width, width)
+    """
+)
+
+
+@pytest.fixture
+def user_module(tmp_path, monkeypatch):
+    path = tmp_path / "zeroshot_role_user_nets.py"
+    path.write_text(USER_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return path
+
+
+def test_an_import_path_network_is_built_with_the_class_count(user_module):
+    network = build_classifier("zeroshot_role_user_nets:make", (1, 28, 28), 7, {"hidden": 5})
+    assert network[1].out_features == 5 and network(torch.zeros(2, 1, 28, 28)).shape == (2, 7)
+    # num_outputs and image_shape are passed when the factory takes them; a file path works as well
+    shaped = build_classifier(f"{user_module}:make_shaped", (3, 8, 6), 4)
+    assert shaped[1].in_features == 3 * 8 * 6 and shaped[1].out_features == 4
+    assert network_parameters("zeroshot_role_user_nets:make") == {"hidden": 8}
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "expected"),
+    [
+        ("zeroshot_role_user_nets:not_a_module", {}, "must return a torch.nn.Module, it returned a dict"),
+        ("zeroshot_role_user_nets:no_count", {}, "must take num_classes (or num_outputs)"),
+        ("zeroshot_role_user_nets:make", {"depth": 3}, "parameter 'depth' in network_params"),
+        ("zeroshot_role_user_nets:make", {"num_classes": 3}, "'num_classes' in network_params: is set from the data"),
+        ("zeroshot_role_user_nets:missing", {}, "has no callable 'missing'"),
+        ("zeroshot_role_no_such_module:make", {}, "cannot import 'zeroshot_role_no_such_module'"),
+    ],
+)
+def test_an_import_path_network_that_cannot_serve_is_named_in_one_line(user_module, name, params, expected):
+    with pytest.raises(InvalidArgumentError) as caught:
+        build_classifier(name, (1, 28, 28), CLASSES, params)
+    message = str(caught.value)
+    assert expected in message and f"network {name!r}" in message and "\n" not in message
+
+
+def test_the_supervised_task_records_a_file_network_by_its_absolute_path(user_module, monkeypatch):
+    from repscope.train.tasks.supervised import SupervisedTask
+
+    monkeypatch.chdir(user_module.parent)
+    task = SupervisedTask(network=f"{user_module.name}:make", num_outputs=CLASSES, network_params={"hidden": 4})
+    assert task.hparams.network == f"{user_module}:make"
+    assert task.network[1].out_features == 4 and task(torch.zeros(1, 1, 28, 28)).shape == (1, CLASSES)
+
+
+# ---- a folder of n + 1 models whose soft-labels the test knows --------------------------------------------
+
+
+class Linear(nn.Module):
+    """Logits ``x @ W.T`` of the flattened [0, 1] image: soft-labels a test can work out with numpy."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        super().__init__()
+        self.weights = nn.Parameter(torch.tensor(weights, dtype=torch.float32))
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return images.flatten(1) @ self.weights.T
+
+
+def _weights(outputs: int, seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).normal(0.0, 0.08, size=(outputs, 784))
+
+
+def _softmax(logits: np.ndarray) -> np.ndarray:
+    shifted = np.exp(logits - logits.max(axis=1, keepdims=True))
+    return shifted / shifted.sum(axis=1, keepdims=True)
+
+
+def _three_class_source(folder):
+    """30 images a class: noise with a bright block where the class says (labels 0, 1, 2), as an .npz source."""
+    rng = np.random.default_rng(5)
+    labels = np.repeat(np.arange(CLASSES), 30)
+    images = rng.integers(0, 90, size=(len(labels), 28, 28)).astype(np.uint8)
+    for row, label in enumerate(labels):
+        images[row, 4 + 7 * label : 11 + 7 * label, 6:20] = 230
+    path = folder / "three.npz"
+    np.savez(path, images=images, labels=labels)
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def model_folder(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("zeroshot_models")
+    source = _three_class_source(folder)
+    models = folder / "models"
+    models.mkdir()
+    weights = {"full": _weights(CLASSES, 100)} | {f"without-{k}": _weights(CLASSES - 1, 200 + k) for k in range(3)}
+    for name, matrix in weights.items():
+        torch.jit.script(Linear(matrix)).save(str(models / f"{name}.pt"))
+    return models, source, weights
+
+
+def test_a_folder_of_models_gives_the_metrics_of_their_soft_labels(model_folder):
+    pytest.importorskip("repscope.models.external", reason="the external loader reads the stored models")
+    from repscope.data.registry import load_dataset
+    from repscope.studies.assess.zeroshot import ZeroShotFolder, zeroshot_assessment
+
+    models, source, weights = model_folder
+    found = zeroshot_assessment(
+        ZeroShotFolder(models, data_name="digits", data_params={"source": source}), resamples=20, progress=False
+    )
+    test = load_dataset("digits", source=source).arrays("test", ["image", "target"])
+    pixels = test["image"].reshape(len(test["image"]), -1).astype(np.float64) / 255.0
+    members = [np.flatnonzero(test["target"] == k) for k in range(CLASSES)]
+    loo = [_softmax(pixels[rows] @ weights[f"without-{k}"].T) for k, rows in enumerate(members)]
+    full = [_softmax(pixels[rows] @ weights["full"].T) for rows in members]
+    expected = zero_shot_scores(loo, full)
+    metrics = found.metrics["zeroshot"]
+    for key in ("dbi", "davies_bouldin", "am", "am_per_image"):
+        assert metrics[key] == pytest.approx(expected[key], rel=1e-4), key
+    headline = {row.metric: row for row in found.headline}
+    assert headline["dbi"].value == pytest.approx(expected["dbi"], rel=1e-4)
+    # every headline score sits inside its bootstrap interval's neighbourhood and has a chance level
+    assert all(row.chance is not None for row in found.headline)
+    assert headline["accuracy"].chance == pytest.approx(1 / CLASSES)
+    predicted = _softmax(pixels @ weights["full"].T).argmax(axis=1)
+    assert metrics["accuracy"] == pytest.approx(np.mean(predicted == test["target"]))
+    np.testing.assert_allclose(found.arrays["zeroshot_loo_1"], loo[1], rtol=1e-4)
+    table = found.tables["zeroshot_per_class"]
+    assert table["images"].tolist() == [len(rows) for rows in members]
