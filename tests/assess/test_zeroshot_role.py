@@ -155,3 +155,45 @@ def test_a_folder_of_models_gives_the_metrics_of_their_soft_labels(model_folder)
     np.testing.assert_allclose(found.arrays["zeroshot_loo_1"], loo[1], rtol=1e-4)
     table = found.tables["zeroshot_per_class"]
     assert table["images"].tolist() == [len(rows) for rows in members]
+
+
+# ---- a factory trained n + 1 times by the study's machinery -----------------------------------------------
+
+
+@pytest.mark.slow
+def test_a_factory_trains_n_plus_one_models_that_a_restart_keeps(tmp_path, monkeypatch):
+    from repscope.studies.assess.zeroshot import ZeroShotFactory, zeroshot_assessment
+    from repscope.train.reader import open_run
+
+    module = tmp_path / "zeroshot_role_trained_nets.py"
+    module.write_text(USER_MODULE)
+    source = ZeroShotFactory(
+        factory=f"{module}:make",
+        model_args={"hidden": 6},
+        data_name="digits",
+        data_params={"source": _three_class_source(tmp_path)},
+        epochs=1,
+        batch_size=16,
+        out=tmp_path / "assessment",
+    )
+    found = zeroshot_assessment(source, resamples=10, progress=False)
+    models = tmp_path / "assessment" / "zeroshot" / "models"
+    points = sorted(p.name for p in models.iterdir() if p.is_dir())
+    assert points == [f"arch-Mine_excluded-{k}" for k in (0, 1, 2)] + ["arch-Mine_excluded-full"]
+    # the metrics are those of the soft-labels each trained model left
+    loo = [np.load(models / f"arch-Mine_excluded-{k}" / "softlabels.npy") for k in range(CLASSES)]
+    counts = [len(e) for e in loo]
+    full = np.split(np.load(models / "arch-Mine_excluded-full" / "softlabels.npy"), np.cumsum(counts)[:-1])
+    expected = zero_shot_scores(loo, full)
+    for key in ("dbi", "davies_bouldin", "am_per_image"):
+        assert found.metrics["zeroshot"][key] == pytest.approx(expected[key], rel=1e-5), key
+    # the run records the import path, and reading it back rebuilds the user's network
+    run = open_run(models / "arch-Mine_excluded-1" / "train")
+    assert run.config.model.name == "classifier" and run.config.model.params["network"] == f"{module}:make"
+    task = run.task()
+    assert task.network[1].out_features == 6 and task.network[3].out_features == CLASSES - 1
+    # a restart keeps the finished trainings
+    stamps = {p: p.stat().st_mtime_ns for p in models.glob("*/softlabels.npy")}
+    again = zeroshot_assessment(source, resamples=10, progress=False)
+    assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
+    assert again.metrics["zeroshot"]["dbi"] == found.metrics["zeroshot"]["dbi"]
