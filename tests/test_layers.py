@@ -14,6 +14,8 @@ module of repscope (``data``, ``models``, ``sweeps``, ...). The order, lowest fi
     run_directory  the run directory, which writes its figures through report.figures
     train       fitting a model (writes a run and its training report)
     studies     a paper's experiment: all of the above
+    api         the flat public API's facades (invariance, zeroshot, morpho, attacks): a paper's tools on
+                a user's arrays and models, re-exported from data, metrics and studies
     cli         the typer app (and __main__)
 
 ``report`` and ``run_directory`` sit below ``train``, not beside ``studies``: ``train.fitting`` writes a run
@@ -65,6 +67,7 @@ LAYERS: tuple[frozenset[str], ...] = (
     frozenset({"run_directory"}),
     frozenset({"train"}),
     frozenset({"studies"}),
+    frozenset({"invariance", "zeroshot", "morpho", "attacks"}),
     frozenset({"cli", "__main__"}),
 )
 LAYER_OF = {unit: index for index, layer in enumerate(LAYERS) for unit in layer}
