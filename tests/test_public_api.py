@@ -371,10 +371,18 @@ def _dotted(node: ast.AST) -> str | None:
     return ".".join(["repscope", *reversed(parts)]) if isinstance(node, ast.Name) and node.id == "repscope" else None
 
 
+def _source(block: str) -> str:
+    """The code of a block, without the ``>>>`` / ``...`` prompts of an interactive session."""
+    lines = block.splitlines()
+    if not any(line.startswith(">>>") for line in lines):
+        return block
+    return "\n".join(line[4:] for line in lines if line.startswith((">>>", "...")))
+
+
 def _names_used(block: str) -> set[str]:
     """Every ``repscope...`` module or ``module:name`` the block imports or reads as an attribute."""
     used = set()
-    for node in ast.walk(ast.parse(block)):
+    for node in ast.walk(ast.parse(_source(block))):
         if isinstance(node, ast.Import):
             used.update(alias.name for alias in node.names if alias.name.split(".")[0] == "repscope")
         elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "repscope" and not node.level:
@@ -406,9 +414,23 @@ def test_documented_names_import():
     assert blocks, "README.md has Python examples"
     missing = []
     for where, block in blocks:
-        for name in sorted(_names_used(block)):
+        try:
+            names = _names_used(block)
+        except SyntaxError as exc:
+            missing.append(f"{where}: a Python block that does not parse ({exc.msg}, its line {exc.lineno})")
+            continue
+        for name in sorted(names):
             try:
                 _resolve(name)
             except (ImportError, AttributeError) as exc:
                 missing.append(f"{where}: {name} ({exc})")
     assert missing == []
+
+
+def test_a_documented_name_that_does_not_exist_is_caught():
+    names = _names_used(">>> import repscope\n>>> repscope.metrics.no_such_metric(factors, codes)\n")
+    assert names == {"repscope.metrics.no_such_metric"}
+    with pytest.raises((ImportError, AttributeError)):
+        _resolve("repscope.metrics.no_such_metric")
+    with pytest.raises((ImportError, AttributeError)):
+        _resolve("repscope.morpho:no_such_function")
