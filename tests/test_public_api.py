@@ -116,6 +116,13 @@ def test_metric_names_beat_submodule_names():
     assert (irs, dci, mig, uc) == (metric("irs"), metric("dci"), metric("mig"), metric("uc"))
     assert uc is unique_capture
     assert callable(irs) and callable(dci)
+    # what the import system does when it first loads a submodule: bind it on its package
+    package = importlib.import_module("repscope.metrics.disentanglement")
+    try:
+        package.irs = sys.modules["repscope.metrics.disentanglement.irs"]
+        assert package.irs is metric("irs")
+    finally:
+        vars(package)["irs"] = metric("irs")
 
 
 def test_a_metric_registered_later_appears(monkeypatch):
