@@ -4,6 +4,7 @@ read from a folder and scored, and (slow) the n + 1 trainings of a factory end t
 from __future__ import annotations
 
 import textwrap
+import warnings
 
 import numpy as np
 import pytest
@@ -71,15 +72,6 @@ def test_an_import_path_network_that_cannot_serve_is_named_in_one_line(user_modu
     assert expected in message and f"network {name!r}" in message and "\n" not in message
 
 
-def test_the_supervised_task_records_a_file_network_by_its_absolute_path(user_module, monkeypatch):
-    from repscope.train.tasks.supervised import SupervisedTask
-
-    monkeypatch.chdir(user_module.parent)
-    task = SupervisedTask(network=f"{user_module.name}:make", num_outputs=CLASSES, network_params={"hidden": 4})
-    assert task.hparams.network == f"{user_module}:make"
-    assert task.network[1].out_features == 4 and task(torch.zeros(1, 1, 28, 28)).shape == (1, CLASSES)
-
-
 # ---- a folder of n + 1 models whose soft-labels the test knows --------------------------------------------
 
 
@@ -103,6 +95,13 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     return shifted / shifted.sum(axis=1, keepdims=True)
 
 
+def _save_scripted(module: nn.Module, path) -> None:
+    # TorchScript is what many users export; torch warns that it is deprecated
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        torch.jit.script(module).save(str(path))
+
+
 def _three_class_source(folder):
     """30 images a class: noise with a bright block where the class says (labels 0, 1, 2), as an .npz source."""
     rng = np.random.default_rng(5)
@@ -123,12 +122,12 @@ def model_folder(tmp_path_factory):
     models.mkdir()
     weights = {"full": _weights(CLASSES, 100)} | {f"without-{k}": _weights(CLASSES - 1, 200 + k) for k in range(3)}
     for name, matrix in weights.items():
-        torch.jit.script(Linear(matrix)).save(str(models / f"{name}.pt"))
+        _save_scripted(Linear(matrix), models / f"{name}.pt")
     return models, source, weights
 
 
+@pytest.mark.filterwarnings("ignore:`torch.jit:DeprecationWarning")
 def test_a_folder_of_models_gives_the_metrics_of_their_soft_labels(model_folder):
-    pytest.importorskip("repscope.models.external", reason="the external loader reads the stored models")
     from repscope.data.registry import load_dataset
     from repscope.studies.assess.zeroshot import ZeroShotFolder, zeroshot_assessment
 
@@ -147,8 +146,12 @@ def test_a_folder_of_models_gives_the_metrics_of_their_soft_labels(model_folder)
         assert metrics[key] == pytest.approx(expected[key], rel=1e-4), key
     headline = {row.metric: row for row in found.headline}
     assert headline["dbi"].value == pytest.approx(expected["dbi"], rel=1e-4)
-    # every headline score sits inside its bootstrap interval's neighbourhood and has a chance level
+    # every headline score has a chance level and an interval; the soft-labels dealt among the classes at random
+    # make less separated clusters than each class's own (the block marks the class in every image; the zero
+    # put at each cluster's excluded class still separates them a little)
     assert all(row.chance is not None for row in found.headline)
+    assert all(row.ci_low < row.ci_high for row in found.headline if row.metric != "accuracy")
+    assert headline["davies_bouldin"].chance > headline["davies_bouldin"].value
     assert headline["accuracy"].chance == pytest.approx(1 / CLASSES)
     predicted = _softmax(pixels @ weights["full"].T).argmax(axis=1)
     assert metrics["accuracy"] == pytest.approx(np.mean(predicted == test["target"]))
@@ -167,8 +170,9 @@ def test_a_factory_trains_n_plus_one_models_that_a_restart_keeps(tmp_path, monke
 
     module = tmp_path / "zeroshot_role_trained_nets.py"
     module.write_text(USER_MODULE)
+    monkeypatch.chdir(tmp_path)
     source = ZeroShotFactory(
-        factory=f"{module}:make",
+        factory=f"{module.name}:make",  # a file path relative to the working directory
         model_args={"hidden": 6},
         data_name="digits",
         data_params={"source": _three_class_source(tmp_path)},
@@ -187,13 +191,31 @@ def test_a_factory_trains_n_plus_one_models_that_a_restart_keeps(tmp_path, monke
     expected = zero_shot_scores(loo, full)
     for key in ("dbi", "davies_bouldin", "am_per_image"):
         assert found.metrics["zeroshot"][key] == pytest.approx(expected[key], rel=1e-5), key
-    # the run records the import path, and reading it back rebuilds the user's network
+    # the run records the import path (the file's absolute path in the checkpoint), and reading it back from
+    # another working directory rebuilds the user's network
+    monkeypatch.chdir(models)
     run = open_run(models / "arch-Mine_excluded-1" / "train")
-    assert run.config.model.name == "classifier" and run.config.model.params["network"] == f"{module}:make"
+    assert run.config.model.name == "classifier" and run.config.model.params["network"] == f"{module.name}:make"
     task = run.task()
+    assert task.hparams.network == f"{module}:make"
     assert task.network[1].out_features == 6 and task.network[3].out_features == CLASSES - 1
+    monkeypatch.chdir(tmp_path)
     # a restart keeps the finished trainings
     stamps = {p: p.stat().st_mtime_ns for p in models.glob("*/softlabels.npy")}
     again = zeroshot_assessment(source, resamples=10, progress=False)
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     assert again.metrics["zeroshot"]["dbi"] == found.metrics["zeroshot"]["dbi"]
+
+
+def test_a_folder_without_a_model_of_each_class_is_refused_by_name(tmp_path):
+    from repscope.studies.assess.zeroshot import ZeroShotFolder, zeroshot_assessment
+
+    models = tmp_path / "models"
+    models.mkdir()
+    for name in ("full", "without-0", "without-1"):
+        _save_scripted(Linear(_weights(2, 0)), models / f"{name}.pt")
+    folder = ZeroShotFolder(models, data_name="digits", data_params={"source": _three_class_source(tmp_path)})
+    with pytest.raises(InvalidArgumentError, match=r"no model without class 2 \(without-2\)"):
+        zeroshot_assessment(folder)
+    with pytest.raises(InvalidArgumentError, match="neither full/ and without-<k>/ models nor"):
+        zeroshot_assessment(ZeroShotFolder(tmp_path))
