@@ -110,7 +110,11 @@ def test_the_code_that_thickens_correlates_with_thickness_and_the_idle_code_does
 
 def test_a_generator_returning_the_test_digits_matches_their_morphometrics(digits):
     reference, _ = digits
-    found = assess_generator(Fixed(reference), test_images=reference, n=REFERENCE, permutations=20)
+    lines = []
+    found = assess_generator(
+        Fixed(reference), test_images=reference, n=REFERENCE, permutations=20, progress=lines.append
+    )
+    assert lines == [f"sampling {REFERENCE} digits", f"measuring {REFERENCE} test digits and {REFERENCE} samples"]
     summary = found.tables["morphometrics_summary"].set_index("morphometric")
     assert np.allclose(summary["difference"], 0.0)
     assert np.allclose(summary["samples_std"], summary["test_std"])
@@ -137,6 +141,8 @@ def test_float_samples_and_a_channel_axis_are_read_as_digits(digits):
         (object(), {"n": 20}, "no sample()"),
         (Fixed(None), {"n": 4}, "n:"),
         (Fixed(None), {"n": 20, "seed": -1}, "seed"),
+        (Fixed(None), {"n": 20, "permutations": 5}, "permutations: at least 10"),
+        (Fixed(None), {"n": 20, "replica_threshold": 0}, "replica_threshold"),
     ],
 )
 def test_bad_generators_and_arguments_are_named(digits, generator, kwargs, named):

@@ -30,6 +30,7 @@ import pandas as pd
 from repscope.data.morpho.training_sets import load_digits
 from repscope.errors import InvalidArgumentError
 from repscope.metrics.partial_correlations import code_partial_correlations
+from repscope.progress import quiet_progress
 from repscope.studies.assess.assessment import Assessment, HeadlineRow
 from repscope.studies.morpho.diversity import COMPARED, DiversityConfig, compare_morphometrics, measured
 from repscope.validation import check_images, check_positive_int, check_seed, to_uint8
@@ -61,7 +62,7 @@ def assess_generator(
     latent_dim: int | None = None,
     permutations: int = 200,
     replica_threshold: float = 0.05,
-    model: str = "generator",
+    name: str = "generator",
 ) -> Assessment:
     """Morphometrics, sample diversity and (optionally) code-morphometric correlations of a digit generator.
 
@@ -82,16 +83,16 @@ def assess_generator(
     seed : int, default=0
         Seed of the samples (``seed``), the tests (``seed + 1``), the codes (``seed + 2``) and the shuffle
         of the chance values (``seed + 3``).
-    progress : callable, optional
-        Called with one line as each step starts.
+    progress : callable or bool, optional
+        Called with one line as each step starts; False: no progress bars.
     latent_dim : int, optional
         The generator's latent size, where it carries none.
     permutations : int, default=200
         Permutations of the quadratic MMD test.
     replica_threshold : float, default=0.05
         Distance (standardised morphometrics) within which samples count as near replicas.
-    model : str, default="generator"
-        What is assessed, for the record.
+    name : str, default="generator"
+        What is assessed (its source), for the record.
 
     Returns
     -------
@@ -113,23 +114,18 @@ def assess_generator(
     n, seed = check_positive_int(n, "n"), check_seed(seed)
     if n < 8:
         raise InvalidArgumentError(f"n: the diversity test needs at least 8 samples, got {n}")
-    config = DiversityConfig(samples=n, permutations=permutations, replica_threshold=replica_threshold, seed=seed)
-    say = progress or (lambda line: None)
+    config = _config(n, seed, permutations, replica_threshold)
+    say = progress if callable(progress) else (lambda line: None)
     reference, data = _reference_digits(test_images)
-    say(f"measuring {len(reference)} test digits")
-    test_morpho = measured(reference, f"measuring {len(reference)} test digits")
-    say(f"sampling and measuring {n} digits")
-    samples = _digits(_call(generator, "sample", n, seed=seed + SEED_SAMPLES), "generator.sample", n)
-    sample_morpho = measured(samples, f"measuring {n} samples")
-    result = _diversity(test_morpho, sample_morpho, config, seed + SEED_TESTS)
-    result = result.merged(_morphometrics(test_morpho, sample_morpho))
-    if codes is not None:
-        say(f"decoding and measuring {n} codes")
-        result = result.merged(_correlations(generator, codes, n, seed, latent_dim))
+    # the codes asked are checked before the long steps
+    size = None if codes is None else _latent_dim(generator, latent_dim)
+    chosen = None if codes is None else _chosen(codes, size)
+    with quiet_progress(progress is False):
+        result, samples, sample_morpho = _assessed(generator, reference, n, (chosen, size), config, say)
     figures = {"samples": sample_grid(samples[: GRID_ROWS * GRID_COLUMNS], GRID_COLUMNS), **result.figures}
     return Assessment(
         role="generator",
-        model=model,
+        model=name,
         data=data,
         metrics=result.metrics,
         headline=result.headline,
@@ -139,7 +135,7 @@ def assess_generator(
         settings={
             "n": n,
             "seed": seed,
-            "codes": None if codes is None else [int(c) for c in codes],
+            "codes": chosen,
             "permutations": int(config.permutations),
             "replica_threshold": float(config.replica_threshold),
             "morphometrics": list(COMPARED),
@@ -147,6 +143,46 @@ def assess_generator(
         },
         notes=_notes(n, len(reference), sample_morpho),
     )
+
+
+def _config(n: int, seed: int, permutations: Any, replica_threshold: Any) -> DiversityConfig:
+    """The diversity study's settings for the tests, checked here so a bad one is named as an argument."""
+    permutations = check_positive_int(permutations, "permutations")
+    if permutations < 10:
+        raise InvalidArgumentError(f"permutations: at least 10 for a permutation p-value, got {permutations}")
+    if (
+        isinstance(replica_threshold, bool)
+        or not isinstance(replica_threshold, (int, float))
+        or not (0 < float(replica_threshold) < float("inf"))
+    ):
+        raise InvalidArgumentError(f"replica_threshold: expected a positive number, got {replica_threshold!r}")
+    return DiversityConfig(samples=n, permutations=permutations, replica_threshold=replica_threshold, seed=seed)
+
+
+def _assessed(
+    generator: Any,
+    reference: np.ndarray,
+    n: int,
+    codes: tuple[list[int] | None, int | None],
+    config: DiversityConfig,
+    say: Callable[[str], None],
+) -> tuple[Assessment, np.ndarray, pd.DataFrame]:
+    """Sample, measure and compare (and correlate the chosen code dimensions of ``codes``, ``(chosen,
+    latent size)``): the assessment without its settings, the samples and their morphometrics."""
+    seed = config.seed
+    say(f"sampling {n} digits")
+    # the generator's output is checked before the long steps
+    samples = _digits(_call(generator, "sample", n, seed=seed + SEED_SAMPLES), "generator.sample", n)
+    say(f"measuring {len(reference)} test digits and {n} samples")
+    test_morpho = measured(reference, f"measuring {len(reference)} test digits")
+    sample_morpho = measured(samples, f"measuring {n} samples")
+    result = _diversity(test_morpho, sample_morpho, config, seed + SEED_TESTS)
+    result = result.merged(_morphometrics(test_morpho, sample_morpho))
+    chosen, size = codes
+    if chosen is not None:
+        say(f"decoding and measuring {n} codes")
+        result = result.merged(_correlations(generator, chosen, size, n, seed))
+    return result, samples, sample_morpho
 
 
 def _reference_digits(test_images: np.ndarray | None) -> tuple[np.ndarray, str]:
@@ -302,11 +338,9 @@ def _chosen(codes: Sequence[int], latent_dim: int) -> list[int]:
     return chosen
 
 
-def _correlations(generator: Any, codes: Sequence[int], n: int, seed: int, latent_dim: int | None) -> Assessment:
+def _correlations(generator: Any, chosen: list[int], size: int, n: int, seed: int) -> Assessment:
     """Partial correlations of the chosen code dimensions with the morphometrics of the digits decoded from
     codes drawn from N(0, 1), beside the same with the codes shuffled across rows (chance)."""
-    size = _latent_dim(generator, latent_dim)
-    chosen = _chosen(codes, size)
     drawn = np.random.default_rng([seed, SEED_CODES]).standard_normal((n, size)).astype(np.float32)
     images = _digits(_call(generator, "decode", drawn), "generator.decode", n)
     morpho = measured(images, f"measuring {n} decoded codes")

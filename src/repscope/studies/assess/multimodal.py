@@ -47,6 +47,7 @@ from repscope.data.multimodal.captions import decode_captions
 from repscope.errors import InvalidArgumentError
 from repscope.metrics.disentanglement.bootstrap import bootstrap_interval
 from repscope.metrics.multimodal import coherency
+from repscope.progress import quiet_progress
 from repscope.studies.assess.assessment import Assessment, HeadlineRow
 from repscope.studies.assess.generator import sample_grid
 from repscope.studies.multimodal.coherency import CoherencyResult, OutputPart, compute_coherency
@@ -180,8 +181,8 @@ def assess_multimodal(
     judges : AttributeJudges or str or pathlib.Path, optional
         The level's judges, or a folder of them (``repscope sprites train-judges``); default the user's
         cache, else the packaged ones (:func:`~repscope.studies.multimodal.judges.load_judges`).
-    progress : callable, optional
-        Called with one line as each step starts.
+    progress : callable or bool, optional
+        Called with one line as each step starts; False: no progress bars (the judges' training, if any).
     resamples : int, default=200
         Bootstrap resamples of our rules' scores (0: no intervals).
     reference_model : str, optional
@@ -208,11 +209,12 @@ def assess_multimodal(
     """
     level, n, seed = check_level(level, "level"), check_positive_int(n, "n"), check_seed(seed)
     compat, resamples = _compat(rules), _resamples(resamples)
-    say = progress or (lambda line: None)
+    say = progress if callable(progress) else (lambda line: None)
     say(f"generating {n} outputs per direction at CdSprites+ level {level}")
-    judged = _JudgedOnce(_judges(level, judges))  # a bad judges argument is named before any work
-    test = evaluation_test_set(level, n, seed)
-    parts, kind = _generated_parts(model, level, n, seed, test)
+    with quiet_progress(progress is False):
+        judged = _JudgedOnce(_judges(level, judges))  # a bad judges argument is named before any work
+        test = evaluation_test_set(level, n, seed)
+        parts, kind = _generated_parts(model, level, n, seed, test)
     say("scoring coherency")
     found = compute_coherency(parts, level, compat=compat, judges=judged)
     chance = compute_coherency(_shuffled(parts, seed + SEED_SHUFFLE), level, compat=compat, judges=judged)
