@@ -18,7 +18,10 @@ import pandas as pd
 
 from repscope.fileio import atomic_write
 from repscope.outputs import output_target
-from repscope.studies.assess.assessment import Assessment
+
+# Assessment (repscope.studies.assess.assessment) is named in annotations only as a string: its write()
+# imports this module, and a second import the other way would be a cycle
+Assessment = Any
 
 __all__ = ["assessment_report", "headline_text", "write_assessment"]
 
