@@ -80,10 +80,27 @@ def lines() -> LabelData:
 
 
 @pytest.fixture(scope="module")
-def mean_vs_pixel(lines):
+def assessor_folder(tmp_path_factory):
+    """A decision tree calling a model invariant when its max@CONF matrix's squared mean is below 5e-7, for
+    rotation, and one for scale (a family the tests do not run)."""
+    from sklearn.tree import DecisionTreeClassifier
+
+    from repscope.studies.invariance.assessor_files import save_assessors
+
+    folder = tmp_path_factory.mktemp("assessors")
+    tree = DecisionTreeClassifier().fit([[0.0], [1e-6]], [1, 0])
+    for family in ("rotation", "scale"):
+        (folder / family).mkdir()
+        payload = {"assessors": {"tree": tree}, "columns": ["max@CONF:squared_value_mean"], "transform": family}
+        save_assessors(folder / family / "assessors.skops", {**payload, "compat": "paper"})
+    return folder
+
+
+@pytest.fixture(scope="module")
+def mean_vs_pixel(lines, assessor_folder):
     # the mean of a line image is >= 40 * 200 / 784 / 255 ~ 0.04; threshold half that; the pixel at column 21
     # of the centre row is 1 on the line, and a 15-degree turn moves it 7 * sin(15) ~ 1.8 rows away
-    options = {"families": ("rotation",), "steps": 5, "bootstrap": 20, "progress": False}
+    options = {"families": ("rotation",), "steps": 5, "bootstrap": 20, "progress": False, "assessor": assessor_folder}
     mean = invariance_assessment(Classifier(PixelNet(None, 0.02)), lines, **options)
     pixel = invariance_assessment(Classifier(PixelNet((13, 21), 0.5)), lines, **options)
     return mean, pixel
@@ -110,6 +127,16 @@ def test_one_pixel_classifier_is_not(mean_vs_pixel):
     rows = {row.metric: row for row in pixel.headline}
     assert rows["robust_accuracy"].chance == 0.5  # 1 / classes
     assert rows["robust_accuracy"].ci_low <= 0.5 <= rows["robust_accuracy"].ci_high
+
+
+def test_assessors_tell_the_two_apart(mean_vs_pixel):
+    mean, pixel = mean_vs_pixel
+    assert mean.metrics["invariance/rotation"]["verdict"] == {"tree": 1}
+    assert pixel.metrics["invariance/rotation"]["verdict"] == {"tree": 0}
+    assert pixel.tables["invariance_verdicts"].to_dict("records") == [
+        {"family": "rotation", "assessor": "tree", "invariant": 0}
+    ]
+    assert any("scale" in note for note in pixel.notes)  # given, not applied
 
 
 def test_soft_labels_only_classifier_uses_the_output_modality(lines):
@@ -154,7 +181,8 @@ def white() -> LabelData:
 
 
 def test_one_pixel_decision_falls_to_l0_threshold_1(white):
-    result = attack_assessment(MinPixel(), white, n=3, thresholds=(1,), search="both", bootstrap=0, progress=False)
+    options = {"n": 3, "thresholds": (1,), "search": "both", "budget": 10, "bootstrap": 0, "progress": False}
+    result = attack_assessment(MinPixel(), white, **options)
     rates = {(row.assessment, row.metric): row.value for row in result.headline}
     assert rates[("attacks/art", "l0_th1_success_rate")] == 1.0
     assert rates[("attacks/art", "linf_th1_success_rate")] == 0.0  # every value stays >= 254
@@ -162,6 +190,20 @@ def test_one_pixel_decision_falls_to_l0_threshold_1(white):
     assert result.metrics["attacks"]["art"]["successes"]["l0_th1"] == 3
     counts = result.tables["attack_counts"]
     assert set(counts["search"]) == {"art", "dqa"} and counts["images"].eq(3).all()
+
+
+def test_table1_rows_sit_beside_the_paper():
+    cifar = LabelData(np.full((1, 1, 4, 4), 255, np.uint8), np.ones(1, np.int64), 2, "cifar10 (data_dir=x), test split")
+    options = {"n": 1, "thresholds": (1, 3, 5, 10), "search": "dqa", "bootstrap": 0, "progress": False}
+    result = attack_assessment(MinPixel(), cifar, **options)
+    rows = {row.metric: row for row in result.headline}
+    assert rows["l0_table1_success_rate"].paper == 337 / 400  # LeNet's 337 of 400 L0 attacks
+    assert rows["linf_table1_success_rate"].paper == 340 / 400
+    assert rows["total_table1_success_rate"].paper == 677 / 800
+    # the total is the mean of the two norms' rates (same number of attacks each)
+    per_norm = (rows["l0_table1_success_rate"].value + rows["linf_table1_success_rate"].value) / 2
+    assert rows["total_table1_success_rate"].value == pytest.approx(per_norm)
+    assert rows["l0_th1_success_rate"].paper is None  # Table 1 prints no per-threshold count
 
 
 def test_attacks_skip_a_classifier_that_gets_nothing_right(white):
@@ -250,3 +292,22 @@ def test_default_data_is_the_mnist_sample():
     assert data.images.shape == (30, 1, 28, 28) and data.num_classes == 10
     assert data.source.startswith("digits (source=mnist-sample)")
     assert data.images.max() > 200  # real digits, 0-255
+
+
+def test_dataset_folder_with_a_class_column(tmp_path):
+    import pandas as pd
+
+    from repscope.data.dsprites import FACTOR_NAMES
+    from repscope.data.store import write_dataset
+
+    masks = np.zeros((4, 64, 64), np.uint8)
+    masks[:, 20:40, 20:40] = 1
+    factors = pd.DataFrame(np.zeros((4, len(FACTOR_NAMES)), np.int64), columns=list(FACTOR_NAMES))
+    factors["shape"] = [0, 1, 2, 1]
+    options = {"generator": "dsprites", "level": None, "seed": 0, "params": {}, "image_shape": (64, 64)}
+    folder = write_dataset(tmp_path / "sprites", [(masks, None, factors)], 4, **options)
+    data = load_label_data(folder, params={"target": "shape"})
+    assert data.images.shape == (4, 1, 64, 64) and set(np.unique(data.images)) == {0, 255}  # masks as 0-255
+    assert list(data.labels) == [0, 1, 2, 1] and data.num_classes == 3
+    with pytest.raises(InvalidArgumentError, match="target=NAME; columns: color, shape"):
+        load_label_data(folder)

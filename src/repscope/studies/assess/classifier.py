@@ -22,8 +22,8 @@
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,7 +58,12 @@ REPSCOPE_ROTATION = (0.787, "README: CNN5, 3 epochs on the MNIST sample, 1,000 t
 # 1/3/5/10, both norms: successes of 160 attacks per search
 REPSCOPE_ATTACK_TOTALS = {"dqa": 4 / 160, "art": 19 / 160}
 REPSCOPE_ATTACK_SOURCE = "README: LeNet-5 on Fashion-MNIST, 20 images x 2 norms x thresholds 1/3/5/10"
-# the architecture whose Table 1 row the headline sets beside a model (the others are in a table)
+NORM_TITLES = {"l0": "L0", "linf": "L-infinity"}
+OUTPUT_ONLY = (
+    "invariance: the network has no two convolution modules forward hooks can reach (ONNX, TorchScript or a "
+    "soft-labels-only classifier), so only the output modality max@CONF was measured"
+)
+# the architecture whose Table 1 row the headline sets beside a model (its source names the others' counts)
 PAPER_ARCHITECTURE = "LeNet"
 
 
@@ -105,13 +110,14 @@ def classifier_network(classifier: Any) -> tuple[nn.Module, bool]:
 
 
 def _accuracy_scores(factors: np.ndarray, codes: np.ndarray, identity: int = 0) -> dict[str, float]:
-    """Accuracy at the identity and robust accuracy (Eq. 1) of ``(N, T)`` correctness rows (``codes``)."""
+    """Accuracy at the identity and robust accuracy (Eq. 1) of ``(N, T)`` 0/1 correctness rows (``codes``)."""
     del factors  # the bootstrap hands both arrays; the correctness rows are all this needs
     return {"accuracy": float(codes[:, identity].mean()), "robust_accuracy": float(codes.all(axis=1).mean())}
 
 
 def _bootstrap(scores: Callable[..., dict[str, float]], rows: np.ndarray, resamples: int, seed: int, **params: Any):
-    """Percentile intervals (:func:`repscope.metrics.disentanglement.bootstrap.bootstrap_interval`) over rows."""
+    """Percentile intervals (:func:`repscope.metrics.disentanglement.bootstrap.bootstrap_interval`) over rows;
+    none below 2 resamples."""
     if resamples < 2:
         return {}
     from repscope.metrics.disentanglement.bootstrap import bootstrap_interval  # noqa: PLC0415
@@ -119,8 +125,13 @@ def _bootstrap(scores: Callable[..., dict[str, float]], rows: np.ndarray, resamp
     return bootstrap_interval(scores, rows, rows, resamples, seed=seed, **params)
 
 
+def _row(assessment: str, metric: str, value: float, interval: dict, **fields: Any) -> HeadlineRow:
+    """A headline row with the bootstrap ``interval``'s ends (none when empty)."""
+    return HeadlineRow(assessment, metric, value, ci_low=interval.get("low"), ci_high=interval.get("high"), **fields)
+
+
 def _read_assessors(assessor: str | Path | None, compat: str) -> dict[str, Any]:
-    """Trained assessors by family: one ``assessors.skops``, or every one under a folder."""
+    """Trained assessors by family, ``(file, assessors)``: one ``assessors.skops``, or every one under a folder."""
     if assessor is None:
         return {}
     from repscope.studies.invariance.assessor_files import ASSESSOR_FILE, load_assessors  # noqa: PLC0415
@@ -135,64 +146,52 @@ def _read_assessors(assessor: str | Path | None, compat: str) -> dict[str, Any]:
         transform = load_assessors(file)["transform"]
         if transform in found:
             raise InvalidArgumentError(f"--assessor {path}: two files hold assessors for {transform}")
-        found[transform] = (file, read_test_assessors(file, transform, compat))
+        found[transform] = (file, read_test_assessors(file, transform, compat))  # checked against the compat
     return found
 
 
-def _family_test(
-    network: nn.Module, hookable: bool, data: LabelData, family: Any, compat: str, assessors: Any, options: dict
-) -> Any:
-    """One family's invariance test: the paper's modalities, or ``max@CONF`` when hooks reach no convolution."""
+def _output_only_test(network: nn.Module, data: LabelData, family: Any, compat: str, options: dict) -> Any:
+    """:func:`~repscope.studies.invariance.testing.compute_invariance_test`'s steps on ``max@CONF`` alone
+    (that function fixes the five modalities, three of them at convolutions)."""
     from repscope.studies.invariance import testing  # noqa: PLC0415
 
-    source, saved = assessors if assessors is not None else ("assessors", None)
-    if hookable:
-        return testing.compute_invariance_test(
-            network, data.images, data.labels, family, compat=compat, assessors=saved,
-            assessor_source=source, **options,
-        )  # fmt: skip
-    # compute_invariance_test fixes the five modalities; its steps are run here with the output-only one
-    correct_only = compat == "reference"
-    signals = testing.model_signals(
-        network, data.images, data.labels, family, OUTPUT_ONLY_MODALITIES, batch_size=options["batch_size"],
-        correct_only=correct_only, progress=options["progress"],
-    )  # fmt: skip
-    matrices, features = testing.matrices_and_features(signals, seed=options["seed"])
-    reference = testing.reference_features(signals, seed=options["seed"]) if correct_only else None
-    identity = len(family) // 2
+    reference, seed = compat == "reference", options["seed"]
+    passes = {"batch_size": options["batch_size"], "correct_only": reference, "progress": options["progress"]}
+    signals = testing.model_signals(network, data.images, data.labels, family, OUTPUT_ONLY_MODALITIES, **passes)
+    matrices, features = testing.matrices_and_features(signals, seed=seed)
     return testing.InvarianceTestResult(
-        transform=family.name, values=tuple(family.values), unit=family.unit, compat=compat,
-        correct_only=correct_only, matrices=matrices, features=features, features_reference=reference,
-        correct=signals.correct, kept=signals.kept, robust_accuracy=testing.robust_accuracy(signals.correct),
-        accuracy=float(signals.correct[:, identity].mean()), verdict=None,
-    )  # fmt: skip
+        transform=family.name,
+        values=tuple(family.values),
+        unit=family.unit,
+        compat=compat,
+        correct_only=reference,
+        matrices=matrices,
+        features=features,
+        features_reference=testing.reference_features(signals, seed=seed) if reference else None,
+        correct=signals.correct,
+        kept=signals.kept,
+        robust_accuracy=testing.robust_accuracy(signals.correct),
+        accuracy=float(signals.correct[:, len(family) // 2].mean()),
+    )
 
 
-def _invariance_rows(result: Any, data: LabelData, family: Any, resamples: int, seed: int) -> list[HeadlineRow]:
-    """Accuracy and robust accuracy beside chance (1 / classes), their bootstrap interval, repscope's value."""
+def _robust_accuracy_row(result: Any, data: LabelData, family: Any, resamples: int, seed: int) -> HeadlineRow:
+    """Eq. 1's robust accuracy beside chance (1 / classes: a constant guess, which no transformation changes),
+    its bootstrap interval over the images and repscope's own value for the same setting."""
     identity = len(family) // 2
-    intervals = _bootstrap(_accuracy_scores, result.correct.astype(np.int64), resamples, seed, identity=identity)
-    ours = (
-        REPSCOPE_ROTATION
-        if family.name == "rotation" and data.source.startswith("digits (source=mnist-sample")
-        and tuple(family.values) == tuple(float(v) for v in range(-15, 16)) and result.compat == "paper"
-        else (None, None)
+    correct = result.correct.astype(np.int64)
+    interval = _bootstrap(_accuracy_scores, correct, resamples, seed, identity=identity).get("robust_accuracy", {})
+    paper_range = tuple(family.values) == tuple(float(v) for v in range(-15, 16))
+    digits = data.source.startswith("digits (source=mnist-sample")
+    ours = REPSCOPE_ROTATION if family.name == "rotation" and paper_range and digits else (None, None)
+    description = (
+        f"Eq. 1: share of images classified correctly under all {len(family)} {family.name} transformations "
+        f"(accuracy at the identity {result.accuracy:.3f}; equal to it for an invariant classifier; higher is better)"
+    )
+    return _row(
+        f"invariance/{family.name}", "robust_accuracy", result.robust_accuracy, interval,
+        chance=1.0 / data.num_classes, repscope=ours[0], repscope_source=ours[1], description=description,
     )  # fmt: skip
-    described = {
-        "accuracy": "accuracy on the untransformed images (higher is better)",
-        "robust_accuracy": f"Eq. 1: share of images classified correctly under all {len(family)} {family.name} "
-        "transformations (higher is better; equal to accuracy for an invariant classifier)",
-    }
-    rows = []
-    for metric, description in described.items():
-        interval = intervals.get(metric, {})
-        rows.append(HeadlineRow(
-            f"invariance/{family.name}", metric, getattr(result, metric), chance=1.0 / data.num_classes,
-            ci_low=interval.get("low"), ci_high=interval.get("high"),
-            repscope=ours[0] if metric == "robust_accuracy" else None,
-            repscope_source=ours[1] if metric == "robust_accuracy" else None, description=description,
-        ))  # fmt: skip
-    return rows
 
 
 def invariance_assessment(
@@ -219,62 +218,67 @@ def invariance_assessment(
     families : sequence of str
         Families of :data:`repscope.data.invariance.transforms.FAMILIES`, each at the paper's range.
     compat : {"paper", "reference"}
-        The paper's modalities, or the released code's (:func:`~repscope.studies.invariance.testing.compat_modalities`).
+        The paper's modalities or the released code's (:func:`~repscope.studies.invariance.testing.compat_modalities`).
     assessor : str or pathlib.Path, optional
         An ``assessors.skops`` of ``repscope invariance assess train``, or a folder of them (one per family):
         adds each assessor's verdict (1 invariant, 0 variant) for the families they were trained on.
     steps : int, default=31
         Transformations per family (odd; the paper's 31).
     bootstrap : int, default=200
-        Resamples of the images for the 95% intervals of the accuracies (below 2: none).
+        Resamples of the images for the 95% intervals (below 2: none).
     seed, batch_size, progress
         Seed of the sensitivity subsamples and the bootstrap; images per forward pass; False shows no bar.
 
     Returns
     -------
     Assessment
-        ``metrics["invariance/<family>"]`` (accuracies, features, verdict), tables ``invariance_<family>``
-        (16 features per modality) and ``invariance_verdicts``, arrays ``variance_<family>_<modality>``
-        (``(T, T)``) and ``correct_<family>`` (``(N, T)`` bool).
+        ``metrics["invariance/<family>"]`` (accuracies, features, modalities, verdict), tables
+        ``invariance_<family>`` (16 features per modality) and ``invariance_verdicts``, arrays
+        ``variance_<family>_<modality>`` (``(T, T)``) and ``correct_<family>`` (``(N, T)`` bool).
     """
     from repscope.data.invariance.transforms import transform_family  # noqa: PLC0415
-    from repscope.studies.invariance.testing import (  # noqa: PLC0415
-        compat_modalities,
-        invariance_test_metrics,
-        matrix_file_stem,  # noqa: PLC0415
-    )
+    from repscope.studies.invariance import testing  # noqa: PLC0415
 
-    compat_modalities(compat)
-    built = [transform_family(name, steps=steps) for name in families]  # unknown names refused before work
+    testing.compat_modalities(compat)
+    built = [transform_family(name, steps=steps) for name in families]  # unknown names refused before any work
     saved = _read_assessors(assessor, compat)
     network, hookable = classifier_network(classifier)
     options = {"batch_size": batch_size, "seed": seed, "progress": progress}
-    metrics, headline, tables, arrays, verdicts = {}, [], {}, {}, []
-    notes = [] if hookable else [
-        "invariance: the network has no two convolution modules forward hooks can reach (ONNX, TorchScript or "
-        "a soft-labels-only classifier), so only the output modality max@CONF was measured"
-    ]  # fmt: skip
+    found = Assessment("classifier", _model_name(classifier), data.source, {}, notes=() if hookable else (OUTPUT_ONLY,))
     for family in built:
-        assessors = saved.get(family.name) if hookable else None
-        if family.name in saved and not hookable:
-            notes.append(f"invariance/{family.name}: the assessors need convolution features; no verdict")
-        result = _family_test(network, hookable, data, family, compat, assessors, options)
-        key = f"invariance/{family.name}"
-        metrics[key] = {**invariance_test_metrics(result), "modalities": list(result.matrices)}
-        headline += _invariance_rows(result, data, family, bootstrap, seed)
-        tables[f"invariance_{family.name}"] = result.features_table
-        arrays.update({f"variance_{family.name}_{matrix_file_stem(m)}": v for m, v in result.matrices.items()})
-        arrays[f"correct_{family.name}"] = result.correct
-        verdicts += [(family.name, name, value) for name, value in (result.verdict or {}).items()]
-    if verdicts:
-        tables["invariance_verdicts"] = pd.DataFrame(verdicts, columns=["family", "assessor", "invariant"])
-    unused = sorted(set(saved) - {family.name for family in built})
-    if unused:
-        notes.append(f"invariance: assessors for {', '.join(unused)} were given, but that family was not tested")
-    settings = {"families": list(families), "compat": compat, "steps": steps, "bootstrap": bootstrap,
-                "assessor": None if assessor is None else str(assessor), "output_only": not hookable}  # fmt: skip
-    return Assessment("classifier", _model_name(classifier), data.source, metrics, tuple(headline), tables,
-                      arrays, settings={"invariance": settings}, notes=tuple(notes))  # fmt: skip
+        if hookable:
+            source, assessors = saved.get(family.name, ("assessors", None))
+            test = {"compat": compat, "assessors": assessors, "assessor_source": source, **options}
+            result = testing.compute_invariance_test(network, data.images, data.labels, family, **test)
+        else:
+            result = _output_only_test(network, data, family, compat, options)
+        found = found.merged(_family_assessment(found, result, data, family, bootstrap, seed))
+    lost = sorted(set(saved) - {family.name for family in built} if hookable else set(saved))
+    notes = [f"invariance: assessors for {name} were given but not applied" for name in lost]
+    verdicts = [
+        (key.split("/", 1)[1], name, value)
+        for key, values in found.metrics.items()
+        for name, value in values.get("verdict", {}).items()
+    ]
+    tables = {"invariance_verdicts": pd.DataFrame(verdicts, columns=["family", "assessor", "invariant"])}
+    settings = {"families": list(families), "compat": compat, "steps": steps, "bootstrap": bootstrap}
+    settings.update(assessor=None if assessor is None else str(assessor), output_only=not hookable)
+    tail = Assessment(found.role, found.model, found.data, {}, tables=tables if verdicts else {}, notes=tuple(notes))
+    return found.merged(replace(tail, settings={"invariance": settings}))
+
+
+def _family_assessment(
+    found: Assessment, result: Any, data: LabelData, family: Any, resamples: int, seed: int
+) -> Assessment:
+    """One family's test as an assessment: metrics, headline row, features table, matrices, correctness."""
+    from repscope.studies.invariance.testing import invariance_test_metrics, matrix_file_stem  # noqa: PLC0415
+
+    metrics = {f"invariance/{family.name}": {**invariance_test_metrics(result), "modalities": list(result.matrices)}}
+    arrays = {f"variance_{family.name}_{matrix_file_stem(m)}": v for m, v in result.matrices.items()}
+    arrays[f"correct_{family.name}"] = result.correct
+    row = _robust_accuracy_row(result, data, family, resamples, seed)
+    tables = {f"invariance_{family.name}": result.features_table}
+    return Assessment(found.role, found.model, found.data, metrics, (row,), tables, arrays)
 
 
 def _model_name(classifier: Any) -> str:
@@ -316,72 +320,77 @@ def _success_rate(factors: np.ndarray, codes: np.ndarray) -> dict[str, float]:
     return {"success_rate": float(codes[:, 0].mean())}
 
 
-def _paper_value(search: str, data: LabelData, norm: str | None) -> tuple[float | None, str | None]:
-    """Table 1's rate (successes / attacks) of :data:`PAPER_ARCHITECTURE`, comparable only for the DQA search
-    on CIFAR-10 images (the paper's setting: 100 images, thresholds 1, 3, 5, 10)."""
+def _paper_value(search: str, data: LabelData, norm: str) -> tuple[float | None, str | None]:
+    """Table 1's rate (successes / attacks) of :data:`PAPER_ARCHITECTURE` for ``norm`` (``l0``, ``linf`` or
+    ``total``), comparable only for the DQA search on CIFAR-10 (the paper's setting: 100 images, thresholds
+    1, 3, 5 and 10, so 400 attacks per norm)."""
     from repscope.studies.zeroshot.report import PAPER_TABLES  # noqa: PLC0415
 
     if search != "dqa" or not data.source.startswith("cifar10"):
         return None, None
-    row = PAPER_TABLES[PAPER_ARCHITECTURE]
-    attacks = 400 if norm else 800
-    value = row[norm or "total"] / attacks
-    return value, f"Raw Zero-Shot Table 1, {PAPER_ARCHITECTURE} on CIFAR-10 ({row[norm or 'total']} of {attacks})"
+    successes, attacks = PAPER_TABLES[PAPER_ARCHITECTURE][norm], 800 if norm == "total" else 400
+    others = ", ".join(f"{name} {row[norm]}" for name, row in PAPER_TABLES.items() if name != PAPER_ARCHITECTURE)
+    return successes / attacks, (
+        f"Raw Zero-Shot Table 1, {PAPER_ARCHITECTURE} on CIFAR-10: {successes} of {attacks} (other models: {others})"
+    )
 
 
 def _attack_rows(result: Any, data: LabelData, resamples: int, seed: int) -> list[HeadlineRow]:
-    """Success rate per norm and threshold (bootstrap interval), and over the paper's thresholds per norm and
-    in total beside Table 1 and repscope's own measurement."""
+    """Success rate per norm and threshold with its bootstrap interval; with the paper's thresholds 1, 3, 5 and
+    10 also Table 1's rates (per norm and in total) beside the paper's and repscope's own."""
     from repscope.studies.zeroshot.attacks import PAPER_THRESHOLDS  # noqa: PLC0415
 
-    table, search, rows = result.per_image, result.search, []
+    table, where, rows = result.per_image, f"attacks/{result.search}", []
     for (norm, threshold), group in table.groupby(["norm", "threshold"], sort=False):
         success = group["success"].to_numpy(np.int64)[:, None]
         interval = _bootstrap(_success_rate, success, resamples, seed).get("success_rate", {})
+        description = (
+            f"share of {len(group)} correctly classified images a {NORM_TITLES[norm]} attack with threshold "
+            f"{threshold} fooled ({result.search} search; lower is more robust)"
+        )
+        rows.append(_row(where, f"{norm}_th{threshold}_success_rate", float(success.mean()), interval,
+                         description=description))  # fmt: skip
+    if not set(PAPER_THRESHOLDS) <= set(table["threshold"]):
+        return rows
+    table = table[table["threshold"].isin(PAPER_THRESHOLDS)]
+    groups = [(norm, table[table["norm"] == norm]) for norm in result.norms]
+    for norm, group in groups + ([("total", table)] if len(result.norms) == 2 else []):
+        paper, source = _paper_value(result.search, data, norm)
+        fashion = data.source.startswith("digits (source=fashion-mnist")
+        ours = REPSCOPE_ATTACK_TOTALS[result.search] if norm == "total" and fashion else None
+        description = (
+            f"Table 1 as a share: successful {NORM_TITLES.get(norm, 'L0 and L-infinity')} attacks over thresholds "
+            "1, 3, 5 and 10 (lower is more robust)"
+        )
         rows.append(HeadlineRow(
-            f"attacks/{search}", f"{norm}_th{threshold}_success_rate", float(success.mean()),
-            ci_low=interval.get("low"), ci_high=interval.get("high"),
-            description=f"share of {len(group)} correctly classified images a {norm} attack with threshold "
-            f"{threshold} fooled ({search} search; lower is more robust)",
+            where, f"{norm}_table1_success_rate", float(group["success"].mean()), paper=paper, paper_source=source,
+            repscope=ours, repscope_source=None if ours is None else REPSCOPE_ATTACK_SOURCE, description=description,
         ))  # fmt: skip
-    paper_rows = table[table["threshold"].isin(PAPER_THRESHOLDS)]
-    if set(PAPER_THRESHOLDS) <= set(table["threshold"]):
-        groups = [(norm, paper_rows[paper_rows["norm"] == norm]) for norm in result.norms]
-        groups += [(None, paper_rows)] if len(result.norms) == 2 else []
-        for norm, group in groups:
-            paper, source = _paper_value(search, data, norm)
-            fashion = data.source.startswith("digits (source=fashion-mnist")
-            ours = REPSCOPE_ATTACK_TOTALS[search] if norm is None and fashion else None
-            rows.append(HeadlineRow(
-                f"attacks/{search}", f"{norm or 'total'}_table1_success_rate", float(group["success"].mean()),
-                paper=paper, paper_source=source, repscope=ours,
-                repscope_source=REPSCOPE_ATTACK_SOURCE if ours is not None else None,
-                description=f"Table 1's count as a share: successful {norm or 'L0 and L-infinity'} attacks over "
-                "thresholds 1, 3, 5, 10 (lower is more robust)",
-            ))  # fmt: skip
     return rows
 
 
 def _attack_options(
     norms: Sequence[str], thresholds: Sequence[int], search: str, n: int, budget: int
-) -> tuple[list[str], int, int]:
-    """The attacks' options checked (before any long step runs): the study's norm names, ``n``, ``budget``."""
+) -> tuple[list[str], list[int], int, int]:
+    """The attacks' options, checked before any long step runs: norms (the study's names), thresholds, n, budget."""
     from repscope.studies.zeroshot.attack_study import check_norms  # noqa: PLC0415
 
     names = _norm_names(norms)
     check_norms(names, list(thresholds))
     if search not in SEARCH_CHOICES:
         raise InvalidArgumentError(f"--search: expected one of {', '.join(SEARCH_CHOICES)}, got {search!r}")
-    return names, check_positive_int(n, "--attack-n"), check_positive_int(budget, "--budget")
+    levels = [int(threshold) for threshold in thresholds]
+    return names, levels, check_positive_int(n, "--attack-n"), check_positive_int(budget, "--budget")
 
 
-@contextlib.contextmanager
-def _quiet(progress: bool | None) -> Iterator[None]:
-    """No bar or line inside when ``progress`` is False (the studies' bars follow the process's mode)."""
-    from repscope.progress import quiet_progress  # noqa: PLC0415
-
-    with quiet_progress(progress is False):
-        yield
+def _attack_metrics(result: Any) -> dict[str, Any]:
+    """One search's successes and success rates by ``<norm>_th<threshold>``, and its totals."""
+    counts = list(result.counts.itertuples())
+    return {
+        "successes": {f"{r.norm}_th{r.threshold}": int(r.successes) for r in counts},
+        "success_rate": {f"{r.norm}_th{r.threshold}": float(r.successes / r.images) for r in counts},
+        "totals": result.totals,
+    }
 
 
 def attack_assessment(
@@ -431,60 +440,57 @@ def attack_assessment(
         ``attack_counts`` and ``attacks`` (per image), arrays ``attacked_rows``; a note and no rows when
         the classifier gets no image right.
     """
+    from repscope.progress import quiet_progress  # noqa: PLC0415
     from repscope.studies.zeroshot.attack_study import compute_classifier_attacks  # noqa: PLC0415
 
-    names, count, budget = _attack_options(norms, thresholds, search, n, budget)
+    names, levels, count, budget = _attack_options(norms, thresholds, search, n, budget)
     rows = _attack_draw(classifier, data, count, seed)
-    settings = {"attacks": {"n": count, "thresholds": [int(t) for t in thresholds], "norms": names,
-                            "search": search, "budget": budget, "bootstrap": bootstrap}}  # fmt: skip
+    settings = {"n": count, "thresholds": levels, "norms": names, "search": search, "budget": budget}
+    found = Assessment("classifier", _model_name(classifier), data.source, {}, settings={"attacks": settings})
     if rows is None:
-        note = "attacks: skipped, the classifier classifies none of the images correctly"
-        return Assessment("classifier", _model_name(classifier), data.source, {}, settings=settings, notes=(note,))
-    images, labels = data.images[rows], data.labels[rows]
-    origin = rows if data.rows is None else data.rows[rows]
-    results = []
-    with _quiet(progress):
-        for each in ("art", "dqa") if search == "both" else (search,):
-            results.append(compute_classifier_attacks(
-                classifier, images, labels, names, [int(t) for t in thresholds], budget, seed, rows=origin, search=each
-            ))  # fmt: skip
-    headline = [row for result in results for row in _attack_rows(result, data, bootstrap, seed)]
-    metrics = {"attacks": {"images": len(rows), "budget": budget, "seed": seed, **{
-        result.search: {
-            "successes": {f"{r.norm}_th{r.threshold}": int(r.successes) for r in result.counts.itertuples()},
-            "success_rate": {f"{r.norm}_th{r.threshold}": float(r.successes / r.images)
-                             for r in result.counts.itertuples()},
-            "totals": result.totals,
-        } for result in results}}}  # fmt: skip
+        return replace(found, notes=("attacks: skipped, the classifier classifies none of the images correctly",))
+    images, labels, origin = data.images[rows], data.labels[rows], rows if data.rows is None else data.rows[rows]
+    with quiet_progress(progress is False):  # the study's bar follows the process's mode otherwise
+        results = [
+            compute_classifier_attacks(
+                classifier, images, labels, names, levels, budget, seed, rows=origin, search=each
+            )
+            for each in (("art", "dqa") if search == "both" else (search,))
+        ]
+    metrics = {"images": len(rows), "budget": budget, "seed": seed}
+    metrics.update({result.search: _attack_metrics(result) for result in results})
     tables = {
         "attack_counts": pd.concat([result.counts for result in results], ignore_index=True),
         "attacks": pd.concat([result.per_image for result in results], ignore_index=True),
     }
-    notes = ["attacks: the art and dqa searches differ in budget; their rates are not comparable"] * (search == "both")
-    return Assessment("classifier", _model_name(classifier), data.source, metrics, tuple(headline), tables,
-                      {"attacked_rows": origin}, settings=settings, notes=tuple(notes))  # fmt: skip
+    headline = tuple(row for result in results for row in _attack_rows(result, data, bootstrap, seed))
+    notes = ("attacks: the art and dqa searches differ in budget; their rates are not comparable",) * (search == "both")
+    arrays = {"attacked_rows": origin}
+    return replace(found, metrics={"attacks": metrics}, headline=headline, tables=tables, arrays=arrays, notes=notes)
 
 
 # ---------------------------------------------------------------------------------------------------
 # the role
 
 
-def _base_assessment(classifier: Any, data: LabelData, batch_size: int, seed: int) -> Assessment:
-    """The soft-labels on every image, the accuracy beside chance, the data's settings."""
+def _base_assessment(classifier: Any, data: LabelData, batch_size: int, seed: int, resamples: int) -> Assessment:
+    """The soft-labels on every image and the accuracy beside chance (1 / classes) with its bootstrap interval."""
     soft = np.asarray(classifier.soft_labels(data.images), dtype=np.float64)
     if soft.shape != (len(data), data.num_classes):
         raise InvalidArgumentError(
             f"--model: soft_labels gave shape {soft.shape} for {len(data)} images of {data.num_classes} classes"
         )
-    predicted = soft.argmax(axis=1)
-    accuracy = float(np.mean(predicted == data.labels))
-    row = HeadlineRow("classifier", "accuracy", accuracy, chance=1.0 / data.num_classes,
-                      description=f"accuracy on the {len(data)} images (higher is better)")  # fmt: skip
-    settings = {"n": len(data), "image_shape": list(data.image_shape), "num_classes": data.num_classes,
-                "batch_size": batch_size, "seed": seed}  # fmt: skip
-    arrays = {"soft_labels": soft, "labels": data.labels, "predicted": predicted.astype(np.int64)}
-    return Assessment("classifier", _model_name(classifier), data.source, {"classifier": {"accuracy": accuracy}},
-                      (row,), arrays=arrays, settings=settings)  # fmt: skip
+    predicted = soft.argmax(axis=1).astype(np.int64)
+    correct = (predicted == data.labels).astype(np.int64)[:, None]
+    interval = _bootstrap(_accuracy_scores, correct, resamples, seed).get("accuracy", {})
+    accuracy, chance = float(correct.mean()), 1.0 / data.num_classes
+    described = f"accuracy on the {len(data)} images (higher is better)"
+    row = _row("classifier", "accuracy", accuracy, interval, chance=chance, description=described)
+    settings = {"n": len(data), "image_shape": list(data.image_shape), "num_classes": data.num_classes}
+    settings.update(batch_size=batch_size, seed=seed, bootstrap=resamples)
+    arrays = {"soft_labels": soft, "labels": data.labels, "predicted": predicted}
+    metrics = {"classifier": {"accuracy": accuracy}}
+    return Assessment("classifier", _model_name(classifier), data.source, metrics, (row,), {}, arrays, {}, settings)
 
 
 def assess_classifier(
@@ -524,8 +530,9 @@ def assess_classifier(
         Run the black-box attacks (:func:`attack_assessment`: ``attack_n``, ``thresholds``, ``norms``,
         ``search``, ``budget``).
     zeroshot : object, optional
-        What :func:`repscope.studies.assess.zeroshot.zeroshot_assessment` takes (leave-one-class-out
-        classifiers): its Raw Zero-Shot assessment is merged in.
+        What :func:`repscope.studies.assess.zeroshot.zeroshot_assessment` takes (a factory to train the
+        leave-one-class-out classifiers, or their folder; it names its own data): its Raw Zero-Shot
+        assessment is merged in.
     bootstrap : int, default=200
         Resamples of the 95% intervals (below 2: none).
     seed : int, default=0
@@ -552,19 +559,17 @@ def assess_classifier(
         raise InvalidArgumentError(f"--data: expected LabelData (load_label_data), got {type(data).__name__}")
     if attacks:  # a bad attack option is refused before the invariance test's minutes
         _attack_options(norms, thresholds, search, attack_n, budget)
-    assessment = _base_assessment(classifier, data, batch_size, seed)
+    assessment = _base_assessment(classifier, data, batch_size, seed, bootstrap)
+    common = {"bootstrap": bootstrap, "seed": seed, "progress": progress}
     if families:
-        assessment = assessment.merged(invariance_assessment(
-            classifier, data, families, compat=compat, assessor=assessor, steps=steps, bootstrap=bootstrap,
-            seed=seed, batch_size=batch_size, progress=progress,
-        ))  # fmt: skip
+        options = {"compat": compat, "assessor": assessor, "steps": steps, "batch_size": batch_size}
+        assessment = assessment.merged(invariance_assessment(classifier, data, families, **options, **common))
     if attacks:
-        assessment = assessment.merged(attack_assessment(
-            classifier, data, n=attack_n, thresholds=thresholds, norms=norms, search=search, budget=budget,
-            bootstrap=bootstrap, seed=seed, progress=progress,
-        ))  # fmt: skip
+        options = {"n": attack_n, "thresholds": thresholds, "norms": norms, "search": search, "budget": budget}
+        assessment = assessment.merged(attack_assessment(classifier, data, **options, **common))
     if zeroshot is not None:
         from repscope.studies.assess.zeroshot import zeroshot_assessment  # noqa: PLC0415
 
-        assessment = assessment.merged(zeroshot_assessment(zeroshot, data, seed=seed, progress=progress))
+        # the zero-shot source names its own data (its models train on a registered dataset's classes)
+        assessment = assessment.merged(zeroshot_assessment(zeroshot, seed=seed, progress=progress))
     return assessment

@@ -288,7 +288,10 @@ def _from_folder(path: Path, params: dict[str, Any], split: str) -> LabelData:
             f"columns: {', '.join(dataset.factors.columns)})"
         )
     labels = dataset.factors[target].to_numpy()
-    return from_arrays(np.asarray(dataset.images), labels, f"{path} ({target})", DataFormatError, f"--data {path}")
+    images = np.asarray(dataset.images)
+    if dataset.generator == "dsprites":  # its images.npy holds 0/1 masks (the store's format), not 0-255 values
+        images = images * np.uint8(255)
+    return from_arrays(images, labels, f"{path} ({target})", DataFormatError, f"--data {path}")
 
 
 def _from_registry(name: str, params: dict[str, Any], split: str) -> LabelData:
