@@ -165,7 +165,7 @@ def test_a_folder_of_models_gives_the_metrics_of_their_soft_labels(model_folder)
 
 @pytest.mark.slow
 def test_a_factory_trains_n_plus_one_models_that_a_restart_keeps(tmp_path, monkeypatch):
-    from repscope.studies.assess.zeroshot import ZeroShotFactory, zeroshot_assessment
+    from repscope.studies.assess.zeroshot import ZeroShotFactory, ZeroShotFolder, zeroshot_assessment
     from repscope.train.reader import open_run
 
     module = tmp_path / "zeroshot_role_trained_nets.py"
@@ -205,6 +205,11 @@ def test_a_factory_trains_n_plus_one_models_that_a_restart_keeps(tmp_path, monke
     again = zeroshot_assessment(source, resamples=10, progress=False)
     assert {p: p.stat().st_mtime_ns for p in stamps} == stamps
     assert again.metrics["zeroshot"]["dbi"] == found.metrics["zeroshot"]["dbi"]
+    # the study's run read as a folder of trained models: the same soft-labels, the same scores
+    folder = ZeroShotFolder(tmp_path / "assessment" / "zeroshot", data_name="digits", data_params=source.data_params)
+    read = zeroshot_assessment(folder, resamples=10, progress=False)
+    for key in ("dbi", "davies_bouldin", "am", "accuracy"):
+        assert read.metrics["zeroshot"][key] == pytest.approx(found.metrics["zeroshot"][key], rel=1e-4), key
 
 
 def test_a_folder_without_a_model_of_each_class_is_refused_by_name(tmp_path):
