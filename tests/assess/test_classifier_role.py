@@ -227,6 +227,13 @@ def test_assess_classifier_merges_accuracy_and_attacks(white):
     assert result.arrays["soft_labels"].shape == (3, 2)
     assert result.metrics["attacks"]["images"] == 2
     assert result.settings["seed"] == 0 and result.settings["attacks"]["norms"] == ["l0"]
+    # None (an option not given on the command line): the paper's three families, 100 images attacked
+    defaults = assess_classifier(MinPixel(), white, families=None, steps=3, attack_n=None, thresholds=(1,),
+                                 norms=("L0",), budget=2, bootstrap=0, progress=False)  # fmt: skip
+    assert [key for key in defaults.metrics if key.startswith("invariance/")] == [
+        "invariance/rotation", "invariance/brightness", "invariance/scale"
+    ]  # fmt: skip
+    assert defaults.settings["attacks"]["n"] == 100 and defaults.metrics["attacks"]["images"] == 3
 
 
 def test_attack_accepts_progress_false(white):

@@ -51,6 +51,7 @@ PAPER_FAMILIES = ("rotation", "brightness", "scale")  # ML4ML's three workflows 
 SEARCH_CHOICES = ("art", "dqa", "both")
 OUTPUT_ONLY_MODALITIES = (("max", "CONF"),)  # what a network without hookable convolutions gives
 BOOTSTRAP_RESAMPLES = 200
+ATTACK_N = 100  # images attacked: the paper's 100 (Table 1)
 # repscope's own measurement (README, invariance section): a CNN5 trained 3 epochs on the MNIST sample
 # (test accuracy 0.947), rotation robust accuracy on 1,000 test digits, paper modalities and range
 REPSCOPE_ROTATION = (0.787, "README: CNN5, 3 epochs on the MNIST sample, 1,000 test digits")
@@ -397,7 +398,7 @@ def attack_assessment(
     classifier: Any,
     data: LabelData,
     *,
-    n: int = 100,
+    n: int = ATTACK_N,
     thresholds: Sequence[int] = (1, 10),
     norms: Sequence[str] = ("L0", "Linf"),
     search: str = "art",
@@ -497,11 +498,11 @@ def assess_classifier(
     classifier: Any,
     data: LabelData,
     *,
-    families: Sequence[str] = PAPER_FAMILIES,
+    families: Sequence[str] | None = PAPER_FAMILIES,
     compat: str = "paper",
     assessor: str | Path | None = None,
     attacks: bool = True,
-    attack_n: int = 100,
+    attack_n: int | None = ATTACK_N,
     thresholds: Sequence[int] = (1, 10),
     norms: Sequence[str] = ("L0", "Linf"),
     search: str = "art",
@@ -524,11 +525,11 @@ def assess_classifier(
     data : LabelData
         Labelled images (:func:`repscope.studies.assess.label_data.load_label_data`).
     families : sequence of str, default=("rotation", "brightness", "scale")
-        The invariance test's families (empty: no test); see :func:`invariance_assessment` for
+        The invariance test's families (None: these; empty: no test); see :func:`invariance_assessment` for
         ``compat``, ``assessor`` and ``steps``.
     attacks : bool, default=True
-        Run the black-box attacks (:func:`attack_assessment`: ``attack_n``, ``thresholds``, ``norms``,
-        ``search``, ``budget``).
+        Run the black-box attacks (:func:`attack_assessment`: ``attack_n`` images, None for 100, and
+        ``thresholds``, ``norms``, ``search``, ``budget``).
     zeroshot : object, optional
         What :func:`repscope.studies.assess.zeroshot.zeroshot_assessment` takes (a factory to train the
         leave-one-class-out classifiers, or their folder; it names its own data): its Raw Zero-Shot
@@ -555,6 +556,8 @@ def assess_classifier(
     """
     seed = check_seed(seed)
     batch_size = check_positive_int(batch_size, "--batch-size")
+    families = PAPER_FAMILIES if families is None else tuple(families)
+    attack_n = ATTACK_N if attack_n is None else attack_n
     if not isinstance(data, LabelData):
         raise InvalidArgumentError(f"--data: expected LabelData (load_label_data), got {type(data).__name__}")
     if attacks:  # a bad attack option is refused before the invariance test's minutes
