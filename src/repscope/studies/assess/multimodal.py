@@ -51,8 +51,10 @@ from repscope.progress import quiet_progress
 from repscope.studies.assess.assessment import Assessment, HeadlineRow
 from repscope.studies.assess.generator import sample_grid
 from repscope.studies.multimodal.coherency import CoherencyResult, OutputPart, compute_coherency
+from repscope.studies.multimodal.evaluate import toolkit_and_traversal_metrics
 from repscope.studies.multimodal.generation import evaluation_test_set, generate_cdsprites_outputs
 from repscope.studies.multimodal.judges import load_judges, read_judges
+from repscope.studies.multimodal.leaderboard import coherency_metrics
 from repscope.studies.multimodal.paper_table4 import PAPER_METRICS, PAPER_TABLE4
 from repscope.train.tasks.multimodal import registered_name
 from repscope.validation import check_images, check_positive_int, check_seed, to_uint8
@@ -483,21 +485,10 @@ def _describe(direction: str, score: str, rules: str, level: int) -> str:
 
 
 def _flat(result: CoherencyResult) -> dict[str, float]:
-    """The scores by name: ``<direction>_<score>`` by our rules, ``..._toolkit`` by the toolkit's, and the
-    share of rejected images ``<direction>_rejected``."""
-    out = {}
-    for direction in DIRECTIONS:
-        for suffix, scores in (("", result.ours.get(direction)), ("_toolkit", (result.toolkit or {}).get(direction))):
-            if isinstance(scores, dict):
-                out.update(
-                    {
-                        f"{direction}_{k}{suffix}": float(scores[k])
-                        for k in ("strict", "features", "letters")
-                        if k in scores
-                    }
-                )
-    out.update({f"{direction}_rejected": float(share) for direction, share in result.rejected.items()})
-    return out
+    """The scores by name, as ``mmvae evaluate``'s ``metrics.json`` holds them: ``<direction>_<score>`` by our
+    rules, ``..._toolkit`` by the toolkit's, and the share of rejected images ``<direction>_rejected``."""
+    scores = result.as_dict()
+    return {**coherency_metrics(scores), **toolkit_and_traversal_metrics(scores)}
 
 
 def _metrics(found: CoherencyResult, chance: CoherencyResult, intervals: dict) -> dict[str, Any]:
