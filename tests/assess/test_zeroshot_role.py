@@ -178,7 +178,7 @@ def test_a_factory_trains_n_plus_one_models_that_a_restart_keeps(tmp_path, monke
         data_params={"source": _three_class_source(tmp_path)},
         epochs=1,
         batch_size=16,
-        out=tmp_path / "assessment",
+        out=tmp_path / "assessment" / "zeroshot",
     )
     found = zeroshot_assessment(source, resamples=10, progress=False)
     models = tmp_path / "assessment" / "zeroshot" / "models"

@@ -8,7 +8,7 @@ soft-labels on the same images (:mod:`repscope.metrics.zeroshot`). Two sources o
 
 * :class:`ZeroShotFactory`: a network factory ``"pkg.module:factory"`` (or ``"file.py:factory"``) that the
   study's machinery trains ``n + 1`` times (:func:`repscope.studies.zeroshot.study.train_architectures`,
-  the ``classifier`` model with the factory as its network; sweep points under ``OUT/zeroshot/models``,
+  the ``classifier`` model with the factory as its network; sweep points under ``out/models``,
   so a restart keeps the finished trainings);
 * :class:`ZeroShotFolder`: the ``n + 1`` models already trained, as ``full`` plus ``without-<k>`` for
   ``k = 0 .. n - 1`` (each a repscope run directory, or a TorchScript / ``torch.export`` / ONNX file that
@@ -85,7 +85,8 @@ class ZeroShotFactory:
     workers, backend : int or None, str
         The sweep runner's workers and backend (``local`` or ``ray``).
     out : pathlib.Path, optional
-        The assessment's folder: the trainings go to ``out/zeroshot`` (kept for a restart); None: a new
+        The folder of the trainings, a Raw Zero-Shot study run (``repscope assess --out DIR`` gives
+        ``DIR/zeroshot``); kept, so that a restart skips the finished models. None: a new
         ``runs/zeroshot-study-<time>`` folder.
     model_args : dict
         The factory's own keyword arguments (``network_params``).
@@ -167,7 +168,7 @@ def _train(source: ZeroShotFactory, seed: int, soft_label_n: int | None, quick: 
 
     config = _study_config(source, seed, soft_label_n, quick)
     check_architectures(config, "--zeroshot")  # the factory builds for the data before anything trains
-    folder = None if source.out is None else Path(source.out) / "zeroshot"
+    folder = None if source.out is None else Path(source.out)
     # a folder left by an earlier start is continued: its finished models are kept (the config must match)
     resume = folder is not None and folder.is_dir() and any(folder.iterdir())
     run = _open_run(config, folder, Path("runs"), resume)
@@ -468,7 +469,7 @@ def zeroshot_assessment(
     resamples: int = 200,
 ) -> Assessment:
     """Raw Zero-Shot DBI and Amalgam of a user's architecture (module docstring); writes nothing but the
-    trainings of a :class:`ZeroShotFactory` (under ``source.out / "zeroshot"``).
+    trainings of a :class:`ZeroShotFactory` (into ``source.out``).
 
     Parameters
     ----------
