@@ -217,10 +217,14 @@ def test_a_folder_without_a_model_of_each_class_is_refused_by_name(tmp_path):
 
     models = tmp_path / "models"
     models.mkdir()
-    for name in ("full", "without-0", "without-1"):
-        _save_scripted(Linear(_weights(2, 0)), models / f"{name}.pt")
+    for name, outputs in (("full", CLASSES), ("without-0", CLASSES - 1), ("without-1", CLASSES - 1)):
+        _save_scripted(Linear(_weights(outputs, 0)), models / f"{name}.pt")
     folder = ZeroShotFolder(models, data_name="digits", data_params={"source": _three_class_source(tmp_path)})
     with pytest.raises(InvalidArgumentError, match=r"no model without class 2 \(without-2\)"):
+        zeroshot_assessment(folder)
+    # a model without a class that still names every class is refused before anything is scored
+    _save_scripted(Linear(_weights(CLASSES, 0)), models / "without-2.pt")
+    with pytest.raises(InvalidArgumentError, match=r"without-2.pt: expected soft-labels of 2 classes \(18, 2\)"):
         zeroshot_assessment(folder)
     with pytest.raises(InvalidArgumentError, match="neither full/ and without-<k>/ models nor"):
         zeroshot_assessment(ZeroShotFolder(tmp_path))

@@ -251,6 +251,7 @@ def folder_soft_labels(
     """
     from repscope.studies.zeroshot.study import soft_label_rows  # noqa: PLC0415
 
+    check_positive_int(soft_label_n, "soft_label_n", allow_none=True)
     name, params = _dataset(source.data_name, source.data_params)
     test, names = _test_split(name, params)
     images, targets, n = test["image"], np.asarray(test["target"]), len(names)
