@@ -443,8 +443,8 @@ def role_model(loaded: Any, role: str, **options: Any) -> Any:
     ----------
     loaded : LoadedModel or a source of :func:`~repscope.models.external.loading.load_model`
         The model.
-    role : {"encoder", "classifier", "generator", "multimodal"}
-        The role.
+    role : {"encoder", "classifier", "generator", "decoder", "multimodal"}
+        The role (a decoder: :class:`ImageDecoder`, beside an encoder).
     **options
         Of the adapter (``batch_size``, ``device``, ``progress``; ``latent_dim`` and ``prior`` for a
         generator, ``probabilities`` for a classifier, ``logits`` for a generator's decoder).
@@ -461,7 +461,7 @@ def role_model(loaded: Any, role: str, **options: Any) -> Any:
         without ``latent_dim``.
     """
     loaded = load_model(loaded)
-    if role not in ROLES:
+    if role not in (*ROLES, "decoder"):
         raise InvalidArgumentError(f"--role: expected one of {', '.join(ROLES)}, got {role!r}")
     if loaded.kind == "run":
         return loaded.task
@@ -474,7 +474,8 @@ def role_model(loaded: Any, role: str, **options: Any) -> Any:
         if latent_dim is None:
             raise InvalidArgumentError("--latent-dim: required for a generator (the number of columns of its codes)")
         return CodeGenerator(loaded, latent_dim, **options)
-    return (ImageEncoder if role == "encoder" else ImageClassifier)(loaded, **options)
+    adapter = {"encoder": ImageEncoder, "classifier": ImageClassifier, "decoder": ImageDecoder}[role]
+    return adapter(loaded, **options)
 
 
 __all__ = [

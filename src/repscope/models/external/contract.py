@@ -115,6 +115,65 @@ class InputContract:
                     f"--{name}: expected 1 or {self.image_shape[0]} values (one per channel), got {len(values)}"
                 )
 
+    @classmethod
+    def from_options(
+        cls,
+        *,
+        size: Sequence[int] | None = None,
+        channels: int | None = None,
+        input_range: str | None = None,
+        mean: Sequence[float] | None = None,
+        std: Sequence[float] | None = None,
+    ) -> dict[str, Any]:
+        """The contract fields that command-line options state, for ``load_model(contract=...)``.
+
+        Only what is given is returned, so that a file's recorded contract fills the rest
+        (:func:`merged_contract`); a shape given in part (a size without channels) keeps None where it
+        is open.
+
+        Parameters
+        ----------
+        size : (int, int), optional
+            ``(H, W)`` (``--input-size``).
+        channels : int, optional
+            ``C`` (``--channels``).
+        input_range : str, optional
+            ``--input-range``.
+        mean, std : sequence of float, optional
+            ``--mean``, ``--std``.
+
+        Returns
+        -------
+        dict
+            Field name -> value of each field stated; ``image_shape`` as ``(C or None, H or None, W or None)``.
+
+        Raises
+        ------
+        InvalidArgumentError
+            When a value breaks the rule of its field (checked once merged, by :class:`InputContract`).
+        """
+        stated: dict[str, Any] = {}
+        if size is not None or channels is not None:
+            height, width = (None, None) if size is None else (int(size[0]), int(size[-1]))
+            stated["image_shape"] = (None if channels is None else int(channels), height, width)
+        for name, value in (("input_range", input_range), ("mean", mean), ("std", std)):
+            if value is not None:
+                stated[name] = tuple(value) if name != "input_range" else value
+        return stated
+
+    def describe(self) -> str:
+        """One line for a report: ``images (1, 28, 28), pixels 0-1`` (``standardised with mean ... std ...``).
+
+        Returns
+        -------
+        str
+            The contract in words.
+        """
+        shape = "images of the data's shape" if self.image_shape is None else f"images {self.image_shape}"
+        if self.input_range == "standardised":
+            return f"{shape}, pixels standardised with mean {list(self.mean)} and std {list(self.std)}"
+        return f"{shape}, pixels {self.input_range}"
+
     def prepare(self, images: torch.Tensor) -> torch.Tensor:
         """repscope's float images in [0, 1] as the model reads them.
 
@@ -280,21 +339,37 @@ def merged_contract(
     """
     given = explicit_fields(explicit)
     values = {**dict(recorded), **given}
-    if fixed_shape is not None and len(fixed_shape) == 3:
-        if "image_shape" in given and given["image_shape"] is not None:
-            wanted = _shape(given["image_shape"])
-            if any(fixed is not None and fixed != size for fixed, size in zip(fixed_shape, wanted)):
-                shape_text = tuple("?" if s is None else s for s in fixed_shape)
-                raise InvalidArgumentError(
-                    f"--input-size: {source} fixes its input to (C, H, W) = {shape_text}, got --input-size {wanted}"
-                )
-        elif values.get("image_shape") is None and all(size is not None for size in fixed_shape):
-            values["image_shape"] = tuple(fixed_shape)
+    fixed = tuple(fixed_shape) if fixed_shape is not None and len(fixed_shape) == 3 else (None, None, None)
+    stated = given.get("image_shape")
+    if stated is not None:
+        stated = tuple(None if size is None else int(size) for size in stated)
+        if any(f is not None and s is not None and f != s for f, s in zip(fixed, stated)):
+            raise InvalidArgumentError(
+                f"--input-size: {source} fixes its input to (C, H, W) = {_shape_text(fixed)}, got {_shape_text(stated)}"
+            )
+    values["image_shape"] = _filled_shape(stated, fixed, recorded.get("image_shape"))
     if values.get("input_range", "0-1") != "standardised":
         # a range chosen by the caller drops the file's mean/std rather than contradicting them
         if "input_range" in given:
             values = {k: v for k, v in values.items() if k not in ("mean", "std") or k in given}
     return InputContract(**values)
+
+
+def _shape_text(shape: Sequence[int | None]) -> str:
+    return "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+
+
+def _filled_shape(
+    stated: Sequence[int | None] | None, fixed: Sequence[int | None], recorded: Sequence[int] | None
+) -> tuple[int, ...] | None:
+    """Each of C, H, W from the caller, else the model's fixed shape, else the file's record; a size given
+    without its channels is grey (C = 1); None where the height or width stays open."""
+    known = tuple(recorded) if recorded is not None else (None, None, None)
+    stated = tuple(stated) if stated is not None else (None, None, None)
+    shape = [next((v for v in options if v is not None), None) for options in zip(stated, fixed, known)]
+    if shape[1] is None or shape[2] is None:
+        return None
+    return (shape[0] or 1, shape[1], shape[2])
 
 
 def with_image_shape(contract: InputContract, image_shape: Sequence[int]) -> InputContract:

@@ -114,7 +114,7 @@ def in_fixed_batches(
 
     Returns
     -------
-    torch.Tensor
+    torch.Tensor or tuple, list, dict of them
         The outputs of every row, in order: chunks of ``batch`` rows, the last one padded with zeros
         and its padding's outputs dropped.
     """
@@ -124,8 +124,27 @@ def in_fixed_batches(
     for start in range(0, len(inputs), batch):
         chunk = inputs[start : start + batch]
         padding = inputs.new_zeros((batch - len(chunk), *chunk.shape[1:]))
-        outputs.append(function(torch.cat([chunk, padding]))[: len(chunk)])
-    return torch.cat(outputs)
+        outputs.append(_rows(function(torch.cat([chunk, padding])), len(chunk)))
+    return _joined(outputs)
+
+
+def _rows(output: Any, count: int) -> Any:
+    """The first ``count`` rows of a tensor, or of each tensor in a tuple, list or dict (an encoder's
+    ``(mean, log_var)``)."""
+    if isinstance(output, torch.Tensor):
+        return output[:count]
+    if isinstance(output, dict):
+        return {key: _rows(value, count) for key, value in output.items()}
+    return type(output)(_rows(value, count) for value in output)
+
+
+def _joined(outputs: list[Any]) -> Any:
+    first = outputs[0]
+    if isinstance(first, torch.Tensor):
+        return torch.cat(outputs)
+    if isinstance(first, dict):
+        return {key: _joined([output[key] for output in outputs]) for key in first}
+    return type(first)(_joined([output[index] for output in outputs]) for index in range(len(first)))
 
 
 def export_onnx(module: nn.Module, path: str | os.PathLike, contract: InputContract, example: torch.Tensor) -> Path:

@@ -130,18 +130,23 @@ def _check_images_role(loaded: LoadedModel, role: str, images: Any, num_classes:
     )
 
 
-def _check_generator(loaded: LoadedModel, images: Any, latent_dim: Any) -> ProbeReport:
-    if latent_dim is None:
-        raise InvalidArgumentError("--latent-dim: required for a generator (the number of columns of its codes)")
+def _check_generator(loaded: LoadedModel, role: str, images: Any, latent_dim: Any, codes: Any) -> ProbeReport:
+    if codes is not None:
+        codes = torch.as_tensor(np.asarray(codes, dtype=np.float32))[:PROBE_SIZE]
+        if codes.ndim != 2:
+            raise InvalidArgumentError(f"codes: expected shape (N, L), got {tuple(codes.shape)}")
+    elif latent_dim is None:
+        raise InvalidArgumentError(f"--latent-dim: required for a {role} (the number of columns of its codes)")
+    else:
+        codes = torch.randn((PROBE_SIZE, int(latent_dim)), generator=torch.Generator().manual_seed(PROBE_SEED))
     image_shape = loaded.contract.image_shape
     if image_shape is None and images is not None:
         image_shape = guess_image_shape(images)
-    codes = torch.randn((PROBE_SIZE, int(latent_dim)), generator=torch.Generator().manual_seed(PROBE_SEED))
-    what = f"the generator {loaded.source}"
+    what = f"the {role} {loaded.source}"
     output = _forward(_network(loaded, "decoder"), codes, what)
     made = check_finite(image_tensor(output, image_shape, what), what)
     return ProbeReport(
-        "generator", tuple(codes.shape), tuple(made.shape), tuple(made.shape[1:]), outputs_are_logits=are_logits(made)
+        role, tuple(codes.shape), tuple(made.shape), tuple(made.shape[1:]), outputs_are_logits=are_logits(made)
     )
 
 
@@ -175,6 +180,7 @@ def check_model(
     latent_dim: int | None = None,
     num_classes: int | None = None,
     code_dim: int | None = None,
+    codes: Any = None,
 ) -> ProbeReport:
     """Run a probe batch through the model and check that it fits ``role``.
 
@@ -185,8 +191,8 @@ def check_model(
     ----------
     loaded : LoadedModel or a source of :func:`~repscope.models.external.loading.load_model`
         The model.
-    role : {"encoder", "classifier", "generator", "multimodal"}
-        What it is assessed as.
+    role : {"encoder", "classifier", "generator", "decoder", "multimodal"}
+        What it is assessed as (a decoder: codes to images, as a generator, beside an encoder).
     images : array-like, optional
         The data's images (their first 4 are the probe; their size is what a generator must make).
     latent_dim : int, optional
@@ -195,6 +201,9 @@ def check_model(
         A classifier's classes, when the data knows them.
     code_dim : int, optional
         An encoder's expected code columns, when known.
+    codes : array-like, optional
+        A decoder's or generator's probe codes ``(N, L)`` (their first 4), e.g. an encoder's codes of
+        the data; else ``latent_dim`` seeded normal ones.
 
     Returns
     -------
@@ -209,7 +218,7 @@ def check_model(
         ``(B, H, W)`` of the data's size; an unknown role.
     """
     loaded = load_model(loaded)
-    if role not in ROLES:
+    if role not in (*ROLES, "decoder"):
         raise InvalidArgumentError(f"--role: expected one of {', '.join(ROLES)}, got {role!r}")
     if loaded.kind == "run":
         return _check_run(loaded, role, images)
@@ -217,8 +226,8 @@ def check_model(
         raise InvalidArgumentError(
             "--role multimodal: only a repscope run directory of a multimodal VAE can be assessed as one"
         )
-    if role == "generator":
-        return _check_generator(loaded, images, latent_dim)
+    if role in ("generator", "decoder"):
+        return _check_generator(loaded, role, images, latent_dim, codes)
     return _check_images_role(loaded, role, images, num_classes, code_dim)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -106,7 +107,10 @@ def load_torchscript(path: Path, option: str = "--model") -> tuple[nn.Module, di
     """
     extra = {EXTRA_FILE: ""}
     try:
-        module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
+        with warnings.catch_warnings():
+            # torch 2.9+ marks TorchScript deprecated; loading users' existing files is what this is for
+            warnings.simplefilter("ignore", DeprecationWarning)
+            module = torch.jit.load(str(path), map_location="cpu", _extra_files=extra)
     except Exception as exc:  # torch raises RuntimeError and others for a broken archive
         raise InvalidArgumentError(f"{option}: {path}: TorchScript load failed ({_first_line(exc)})") from None
     return module, _extra_contract(extra[EXTRA_FILE], path, option)
@@ -214,9 +218,11 @@ def export_torchscript(
     was_training = module.training
     module.eval()
     try:
-        with torch.no_grad():
+        with torch.no_grad(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # TorchScript is deprecated from torch 2.9 on
             traced = torch.jit.trace(module, (example,), check_trace=False)
-        with atomic_path(path) as temporary:
+        with atomic_path(path) as temporary, warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
             torch.jit.save(traced, str(temporary), _extra_files={EXTRA_FILE: json.dumps(contract_metadata(contract))})
     finally:
         module.train(was_training)
