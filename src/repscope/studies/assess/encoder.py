@@ -24,6 +24,7 @@ data, CG is left out with a note. A traversal figure shows what each latent does
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -38,6 +39,7 @@ from repscope.metrics.disentanglement.bootstrap import scalar_scores
 from repscope.metrics.disentanglement.counterfactual import DEFAULT_MIN_JUDGE_ACCURACY, check_judges
 from repscope.metrics.disentanglement.irs import unique_capture
 from repscope.metrics.registry import metric, metric_entry
+from repscope.progress import progress_bar
 from repscope.studies.assess.assessment import Assessment, HeadlineRow
 from repscope.studies.assess.factor_data import FactorData, as_uint8_images
 from repscope.studies.candle.cg import PACKAGED_JUDGES, judge_accuracies, load_judges, trained_judges
@@ -57,6 +59,7 @@ __all__ = [
 ]
 
 CG_RHO = (1, 2)
+CG_BATCH = 256  # codes decoded and judged at a time
 # the paper's model row each number is put beside: its plain beta-VAE, the model the others vary
 PAPER_MODEL = "beta-VAE"
 PAPER_KEYS = ("irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2")  # the order of Table 2's columns
@@ -252,6 +255,9 @@ def _references(key: str, data: FactorData) -> dict[str, Any]:
         name, table, setting = PAPER_TABLES[data.dataset]
         out["paper"] = table[PAPER_MODEL][PAPER_KEYS.index(base)]
         out["paper_source"] = f"CANDLE (Reddy et al. 2022) Table 2, {PAPER_MODEL} on {name} ({setting})"
+        if base.startswith("uc_"):
+            # README, reference modes: the printed UC pairs are what the authors' code's latent selection gives
+            out["paper_source"] += "; its UC chose latents as its code does: compare with compat='reference'"
     if data.dataset == "dsprites" and base in REPSCOPE_DSPRITES:
         out["repscope"], out["repscope_source"] = REPSCOPE_DSPRITES[base], REPSCOPE_SOURCE
     return out
@@ -435,11 +441,21 @@ def _cg_part(
         return decoded_images(decoder, batch)
 
     names = list(data.names)
-    cg = cg_at_each_rho(data.factors, codes, decode, models, accuracy, names)
     shuffled = codes[np.random.default_rng(seed).permutation(len(codes))]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # the weak judges were warned about once already
-        chance = cg_at_each_rho(data.factors, shuffled, decode, models, accuracy, names)
+    # judge passes: the model's codes and the shuffled ones, each rho, each batch, 3 per factor
+    total = 2 * len(CG_RHO) * -(-len(codes) // CG_BATCH) * 3 * len(names)
+    described = f"CG of {len(codes)} codes, {len(names)} judges (and its chance level)"
+    with progress_bar(described, total=total) as update:
+        passes = itertools.count(1)
+
+        def counted() -> None:
+            update(next(passes))
+
+        cg = cg_at_each_rho(data.factors, codes, decode, models, accuracy, names, counted)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the weak judges were warned about once already
+            chance = cg_at_each_rho(data.factors, shuffled, decode, models, accuracy, names, counted)
+        update(total)
     if not cg["judge_ok"]:
         notes.append(f"CG: judges below {cg['min_judge_accuracy']:g} accuracy: {', '.join(cg['weak_judges'])}")
     return _cg_results(cg, chance, data, where)
@@ -458,11 +474,14 @@ class JudgeProbabilities(Sequence):
         Trained classifiers with ``outputs(images) -> logits`` (a torch tensor), one per factor.
     images : numpy.ndarray
         The batch.
+    on_pass : callable, optional
+        Called after each judge's pass (a progress count).
     """
 
-    def __init__(self, judges: list[Any], images: np.ndarray) -> None:
+    def __init__(self, judges: list[Any], images: np.ndarray, on_pass: Callable[[], None] | None = None) -> None:
         self.judges = judges
         self.images = images
+        self.on_pass = on_pass
 
     def __len__(self) -> int:
         return len(self.judges)
@@ -470,7 +489,10 @@ class JudgeProbabilities(Sequence):
     def __getitem__(self, factor: Any) -> Any:
         if isinstance(factor, slice):
             return [self[index] for index in range(len(self))[factor]]
-        return torch.softmax(self.judges[factor].outputs(self.images), dim=1).numpy()
+        probabilities = torch.softmax(self.judges[factor].outputs(self.images), dim=1).numpy()
+        if self.on_pass is not None:
+            self.on_pass()
+        return probabilities
 
 
 def cg_at_each_rho(
@@ -480,6 +502,7 @@ def cg_at_each_rho(
     judges: list[Any],
     judge_accuracy: dict[str, float],
     factor_names: list[str],
+    on_pass: Callable[[], None] | None = None,
 ) -> dict[str, Any]:
     """CG (the registered ``cg``) at rho 1 and 2, its latent sets UC's top-rho IRS latents, as
     :func:`repscope.studies.candle.cg.cg_of_codes` computes it, each judge run only on the images it judges
@@ -497,6 +520,8 @@ def cg_at_each_rho(
         Factor -> the held-out accuracy of its judge (NaN when unknown).
     factor_names : list of str
         The factors' names.
+    on_pass : callable, optional
+        Called after each judge's pass over a batch (3 per factor and batch of 256 codes, per rho).
 
     Returns
     -------
@@ -522,7 +547,8 @@ def cg_at_each_rho(
                 codes,
                 capture["q_sets"][f"rho{rho}"],
                 decode,
-                lambda images: JudgeProbabilities(judges, images),
+                lambda images: JudgeProbabilities(judges, images, on_pass),
+                batch_size=CG_BATCH,
                 judge_accuracy=checked["judge_accuracy"],
             )
             out[f"cg_rho{rho}"], out["details"][f"rho{rho}"] = result["cg"], result

@@ -265,8 +265,8 @@ def as_uint8_images(value: Any, error: type[RepscopeError], where: str) -> np.nd
     return to_uint8(check_pixel_values(array, f"{where}: 'images'", error))
 
 
-def _factor_classes(value: Any, error: type[RepscopeError], where: str) -> tuple[np.ndarray, list[int], list[str]]:
-    """int64 ``(N, K)`` classes, the binned (continuous) columns and a note for each."""
+def _factor_classes(value: Any, error: type[RepscopeError], where: str) -> tuple[np.ndarray, list[int]]:
+    """int64 ``(N, K)`` classes and the columns that were binned (continuous)."""
     array = np.asarray(value)
     if array.ndim == 1:
         array = array[:, None]
@@ -285,7 +285,7 @@ def _factor_classes(value: Any, error: type[RepscopeError], where: str) -> tuple
             columns.append(np.unique(column, return_inverse=True)[1])  # few fractional values: one class each
         else:
             columns.append(column.astype(np.int64))
-    return np.stack(columns, axis=1).astype(np.int64), binned, []
+    return np.stack(columns, axis=1).astype(np.int64), binned
 
 
 def _names(names: Any, count: int, error: type[RepscopeError], where: str) -> list[str]:
@@ -313,7 +313,7 @@ def _finished(
     continuous ones binned, every factor with at least 5 rows per class."""
     where = f"{OPTION} {source}"
     images = as_uint8_images(images, error, where)
-    classes, binned, notes = _factor_classes(factors, error, where)
+    classes, binned = _factor_classes(factors, error, where)
     names = _names(names, classes.shape[1], error, where)
     if len(images) != len(classes):
         raise error(f"{where}: 'images' has {len(images)} rows and 'factors' {len(classes)}; they must match")
@@ -321,7 +321,7 @@ def _finished(
         rows = _drawn_rows(len(classes), n, seed)
         images, classes = images[rows], classes[rows]
     sizes = list(sizes) if sizes is not None else [None] * len(names)
-    notes += [f"factor {names[k]} is continuous: binned into {CONTINUOUS_BINS} equal-width bins" for k in binned]
+    notes = [f"factor {names[k]} is continuous: binned into {CONTINUOUS_BINS} equal-width bins" for k in binned]
     for k in binned:
         sizes[k] = CONTINUOUS_BINS
     varying = classes.max(axis=0) > classes.min(axis=0)
