@@ -106,6 +106,13 @@ def test_more_noise_gives_lower_mig(data):
     assert migs[0] > migs[1] > migs[2]
 
 
+def test_compat_both_gives_each_mode_of_irs(data):
+    frame = assess_encoder(FactorReader(0.3), data, metrics=["irs"], compat="both").to_frame().set_index("metric")
+    assert list(frame.index) == ["irs", "irs_reference"]
+    # the factors have at most 4 classes: the reference mode's 20 bins leave them as they are
+    assert frame.loc["irs", "value"] == pytest.approx(frame.loc["irs_reference", "value"])
+
+
 def test_a_bad_compat_or_codes_of_the_wrong_shape_are_refused(data):
     with pytest.raises(InvalidArgumentError, match="--compat"):
         assess_encoder(FactorReader(0.1), data, compat="published")
@@ -236,14 +243,19 @@ def sprites():
 
 def test_a_perfect_decoder_has_cg_near_one_beside_the_papers_beta_vae(sprites):
     data, model = sprites
-    result = assess_encoder(model, data, decoder=model, metrics=["mig"])
-    cg = result.to_frame().set_index("metric").loc[["cg_rho1", "cg_rho2"]]
+    result = assess_encoder(model, data, decoder=model, metrics=["irs", "mig"])
+    frame = result.to_frame().set_index("metric")
+    # IRS beside the paper's beta-VAE (0.40) and repscope's own beta-VAE on dSprites (0.59, README)
+    assert frame.loc["irs", "paper"] == 0.40 and frame.loc["irs", "repscope"] == 0.59
+    assert pd.isna(frame.loc["mig", "paper"]) and frame.loc["mig", "repscope"] == 0.056
+    cg = frame.loc[["cg_rho1", "cg_rho2"]]
     assert (cg["value"] > 0.95).all()
     assert (cg["chance"] < cg["value"] - 0.3).all()
     # the CANDLE paper's Table 2, beta-VAE on dSprites: CG 0.12 at rho 1, 0.10 at rho 2
     assert list(cg["paper"]) == [0.12, 0.10]
     assert result.metrics["cg"]["judge_ok"] and result.metrics["cg"]["judges"] == "the packaged dsprites judges"
     assert list(result.tables["per_factor"].columns) == ["mig", "cg_rho1", "cg_rho2"]
+    assert result.tables["per_factor"].loc["shape", "cg_rho1"] > 0.95
     # one row per latent, seven steps: 64-pixel cells 2 pixels apart
     traversals = result.figures["traversals"]
     assert traversals.dtype == np.uint8 and traversals.shape == (2 * 66 - 2, 7 * 66 - 2)
