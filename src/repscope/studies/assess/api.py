@@ -135,5 +135,5 @@ def assess(
     if role == "encoder":
         return roles.run_encoder(loaded, spec, data_params, decoder=decoder, **common, **options)
     if role == "classifier":
-        return roles.run_classifier(loaded, spec, data_params, **common, **options)
+        return roles.run_classifier(loaded, spec, data_params, model_args=model_args, **common, **options)
     return roles.run_generator(loaded, spec, data_params, **common, **options)

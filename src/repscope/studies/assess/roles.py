@@ -51,7 +51,10 @@ def _described(loaded: Any) -> str:
 
 def _contract_settings(loaded: Any) -> dict[str, Any]:
     contract = loaded.contract
-    return {"model_kind": loaded.kind, "input_contract": contract.describe() if hasattr(contract, "describe") else str(contract)}
+    return {
+        "model_kind": loaded.kind,
+        "input_contract": contract.describe() if hasattr(contract, "describe") else str(contract),
+    }
 
 
 def run_encoder(
@@ -113,6 +116,7 @@ def run_classifier(
     workers: int | None = None,
     backend: str = "local",
     zeroshot_out: Path | None = None,
+    model_args: dict[str, Any] | None = None,
     **options: Any,
 ) -> Assessment:
     """Classifier role: labelled data, the classifier checked on a probe batch (its logits must number the
@@ -126,7 +130,11 @@ def run_classifier(
     classifier = role_model(loaded, "classifier", device=device, batch_size=batch_size, progress=progress)
     source = None
     if zeroshot is not None:
-        source = _zeroshot_source(zeroshot, spec, data_params, zeroshot_epochs, workers, backend, zeroshot_out)
+        # the model's own factory arguments go with it to the zero-shot trainings (the class count excepted,
+        # which each training sets)
+        same = str(zeroshot) == str(loaded.source)
+        args = {k: v for k, v in (model_args or {}).items() if k not in ("num_classes", "num_outputs")} if same else {}
+        source = _zeroshot_source(zeroshot, spec, data_params, zeroshot_epochs, workers, backend, zeroshot_out, args)
     result = assess_classifier(classifier, data, zeroshot=source, seed=seed, progress=progress, **options)
     return _with_model(result, loaded)
 
@@ -139,17 +147,20 @@ def _zeroshot_source(
     workers: int | None,
     backend: str,
     out: Path | None,
+    model_args: dict[str, Any] | None = None,
 ) -> Any:
     """What the Raw Zero-Shot step needs: a factory to train the n+1 models with, or their folder."""
     from repscope.studies.assess.zeroshot import ZeroShotFactory, ZeroShotFolder  # noqa: PLC0415
 
     if not isinstance(spec, str):
         raise InvalidArgumentError("--zeroshot: needs --data to name a registered classification dataset")
+    if isinstance(zeroshot, (ZeroShotFactory, ZeroShotFolder)):
+        return zeroshot
     if Path(str(zeroshot)).is_dir():
         return ZeroShotFolder(Path(str(zeroshot)), data_name=spec, data_params=dict(data_params or {}))
     return ZeroShotFactory(
         factory=str(zeroshot), data_name=spec, data_params=dict(data_params or {}), epochs=epochs,
-        workers=workers, backend=backend, out=out,
+        workers=workers, backend=backend, out=out, model_args=dict(model_args or {}),
     )  # fmt: skip
 
 
@@ -173,7 +184,10 @@ def run_generator(
     from repscope.studies.assess.generator import assess_generator  # noqa: PLC0415
     from repscope.studies.assess.label_data import load_label_data  # noqa: PLC0415
 
-    test = load_label_data(spec, params=data_params, n=n or DEFAULT_N["generator"], seed=seed + 1)
+    test_images = None  # the embedded MNIST sample's test digits
+    if spec != "digits" or data_params:
+        test = load_label_data(spec, params=data_params, n=n or DEFAULT_N["generator"], seed=seed + 1)
+        test_images = test.images
     if loaded.kind == "run":
         generator = loaded.task
     else:
@@ -183,8 +197,8 @@ def run_generator(
         generator = role_model(loaded, "generator", latent_dim=latent_dim, device=device, batch_size=batch_size)
     dims = _code_dims(codes)
     result = assess_generator(
-        generator, test_images=test.images, n=n or DEFAULT_N["generator"], codes=dims, seed=seed,
-        progress=progress, **options,
+        generator, test_images=test_images, n=n or DEFAULT_N["generator"], codes=dims, seed=seed,
+        progress=progress, latent_dim=latent_dim, name=_described(loaded), **options,
     )  # fmt: skip
     return _with_model(result, loaded)
 
@@ -195,7 +209,9 @@ def _code_dims(codes: Any) -> list[int] | None:
     try:
         return [int(part) for part in str(codes).split(",") if part.strip()]
     except ValueError:
-        raise InvalidArgumentError(f"--codes: expected comma-separated code dimensions such as 0,1, got {codes!r}") from None
+        raise InvalidArgumentError(
+            f"--codes: expected comma-separated code dimensions such as 0,1, got {codes!r}"
+        ) from None
 
 
 def run_multimodal(model: Any, data: Any, *, n: int | None, seed: int, progress: Any, **options: Any) -> Assessment:
@@ -210,4 +226,17 @@ def run_multimodal(model: Any, data: Any, *, n: int | None, seed: int, progress:
             "image_to_text / text_to_image (see the docs' multimodal example)"
         )
     options.pop("device", None), options.pop("batch_size", None)
-    return assess_multimodal(target, n=n or DEFAULT_N["multimodal"], seed=seed, progress=progress, **options)
+    level = options.pop("level", None)
+    if getattr(model, "kind", None) == "run":
+        from repscope.train.reader import open_run  # noqa: PLC0415
+
+        run_level = open_run(model.run_dir).data_params.get("level")
+        if level is not None and run_level is not None and int(level) != int(run_level):
+            raise InvalidArgumentError(f"--level {level}: the run {model.run_dir} was trained at level {run_level}")
+        level = run_level if run_level is not None else level
+    if level is None:
+        raise InvalidArgumentError("--level: say which CdSprites+ level (1-5) the model was trained on")
+    name = str(model.source) if getattr(model, "kind", None) == "run" else type(model).__name__
+    return assess_multimodal(
+        target, level=int(level), n=n or DEFAULT_N["multimodal"], seed=seed, progress=progress, name=name, **options
+    )

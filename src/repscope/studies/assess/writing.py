@@ -113,21 +113,33 @@ def _image_figure(image: np.ndarray) -> Any:
     return figure
 
 
-def _headline_table(assessment: Assessment) -> pd.DataFrame:
-    """The headline table as the report shows it: reference points beside each value, sources as text."""
+def _headline_table(assessment: Assessment) -> tuple[pd.DataFrame, list[str]]:
+    """The headline table as the report and the terminal show it: reference points beside each value,
+    their sources as numbered notes ``[1]`` (listed in the second item), so that no cell runs wide."""
     frame = assessment.to_frame()
+    sources: list[str] = []
+
+    def cited(value: Any, source: Any) -> str:
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            return "-"
+        if not source:
+            return _number(value)
+        if source not in sources:
+            sources.append(str(source))
+        return f"{_number(value)} [{sources.index(str(source)) + 1}]"
+
     shown = pd.DataFrame(
         {
             "assessment": frame["assessment"],
             "metric": frame["metric"],
-            "value": frame["value"],
+            "value": [_number(value) for value in frame["value"]],
             "95% CI": [_interval(low, high) for low, high in zip(frame["ci_low"], frame["ci_high"])],
-            "chance": frame["chance"],
-            "paper": [_with_source(v, s) for v, s in zip(frame["paper"], frame["paper_source"])],
-            "repscope model": [_with_source(v, s) for v, s in zip(frame["repscope"], frame["repscope_source"])],
+            "chance": [_number(value) for value in frame["chance"]],
+            "paper": [cited(v, s) for v, s in zip(frame["paper"], frame["paper_source"])],
+            "repscope model": [cited(v, s) for v, s in zip(frame["repscope"], frame["repscope_source"])],
         }
     )
-    return shown
+    return shown, [f"[{number}] {source}" for number, source in enumerate(sources, start=1)]
 
 
 def _number(value: Any) -> str:
@@ -140,12 +152,6 @@ def _interval(low: Any, high: Any) -> str:
     if low is None or high is None or any(isinstance(v, float) and math.isnan(v) for v in (low, high)):
         return "-"
     return f"{_number(low)} to {_number(high)}"
-
-
-def _with_source(value: Any, source: Any) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{_number(value)} ({source})" if source else _number(value)
 
 
 def assessment_report(assessment: Assessment, figures: dict[str, Path] | None = None) -> Any:
@@ -176,7 +182,10 @@ def assessment_report(assessment: Assessment, figures: dict[str, Path] | None = 
         "interval where the metric has one, the paper's printed value for the most comparable setting, and "
         "repscope's own trained model on the same data where one was measured. A dash: no such reference."
     )
-    report.add_table(_headline_table(assessment), title="Headline", max_rows=None)
+    table, sources = _headline_table(assessment)
+    report.add_table(table, title="Headline", max_rows=None)
+    for source in sources:
+        report.add_paragraph(source)
     for name, table in assessment.tables.items():
         report.add_table(table, title=name.replace("_", " "), max_rows=60)
     for name, image in assessment.figures.items():
@@ -189,12 +198,12 @@ def assessment_report(assessment: Assessment, figures: dict[str, Path] | None = 
 def headline_text(assessment: Assessment) -> str:
     """The headline table as the terminal prints it: one line per number, its chance level, CI and the
     paper's value beside it."""
-    frame = _headline_table(assessment)
+    frame, sources = _headline_table(assessment)
     if frame.empty:
         return "no headline numbers"
-    rows = [[str(cell) if not isinstance(cell, float) else _number(cell) for cell in row] for row in frame.to_numpy()]
+    rows = [[str(cell) for cell in row] for row in frame.to_numpy()]
     header = list(frame.columns)
     widths = [max(len(header[i]), *(len(row[i]) for row in rows)) for i in range(len(header))]
     lines = ["  ".join(text.ljust(width) for text, width in zip(header, widths)).rstrip()]
     lines += ["  ".join(text.ljust(width) for text, width in zip(row, widths)).rstrip() for row in rows]
-    return "\n".join(lines)
+    return "\n".join([*lines, *sources])

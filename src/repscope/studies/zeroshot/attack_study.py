@@ -52,11 +52,13 @@ def predictor(task: Any, compat: str = "paper") -> Any:
     callable
         ``predict(images) -> (B, n_classes)`` numpy array.
     """
-    from repscope.train.tasks.capsule import CapsNetTask  # noqa: PLC0415
-
     if compat not in ("paper", "reference"):
         raise InvalidArgumentError(f"compat: expected paper or reference, got {compat!r}")
-    raw = compat == "reference" and isinstance(task, CapsNetTask)
+    raw = False
+    if compat == "reference":  # the capsule task (and Lightning with it) is imported only where it can matter
+        from repscope.train.tasks.capsule import CapsNetTask  # noqa: PLC0415
+
+        raw = isinstance(task, CapsNetTask)
 
     def predict(images: np.ndarray) -> np.ndarray:
         scaled = np.clip(images, 0, 255).astype(np.float32) / np.float32(255.0)
@@ -272,7 +274,7 @@ def dqa_attack(
         success[i], predicted[i], queries[i] = fooled, best_class, used
         if fooled:
             adversarial[i] = best_image.astype(images.dtype)  # integers 0-255: exact in any dtype
-        if progress is not None:
+        if callable(progress):  # False / None: no progress (as the batched attacks take it)
             progress(i + 1, count)
     return AttackResult(
         norm=norm,
