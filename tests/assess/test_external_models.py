@@ -321,6 +321,19 @@ def test_colour_images_in_any_layout_give_the_same_codes():
     np.testing.assert_allclose(encoder.encode(last / 255.0), codes, atol=1e-5)
 
 
+def test_progress_is_reported_per_batch_and_options_that_do_not_apply_are_refused(encoder_files, images, tmp_path):
+    folder, module = encoder_files
+    seen = []
+    ImageEncoder(module, batch_size=8, progress=lambda done, total: seen.append((done, total))).encode(images)
+    assert seen == [(8, 20), (16, 20), (20, 20)]
+    with pytest.raises(InvalidArgumentError, match="^--weights: only a factory's or a module's network takes weights"):
+        load_model(folder / "encoder.pt", weights=folder / "weights.ckpt")
+    with pytest.raises(InvalidArgumentError, match="^--model-arg: only a factory takes arguments"):
+        load_model(folder / "encoder.onnx", model_args={"width": 3})
+    with pytest.raises(InvalidArgumentError, match="^--model: .* not a repscope run directory"):
+        load_model(tmp_path)
+
+
 def test_onnx_without_onnxruntime_says_how_to_install_it(encoder_files, monkeypatch):
     folder, _ = encoder_files
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
@@ -352,6 +365,12 @@ def test_exports_of_a_trained_beta_vae_score_as_its_run(tmp_path):
     run = load_model(tmp_path / "run")
     assert run.kind == "run" and run.contract.image_shape == (1, 64, 64) and detect_role(run) == "encoder"
     assert role_model(run, "encoder") is run.task and detect_role(tmp_path / "vae.pt") is None
+    report = check_model(run, "encoder", images=test["image"])
+    assert report.code_dim == 4 and report.input_shape == (4, 1, 64, 64)
+    with pytest.raises(
+        InvalidArgumentError, match=r"^--role classifier: .* beta-vae \(vae family\), which has no soft_labels"
+    ):
+        check_model(run, "classifier")
 
     def scores(codes):
         return (mig(factors, codes)["mig"], sap(factors, codes)["sap"], irs(factors, codes)["irs"])

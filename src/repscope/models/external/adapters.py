@@ -436,6 +436,46 @@ class CodeGenerator:
         return self.decoder.decode(codes)
 
 
+# the method a repscope task needs to play each role (the inference protocols of repscope.train.tasks.base)
+ROLE_METHODS = {
+    "encoder": "encode",
+    "classifier": "soft_labels",
+    "generator": "sample",
+    "decoder": "decode",
+    "multimodal": "sample",
+}
+
+
+def run_task(loaded: LoadedModel, role: str) -> Any:
+    """A run directory's task, checked to have the method ``role`` needs.
+
+    Parameters
+    ----------
+    loaded : LoadedModel
+        Of kind ``run``.
+    role : str
+        A key of :data:`ROLE_METHODS`.
+
+    Returns
+    -------
+    object
+        ``loaded.task``.
+
+    Raises
+    ------
+    InvalidArgumentError
+        When the task's family does not play ``role`` (a VAE has no ``soft_labels``).
+    """
+    method = ROLE_METHODS[role]
+    if not callable(getattr(loaded.task, method, None)):
+        model = loaded.metadata.get("model_name")
+        raise InvalidArgumentError(
+            f"--role {role}: the run {loaded.source} trained {model} ({loaded.metadata.get('family')} family), "
+            f"which has no {method}(); it cannot be assessed as a {role}"
+        )
+    return loaded.task
+
+
 def role_model(loaded: Any, role: str, **options: Any) -> Any:
     """The object a role's assessment drives: a run directory's task, else the role's adapter.
 
@@ -464,7 +504,7 @@ def role_model(loaded: Any, role: str, **options: Any) -> Any:
     if role not in (*ROLES, "decoder"):
         raise InvalidArgumentError(f"--role: expected one of {', '.join(ROLES)}, got {role!r}")
     if loaded.kind == "run":
-        return loaded.task
+        return run_task(loaded, role)
     if role == "multimodal":
         raise InvalidArgumentError(
             "--role multimodal: only a repscope run directory of a multimodal VAE can be assessed as one"

@@ -14,6 +14,7 @@ registries name what lives above them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import sys
@@ -253,7 +254,8 @@ def _import_file(path: Path, option: str) -> Any:
         sys.modules.pop(name, None)
         raise
     finally:
-        sys.path.remove(str(path.parent.resolve()))
+        with contextlib.suppress(ValueError):  # the user's code may have taken it off already
+            sys.path.remove(str(path.parent.resolve()))
     return module
 
 

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.external.adapters import ROLES, TASK_NETWORKS
+from repscope.models.external.adapters import ROLES, TASK_NETWORKS, run_task
 from repscope.models.external.loading import LoadedModel, load_model
 from repscope.models.external.tensors import (
     are_logits,
@@ -151,10 +151,10 @@ def _check_generator(loaded: LoadedModel, role: str, images: Any, latent_dim: An
 
 
 def _check_run(loaded: LoadedModel, role: str, images: Any) -> ProbeReport:
-    task = loaded.task
+    task = run_task(loaded, role)
     what = f"the {role} run {loaded.source}"
     if role in ("encoder", "classifier") and (images is not None or loaded.contract.image_shape is not None):
-        probe = (_probe_images(loaded, images).permute(0, 2, 3, 1).numpy()).copy()
+        probe = _probe_images(loaded, images).numpy()  # (N, C, H, W): the tasks take channels first too
         array = task.encode(probe) if role == "encoder" else task.soft_labels(probe)
         outputs = check_finite(torch.as_tensor(np.asarray(array, dtype=np.float64)), what)
         return ProbeReport(
