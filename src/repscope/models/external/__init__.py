@@ -17,25 +17,21 @@ Modules
 ``tensors``
     Images in, outputs read as codes, logits or images.
 ``adapters``
-    The role adapters and :func:`role_model`.
+    The role adapters of images: :class:`ImageEncoder`, :class:`ImageDecoder`, :class:`ImageClassifier`.
+``roles``
+    :func:`role_model` (a run's task or an adapter by role) and :class:`CodeGenerator`.
 ``probing``
     :func:`check_model`, :class:`ProbeReport`, :func:`detect_role`.
 """
 
 from __future__ import annotations
 
-from repscope.models.external.adapters import (
-    CodeGenerator,
-    ImageClassifier,
-    ImageDecoder,
-    ImageEncoder,
-    PreparedNetwork,
-    role_model,
-)
+from repscope.models.external.adapters import ImageClassifier, ImageDecoder, ImageEncoder, PreparedNetwork
 from repscope.models.external.contract import InputContract
 from repscope.models.external.loading import LoadedModel, load_model, parse_model_args
 from repscope.models.external.onnx_module import OnnxModule, export_onnx
 from repscope.models.external.probing import ProbeReport, check_model, detect_role
+from repscope.models.external.roles import CodeGenerator, role_model
 from repscope.models.external.torch_files import export_torchscript
 
 __all__ = [

@@ -12,8 +12,9 @@ import numpy as np
 import torch
 
 from repscope.errors import InvalidArgumentError
-from repscope.models.external.adapters import ROLES, TASK_NETWORKS, run_task
+from repscope.models.external.adapters import TASK_NETWORKS
 from repscope.models.external.loading import LoadedModel, load_model
+from repscope.models.external.roles import ROLES, run_task
 from repscope.models.external.tensors import (
     are_logits,
     are_probabilities,
