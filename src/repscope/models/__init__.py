@@ -18,7 +18,12 @@ Modules
     Network-in-Network (Lin et al., 2013), the CIFAR ResNet (He et al., 2016) and CapsNet with dynamic
     routing (Sabour et al., 2017); their sizes are ``network_params`` of the supervised task.
 ``repscope.models.networks``
-    Networks by name (what a task's ``network`` picks), built for the data's image shape.
+    Networks by name (what a task's ``network`` picks), built for the data's image shape; an import path
+    ``pkg.module:factory`` builds a user's own.
+``repscope.models.external``
+    Models from outside repscope (a module, an import path, TorchScript, ``torch.export``, ONNX, a run
+    directory): ``load_model``, the input contract, the probe checks and the role adapters that
+    ``repscope assess`` drives.
 
 Which task trains which network, by name (what a config's ``model.name`` picks), is the train layer's
 registry, :mod:`repscope.train.registry`.

@@ -325,4 +325,28 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
-__all__ = ["LoadedModel", "MODEL_ENTRY", "RUN_READER", "load_model", "parse_model_args"]
+def import_factory(reference: str, option: str = "--model") -> Any:
+    """The callable ``reference`` names (``"pkg.module:factory"`` or ``"path/file.py:factory"``), imported now;
+    for a model that is not a ``torch.nn.Module`` (the multimodal role's objects).
+
+    Parameters
+    ----------
+    reference : str
+        The import path.
+    option : str, default="--model"
+        The option that named it, for the messages.
+
+    Returns
+    -------
+    object
+        The attribute (normally a callable).
+
+    Raises
+    ------
+    InvalidArgumentError
+        One line, naming ``option``, when the module cannot be imported or lacks the attribute.
+    """
+    return _import_factory(reference, option)
+
+
+__all__ = ["LoadedModel", "MODEL_ENTRY", "RUN_READER", "import_factory", "load_model", "parse_model_args"]

@@ -125,7 +125,8 @@ def assess(
     from repscope.studies.assess import roles  # noqa: PLC0415
 
     if role == "multimodal" or (role is None and roles.is_multimodal_object(model)):
-        return roles.run_multimodal(model, data, n=n, seed=seed, progress=progress, **options)
+        target = roles.multimodal_model(model, model_args)
+        return roles.run_multimodal(target, data, n=n, seed=seed, progress=progress, **options)
     loaded = roles.load(model, model_args=model_args, weights=weights, contract=contract, option="--model")
     role = settle_role(loaded, role)
     if role == "multimodal":

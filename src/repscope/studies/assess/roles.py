@@ -42,7 +42,12 @@ def load(model: Any, *, model_args: Any, weights: Any, contract: Any, option: st
 
 def is_multimodal_object(model: Any) -> bool:
     """Whether ``model`` is a Python object with the multimodal contract's methods (not a module or path)."""
-    return any(hasattr(model, name) for name in ("image_to_text", "text_to_image"))
+    return any(hasattr(model, name) for name in ("image_to_text", "text_to_image")) or (
+        hasattr(model, "sample")
+        and not hasattr(model, "forward")
+        and not isinstance(model, (str, Path))
+        and not hasattr(model, "kind")
+    )
 
 
 def check_data_shape(loaded: Any, image_shape: tuple[int, ...], data: Any) -> None:
@@ -242,6 +247,29 @@ def _code_dims(codes: Any) -> list[int] | None:
         raise InvalidArgumentError(
             f"--codes: expected comma-separated code dimensions such as 0,1, got {codes!r}"
         ) from None
+
+
+def multimodal_model(model: Any, model_args: dict[str, Any] | None) -> Any:
+    """What the multimodal role assesses: an object with the contract as given, the object a
+    ``pkg.module:factory`` returns (called with ``model_args``), or a repscope run directory, loaded."""
+    if is_multimodal_object(model):
+        return model
+    text = str(model)
+    if isinstance(model, (str, Path)) and ":" in text and not Path(text).exists():
+        from repscope.models.external.loading import import_factory  # noqa: PLC0415
+
+        factory = import_factory(text, "--model")
+        try:
+            made = factory(**(model_args or {}))
+        except Exception as exc:  # the user's factory: its failure in one line
+            raise InvalidArgumentError(f"--model {text}: the factory raised {type(exc).__name__}: {exc}") from None
+        if not is_multimodal_object(made):
+            raise InvalidArgumentError(
+                f"--model {text}: returned a {type(made).__name__}, not an object with image_to_text, "
+                "text_to_image or sample (the multimodal contract)"
+            )
+        return made
+    return load(model, model_args=model_args, weights=None, contract=None, option="--model")
 
 
 def run_multimodal(model: Any, data: Any, *, n: int | None, seed: int, progress: Any, **options: Any) -> Assessment:
