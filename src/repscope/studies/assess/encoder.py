@@ -19,36 +19,32 @@ With a decoder, CG (Counterfactual Generativeness, CANDLE Eqs. 2-5) at rho 1 and
 factor: the judges that come with the package for dSprites (:data:`repscope.studies.candle.cg.PACKAGED_JUDGES`)
 and CdSprites+ (:func:`repscope.studies.multimodal.judges.read_judges`), or a folder of judges
 (``repscope disentangle train-judges``; CANDLE's must be trained on its renders). Without judges for the
-data, CG is left out with a note. A traversal figure shows what each latent does (one row per latent).
+data, CG is left out with a note (the judges and the two CG runs: :mod:`repscope.studies.assess.encoder_cg`).
+A traversal figure shows what each latent does (one row per latent).
 """
 
 from __future__ import annotations
 
-import itertools
-import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
-from repscope.errors import InvalidArgumentError, RepscopeError
+from repscope.errors import InvalidArgumentError
 from repscope.metrics.disentanglement.bootstrap import scalar_scores
-from repscope.metrics.disentanglement.counterfactual import DEFAULT_MIN_JUDGE_ACCURACY, check_judges
-from repscope.metrics.disentanglement.irs import unique_capture
-from repscope.metrics.registry import metric, metric_entry
-from repscope.progress import progress_bar
+from repscope.metrics.registry import metric_entry
 from repscope.studies.assess.assessment import Assessment, HeadlineRow
+from repscope.studies.assess.encoder_cg import CG_BATCH, CG_RHO, JudgeProbabilities, cg_at_each_rho, judged_cg
 from repscope.studies.assess.factor_data import FactorData, as_uint8_images
-from repscope.studies.candle.cg import PACKAGED_JUDGES, judge_accuracies, load_judges, trained_judges
 from repscope.studies.candle.disentanglement import PAPER_TABLES
 from repscope.studies.candle.score_arrays import COMPAT_CHOICES, has_reference_mode, headline, score_arrays
-from repscope.studies.multimodal.judges import packaged_judges_dir, read_judges
 from repscope.validation import check_positive_int, check_seed
 
 __all__ = [
+    "CG_BATCH",
+    "CG_RHO",
     "REPSCOPE_DSPRITES",
     "JudgeProbabilities",
     "assess_encoder",
@@ -58,8 +54,6 @@ __all__ = [
     "traversal_grid_image",
 ]
 
-CG_RHO = (1, 2)
-CG_BATCH = 256  # codes decoded and judged at a time
 # the paper's model row each number is put beside: its plain beta-VAE, the model the others vary
 PAPER_MODEL = "beta-VAE"
 PAPER_KEYS = ("irs", "uc_rho1", "cg_rho1", "uc_rho2", "cg_rho2")  # the order of Table 2's columns
@@ -432,127 +426,11 @@ def _cg_part(
             f"CG skipped: the decoder gives images of shape {probe.shape[1:]}, the data's are {data.images.shape[1:]}"
         )
         return None
-    found = _judges_for(data, judges, notes)
+    found = judged_cg(lambda batch: decoded_images(decoder, batch), data, codes, judges, seed, notes)
     if found is None:
         return None
-    models, accuracy, where = found
-
-    def decode(batch: np.ndarray) -> np.ndarray:
-        return decoded_images(decoder, batch)
-
-    names = list(data.names)
-    shuffled = codes[np.random.default_rng(seed).permutation(len(codes))]
-    # judge passes: the model's codes and the shuffled ones, each rho, each batch, 3 per factor
-    total = 2 * len(CG_RHO) * -(-len(codes) // CG_BATCH) * 3 * len(names)
-    described = f"CG of {len(codes)} codes, {len(names)} judges (and its chance level)"
-    with progress_bar(described, total=total) as update:
-        passes = itertools.count(1)
-
-        def counted() -> None:
-            update(next(passes))
-
-        cg = cg_at_each_rho(data.factors, codes, decode, models, accuracy, names, counted)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # the weak judges were warned about once already
-            chance = cg_at_each_rho(data.factors, shuffled, decode, models, accuracy, names, counted)
-        update(total)
-    if not cg["judge_ok"]:
-        notes.append(f"CG: judges below {cg['min_judge_accuracy']:g} accuracy: {', '.join(cg['weak_judges'])}")
+    cg, chance, where = found
     return _cg_results(cg, chance, data, where)
-
-
-class JudgeProbabilities(Sequence):
-    """Each factor's judge's class probabilities of one batch of images, computed when CG asks for them.
-
-    CG reads one factor's probabilities at a time (:func:`repscope.metrics.disentanglement.counterfactual
-    .counterfactual_generativeness`), so the other factors' judges need not run on that batch: on dSprites'
-    five factors, five times fewer judge passes than computing every judge's at once.
-
-    Parameters
-    ----------
-    judges : list
-        Trained classifiers with ``outputs(images) -> logits`` (a torch tensor), one per factor.
-    images : numpy.ndarray
-        The batch.
-    on_pass : callable, optional
-        Called after each judge's pass (a progress count).
-    """
-
-    def __init__(self, judges: list[Any], images: np.ndarray, on_pass: Callable[[], None] | None = None) -> None:
-        self.judges = judges
-        self.images = images
-        self.on_pass = on_pass
-
-    def __len__(self) -> int:
-        return len(self.judges)
-
-    def __getitem__(self, factor: Any) -> Any:
-        if isinstance(factor, slice):
-            return [self[index] for index in range(len(self))[factor]]
-        probabilities = torch.softmax(self.judges[factor].outputs(self.images), dim=1).numpy()
-        if self.on_pass is not None:
-            self.on_pass()
-        return probabilities
-
-
-def cg_at_each_rho(
-    factors: np.ndarray,
-    codes: np.ndarray,
-    decode: Callable[[np.ndarray], np.ndarray],
-    judges: list[Any],
-    judge_accuracy: dict[str, float],
-    factor_names: list[str],
-    on_pass: Callable[[], None] | None = None,
-) -> dict[str, Any]:
-    """CG (the registered ``cg``) at rho 1 and 2, its latent sets UC's top-rho IRS latents, as
-    :func:`repscope.studies.candle.cg.cg_of_codes` computes it, each judge run only on the images it judges
-    (:class:`JudgeProbabilities`).
-
-    Parameters
-    ----------
-    factors, codes : numpy.ndarray
-        ``(n, K)`` integer factors and ``(n, L)`` codes.
-    decode : callable
-        Codes ``(m, L)`` -> images.
-    judges : list
-        The judge of each factor (``outputs(images)`` logits), in the order of ``factor_names``.
-    judge_accuracy : dict of str to float
-        Factor -> the held-out accuracy of its judge (NaN when unknown).
-    factor_names : list of str
-        The factors' names.
-    on_pass : callable, optional
-        Called after each judge's pass over a batch (3 per factor and batch of 256 codes, per rho).
-
-    Returns
-    -------
-    dict
-        ``cg_rho<r>`` for each rho the non-constant latents allow, ``details`` (the metric's result per rho),
-        ``judge_accuracy`` (by name), ``judge_ok``, ``weak_judges`` (names) and ``min_judge_accuracy``.
-    """
-    checked = check_judges([judge_accuracy.get(name, float("nan")) for name in factor_names], factor_names)
-    active = int(np.sum(codes.max(axis=0) > codes.min(axis=0)))
-    capture = unique_capture(factors, codes, rho=[rho for rho in CG_RHO if rho <= max(active, 1)])
-    out: dict[str, Any] = {
-        "judge_accuracy": dict(zip(factor_names, checked["judge_accuracy"])),
-        "judge_ok": checked["judge_ok"],
-        "weak_judges": checked["weak_judges"],
-        "min_judge_accuracy": DEFAULT_MIN_JUDGE_ACCURACY,
-        "details": {},
-    }
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # check_judges has warned once already
-        for rho in capture["params"]["rho"]:
-            result = metric("cg")(
-                factors,
-                codes,
-                capture["q_sets"][f"rho{rho}"],
-                decode,
-                lambda images: JudgeProbabilities(judges, images, on_pass),
-                batch_size=CG_BATCH,
-                judge_accuracy=checked["judge_accuracy"],
-            )
-            out[f"cg_rho{rho}"], out["details"][f"rho{rho}"] = result["cg"], result
-    return out
 
 
 def _cg_results(
@@ -586,56 +464,3 @@ def _cg_results(
         index=pd.Index(list(data.names), name="factor"),
     )
     return metrics, rows, per_factor, where
-
-
-def _judges_for(
-    data: FactorData, judges: str | Path | None, notes: list[str]
-) -> tuple[list[Any], dict[str, float], str] | None:
-    """The judge of every factor, their held-out accuracies and where they came from; None with a note
-    when there are none for the data."""
-    names = list(data.names)
-    if judges is not None:
-        return _folder_judges(Path(judges).expanduser(), data)
-    if data.dataset in PACKAGED_JUDGES:
-        folder = PACKAGED_JUDGES[data.dataset]
-        missing = [name for name in names if not (folder / name).is_dir()]
-        if not missing:
-            return load_judges(folder, names), judge_accuracies(folder), f"the packaged {data.dataset} judges"
-        notes.append(f"CG skipped: the packaged {data.dataset} judges have none for {', '.join(missing)}")
-        return None
-    if data.dataset == "cdsprites":
-        return _cdsprites_judges(data, notes)
-    what = data.dataset or "this data"
-    notes.append(
-        f"CG skipped: no judges for {what}; name a folder of judges (repscope disentangle train-judges) to add it"
-    )
-    return None
-
-
-def _folder_judges(folder: Path, data: FactorData) -> tuple[list[Any], dict[str, float], str]:
-    """Judges trained before in ``folder``, checked against the data's dataset where it is a registered one."""
-    names = list(data.names)
-    try:
-        if data.dataset is not None:
-            accuracy = trained_judges(folder, names, data.dataset, data.params)
-        else:
-            accuracy = {name: judge_accuracies(folder).get(name, float("nan")) for name in names}
-        models = load_judges(folder, names)
-    except RepscopeError as exc:
-        message = str(exc)
-        for prefix in ("judges_dir: ", f"--judges {folder}: "):
-            message = message.removeprefix(prefix)
-        raise type(exc)(f"--judges {folder}: {message}") from None
-    return models, accuracy, str(folder)
-
-
-def _cdsprites_judges(data: FactorData, notes: list[str]) -> tuple[list[Any], dict[str, float], str] | None:
-    """The packaged CdSprites+ attribute classifiers of the data's level (their validation accuracy)."""
-    level = int(data.params.get("level", 5))
-    try:
-        found = read_judges(packaged_judges_dir(level), level)
-    except RepscopeError as exc:
-        notes.append(f"CG skipped: no packaged CdSprites+ level {level} judges ({exc})")
-        return None
-    names = list(data.names)
-    return [found.modules[name] for name in names], found.accuracies, f"the packaged CdSprites+ level {level} judges"
