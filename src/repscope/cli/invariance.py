@@ -73,15 +73,43 @@ def correlate_command(
     typer.echo(f"written: {out}")
 
 
+def model_inputs(model: str, weights: Path | None) -> list[Any]:
+    """What ``--model`` (a file or folder, or the file of ``file.py:factory``) and ``--weights`` read, which
+    ``--out`` must not replace."""
+    from repscope.outputs import CommandInput
+
+    found = [CommandInput(model, "--model", "the model")]
+    module, _, _ = model.rpartition(":")
+    if module.endswith(".py"):
+        found.append(CommandInput(module, "--model", "the model's module"))
+    if weights is not None:
+        found.append(CommandInput(weights, "--weights", "the weights"))
+    return found
+
+
 @app.command("test")
 def test_command(
-    model: Path = typer.Option(..., "--model", help="run directory of repscope train, a .ckpt, or a state_dict file"),
+    model: str = typer.Option(
+        ...,
+        "--model",
+        help="run directory of repscope train, a .ckpt, a state_dict file (with --arch), pkg.module:factory or "
+        "file.py:factory, a TorchScript / torch.export file (.pt, .pt2) or an .onnx file (never a pickle)",
+    ),
     transform: TRANSFORM_CHOICES = typer.Option("rotation", "--transform", help="the transformation family"),
     out: Path = typer.Option(..., "--out", "-o", help="run directory: matrices, features, heat maps, report"),
     arch: Optional[str] = typer.Option(
-        None, "--arch", help="registered model of a .ckpt (cnn5, lenet5), or network of a state_dict file"
+        None,
+        "--arch",
+        help="registered model of a .ckpt (cnn5, lenet5), or network of a state_dict file (registered or "
+        "pkg.module:factory)",
     ),
-    data: Optional[str] = typer.Option(None, "--data", help="registered dataset (default: the run's own)"),
+    model_arg: List[str] = typer.Option(
+        [], "--model-arg", help="keyword argument key=value of a --model factory (repeat; values read as YAML)"
+    ),
+    weights: Optional[Path] = typer.Option(None, "--weights", help="state_dict file of a --model factory's network"),
+    data: Optional[str] = typer.Option(
+        None, "--data", help="registered dataset (default: the run's own; required for a model from outside)"
+    ),
     data_param: List[str] = typer.Option([], "--data-param", help="dataset parameter key=value (repeat)"),
     n: int = typer.Option(1000, "--n", help="test images (seeded draw)"),
     half_range: Optional[float] = typer.Option(
@@ -104,13 +132,18 @@ def test_command(
     ),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
-    """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy."""
+    """Variance matrices (max@CONF, max/mean@CONV-1, max/mean@CONV-2), their features and robust accuracy.
+
+    A model whose layers forward hooks cannot reach (TorchScript, torch.export, ONNX) gives max@CONF only.
+    """
     from repscope.config import parse_assignments
+    from repscope.models.external import parse_model_args
     from repscope.outputs import CommandInput, inputs_in_mapping, output_target
     from repscope.studies.invariance.testing import run_invariance_test
 
     params = parse_assignments(data_param, "--data-param")
-    inputs = [CommandInput(model, "--model", "the model"), *inputs_in_mapping(params, "--data-param {key}")]
+    model_args = parse_model_args(model_arg)
+    inputs = [*model_inputs(model, weights), *inputs_in_mapping(params, "--data-param {key}")]
     if assessor is not None:
         inputs.append(CommandInput(assessor, "--assessor", "the assessors"))
     with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
@@ -129,11 +162,15 @@ def test_command(
             seed,
             assessor,
             compat=compat,
+            model_args=model_args,
+            weights=weights,
         )
     typer.echo(
         f"robust accuracy {metrics['robust_accuracy']:.3f} (accuracy {metrics['accuracy']:.3f}) "
         f"on {metrics['examples']} images"
     )
+    if list(metrics["features"]) == ["max@CONF"]:
+        typer.echo("only max@CONF measured: forward hooks reach no two convolution layers of this model")
     for name, value in (metrics.get("verdict") or {}).items():
         typer.echo(f"{name}: {'invariant' if value else 'variant'}")
     typer.echo(f"report: {Path(out) / 'report.html'}")

@@ -45,10 +45,26 @@ def metrics_command(
 
 @app.command("attack")
 def attack_command(
-    model: Path = typer.Option(..., "--model", help="run directory of repscope train (or a .ckpt with --arch)"),
+    model: str = typer.Option(
+        ...,
+        "--model",
+        help="run directory of repscope train, a .ckpt or a state_dict file (with --arch), pkg.module:factory or "
+        "file.py:factory, a TorchScript / torch.export file (.pt, .pt2) or an .onnx file (never a pickle)",
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="folder: attacks.csv (per image), counts.csv, metrics.json"),
-    arch: Optional[str] = typer.Option(None, "--arch", help="registered model of a .ckpt (lenet5, capsnet, ...)"),
-    data: Optional[str] = typer.Option(None, "--data", help="registered dataset (default: the run's own)"),
+    arch: Optional[str] = typer.Option(
+        None,
+        "--arch",
+        help="registered model of a .ckpt (lenet5, capsnet, ...), or network of a state_dict file (registered or "
+        "pkg.module:factory)",
+    ),
+    model_arg: List[str] = typer.Option(
+        [], "--model-arg", help="keyword argument key=value of a --model factory (repeat; values read as YAML)"
+    ),
+    weights: Optional[Path] = typer.Option(None, "--weights", help="state_dict file of a --model factory's network"),
+    data: Optional[str] = typer.Option(
+        None, "--data", help="registered dataset (default: the run's own; required for a model from outside)"
+    ),
     data_param: List[str] = typer.Option([], "--data-param", help="dataset parameter key=value (repeat)"),
     norm: List[str] = typer.Option(["l0", "linf"], "--norm", help="l0 (pixels) or linf (repeat)", metavar="[l0|linf]"),
     threshold: List[int] = typer.Option([1, 3, 5, 10], "--threshold", help="pixels (l0) or 0-255 levels (linf)"),
@@ -65,17 +81,21 @@ def attack_command(
     overwrite: bool = typer.Option(False, "--overwrite", help="replace --out (once complete)"),
 ) -> None:
     """L0 (pixel) and L-infinity (threshold) black-box attacks with CMA-ES on a trained classifier (Table 1)."""
+    from repscope.cli.invariance import model_inputs
     from repscope.config import parse_assignments
-    from repscope.outputs import CommandInput, inputs_in_mapping, output_target
+    from repscope.models.external import parse_model_args
+    from repscope.outputs import inputs_in_mapping, output_target
     from repscope.studies.zeroshot.attack_study import attack_classifier, check_search
 
     params = parse_assignments(data_param, "--data-param")
+    model_args = parse_model_args(model_arg)
     check_search(search)
-    inputs = [CommandInput(model, "--model", "the model"), *inputs_in_mapping(params, "--data-param {key}")]
+    inputs = [*model_inputs(model, weights), *inputs_in_mapping(params, "--data-param {key}")]
     with output_target(out, overwrite=overwrite, kind="directory", inputs=inputs) as target:
         counts = attack_classifier(
-            model, target, arch, data, params, list(norm), list(threshold), n, budget, seed, search=search
-        )
+            model, target, arch, data, params, list(norm), list(threshold), n, budget, seed, search=search,
+            model_args=model_args, weights=weights,
+        )  # fmt: skip
     for _, row in counts.iterrows():
         typer.echo(f"{row['norm']} threshold {row['threshold']}: {row['successes']} of {row['images']} succeeded")
     typer.echo(f"written: {out}")

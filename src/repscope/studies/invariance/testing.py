@@ -22,7 +22,7 @@ reproduce both.
 from __future__ import annotations
 
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from repscope.errors import DataFormatError, InvalidArgumentError
 from repscope.fileio import save_npy_atomic
 from repscope.metrics.invariance.features import matrix_features
 from repscope.metrics.invariance.variance_matrix import subsample_rows, variance_matrix
-from repscope.models.probes import recording, resolve_positions
+from repscope.models.probes import convolution_names, recording, resolve_positions
 from repscope.progress import progress_bar
 from repscope.studies.invariance.assessor_files import assessor_verdict, check_assessors, load_assessors
 
@@ -57,6 +57,8 @@ REFERENCE_MODALITIES: tuple[tuple[str, str], ...] = (
     ("max_mean", "CONV-2"),
 )
 COMPAT_MODES = ("paper", "reference")
+# what a network whose convolutions forward hooks cannot reach (TorchScript, torch.export, ONNX) gives
+OUTPUT_ONLY_MODALITIES: tuple[tuple[str, str], ...] = (("max", "CONF"),)
 # statistics of a flattened signal set (B, n_signals)
 STATISTICS = {"max": lambda s: s.amax(dim=1), "mean": lambda s: s.mean(dim=1)}
 # statistics of a position's output as the layer gives it, (B, C, ...): channels on dim 1
@@ -344,48 +346,213 @@ def reference_features(
     }
 
 
+def network_modalities(network: nn.Module, compat: str) -> tuple[tuple[str, str], ...]:
+    """The modalities a test of ``network`` can measure: the compat's five (:func:`compat_modalities`) when
+    forward hooks reach two convolution modules of it, else :data:`OUTPUT_ONLY_MODALITIES` (a TorchScript,
+    ``torch.export`` or ONNX model shows no layers to hook; a network without two convolutions has no
+    ``CONV-1`` / ``CONV-2``).
+
+    Parameters
+    ----------
+    network : torch.nn.Module
+        The classifier to test.
+    compat : {"paper", "reference"}
+        The test's compat.
+
+    Returns
+    -------
+    tuple of (statistic, position)
+    """
+    modalities = compat_modalities(compat)
+    return modalities if len(convolution_names(network)) >= 2 else OUTPUT_ONLY_MODALITIES
+
+
+def is_outside_source(model: str | Path, arch: str | None = None) -> bool:
+    """Whether ``model`` is a model from outside repscope (:func:`load_outside_classifier`): an import path
+    ``pkg.module:factory`` / ``file.py:factory``, or a model file (TorchScript, ``torch.export``, ONNX) given
+    without ``--arch``; not a run directory, a ``.ckpt`` or a state_dict file with ``--arch``."""
+    path = Path(model)
+    if path.is_dir():
+        return False
+    if path.is_file():
+        return path.suffix.lower() != ".ckpt" and arch is None
+    return ":" in str(model)
+
+
+def _refuse_pickle(path: Path) -> None:
+    """A torch file that is no TorchScript or ``torch.export`` archive refused unopened (the loader's
+    :func:`~repscope.models.external.torch_files.archive_kind`), naming this command's route for a state_dict."""
+    from repscope.models.external.loading import TORCH_SUFFIXES  # noqa: PLC0415
+    from repscope.models.external.torch_files import archive_kind  # noqa: PLC0415
+
+    if path.suffix.lower() not in TORCH_SUFFIXES:
+        return
+    try:
+        archive_kind(path, "--model")
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(
+            f"{exc}; or, for a state_dict file, --arch NETWORK (a registered network or pkg.module:factory)"
+        ) from None
+
+
+def _with_data_shape(loaded: Any, image_shape: tuple[int, ...], data: str) -> Any:
+    """``loaded`` reading the data's ``(C, H, W)`` where its contract leaves the shape open; refused when
+    the contract states another (repscope does not resize)."""
+    from repscope.models.external.contract import with_image_shape  # noqa: PLC0415
+
+    stated = loaded.contract.image_shape
+    if stated is None:
+        return replace(loaded, contract=with_image_shape(loaded.contract, image_shape))
+    if tuple(stated) != tuple(image_shape):
+        raise InvalidArgumentError(
+            f"--data {data}: its images are (C, H, W) = {tuple(image_shape)}, the model {loaded.source} reads "
+            f"{tuple(stated)}"
+        )
+    return loaded
+
+
+def load_outside_classifier(
+    model: str | Path,
+    data: str | None,
+    data_params: dict[str, Any] | None = None,
+    *,
+    model_args: dict[str, Any] | None = None,
+    weights: str | Path | None = None,
+) -> tuple[Any, Any, str, dict[str, Any]]:
+    """A classifier from outside repscope, checked on a probe batch of the data before any work.
+
+    The model is loaded by :func:`repscope.models.external.load_model` (never an arbitrary pickle), the
+    dataset's image shape fills its input contract where the model states none, and four test images go
+    through it (:func:`repscope.models.external.check_model`: finite outputs, one logit per class).
+
+    Parameters
+    ----------
+    model : str or Path
+        ``pkg.module:factory``, ``file.py:factory``, a TorchScript / ``torch.export`` file (``.pt``,
+        ``.pt2``) or an ``.onnx`` file.
+    data : str
+        Registered classification dataset (required: the model does not say what it was trained on).
+    data_params : dict, optional
+        The dataset's parameters.
+    model_args : dict, optional
+        The factory's keyword arguments (``--model-arg``).
+    weights : str or Path, optional
+        A state_dict for the factory's network (``--weights``).
+
+    Returns
+    -------
+    tuple
+        ``(classifier, dataset, dataset name, dataset params)``; the classifier is a
+        :class:`repscope.models.external.ImageClassifier` (``predict``, ``soft_labels``, ``network``).
+
+    Raises
+    ------
+    InvalidArgumentError
+        One line: ``--data`` missing or without a class target, a pickle (refused unopened), a source the
+        loader refuses, data of another image size than the model's, a model that fails the probe.
+    """
+    from repscope.data.registry import load_dataset  # noqa: PLC0415
+    from repscope.models.external import ImageClassifier, check_model, load_model  # noqa: PLC0415
+
+    path = Path(model)
+    if path.is_file():
+        _refuse_pickle(path)
+    if data is None:
+        raise InvalidArgumentError(
+            f"--data: required with --model {model} (the registered dataset to test it on; only a run directory "
+            "knows its own)"
+        )
+    loaded = load_model(str(model), model_args=model_args, weights=weights, option="--model")
+    params = dict(data_params or {})
+    dataset = load_dataset(data, **params)
+    if dataset.target_kind != "classification":
+        raise InvalidArgumentError(f"--data {data}: needs a class target to test a classifier")
+    loaded = _with_data_shape(loaded, tuple(dataset.field("image").shape), data)
+    probe = dataset.batch("test", np.arange(min(4, len(dataset.split("test")))), ["image"])["image"]
+    report = check_model(loaded, "classifier", images=probe, num_classes=dataset.num_classes)
+    return ImageClassifier(loaded, probabilities=report.outputs_are_probabilities), dataset, data, params
+
+
+def _refuse_factory_options(path: Path, model_args: dict[str, Any] | None, weights: Any) -> None:
+    """``--model-arg`` and ``--weights`` belong to a factory; a run, a ``.ckpt`` or a state_dict has its weights."""
+    what = "a run directory" if path.is_dir() else f"the file {path}"
+    if model_args:
+        raise InvalidArgumentError(f"--model-arg: only --model pkg.module:factory takes arguments; the model is {what}")
+    if weights is not None:
+        raise InvalidArgumentError(
+            f"--weights: only --model pkg.module:factory takes weights; the model is {what} (a state_dict file "
+            "goes to --model, with --arch)"
+        )
+
+
 def load_classifier(
-    model: str | Path, arch: str | None = None, data: str | None = None, data_params: dict[str, Any] | None = None
-) -> tuple[nn.Module, str, dict[str, Any]]:
+    model: str | Path,
+    arch: str | None = None,
+    data: str | None = None,
+    data_params: dict[str, Any] | None = None,
+    *,
+    model_args: dict[str, Any] | None = None,
+    weights: str | Path | None = None,
+) -> tuple[nn.Module, Any, str, dict[str, Any]]:
     """The network to test, and the dataset (name, params) whose test split it is tested on.
 
     Parameters
     ----------
     model : str or Path
-        A run directory of ``repscope train`` or a Lightning checkpoint (``.ckpt``; ``arch`` = the
-        registered model, e.g. ``cnn5``), or a plain ``state_dict`` file (``arch`` = a classifier
-        network, ``data`` required for the image shape and classes).
+        A run directory of ``repscope train``; a Lightning checkpoint (``.ckpt``; ``arch`` = the registered
+        model, e.g. ``cnn5``); a plain ``state_dict`` file (``arch`` = a classifier network, registered or
+        ``pkg.module:factory``; ``data`` required for the image shape and classes); or a model from outside
+        (:func:`load_outside_classifier`: ``pkg.module:factory``, ``file.py:factory``, a TorchScript /
+        ``torch.export`` file or an ``.onnx`` file without ``arch``; ``data`` required).
     arch : str, optional
         See ``model``.
     data : str, optional
         Registered dataset; default the run's own (from its ``config.yaml``).
     data_params : dict, optional
         The dataset's parameters (default the run's, when ``data`` is omitted).
+    model_args, weights : optional
+        A factory's keyword arguments and state_dict file (:func:`load_outside_classifier`).
 
     Returns
     -------
     tuple
-        ``(network in eval mode, dataset, dataset name, dataset params)``; the dataset is loaded once.
+        ``(network in eval mode, dataset, dataset name, dataset params)``; the dataset is loaded once. The
+        network takes float ``(B, C, H, W)`` images in [0, 1] and returns logits (a model from outside:
+        :attr:`repscope.models.external.ImageClassifier.network`, its input contract applied inside).
 
     Raises
     ------
     InvalidArgumentError
-        A missing file, a state_dict without ``arch`` and ``data``, a run without a dataset.
+        A missing file, a state_dict without ``arch`` and ``data``, a run without a dataset, a model from
+        outside without ``data`` or failing its probe, ``model_args`` / ``weights`` for a source that is no
+        factory.
     DataFormatError
         An empty file, a file torch will not load with ``weights_only=True`` or that holds no state_dict
         (refused before the dataset loads), an unreadable checkpoint, or weights that do not fit the network.
     """
+    path = Path(model)
+    if not path.exists() and not is_outside_source(model, arch):
+        raise InvalidArgumentError(f"--model {path}: no such file or run directory")
+    if path.is_file() and path.stat().st_size == 0:
+        raise DataFormatError(f"--model {path}: the file is empty")
+    if is_outside_source(model, arch):
+        classifier, dataset, data, params = load_outside_classifier(
+            model, data, data_params, model_args=model_args, weights=weights
+        )
+        return classifier.network.eval(), dataset, data, params
+    _refuse_factory_options(path, model_args, weights)
+    return _load_repscope_classifier(path, arch, data, dict(data_params or {}))
+
+
+def _load_repscope_classifier(
+    path: Path, arch: str | None, data: str | None, params: dict[str, Any]
+) -> tuple[nn.Module, Any, str, dict[str, Any]]:
+    """:func:`load_classifier` of a run directory, a ``.ckpt`` or a state_dict file with ``arch``."""
     from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.models.networks import build_classifier  # noqa: PLC0415
     from repscope.train.fitting import load_task  # noqa: PLC0415
     from repscope.train.reader import open_run  # noqa: PLC0415
 
-    path = Path(model)
-    if not path.exists():
-        raise InvalidArgumentError(f"--model {path}: no such file or run directory")
-    if path.is_file() and path.stat().st_size == 0:
-        raise DataFormatError(f"--model {path}: the file is empty")
-    params = dict(data_params or {})
     if path.is_dir():
         run = open_run(path)
         if arch is not None and arch != run.model_name:
@@ -518,6 +685,7 @@ def compute_invariance_test(
     assessors: dict[str, Any] | None = None,
     assessor_source: str | Path = "assessors",
     progress: bool | None = None,
+    modalities: tuple[tuple[str, str], ...] | None = None,
 ) -> InvarianceTestResult:
     """Test a classifier on test examples: signals, variance matrices, features, accuracies; writes nothing.
 
@@ -544,12 +712,16 @@ def compute_invariance_test(
         How messages name the assessors (their file).
     progress : bool, optional
         False shows no bar.
+    modalities : tuple of (statistic, position), optional
+        Other modalities than the compat's five (:func:`network_modalities`: ``max@CONF`` alone for a
+        network whose convolutions hooks cannot reach).
 
     Returns
     -------
     InvarianceTestResult
     """
-    modalities = compat_modalities(compat)
+    modalities = modalities or compat_modalities(compat)
+    compat_modalities(compat)  # an unknown compat is refused whatever the modalities
     correct_only = correct_only or compat == "reference"
     signals = model_signals(
         network, images, labels, family, modalities, batch_size=batch_size, correct_only=correct_only, progress=progress
@@ -703,6 +875,8 @@ def run_invariance_test(
     seed: int = 0,
     assessor: str | Path | None = None,
     compat: str = "paper",
+    model_args: dict[str, Any] | None = None,
+    weights: str | Path | None = None,
 ) -> dict[str, Any]:
     """Test one classifier: matrices (``matrices/*.npy``), features, robust accuracy, heat maps, report.
 
@@ -733,7 +907,10 @@ def run_invariance_test(
     compat : {"paper", "reference"}
         ``paper``: the paper's five modalities; ``reference``: the released code's
         (:data:`REFERENCE_MODALITIES`, correctly classified examples only), as a repository built with
-        ``compat: reference`` has them.
+        ``compat: reference`` has them. A network whose convolutions hooks cannot reach (TorchScript,
+        ``torch.export``, ONNX) is tested on ``max@CONF`` alone (:func:`network_modalities`).
+    model_args, weights : optional
+        A factory's keyword arguments and state_dict file (:func:`load_classifier`).
 
     Returns
     -------
@@ -750,9 +927,17 @@ def run_invariance_test(
     saved = None
     if assessor is not None:  # a broken or mismatched file is refused before the test runs
         saved = read_test_assessors(assessor, transform, compat)
-    network, dataset, data_name, params = load_classifier(model, arch, data, data_params)
+    network, dataset, data_name, params = load_classifier(
+        model, arch, data, data_params, model_args=model_args, weights=weights
+    )
     if dataset.target_kind != "classification":
         raise InvalidArgumentError(f"--data {data_name}: needs a class target to test a classifier")
+    modalities = network_modalities(network, compat)
+    if saved is not None and modalities == OUTPUT_ONLY_MODALITIES:
+        raise InvalidArgumentError(
+            f"--assessor {assessor}: the model {model} has no two convolution layers forward hooks can reach "
+            "(TorchScript, torch.export or ONNX), so only max@CONF is measured; the assessors read five modalities"
+        )
     batch = draw_test_examples(dataset, n, seed)
     result = compute_invariance_test(
         network,
@@ -765,12 +950,15 @@ def run_invariance_test(
         seed=seed,
         assessors=saved,
         assessor_source=assessor or "assessors",
+        modalities=modalities,
     )
     run = RunDirectory.create("invariance-test", out=out)
     run.write_config(
         {"model": str(model), "arch": arch, "data": {"name": data_name, "params": params}, "transform": transform,
          "values": list(family.values), "n": result.test_examples, "correct_only": result.correct_only,
-         "seed": seed, "compat": compat}
+         "seed": seed, "compat": compat, "modalities": [modality_name(*m) for m in modalities],
+         **({"model_args": dict(model_args)} if model_args else {}),
+         **({"weights": str(weights)} if weights is not None else {})}
     )  # fmt: skip
     metrics = write_invariance_test(result, run)
     metrics["report"] = str(run.write_report(invariance_test_report(result, run, model, data_name, assessor)))
@@ -793,6 +981,10 @@ __all__ = [
     "channel_max_mean",
     "compat_modalities",
     "load_classifier",
+    "load_outside_classifier",
+    "is_outside_source",
+    "network_modalities",
+    "OUTPUT_ONLY_MODALITIES",
     "run_invariance_test",
     "draw_test_examples",
     "InvarianceSignals",

@@ -486,19 +486,26 @@ def attack_classifier(
     budget: int,
     seed: int,
     search: str = "art",
+    *,
+    model_args: dict[str, Any] | None = None,
+    weights: str | Path | None = None,
 ) -> pd.DataFrame:
-    """Attack the classifier of ``model`` (a ``repscope train`` run or a ``.ckpt`` with ``arch``) on ``n``
-    correctly classified test images of its data (or ``data``); write ``attacks.csv`` (per image),
-    ``counts.csv`` (successes per norm and threshold) and ``metrics.json`` into ``out``.
+    """Attack the classifier of ``model`` on ``n`` correctly classified test images of its data (or
+    ``data``); write ``attacks.csv`` (per image), ``counts.csv`` (successes per norm and threshold) and
+    ``metrics.json`` into ``out``.
 
     Parameters
     ----------
     model : str or pathlib.Path
-        A run directory of ``repscope train`` or a ``.ckpt`` file (then ``arch`` names its model).
+        A run directory of ``repscope train``; a ``.ckpt`` file (``arch`` names its model); a state_dict
+        file (``arch`` a classifier network, registered or ``pkg.module:factory``); or a model from outside
+        (:func:`repscope.studies.invariance.testing.load_outside_classifier`: ``pkg.module:factory``,
+        ``file.py:factory``, a TorchScript / ``torch.export`` file or an ``.onnx`` file), attacked through
+        its :class:`repscope.models.external.ImageClassifier`'s ``predict`` and ``soft_labels``.
     out : pathlib.Path
         The output folder.
     arch, data : str, optional
-        The registered model of a ``.ckpt``; the registered dataset (default: the run's own).
+        See ``model``; the registered dataset (default: the run's own; required for the other sources).
     data_params : dict
         The dataset's parameters.
     norms, thresholds : list
@@ -508,31 +515,58 @@ def attack_classifier(
     search : {"art", "dqa"}, default="art"
         ``art``: :mod:`repscope.studies.zeroshot.attacks`; ``dqa``: :func:`dqa_attack` (one generation of 400, the
         authors' search).
+    model_args, weights : optional
+        A factory's keyword arguments (``--model-arg``) and state_dict file (``--weights``).
 
     Returns
     -------
     pandas.DataFrame
         ``counts.csv``: ``search``, ``norm``, ``threshold``, ``successes``, ``images``, ``queries``.
-    """
-    from repscope.studies.invariance.testing import load_classifier  # noqa: PLC0415
-    from repscope.train.fitting import load_task  # noqa: PLC0415
 
+    Raises
+    ------
+    InvalidArgumentError
+        Bad norms, thresholds, counts or search; a model :func:`~repscope.studies.invariance.testing.
+        load_classifier` refuses; a model that classifies no test image correctly.
+    """
     check_norms(norms, thresholds)
     check_search(search)
     if _refused_counts([n, budget]):
         raise InvalidArgumentError(f"--n, --budget: expected positive numbers, got {n} and {budget}")
-    path = Path(model)
-    if not (path.is_dir() or path.suffix == ".ckpt"):
-        raise InvalidArgumentError(f"--model {path}: expected a run directory of repscope train or a .ckpt file")
-    _, dataset, data, data_params = load_classifier(path, arch, data, data_params)
-    task = load_task(path, model=arch)
+    task, dataset, data, data_params = _attacked_classifier(model, arch, data, data_params, model_args, weights)
     test = dataset.arrays("test", ["image", "target"])
-    refusal = f"--model {path}: classifies no test image of {data} correctly"
+    refusal = f"--model {model}: classifies no test image of {data} correctly"
     rows = _correctly_classified_draw(task, test, n, seed, refusal)
     images, labels = test["image"][rows], test["target"][rows]
     result = compute_classifier_attacks(task, images, labels, norms, thresholds, budget, seed, rows=rows, search=search)
-    write_classifier_attacks(result, out, {"model": str(path), "data": data, "data_params": data_params})
+    write_classifier_attacks(result, out, {"model": str(model), "data": data, "data_params": data_params})
     return result.counts
+
+
+def _attacked_classifier(
+    model: str | Path, arch: str | None, data: str | None, data_params: dict[str, Any], model_args: Any, weights: Any
+) -> tuple[Any, Any, str, dict[str, Any]]:
+    """The classifier :func:`attack_classifier` attacks (``predict``, ``soft_labels``) and its dataset: a run's
+    or a checkpoint's trained task, a state_dict's network or a model from outside behind an ``ImageClassifier``."""
+    from repscope.models.external import ImageClassifier, load_model  # noqa: PLC0415
+    from repscope.studies.invariance.testing import (  # noqa: PLC0415
+        is_outside_source,
+        load_classifier,
+        load_outside_classifier,
+    )
+
+    if is_outside_source(model, arch):
+        return load_outside_classifier(model, data, data_params, model_args=model_args, weights=weights)
+    network, dataset, data, data_params = load_classifier(
+        model, arch, data, data_params, model_args=model_args, weights=weights
+    )
+    path = Path(model)
+    if path.is_dir() or path.suffix == ".ckpt":
+        from repscope.train.fitting import load_task  # noqa: PLC0415 -- Lightning, only for repscope's own runs
+
+        # the trained task itself: CapsNet's soft-labels and compat="reference" outputs are its own
+        return load_task(path, model=arch), dataset, data, data_params
+    return ImageClassifier(load_model(network)), dataset, data, data_params
 
 
 def _correctly_classified_draw(task: Any, test: dict[str, np.ndarray], n: int, seed: int, refusal: str) -> np.ndarray:

@@ -1,0 +1,164 @@
+"""``repscope invariance test`` and ``repscope zeroshot attack`` on models from outside repscope: a network
+factory in a module file (``file.py:factory``, ``pkg.module:factory``, with ``--model-arg`` and
+``--weights``) and the same network saved as TorchScript give the same robust accuracy and attack counts;
+a model from outside without ``--data`` and a pickle are refused in one line, before anything is written.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+# a classifier of 28x28 grey images as a user writes it: two convolutions (the paper's CONV-1 / CONV-2
+# positions), the second one 28x28 template per class, and a factory whose seed decides the initial weights
+TINY_MODULE = textwrap.dedent(
+    """
+    import torch
+    from torch import nn
+
+
+    class TemplateNet(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.conv1 = nn.Conv2d(1, 1, 1)
+            self.conv2 = nn.Conv2d(1, num_classes, 28)
+
+        def forward(self, images):
+            return self.conv2(self.conv1(images)).flatten(1)
+
+
+    def make(num_classes=10, seed=0):
+        torch.manual_seed(seed)
+        return TemplateNet(num_classes)
+    """
+)
+DATA_PARAMS = {"source": "mnist-sample", "test_size": 30, "train_size": 500}
+DATA = ["--data", "digits", *[f for k, v in DATA_PARAMS.items() for f in ("--data-param", f"{k}={v}")]]
+TEST = ["invariance", "test", "--n", "30", "--steps", "3", "--range", "10", *DATA]
+ATTACK = ["zeroshot", "attack", "--n", "2", "--threshold", "1", "--budget", "2", "--norm", "l0", *DATA]
+
+
+def _nearest_mean_weights(num_classes=10):
+    """TemplateNet's weights of the nearest class mean of the training digits: argmin_k |x - m_k|^2 is
+    argmax_k x . m_k - |m_k|^2 / 2, the second convolution's template and bias for class k."""
+    from repscope.data.registry import load_dataset
+
+    train = load_dataset("digits", **DATA_PARAMS).arrays("train", ["image", "target"])
+    images = torch.as_tensor(train["image"]).float().reshape(len(train["target"]), 1, 28, 28) / 255.0
+    labels = torch.as_tensor(train["target"]).long()
+    means = torch.stack([images[labels == k].mean(0) for k in range(num_classes)])
+    return {
+        "conv1.weight": torch.ones(1, 1, 1, 1),
+        "conv1.bias": torch.zeros(1),
+        "conv2.weight": means,
+        "conv2.bias": -0.5 * (means**2).sum(dim=(1, 2, 3)),
+    }
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """The factory file, the nearest-mean weights, that network as TorchScript, and seed 1's initial weights."""
+    from repscope.models.external import InputContract, export_torchscript, load_model
+
+    folder = tmp_path_factory.mktemp("outside")
+    module = folder / "tinynet.py"
+    module.write_text(TINY_MODULE)
+    weights = folder / "nearest-mean.pt"
+    torch.save(_nearest_mean_weights(), weights)
+    network = load_model(f"{module}:make", weights=weights).module
+    scripted = export_torchscript(
+        network, folder / "tiny.pt", InputContract(image_shape=(1, 28, 28)), torch.zeros(2, 1, 28, 28)
+    )
+    seed1 = folder / "seed1.pt"
+    torch.save(load_model(f"{module}:make", model_args={"seed": 1}).module.state_dict(), seed1)
+    return {
+        "factory": ["--model", f"{module}:make", "--weights", str(weights)],
+        "torchscript": ["--model", str(scripted)],
+        "module": module,
+        "seed1": seed1,
+        "folder": folder,
+    }
+
+
+def _metrics(out):
+    return json.loads((out / "metrics.json").read_text())
+
+
+def test_invariance_test_of_a_factory_and_its_torchscript_agree(tmp_path, run_cli, sources):
+    code, printed, err = run_cli([*TEST, *sources["factory"], "--out", str(tmp_path / "factory")])
+    assert code == 0, err
+    code, printed_ts, err = run_cli([*TEST, *sources["torchscript"], "--out", str(tmp_path / "ts")])
+    assert code == 0, err
+    by_factory, by_script = _metrics(tmp_path / "factory"), _metrics(tmp_path / "ts")
+    correct = np.load(tmp_path / "factory" / "matrices" / "max_at_CONF.npy")
+    assert correct.shape == (3, 3)
+    # the same network: the same correctness under every rotation, so the same accuracies
+    assert by_factory["robust_accuracy"] == by_script["robust_accuracy"]
+    assert by_factory["accuracy"] == by_script["accuracy"]
+    assert by_factory["robust_accuracy"] <= by_factory["accuracy"]  # Eq. 1 counts a subset of the identity's hits
+    assert by_factory["accuracy"] > 0.5  # the nearest class mean, far above chance (0.1): the weights were loaded
+    # hooks reach the factory's two convolutions (the paper's five modalities), not the TorchScript's
+    assert set(by_factory["features"]) == {"max@CONF", "max@CONV-1", "mean@CONV-1", "max@CONV-2", "mean@CONV-2"}
+    assert list(by_script["features"]) == ["max@CONF"] and "only max@CONF" in printed_ts
+    # the confidence matrix is the same matrix either way (same softmax outputs, float-level agreement)
+    scripted = np.load(tmp_path / "ts" / "matrices" / "max_at_CONF.npy")
+    np.testing.assert_allclose(scripted, correct, rtol=1e-4, atol=1e-7)
+
+
+def test_a_factory_takes_its_arguments_and_weights(tmp_path, run_cli, sources, monkeypatch):
+    monkeypatch.syspath_prepend(str(sources["folder"]))  # the pkg.module:factory form of the same file
+    seeded = ["--model", "tinynet:make", "--model-arg", "seed=1"]
+    weighted = ["--model", f"{sources['module']}:make", "--weights", str(sources["seed1"])]
+    for name, model in (("seeded", seeded), ("weighted", weighted)):
+        code, _, err = run_cli([*ATTACK, *model, "--out", str(tmp_path / name)])
+        assert code == 0, err
+    # seed 1's network either way: the same images drawn, the same outcomes
+    seeded_attacks = pd.read_csv(tmp_path / "seeded" / "attacks.csv")
+    pd.testing.assert_frame_equal(seeded_attacks, pd.read_csv(tmp_path / "weighted" / "attacks.csv"))
+    code, _, err = run_cli([*TEST, *seeded, "--out", str(tmp_path / "test")])
+    assert code == 0, err
+    config = (tmp_path / "test" / "config.yaml").read_text()
+    assert "model_args" in config and "seed: 1" in config and "tinynet:make" in config
+
+
+def test_zeroshot_attack_of_a_factory_and_its_torchscript_agree(tmp_path, run_cli, sources):
+    code, printed, err = run_cli([*ATTACK, *sources["factory"], "--out", str(tmp_path / "factory")])
+    assert code == 0, err
+    code, _, err = run_cli([*ATTACK, *sources["torchscript"], "--out", str(tmp_path / "ts")])
+    assert code == 0, err
+    by_factory = pd.read_csv(tmp_path / "factory" / "attacks.csv")
+    by_script = pd.read_csv(tmp_path / "ts" / "attacks.csv")
+    # the same images drawn (those the network gets right), the same seeded searches, the same outcomes
+    pd.testing.assert_frame_equal(by_factory, by_script)
+    counts = pd.read_csv(tmp_path / "factory" / "counts.csv")
+    assert counts[["norm", "threshold", "images"]].values.tolist() == [["l0", 1, len(by_factory)]]
+    assert 1 <= len(by_factory) <= 2 and f"of {len(by_factory)} succeeded" in printed
+
+
+@pytest.mark.parametrize("command", [TEST, ATTACK], ids=["invariance-test", "zeroshot-attack"])
+def test_a_model_from_outside_without_data_is_refused_in_one_line(tmp_path, run_cli, sources, command):
+    without_data = [word for word in command if word not in DATA]
+    out = tmp_path / "out"
+    code, _, err = run_cli([*without_data, *sources["factory"], "--out", str(out)])
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code != 0 and len(lines) == 1 and "--data" in lines[0] and "required" in lines[0]
+    assert not out.exists()
+
+
+def test_a_pickled_model_is_refused_unopened_naming_the_state_dict_routes(tmp_path, run_cli, sources):
+    from repscope.models.external import load_model
+
+    marker = tmp_path / "ran.txt"
+    pickled = tmp_path / "whole.pt"
+    torch.save(load_model(f"{sources['module']}:make").module, pickled)  # a whole model: a pickle of the user's class
+    out = tmp_path / "out"
+    code, _, err = run_cli([*TEST, "--model", str(pickled), "--out", str(out)])
+    lines = [line for line in err.strip().splitlines() if line.strip()]
+    assert code != 0 and len(lines) == 1 and "pickle" in lines[0]
+    assert "--arch" in lines[0] and "--weights" in lines[0] and str(pickled) in lines[0]
+    assert not out.exists() and not marker.exists()
