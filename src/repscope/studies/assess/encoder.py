@@ -35,6 +35,7 @@ import pandas as pd
 from repscope.errors import InvalidArgumentError
 from repscope.metrics.disentanglement.bootstrap import scalar_scores
 from repscope.metrics.registry import metric_entry
+from repscope.progress import progress_bar
 from repscope.studies.assess.assessment import Assessment, HeadlineRow
 from repscope.studies.assess.encoder_cg import CG_BATCH, CG_RHO, JudgeProbabilities, cg_at_each_rho, judged_cg
 from repscope.studies.assess.factor_data import FactorData, as_uint8_images
@@ -77,8 +78,10 @@ TRAVERSAL_MAX_LATENTS = 32
 GAP = 2  # pixels between the cells of the traversal grid
 
 
-def encode_images(encoder: Any, images: np.ndarray, batch_size: int = 256) -> np.ndarray:
-    """The codes ``encoder.encode`` gives ``images``, a batch at a time, checked.
+def encode_images(
+    encoder: Any, images: np.ndarray, batch_size: int = 256, *, progress: bool | None = None, label: str = "model"
+) -> np.ndarray:
+    """The codes ``encoder.encode`` gives ``images``, a batch at a time, checked, under one progress bar.
 
     Parameters
     ----------
@@ -88,6 +91,10 @@ def encode_images(encoder: Any, images: np.ndarray, batch_size: int = 256) -> np
         uint8 images ``(N, H, W)`` or ``(N, H, W, C)``.
     batch_size : int, default=256
         Images per call.
+    progress : bool, optional
+        False: no progress bar; None or True: as :func:`repscope.progress.progress_mode` says.
+    label : str, default="model"
+        The model, named on the progress bar.
 
     Returns
     -------
@@ -101,15 +108,18 @@ def encode_images(encoder: Any, images: np.ndarray, batch_size: int = 256) -> np
     """
     batch_size = check_positive_int(batch_size, "batch_size")
     parts = []
-    for start in range(0, len(images), batch_size):
-        chunk = images[start : start + batch_size]
-        codes = np.asarray(encoder.encode(chunk))
-        if codes.ndim != 2 or len(codes) != len(chunk) or not np.issubdtype(codes.dtype, np.number):
-            raise InvalidArgumentError(
-                f"--model: encode of {len(chunk)} images gave {codes.dtype} codes of shape {codes.shape}; "
-                f"expected ({len(chunk)}, L) numbers"
-            )
-        parts.append(codes.astype(np.float64))
+    # one bar over every chunk: the encoder's own (an adapter's) would count each chunk of batch_size alone
+    with progress_bar(f"encoding {len(images)} images with {label}", total=len(images), enabled=progress) as update:
+        for start in range(0, len(images), batch_size):
+            chunk = images[start : start + batch_size]
+            codes = np.asarray(encoder.encode(chunk))
+            if codes.ndim != 2 or len(codes) != len(chunk) or not np.issubdtype(codes.dtype, np.number):
+                raise InvalidArgumentError(
+                    f"--model: encode of {len(chunk)} images gave {codes.dtype} codes of shape {codes.shape}; "
+                    f"expected ({len(chunk)}, L) numbers"
+                )
+            parts.append(codes.astype(np.float64))
+            update(start + len(chunk))
     codes = np.concatenate(parts)
     if not np.all(np.isfinite(codes)):
         row = int(np.argmax(~np.isfinite(codes).all(axis=1)))
@@ -182,7 +192,7 @@ def assess_encoder(
         if progress is not None:
             progress(line)
 
-    codes = encode_images(encoder, data.images, batch_size)
+    codes = encode_images(encoder, data.images, batch_size, label=model_label)
     factors = data.factors
     scores = score_arrays(factors, codes, metrics, bootstrap=bootstrap, seed=seed, compat=compat, notify=say)
     shuffled = codes[np.random.default_rng(seed).permutation(len(codes))]
