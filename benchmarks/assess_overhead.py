@@ -18,8 +18,11 @@ The network is repscope's conv64 encoder (Burgess et al. 2018: four 4x4 stride-2
 images are dSprites drawn as :func:`repscope.studies.assess.factor_data.load_factor_data` draws them. The
 three are timed in turn, ``--repeats`` rounds (the medians are printed, so a neighbour's burst of load
 on a shared machine hits one round, not one side), after one untimed round; the codes of both assess
-paths are checked against the baseline's means. ``--check`` exits 1 when the assess path's ratio is
-over ``--goal``; ``--profile`` prints cProfile's top functions of one more assess run.
+paths are checked against the baseline's means. Each side's time is also split, within its own runs, into
+the seconds inside the network's forward passes (hooks on the module) and the seconds around them: that
+share is what the path adds, and it moves far less with the machine's load than the ratio does.
+``--check`` exits 1 when the assess path's ratio is over ``--goal``; ``--profile`` prints cProfile's top
+functions of one more assess run.
 
     .venv/bin/python benchmarks/assess_overhead.py [--n 10000 | --quick] [--repeats 3] [--check] [--profile]
 """
@@ -74,6 +77,30 @@ def assess_codes(model: torch.nn.Module, images: np.ndarray, device: torch.devic
     return encode_images(encoder, images, BATCH)
 
 
+class ForwardClock:
+    """Seconds spent inside a module's forward passes, kept by a pair of hooks on it (CUDA work finished
+    at each end): the time of a run less these is what the path adds around the network, a share that a
+    neighbour's load on a shared machine changes far less than the ratio of two runs' times."""
+
+    def __init__(self, module: torch.nn.Module, device: torch.device) -> None:
+        self.seconds = 0.0
+        self._start = 0.0
+        self._cuda = device.type == "cuda"
+        module.register_forward_pre_hook(self._enter)
+        module.register_forward_hook(self._leave)
+
+    def _now(self) -> float:
+        if self._cuda:
+            torch.cuda.synchronize()
+        return time.perf_counter()
+
+    def _enter(self, module: torch.nn.Module, args: tuple) -> None:
+        self._start = self._now()
+
+    def _leave(self, module: torch.nn.Module, args: tuple, output: object) -> None:
+        self.seconds += self._now() - self._start
+
+
 def timed(run: Callable[[], np.ndarray]) -> tuple[float, np.ndarray]:
     """Wall seconds of ``run()`` (CUDA work finished inside the clock) and what it returned."""
     if torch.cuda.is_available():
@@ -85,18 +112,24 @@ def timed(run: Callable[[], np.ndarray]) -> tuple[float, np.ndarray]:
     return time.perf_counter() - clock, out
 
 
-def measure(model: torch.nn.Module, images: np.ndarray, device: torch.device, repeats: int) -> dict[str, list[float]]:
-    """Seconds of each side per round (the first round untimed), the sides in turn within a round."""
+def measure(
+    model: torch.nn.Module, images: np.ndarray, device: torch.device, repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Seconds of each side per round, and of those the seconds inside the network's forward passes (the
+    first round untimed); the sides run in turn within a round."""
     chunks = [torch.from_numpy(images[start : start + BATCH]).unsqueeze(1) for start in range(0, len(images), BATCH)]
     runs = {
         "baseline": lambda: baseline_codes(model, chunks, device),
         "adapter": lambda: adapter_codes(model, images, device),
         "assess": lambda: assess_codes(model, images, device),
     }
+    clock = ForwardClock(model, device)
     seconds: dict[str, list[float]] = {name: [] for name in runs}
+    forward: dict[str, list[float]] = {name: [] for name in runs}
     reference = None
     for round_ in range(repeats + 1):
         for name, run in runs.items():
+            before = clock.seconds
             spent, codes = timed(run)
             if reference is None:
                 reference = codes
@@ -104,7 +137,8 @@ def measure(model: torch.nn.Module, images: np.ndarray, device: torch.device, re
                 raise SystemExit(f"{name}: codes differ from the baseline's by {np.abs(codes - reference).max():.3g}")
             if round_ > 0:  # round 0 warms the kernels and the allocator
                 seconds[name].append(spent)
-    return seconds
+                forward[name].append(clock.seconds - before)
+    return seconds, forward
 
 
 def profile(model: torch.nn.Module, images: np.ndarray, device: torch.device, top: int) -> None:
@@ -132,8 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     torch.manual_seed(0)
     model = Conv64Encoder(args.latent_dim).eval().to(device)
     images = load_factor_data("dsprites", n=n).images
-    seconds = measure(model, images, device, args.repeats)
+    seconds, forward = measure(model, images, device, args.repeats)
     median = {name: statistics.median(values) for name, values in seconds.items()}
+    # per round, the time around the network (the probe's pass of 4 images counts as the network's)
+    around = {name: statistics.median(np.subtract(seconds[name], forward[name])) for name in seconds}
+    inside = {name: statistics.median(values) for name, values in forward.items()}
     print(
         f"conv64 encoder ({args.latent_dim} latents), {len(images):,} dSprites images 64x64, batch {BATCH}, "
         f"{device}, {usable_cores()} cores, torch threads {threads}; medians of {args.repeats} rounds"
@@ -141,7 +178,10 @@ def main(argv: list[str] | None = None) -> int:
     for name, values in seconds.items():
         rounds = ", ".join(f"{value:.3f}" for value in values)
         ratio = median[name] / median["baseline"]
-        print(f"  {name:9s} {median[name]:7.3f} s  ({rounds})  ratio {ratio:.3f}")
+        print(
+            f"  {name:9s} {median[name]:7.3f} s  ({rounds})  ratio {ratio:.3f}; in the forward passes "
+            f"{inside[name]:.3f} s, around them {around[name]:.3f} s ({100 * around[name] / inside[name]:.1f}%)"
+        )
     ratio = median["assess"] / median["baseline"]
     verdict = "met" if ratio <= args.goal else "MISSED"
     print(f"assess / baseline: {ratio:.3f} (goal <= {args.goal:.2f}: {verdict})")
