@@ -65,6 +65,7 @@ def assess_command(
     assessor: Optional[Path] = typer.Option(None, "--assessor", help="assessors.skops of invariance assess train"),
     attacks: bool = typer.Option(True, "--attacks/--no-attacks", help="classifier: the black-box attacks"),
     attack_n: Optional[int] = typer.Option(None, "--attack-n", help="classifier: images attacked"),
+    budget: int = typer.Option(100, "--budget", help="classifier: CMA-ES generations per attacked image (art)"),
     search: SEARCH_CHOICES = typer.Option("art", "--search", help="attack search: the toolkit's, the authors' or both"),
     zeroshot: Optional[str] = typer.Option(
         None, "--zeroshot", help="classifier: pkg.module:factory to train the n+1 models, or their folder"
@@ -74,7 +75,9 @@ def assess_command(
     backend: BACKEND_CHOICES = typer.Option("local", "--backend", help="zero-shot trainings locally or on Ray"),
     latent_dim: Optional[int] = typer.Option(None, "--latent-dim", help="generator: its input size"),
     codes: Optional[str] = typer.Option(None, "--codes", help="generator: code dimensions to correlate: 0,1"),
-    level: int = typer.Option(5, "--level", help="multimodal: CdSprites+ level 1-5"),
+    level: Optional[int] = typer.Option(
+        None, "--level", help="multimodal: CdSprites+ level 1-5 (a repscope run: its own)"
+    ),
 ) -> None:
     """Assess your own model: every repscope assessment that fits its role, beside the papers' values."""
     from repscope.studies.assess.command import run_assess_command  # noqa: PLC0415

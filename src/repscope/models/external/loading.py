@@ -152,9 +152,9 @@ def load_model(
         return _load_file(path, contract, weights, model_args, option)
     if ":" in text and not text.endswith(":") and not _looks_like_file(text):
         return _load_factory(text, model_args, weights, contract, option)
-    if _looks_like_file(text):
+    if _looks_like_file(text) or "/" in text or "\\" in text:
         raise InvalidArgumentError(f"{option}: no such file or folder: {text}")
-    raise InvalidArgumentError(f"{option}: expected {SOURCES}, got {shown(text)}")
+    raise InvalidArgumentError(f"{option}: {shown(text)} is no file, folder or import path; expected {SOURCES}")
 
 
 def _looks_like_file(text: str) -> bool:

@@ -72,7 +72,7 @@ def _role_options(options: dict[str, Any], target: Path) -> dict[str, Any]:
     if role == "classifier":
         return {"families": options["transform"] or None, "compat": options["compat"],
                 "assessor": options["assessor"], "attacks": options["attacks"], "attack_n": options["attack_n"],
-                "search": options["search"], "zeroshot": options["zeroshot"],
+                "search": options["search"], "budget": options["budget"], "zeroshot": options["zeroshot"],
                 "zeroshot_epochs": options["zeroshot_epochs"], "workers": options["workers"],
                 "backend": options["backend"], "zeroshot_out": target / "zeroshot"}  # fmt: skip
     if role == "generator":
