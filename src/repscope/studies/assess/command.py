@@ -63,10 +63,42 @@ def _inputs(options: dict[str, Any]) -> list[Any]:
     return found
 
 
-def _role_options(options: dict[str, Any], target: Path) -> dict[str, Any]:
-    """The options of the role asked for (each role ignores none it is given: unknown ones are refused)."""
-    role = options["role"]
-    if role == "encoder" or (role is None and options["decoder"] is not None):
+# option -> (its default, the roles it applies to): a role option given to another role is refused, not ignored
+ROLE_OPTIONS: dict[str, tuple[Any, tuple[str, ...]]] = {
+    "decoder": (None, ("encoder",)),
+    "metric": ([], ("encoder",)),
+    "judges": (None, ("encoder",)),
+    "bootstrap": (0, ("encoder",)),
+    "compat": ("paper", ("encoder", "classifier")),
+    "transform": ([], ("classifier",)),
+    "assessor": (None, ("classifier",)),
+    "attacks": (True, ("classifier",)),
+    "attack_n": (None, ("classifier",)),
+    "budget": (100, ("classifier",)),
+    "search": ("art", ("classifier",)),
+    "zeroshot": (None, ("classifier",)),
+    "zeroshot_epochs": (3, ("classifier",)),
+    "workers": (None, ("classifier",)),
+    "backend": ("local", ("classifier",)),
+    "latent_dim": (None, ("generator",)),
+    "codes": (None, ("generator",)),
+    "level": (None, ("multimodal",)),
+}
+
+
+def check_role_options(options: dict[str, Any], role: str) -> None:
+    """Refuse an option of another role (``--metric`` with ``--role classifier``) in one line."""
+    for name, (default, applies) in ROLE_OPTIONS.items():
+        if role not in applies and options.get(name, default) != default:
+            flag = "--" + name.replace("_", "-")
+            if name == "attacks":
+                flag = "--no-attacks"
+            raise InvalidArgumentError(f"{flag}: applies to --role {' or '.join(applies)}, not to {role}")
+
+
+def _role_options(options: dict[str, Any], role: str, target: Path) -> dict[str, Any]:
+    """The options of ``role``, as its compute step takes them."""
+    if role == "encoder":
         return {"metrics": options["metric"] or None, "compat": options["compat"], "judges": options["judges"],
                 "bootstrap": options["bootstrap"]}  # fmt: skip
     if role == "classifier":
@@ -77,9 +109,20 @@ def _role_options(options: dict[str, Any], target: Path) -> dict[str, Any]:
                 "backend": options["backend"], "zeroshot_out": target / "zeroshot"}  # fmt: skip
     if role == "generator":
         return {"latent_dim": options["latent_dim"], "codes": options["codes"]}
-    if role == "multimodal":
-        return {"level": options["level"]}
-    return {}
+    return {"level": options["level"]}
+
+
+def _settled(options: dict[str, Any], model_args: dict[str, Any], contract: Any) -> tuple[Any, str]:
+    """The model (loaded, where its role must be read from it) and its role, before any work."""
+    from repscope.studies.assess import roles  # noqa: PLC0415
+    from repscope.studies.assess.api import settle_role  # noqa: PLC0415
+
+    if options["role"] == "multimodal":
+        return options["model"], "multimodal"
+    loaded = roles.load(
+        options["model"], model_args=model_args, weights=options["weights"], contract=contract, option="MODEL"
+    )
+    return loaded, settle_role(loaded, options["role"])
 
 
 def run_assess_command(options: dict[str, Any]) -> tuple[Assessment, Path]:
@@ -96,7 +139,7 @@ def run_assess_command(options: dict[str, Any]) -> tuple[Assessment, Path]:
         The assessment and its report.
     """
     from repscope.config import parse_assignments  # noqa: PLC0415
-    from repscope.outputs import output_target  # noqa: PLC0415
+    from repscope.outputs import output_target, prepare_output  # noqa: PLC0415
     from repscope.studies.assess.api import assess  # noqa: PLC0415
     from repscope.studies.assess.roles import torch_device  # noqa: PLC0415
     from repscope.studies.assess.writing import write_assessment  # noqa: PLC0415
@@ -109,15 +152,21 @@ def run_assess_command(options: dict[str, Any]) -> tuple[Assessment, Path]:
     resume = options["resume"] if resumable else None
     if options["resume"] and not resumable:
         raise InvalidArgumentError("--resume: only an assessment that trains zero-shot models can be continued")
+    if options["role"] is not None:  # refused before the model loads
+        check_role_options(options, options["role"])
+    prepare_output(  # an --out the rule refuses is refused before the model loads, too
+        options["out"], overwrite=options["overwrite"], resume=resume, kind="directory", inputs=_inputs(options)
+    )
+    model, role = _settled(options, model_args, contract)
+    check_role_options(options, role)
     out = options["out"]
     with output_target(
         out, overwrite=options["overwrite"], resume=resume, kind="directory", inputs=_inputs(options)
     ) as target:
         assessment = assess(
-            options["model"], options["role"], options["data"], decoder=options["decoder"], model_args=model_args,
-            weights=options["weights"], contract=contract, data_params=data_params, n=options["n"],
+            model, role, options["data"], decoder=options["decoder"], data_params=data_params, n=options["n"],
             seed=options["seed"], device=device, batch_size=options["batch_size"],
-            **_role_options(options, Path(target)),
+            **_role_options(options, role, Path(target)),
         )  # fmt: skip
         write_assessment(assessment, Path(target), checked=True)
     return assessment, Path(out) / "report.html"
