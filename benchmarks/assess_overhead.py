@@ -11,18 +11,19 @@ over the same images, on 2 CPU cores. Both sides run the same network on the sam
   and one ``encode(images)`` of them all;
 * ``assess``: the same, the images encoded by :func:`repscope.studies.assess.encoder.encode_images` as
   :func:`~repscope.studies.assess.encoder.assess_encoder` calls it (one ``encode`` per chunk of 256, each
-  chunk's codes checked and cast to float64).
+  chunk's codes checked and cast to float64) under its progress bar (``REPSCOPE_PROGRESS``: lines on
+  stderr when it is not a terminal, ``off`` for none), as the command shows it.
 
 The network is repscope's conv64 encoder (Burgess et al. 2018: four 4x4 stride-2 convolutions, 1,024 ->
 256 -> 2 x latents), randomly initialised with a fixed seed (the weights do not change the time); the
 images are dSprites drawn as :func:`repscope.studies.assess.factor_data.load_factor_data` draws them. The
-three are timed in turn, ``--repeats`` rounds (the medians are printed, so a neighbour's burst of load
-on a shared machine hits one round, not one side), after one untimed round; the codes of both assess
-paths are checked against the baseline's means. Each side's time is also split, within its own runs, into
-the seconds inside the network's forward passes (hooks on the module) and the seconds around them: that
-share is what the path adds, and it moves far less with the machine's load than the ratio does.
-``--check`` exits 1 when the assess path's ratio is over ``--goal``; ``--profile`` prints cProfile's top
-functions of one more assess run.
+three are timed in turn, their order rotated, ``--repeats`` rounds (the medians are printed, so a
+neighbour's burst of load on a shared machine hits one round, not one side), after one untimed round;
+the codes of both assess paths are checked against the baseline's means. Each side's time is also split,
+within its own runs, into the seconds inside the network's forward passes (hooks on the module) and the
+seconds around them: that share is what the path adds, and it moves far less with the machine's load than
+the ratio does. ``--check`` exits 1 when the assess path's ratio is over ``--goal``; ``--profile`` prints
+cProfile's top functions of one more assess run.
 
     .venv/bin/python benchmarks/assess_overhead.py [--n 10000 | --quick] [--repeats 3] [--check] [--profile]
 """
@@ -116,7 +117,8 @@ def measure(
     model: torch.nn.Module, images: np.ndarray, device: torch.device, repeats: int
 ) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
     """Seconds of each side per round, and of those the seconds inside the network's forward passes (the
-    first round untimed); the sides run in turn within a round."""
+    first round untimed); the sides run in turn within a round, the order rotated from round to round.
+    The baseline's codes of round 0 are the reference the others' must equal."""
     chunks = [torch.from_numpy(images[start : start + BATCH]).unsqueeze(1) for start in range(0, len(images), BATCH)]
     runs = {
         "baseline": lambda: baseline_codes(model, chunks, device),
@@ -128,7 +130,9 @@ def measure(
     forward: dict[str, list[float]] = {name: [] for name in runs}
     reference = None
     for round_ in range(repeats + 1):
-        for name, run in runs.items():
+        names = list(runs)
+        for name in names[round_ % 3 :] + names[: round_ % 3]:  # each side first in some round
+            run = runs[name]
             before = clock.seconds
             spent, codes = timed(run)
             if reference is None:
