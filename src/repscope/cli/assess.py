@@ -12,15 +12,16 @@ from typing import List, Literal, Optional
 import typer
 
 from repscope.cli.seeds import check_seed_option
+from repscope.cli.studies import with_trainer_flags
 
 ROLE_CHOICES = Literal["encoder", "classifier", "generator", "multimodal"]
 RANGE_CHOICES = Literal["0-1", "0-255", "standardised"]
 COMPAT_CHOICES = Literal["paper", "reference"]
 SEARCH_CHOICES = Literal["art", "dqa", "both"]
-ACCELERATOR_CHOICES = Literal["cpu", "gpu", "cuda", "mps", "auto"]
 BACKEND_CHOICES = Literal["local", "ray"]
 
 
+@with_trainer_flags
 def assess_command(
     model: str = typer.Argument(
         ...,
@@ -53,7 +54,6 @@ def assess_command(
     std: Optional[str] = typer.Option(None, "--std", help="per-channel standard deviations of a standardised input"),
     n: Optional[int] = typer.Option(None, "--n", help="examples to assess on (a seeded draw; each role's default)"),
     seed: int = typer.Option(0, "--seed", callback=check_seed_option, help="seed of every draw"),
-    accelerator: ACCELERATOR_CHOICES = typer.Option("cpu", "--accelerator", help="where the model runs"),
     batch_size: int = typer.Option(256, "--batch-size", help="images per forward pass"),
     metric: List[str] = typer.Option([], "--metric", help="encoder: only these registered metrics (repeat)"),
     compat: COMPAT_CHOICES = typer.Option(
@@ -78,8 +78,12 @@ def assess_command(
     level: Optional[int] = typer.Option(
         None, "--level", help="multimodal: CdSprites+ level 1-5 (a repscope run: its own)"
     ),
+    trainer_flags: Optional[dict] = None,
 ) -> None:
-    """Assess your own model: every repscope assessment that fits its role, beside the papers' values."""
+    """Assess your own model: every repscope assessment that fits its role, beside the papers' values.
+
+    The model runs on --accelerator (default cpu; gpu, mps or auto); the zero-shot trainings take every
+    Trainer flag."""
     from repscope.studies.assess.command import run_assess_command  # noqa: PLC0415
     from repscope.studies.assess.writing import headline_text  # noqa: PLC0415
 

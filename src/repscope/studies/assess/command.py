@@ -106,7 +106,9 @@ def _role_options(options: dict[str, Any], role: str, target: Path) -> dict[str,
                 "assessor": options["assessor"], "attacks": options["attacks"], "attack_n": options["attack_n"],
                 "search": options["search"], "budget": options["budget"], "zeroshot": options["zeroshot"],
                 "zeroshot_epochs": options["zeroshot_epochs"], "workers": options["workers"],
-                "backend": options["backend"], "zeroshot_out": target / "zeroshot"}  # fmt: skip
+                "backend": options["backend"], "zeroshot_out": target / "zeroshot",
+                "trainer": {key: value for key, value in (options.get("trainer_flags") or {}).items()
+                            if value is not None and key != "max_epochs"}}  # fmt: skip
     if role == "generator":
         return {"latent_dim": options["latent_dim"], "codes": options["codes"]}
     return {"level": options["level"]}
@@ -147,7 +149,8 @@ def run_assess_command(options: dict[str, Any]) -> tuple[Assessment, Path]:
     model_args = parse_assignments(options["model_arg"], "--model-arg")
     data_params = parse_assignments(options["data_param"], "--data-param")
     contract = contract_from_options(options)
-    device = torch_device(options["accelerator"])
+    flags = {key: value for key, value in (options.get("trainer_flags") or {}).items() if value is not None}
+    device = torch_device(flags.get("accelerator") or "cpu")
     resumable = options["zeroshot"] is not None
     resume = options["resume"] if resumable else None
     if options["resume"] and not resumable:

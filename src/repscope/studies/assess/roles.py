@@ -7,6 +7,7 @@ contract, the outputs on a probe batch) is refused before the first long step.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -130,8 +131,6 @@ def run_encoder(
 
 def _with_model(result: Assessment, loaded: Any) -> Assessment:
     """``result`` with the model's source and its input contract recorded."""
-    from dataclasses import replace  # noqa: PLC0415
-
     return replace(result, model=_described(loaded), settings={**_contract_settings(loaded), **result.settings})
 
 
@@ -151,6 +150,7 @@ def run_classifier(
     backend: str = "local",
     zeroshot_out: Path | None = None,
     model_args: dict[str, Any] | None = None,
+    trainer: dict[str, Any] | None = None,
     **options: Any,
 ) -> Assessment:
     """Classifier role: labelled data, the classifier checked on a probe batch (its logits must number the
@@ -170,6 +170,8 @@ def run_classifier(
         same = str(zeroshot) == str(loaded.source)
         args = {k: v for k, v in (model_args or {}).items() if k not in ("num_classes", "num_outputs")} if same else {}
         source = _zeroshot_source(zeroshot, spec, data_params, zeroshot_epochs, workers, backend, zeroshot_out, args)
+        if trainer and hasattr(source, "trainer"):
+            source = replace(source, trainer=dict(trainer))
     result = assess_classifier(classifier, data, zeroshot=source, seed=seed, progress=progress, **options)
     return _with_model(result, loaded)
 

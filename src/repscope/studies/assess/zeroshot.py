@@ -94,6 +94,9 @@ class ZeroShotFactory:
         The architecture's name in the tables.
     batch_size : int
         Training batch size.
+    trainer : dict
+        Further trainer settings of each training (``accelerator``, ``devices``, ``precision``, ...: the
+        command's Trainer flags), as the study's ``training.trainer`` takes them.
     """
 
     factory: str
@@ -106,6 +109,7 @@ class ZeroShotFactory:
     model_args: dict[str, Any] = field(default_factory=dict)
     label: str = "Mine"
     batch_size: int = 128
+    trainer: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,7 @@ def _study_config(source: ZeroShotFactory, seed: int, soft_label_n: int | None, 
     config = ZeroShotConfig(
         data=ZeroShotData(name=name, params=params),
         architectures=[Architecture(label=source.label, name="classifier", params={**RECIPE, **network})],
-        training={"trainer": {"max_epochs": source.epochs}, "batch_size": source.batch_size},
+        training={"trainer": {**source.trainer, "max_epochs": source.epochs}, "batch_size": source.batch_size},
         soft_label_n=soft_label_n,
         workers=source.workers,
         backend=source.backend,
