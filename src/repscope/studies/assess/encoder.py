@@ -138,7 +138,7 @@ def assess_encoder(
     bootstrap: int = 0,
     seed: int = 0,
     batch_size: int = 256,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[str], None] | bool | None = None,
     model_label: str = "model",
 ) -> Assessment:
     """Every disentanglement score of ``encoder``'s codes of ``data``, beside its reference points (module
@@ -164,8 +164,10 @@ def assess_encoder(
         Seed of the bootstrap and of the permutation behind the chance levels.
     batch_size : int, default=256
         Images encoded at a time.
-    progress : callable, optional
-        Receives the warning and estimate lines of the scoring (they also go into the notes).
+    progress : callable or bool, optional
+        A callable receives the warning and estimate lines of the scoring (they also go into the notes);
+        False: no progress bars (encoding, CG) either; otherwise the bars follow
+        :func:`repscope.progress.progress_mode`.
     model_label : str, default="model"
         What was assessed, for the record.
 
@@ -189,10 +191,11 @@ def assess_encoder(
 
     def say(line: str) -> None:
         notes.append(line)
-        if progress is not None:
+        if callable(progress):
             progress(line)
 
-    codes = encode_images(encoder, data.images, batch_size, label=model_label)
+    bars = False if progress is False else None  # repscope.studies.assess.api.assess's progress=False
+    codes = encode_images(encoder, data.images, batch_size, progress=bars, label=model_label)
     factors = data.factors
     scores = score_arrays(factors, codes, metrics, bootstrap=bootstrap, seed=seed, compat=compat, notify=say)
     shuffled = codes[np.random.default_rng(seed).permutation(len(codes))]
@@ -206,7 +209,7 @@ def assess_encoder(
         figures["traversals"] = traversal_grid_image(decoder, codes)
         if codes.shape[1] > TRAVERSAL_MAX_LATENTS:
             notes.append(f"traversals: the first {TRAVERSAL_MAX_LATENTS} of {codes.shape[1]} latents are shown")
-        cg = _cg_part(decoder, data, codes, judges, seed, notes)
+        cg = _cg_part(decoder, data, codes, judges, seed, notes, bars)
         if cg is not None:
             found["cg"], cg_rows, per_factor_cg, settings["judges"] = cg
             rows += cg_rows
@@ -426,7 +429,13 @@ def decoded_images(decoder: Any, codes: np.ndarray) -> np.ndarray:
 
 
 def _cg_part(
-    decoder: Any, data: FactorData, codes: np.ndarray, judges: str | Path | None, seed: int, notes: list[str]
+    decoder: Any,
+    data: FactorData,
+    codes: np.ndarray,
+    judges: str | Path | None,
+    seed: int,
+    notes: list[str],
+    progress: bool | None = None,
 ) -> tuple[dict[str, Any], list[HeadlineRow], pd.DataFrame, str] | None:
     """CG at rho 1 and 2 and its chance level; None (with a note) when no judges fit the data or the
     decoder's images are not the data's."""
@@ -436,7 +445,7 @@ def _cg_part(
             f"CG skipped: the decoder gives images of shape {probe.shape[1:]}, the data's are {data.images.shape[1:]}"
         )
         return None
-    found = judged_cg(lambda batch: decoded_images(decoder, batch), data, codes, judges, seed, notes)
+    found = judged_cg(lambda batch: decoded_images(decoder, batch), data, codes, judges, seed, notes, progress)
     if found is None:
         return None
     cg, chance, where = found

@@ -43,6 +43,7 @@ def judged_cg(
     judges: str | Path | None,
     seed: int,
     notes: list[str],
+    progress: bool | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any], str] | None:
     """CG at rho 1 and 2 of ``codes`` and of the same codes with their rows permuted (the chance level).
 
@@ -60,6 +61,8 @@ def judged_cg(
         Seed of the permutation (``numpy.random.default_rng(seed).permutation(N)``).
     notes : list of str
         Receives why CG was left out, or which judges are weak.
+    progress : bool, optional
+        False: no progress bar; None or True: as :func:`repscope.progress.progress_mode` says.
 
     Returns
     -------
@@ -82,7 +85,7 @@ def judged_cg(
     # judge passes: the model's codes and the shuffled ones, each rho, each batch, 3 per factor
     total = 2 * len(CG_RHO) * -(-len(codes) // CG_BATCH) * 3 * len(names)
     described = f"CG of {len(codes)} codes, {len(names)} judges (and its chance level)"
-    with progress_bar(described, total=total) as update:
+    with progress_bar(described, total=total, enabled=progress) as update:
         passes = itertools.count(1)
 
         def counted() -> None:
