@@ -1,6 +1,9 @@
 """The glue of :func:`repscope.studies.assess.api.assess`: each role's data loaded, its model wrapped and
 checked on a probe batch of that data, then its compute step run.
 
+``progress`` is the caller's bool (False: no bars; None or True: the process's mode) and goes to the
+compute steps, which draw the bars (one per step, naming the model); the adapters draw none of their own.
+
 The order matters to a user: everything that can be refused (the model's file, the data, the input
 contract, the outputs on a probe batch) is refused before the first long step.
 """
@@ -113,13 +116,13 @@ def run_encoder(
     images = data.images
     check_data_shape(loaded, (images.shape[3] if images.ndim == 4 else 1, *images.shape[1:3]), spec)
     check_model(loaded, "encoder", images=data.images[:4])
-    encoder = role_model(loaded, "encoder", device=device, batch_size=batch_size, progress=progress)
+    encoder = role_model(loaded, "encoder", device=device, batch_size=batch_size, progress=False)
     decoding = None
     if decoder is not None:
         decoder_loaded = load(decoder, model_args=None, weights=None, contract=None, option="--decoder")
         codes = encoder.encode(data.images[:4])
         check_model(decoder_loaded, "decoder", codes=codes, images=data.images[:4])
-        decoding = role_model(decoder_loaded, "decoder", device=device, batch_size=batch_size, progress=progress)
+        decoding = role_model(decoder_loaded, "decoder", device=device, batch_size=batch_size, progress=False)
     elif loaded.kind == "run" and hasattr(loaded.task, "decode"):
         decoding = loaded.task  # a repscope VAE decodes its own codes
     result = assess_encoder(
@@ -162,7 +165,7 @@ def run_classifier(
     data = load_label_data(spec, params=data_params, n=n or DEFAULT_N["classifier"], seed=seed)
     check_data_shape(loaded, tuple(data.images.shape[1:]), spec)
     check_model(loaded, "classifier", images=data.images[:4], num_classes=data.num_classes)
-    classifier = role_model(loaded, "classifier", device=device, batch_size=batch_size, progress=progress)
+    classifier = role_model(loaded, "classifier", device=device, batch_size=batch_size, progress=False)
     source = None
     if zeroshot is not None:
         # the model's own factory arguments go with it to the zero-shot trainings (the class count excepted,
