@@ -162,3 +162,34 @@ def test_a_pickled_model_is_refused_unopened_naming_the_state_dict_routes(tmp_pa
     assert code != 0 and len(lines) == 1 and "pickle" in lines[0]
     assert "--arch" in lines[0] and "--weights" in lines[0] and str(pickled) in lines[0]
     assert not out.exists() and not marker.exists()
+
+
+@pytest.mark.slow
+def test_zeroshot_evaluate_trains_a_factory_network(tmp_path, run_cli, sources):
+    """``repscope zeroshot evaluate file.py:factory``: the n + 1 trainings of the user's network (the supervised
+    model ``classifier`` with ``network`` its import path), its soft-label metrics and attacks (~40 s)."""
+    import yaml
+
+    out = tmp_path / "evaluate"
+    settings = {
+        "data.params.source": "mnist-sample",
+        "data.params.train_size": 300,
+        "data.params.test_size": 100,
+        "attack.n": 2,
+        "attack.thresholds": "[1]",
+        "attack.budget": 2,
+        "soft_label_n": 5,
+        "projection_n": 5,
+    }
+    sets = [word for key, value in settings.items() for word in ("--set", f"{key}={value}")]
+    factory = f"{sources['module']}:make"
+    code, _, err = run_cli(["zeroshot", "evaluate", factory, "--quick", *sets, "--out", str(out)])
+    assert code == 0, err
+    trainings = sorted(path.name for path in (out / "models").iterdir() if path.is_dir())
+    assert trainings == [f"arch-make_excluded-{k}" for k in range(10)] + ["arch-make_excluded-full"]
+    trained = yaml.safe_load((out / "models" / "arch-make_excluded-3" / "train" / "config.yaml").read_text())
+    assert trained["model"]["name"] == "classifier" and trained["model"]["params"]["network"] == factory
+    metrics = _metrics(out)
+    scores = metrics["architectures"]["make"]
+    assert scores["soft_label_kind"] == "probabilities" and 0.0 <= scores["accuracy"] <= 1.0
+    assert scores["dbi"] >= 0 and 0 <= scores["l0_th1"] <= metrics["attack_images"] <= 2

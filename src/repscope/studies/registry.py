@@ -307,10 +307,17 @@ STUDIES: tuple[CommandEntry, ...] = (
         "run_zeroshot_evaluate",
         "Raw Zero-Shot test of one architecture: its n + 1 trainings, soft-labels, DBI and Amalgam metrics, attacks.",
         shipped="zeroshot-fashion",
-        details="ARCH: a label of the study config (CapsNet, AllConv, ResNet, NIN, LeNet) or any registered "
-        "classifier (capsnet, allconv, resnet, nin, lenet5, cnn5, ...).",
+        details="ARCH: a label of the study config (CapsNet, AllConv, ResNet, NIN, LeNet), any registered "
+        "classifier (capsnet, allconv, resnet, nin, lenet5, cnn5, ...) or your network's factory pkg.module:factory "
+        "or file.py:factory (called with num_classes; trained with the study's recipe).",
         resumable=True,
-        arguments=(CommandArgument("arch", "the architecture: a study label or a registered model", positional=True),)
+        arguments=(
+            CommandArgument(
+                "arch",
+                "the architecture: a study label, a registered model, or pkg.module:factory / file.py:factory",
+                positional=True,
+            ),
+        )
         + _SWEEP_ARGUMENTS,
     ),
 )

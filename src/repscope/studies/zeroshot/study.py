@@ -138,14 +138,40 @@ def quick(config: ZeroShotConfig) -> ZeroShotConfig:
     return out
 
 
+def factory_architecture(
+    factory: str, model_args: dict[str, Any] | None = None, label: str | None = None
+) -> Architecture:
+    """A user's network factory ``pkg.module:factory`` / ``file.py:factory`` as an architecture: the supervised
+    model ``classifier`` with ``network`` the import path, trained with the study's recipe (:data:`RECIPE`).
+
+    Parameters
+    ----------
+    factory : str
+        The import path (:func:`repscope.models.networks.build_classifier` calls it with ``num_classes``).
+    model_args : dict, optional
+        The factory's own keyword arguments (``network_params``).
+    label : str, optional
+        The architecture's name in the tables; default the factory's name.
+
+    Returns
+    -------
+    Architecture
+    """
+    params = {**RECIPE, "network": factory, "network_params": dict(model_args or {})}
+    return Architecture(label=label or factory.rpartition(":")[2], name="classifier", params=params)
+
+
 def chosen_architectures(config: ZeroShotConfig) -> list[Architecture]:
     """The architectures to run: all of the config's, or only ``config.arch`` (a label or a registered model
-    name; a registered name outside the config runs with its default parameters)."""
+    name; a registered name outside the config runs with its default parameters; an import path
+    ``pkg.module:factory`` is the user's network, :func:`factory_architecture`)."""
     if config.arch is None:
         return list(config.architectures)
     for architecture in config.architectures:
         if config.arch in (architecture.label, architecture.name):
             return [architecture]
+    if ":" in config.arch:  # no registered name holds a ':'
+        return [factory_architecture(config.arch)]
     from repscope.train.registry import model_entry  # noqa: PLC0415
 
     entry = model_entry(config.arch)
@@ -600,6 +626,7 @@ __all__ = [
     "attack_architectures",
     "attack_point",
     "correlation_table",
+    "factory_architecture",
     "gather_soft_labels",
     "quick",
     "run_zeroshot_evaluate",
