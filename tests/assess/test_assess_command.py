@@ -146,3 +146,24 @@ def test_a_pickled_model_is_refused_without_being_unpickled(run_cli, tmp_path):
     line = _refused(run_cli, ["assess", str(model), "--role", "encoder"], tmp_path / "run")
     assert "MODEL" in line or "--model" in line
     assert not target.exists()
+
+
+def test_the_python_call_takes_progress_as_a_bool(workspace):
+    import importlib.util
+
+    import repscope
+
+    spec = importlib.util.spec_from_file_location("assess_command_nets", workspace / "mynets.py")
+    nets = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nets)
+    data = str(workspace / "squares.npz")
+    rows = []
+    for progress in (False, True, None):
+        assessment = repscope.assess(
+            nets.encoder(), role="encoder", data=data, metrics=["mig"], bootstrap=3, progress=progress
+        )
+        rows.append(assessment.to_frame().set_index("metric").loc["mig"])
+    # the same numbers (value and bootstrap interval) whether bars are drawn or not
+    for row in rows[1:]:
+        assert (row[["value", "ci_low", "ci_high"]] == rows[0][["value", "ci_low", "ci_high"]]).all()
+    assert rows[0]["value"] > 0.8 and rows[0]["ci_low"] <= rows[0]["ci_high"]
