@@ -167,3 +167,16 @@ def test_the_python_call_takes_progress_as_a_bool(workspace):
     for row in rows[1:]:
         assert (row[["value", "ci_low", "ci_high"]] == rows[0][["value", "ci_low", "ci_high"]]).all()
     assert rows[0]["value"] > 0.8 and rows[0]["ci_low"] <= rows[0]["ci_high"]
+
+
+def test_a_number_whose_interval_holds_its_chance_level_gets_a_note():
+    from repscope.studies.assess.assessment import HeadlineRow, chance_notes
+
+    rows = (
+        HeadlineRow("classifier", "accuracy", 0.08, chance=0.1, ci_low=0.04, ci_high=0.13),  # chance inside
+        HeadlineRow("classifier", "robust_accuracy", 0.7, chance=0.1, ci_low=0.6, ci_high=0.8),  # well above
+        HeadlineRow("attacks", "l0_th1_success_rate", 0.0, ci_low=0.0, ci_high=0.0),  # no chance level
+        HeadlineRow("disentanglement", "mig", 0.02, chance=0.03),  # no interval
+    )
+    notes = chance_notes(rows)
+    assert len(notes) == 1 and notes[0].startswith("classifier accuracy: 0.08 is within chance (0.1")

@@ -9,11 +9,12 @@ the run directory and its report.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from repscope.errors import InvalidArgumentError
-from repscope.studies.assess.assessment import Assessment
+from repscope.studies.assess.assessment import Assessment, chance_notes
 
 __all__ = ["DEFAULT_DATA", "ROLES", "assess", "settle_role"]
 
@@ -124,6 +125,28 @@ def assess(
     """
     from repscope.studies.assess import roles  # noqa: PLC0415
 
+    result = _assess(roles, model, role, data, decoder, model_args, weights, contract, data_params, n, seed,
+                     device, batch_size, progress, options)  # fmt: skip
+    return replace(result, notes=(*result.notes, *chance_notes(result.headline)))
+
+
+def _assess(
+    roles: Any,
+    model: Any,
+    role: str | None,
+    data: Any,
+    decoder: Any,
+    model_args: dict[str, Any] | None,
+    weights: Any,
+    contract: Any,
+    data_params: dict[str, Any] | None,
+    n: int | None,
+    seed: int,
+    device: str,
+    batch_size: int,
+    progress: Any,
+    options: dict[str, Any],
+) -> Assessment:
     if role == "multimodal" or (role is None and roles.is_multimodal_object(model)):
         target = roles.multimodal_model(model, model_args)
         return roles.run_multimodal(target, data, n=n, seed=seed, progress=progress, **options)

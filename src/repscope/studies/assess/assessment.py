@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["HEADLINE_COLUMNS", "Assessment", "HeadlineRow"]
+__all__ = ["HEADLINE_COLUMNS", "Assessment", "HeadlineRow", "chance_notes"]
 
 # the columns of Assessment.to_frame(), in order
 HEADLINE_COLUMNS = (
@@ -159,6 +159,32 @@ class Assessment:
             settings={**self.settings, **other.settings},
             notes=(*self.notes, *other.notes),
         )
+
+
+def chance_notes(headline: tuple[HeadlineRow, ...]) -> tuple[str, ...]:
+    """One note per headline number whose confidence interval holds its chance level: the data cannot tell
+    the model from one that carries no information (an untrained network, a code of noise).
+
+    Parameters
+    ----------
+    headline : tuple of HeadlineRow
+        The rows; those without an interval or a chance level are not judged.
+
+    Returns
+    -------
+    tuple of str
+    """
+    notes = []
+    for row in headline:
+        known = [row.chance, row.ci_low, row.ci_high]
+        if any(value is None or math.isnan(float(value)) for value in known):
+            continue
+        if float(row.ci_low) <= float(row.chance) <= float(row.ci_high):
+            notes.append(
+                f"{row.assessment} {row.metric}: {row.value:.3g} is within chance ({row.chance:.3g} lies in its 95% "
+                f"interval {row.ci_low:.3g} to {row.ci_high:.3g}); more examples (--n) or a trained model may tell"
+            )
+    return tuple(notes)
 
 
 def _plain(value: Any) -> Any:
