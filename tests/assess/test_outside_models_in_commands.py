@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 
 # a classifier of 28x28 grey images as a user writes it: two convolutions (the paper's CONV-1 / CONV-2
 # positions), the second one 28x28 template per class, and a factory whose seed decides the initial weights
@@ -62,8 +63,9 @@ def _nearest_mean_weights(num_classes=10):
 
 @pytest.fixture(scope="module")
 def sources(tmp_path_factory):
-    """The factory file, the nearest-mean weights, that network as TorchScript, and seed 1's initial weights."""
-    from repscope.models.external import InputContract, export_torchscript, load_model
+    """The factory file with the nearest-mean weights, that network as TorchScript and ONNX, and seed 1's
+    initial weights."""
+    from repscope.models.external import InputContract, export_onnx, export_torchscript, load_model
 
     folder = tmp_path_factory.mktemp("outside")
     module = folder / "tinynet.py"
@@ -71,14 +73,17 @@ def sources(tmp_path_factory):
     weights = folder / "nearest-mean.pt"
     torch.save(_nearest_mean_weights(), weights)
     network = load_model(f"{module}:make", weights=weights).module
-    scripted = export_torchscript(
-        network, folder / "tiny.pt", InputContract(image_shape=(1, 28, 28)), torch.zeros(2, 1, 28, 28)
-    )
+    contract, example = InputContract(image_shape=(1, 28, 28)), torch.zeros(2, 1, 28, 28)
+    scripted = export_torchscript(network, folder / "tiny.pt", contract, example)
+    onnx = export_onnx(network, folder / "tiny.onnx", contract, example)
     seed1 = folder / "seed1.pt"
     torch.save(load_model(f"{module}:make", model_args={"seed": 1}).module.state_dict(), seed1)
     return {
         "factory": ["--model", f"{module}:make", "--weights", str(weights)],
         "torchscript": ["--model", str(scripted)],
+        "onnx": ["--model", str(onnx)],
+        # the state_dict route: --arch a network factory (models.networks.build_classifier) instead of a name
+        "state_dict": ["--model", str(weights), "--arch", f"{module}:make"],
         "module": module,
         "seed1": seed1,
         "folder": folder,
@@ -89,28 +94,35 @@ def _metrics(out):
     return json.loads((out / "metrics.json").read_text())
 
 
-def test_invariance_test_of_a_factory_and_its_torchscript_agree(tmp_path, run_cli, sources):
-    code, printed, err = run_cli([*TEST, *sources["factory"], "--out", str(tmp_path / "factory")])
-    assert code == 0, err
-    code, printed_ts, err = run_cli([*TEST, *sources["torchscript"], "--out", str(tmp_path / "ts")])
-    assert code == 0, err
-    by_factory, by_script = _metrics(tmp_path / "factory"), _metrics(tmp_path / "ts")
-    correct = np.load(tmp_path / "factory" / "matrices" / "max_at_CONF.npy")
-    assert correct.shape == (3, 3)
-    # the same network: the same correctness under every rotation, so the same accuracies
-    assert by_factory["robust_accuracy"] == by_script["robust_accuracy"]
-    assert by_factory["accuracy"] == by_script["accuracy"]
+def test_invariance_test_of_a_factory_its_torchscript_and_onnx_agree(tmp_path, run_cli, sources):
+    printed = {}
+    for kind in ("factory", "torchscript", "onnx"):
+        # the factory's own argument (seed of its initial weights, which --weights then replaces) goes through
+        seeded = ["--model-arg", "seed=3"] if kind == "factory" else []
+        code, printed[kind], err = run_cli([*TEST, *sources[kind], *seeded, "--out", str(tmp_path / kind)])
+        assert code == 0, err
+    by_factory = _metrics(tmp_path / "factory")
+    recorded = yaml.safe_load((tmp_path / "factory" / "config.yaml").read_text())
+    assert recorded["model_args"] == {"seed": 3} and recorded["weights"] == sources["factory"][-1]
+    confidence = np.load(tmp_path / "factory" / "matrices" / "max_at_CONF.npy")
+    assert confidence.shape == (3, 3)
     assert by_factory["robust_accuracy"] <= by_factory["accuracy"]  # Eq. 1 counts a subset of the identity's hits
     assert by_factory["accuracy"] > 0.5  # the nearest class mean, far above chance (0.1): the weights were loaded
-    # hooks reach the factory's two convolutions (the paper's five modalities), not the TorchScript's
+    # hooks reach the factory's two convolutions (the paper's five modalities)
     assert set(by_factory["features"]) == {"max@CONF", "max@CONV-1", "mean@CONV-1", "max@CONV-2", "mean@CONV-2"}
-    assert list(by_script["features"]) == ["max@CONF"] and "only max@CONF" in printed_ts
-    # the confidence matrix is the same matrix either way (same softmax outputs, float-level agreement)
-    scripted = np.load(tmp_path / "ts" / "matrices" / "max_at_CONF.npy")
-    np.testing.assert_allclose(scripted, correct, rtol=1e-4, atol=1e-7)
+    for kind in ("torchscript", "onnx"):
+        saved = _metrics(tmp_path / kind)
+        # the same network: the same correctness under every rotation, so the same accuracies
+        assert (saved["robust_accuracy"], saved["accuracy"]) == (by_factory["robust_accuracy"], by_factory["accuracy"])
+        # no layer to hook in a saved graph: the output modality alone, said on the terminal
+        assert list(saved["features"]) == ["max@CONF"] and "only max@CONF" in printed[kind]
+        # the confidence matrix is the same matrix (the same softmax outputs, to float precision)
+        matrix = np.load(tmp_path / kind / "matrices" / "max_at_CONF.npy")
+        np.testing.assert_allclose(matrix, confidence, rtol=1e-4, atol=1e-7)
+    assert "only max@CONF" not in printed["factory"]
 
 
-def test_a_factory_takes_its_arguments_and_weights(tmp_path, run_cli, sources, monkeypatch):
+def test_a_factory_by_module_name_takes_its_arguments_and_weights(tmp_path, run_cli, sources, monkeypatch):
     monkeypatch.syspath_prepend(str(sources["folder"]))  # the pkg.module:factory form of the same file
     seeded = ["--model", "tinynet:make", "--model-arg", "seed=1"]
     weighted = ["--model", f"{sources['module']}:make", "--weights", str(sources["seed1"])]
@@ -120,24 +132,20 @@ def test_a_factory_takes_its_arguments_and_weights(tmp_path, run_cli, sources, m
     # seed 1's network either way: the same images drawn, the same outcomes
     seeded_attacks = pd.read_csv(tmp_path / "seeded" / "attacks.csv")
     pd.testing.assert_frame_equal(seeded_attacks, pd.read_csv(tmp_path / "weighted" / "attacks.csv"))
-    code, _, err = run_cli([*TEST, *seeded, "--out", str(tmp_path / "test")])
-    assert code == 0, err
-    config = (tmp_path / "test" / "config.yaml").read_text()
-    assert "model_args" in config and "seed: 1" in config and "tinynet:make" in config
 
 
-def test_zeroshot_attack_of_a_factory_and_its_torchscript_agree(tmp_path, run_cli, sources):
-    code, printed, err = run_cli([*ATTACK, *sources["factory"], "--out", str(tmp_path / "factory")])
-    assert code == 0, err
-    code, _, err = run_cli([*ATTACK, *sources["torchscript"], "--out", str(tmp_path / "ts")])
-    assert code == 0, err
+def test_zeroshot_attack_of_a_factory_its_saved_forms_and_its_state_dict_agree(tmp_path, run_cli, sources):
+    printed = {}
+    for kind in ("factory", "torchscript", "onnx", "state_dict"):
+        code, printed[kind], err = run_cli([*ATTACK, *sources[kind], "--out", str(tmp_path / kind)])
+        assert code == 0, err
     by_factory = pd.read_csv(tmp_path / "factory" / "attacks.csv")
-    by_script = pd.read_csv(tmp_path / "ts" / "attacks.csv")
-    # the same images drawn (those the network gets right), the same seeded searches, the same outcomes
-    pd.testing.assert_frame_equal(by_factory, by_script)
+    for kind in ("torchscript", "onnx", "state_dict"):
+        # the same images drawn (those the network gets right), the same seeded searches, the same outcomes
+        pd.testing.assert_frame_equal(by_factory, pd.read_csv(tmp_path / kind / "attacks.csv"))
     counts = pd.read_csv(tmp_path / "factory" / "counts.csv")
     assert counts[["norm", "threshold", "images"]].values.tolist() == [["l0", 1, len(by_factory)]]
-    assert 1 <= len(by_factory) <= 2 and f"of {len(by_factory)} succeeded" in printed
+    assert 1 <= len(by_factory) <= 2 and f"of {len(by_factory)} succeeded" in printed["factory"]
 
 
 @pytest.mark.parametrize("command", [TEST, ATTACK], ids=["invariance-test", "zeroshot-attack"])
@@ -168,8 +176,6 @@ def test_a_pickled_model_is_refused_unopened_naming_the_state_dict_routes(tmp_pa
 def test_zeroshot_evaluate_trains_a_factory_network(tmp_path, run_cli, sources):
     """``repscope zeroshot evaluate file.py:factory``: the n + 1 trainings of the user's network (the supervised
     model ``classifier`` with ``network`` its import path), its soft-label metrics and attacks (~40 s)."""
-    import yaml
-
     out = tmp_path / "evaluate"
     settings = {
         "data.params.source": "mnist-sample",

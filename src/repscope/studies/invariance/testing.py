@@ -550,10 +550,10 @@ def _load_repscope_classifier(
     """:func:`load_classifier` of a run directory, a ``.ckpt`` or a state_dict file with ``arch``."""
     from repscope.data.registry import load_dataset  # noqa: PLC0415
     from repscope.models.networks import build_classifier  # noqa: PLC0415
-    from repscope.train.fitting import load_task  # noqa: PLC0415
-    from repscope.train.reader import open_run  # noqa: PLC0415
 
     if path.is_dir():
+        from repscope.train.reader import open_run  # noqa: PLC0415
+
         run = open_run(path)
         if arch is not None and arch != run.model_name:
             raise InvalidArgumentError(f"--arch {arch!r}: the run {path} trained model {run.model_name!r}")
@@ -561,6 +561,8 @@ def _load_repscope_classifier(
             data, params = run.data_name, {**run.data_params, **params}
         return run.task().network.eval(), load_dataset(data, **params), data, params
     if path.suffix == ".ckpt":
+        from repscope.train.fitting import load_task  # noqa: PLC0415 -- Lightning: only a checkpoint needs it
+
         task = load_task(path, model=arch)
         if data is None:
             raise InvalidArgumentError(f"--model {path}: say which data to test on (--data)")
