@@ -132,6 +132,8 @@ def test_a_factory_by_module_name_takes_its_arguments_and_weights(tmp_path, run_
     # seed 1's network either way: the same images drawn, the same outcomes
     seeded_attacks = pd.read_csv(tmp_path / "seeded" / "attacks.csv")
     pd.testing.assert_frame_equal(seeded_attacks, pd.read_csv(tmp_path / "weighted" / "attacks.csv"))
+    assert _metrics(tmp_path / "seeded")["model_args"] == {"seed": 1}
+    assert _metrics(tmp_path / "weighted")["weights"] == str(sources["seed1"])
 
 
 def test_zeroshot_attack_of_a_factory_its_saved_forms_and_its_state_dict_agree(tmp_path, run_cli, sources):
@@ -199,3 +201,18 @@ def test_zeroshot_evaluate_trains_a_factory_network(tmp_path, run_cli, sources):
     scores = metrics["architectures"]["make"]
     assert scores["soft_label_kind"] == "probabilities" and 0.0 <= scores["accuracy"] <= 1.0
     assert scores["dbi"] >= 0 and 0 <= scores["l0_th1"] <= metrics["attack_images"] <= 2
+
+
+def test_out_may_not_replace_the_factory_file_or_its_weights(tmp_path, run_cli, sources):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    module = folder / "tinynet.py"
+    module.write_text(TINY_MODULE)
+    weights = folder / "weights.pt"
+    stored = (sources["folder"] / "nearest-mean.pt").read_bytes()
+    weights.write_bytes(stored)
+    for out, named in ((folder, "--model"), (weights, "--weights")):
+        args = ["--model", f"{module}:make", "--weights", str(weights), "--out", str(out), "--overwrite"]
+        code, _, err = run_cli([*ATTACK, *args])
+        assert code != 0 and f"--out {out}" in err and named in err
+    assert module.read_text() == TINY_MODULE and weights.read_bytes() == stored

@@ -539,7 +539,12 @@ def attack_classifier(
     rows = _correctly_classified_draw(task, test, n, seed, refusal)
     images, labels = test["image"][rows], test["target"][rows]
     result = compute_classifier_attacks(task, images, labels, norms, thresholds, budget, seed, rows=rows, search=search)
-    write_classifier_attacks(result, out, {"model": str(model), "data": data, "data_params": data_params})
+    provenance = {"model": str(model), "data": data, "data_params": data_params}
+    if model_args:  # what rebuilds a factory's network
+        provenance["model_args"] = dict(model_args)
+    if weights is not None:
+        provenance["weights"] = str(weights)
+    write_classifier_attacks(result, out, provenance)
     return result.counts
 
 
