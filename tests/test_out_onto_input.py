@@ -271,6 +271,12 @@ CASES = [
         ["mmvae", "leaderboard"], lambda w, m: _run_dir(w / "runs" / "mm_in"), "RUN_DIRS", lambda given: [str(given)]
     ),
     _plain_case(
+        ["assess"],
+        lambda w, m: _file(w / "models" / "mine.onnx"),
+        "MODEL",
+        lambda given: [str(given), "--role", "encoder"],
+    ),
+    _plain_case(
         ["disentangle", "score"],
         lambda w, m: _file(w / "codes" / "x.npz"),
         "FILE",
