@@ -120,6 +120,12 @@ def test_split_checks_and_dataset_errors_name_what_is_wrong():
         dataset.split("val")
 
 
+def test_a_parameter_the_loader_does_not_take_is_named_in_one_line():
+    # a wrapped loader (digits, morpho-mnist) shows the signature it wraps; the key is refused before it runs
+    with pytest.raises(InvalidArgumentError, match="dataset 'digits' takes no parameter 'size'; it takes source"):
+        load_dataset("digits", source="mnist-sample", size=32)
+
+
 def test_datamodule_holds_out_the_seeded_validation_digits_and_serves_dict_batches():
     dataset = load_dataset("digits", **SMALL_DIGITS["params"])
     module = DatasetModule(dataset, ("image", "target"), batch_size=16, val_fraction=0.25, seed=5)

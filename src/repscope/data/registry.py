@@ -95,6 +95,16 @@ def load_dataset(name: str, **params: Any) -> Any:
     Raises
     ------
     InvalidArgumentError
-        When ``name`` is not registered (and the loader's own errors).
+        When ``name`` is not registered, or ``params`` holds a key its loader does not take (and the loader's
+        own errors).
     """
-    return dataset_loader(name)(**params)
+    loader = dataset_loader(name)
+    parameters = inspect.signature(loader).parameters  # a wrapped loader shows the signature it wraps
+    if not any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        unknown = sorted(str(key) for key in params if key not in parameters)
+        if unknown:
+            takes = ", ".join(key for key, p in parameters.items() if p.kind is not inspect.Parameter.VAR_POSITIONAL)
+            raise InvalidArgumentError(
+                f"data params: dataset {name!r} takes no parameter {unknown[0]!r}; it takes {takes}"
+            )
+    return loader(**params)
