@@ -221,7 +221,7 @@ def test_out_may_not_replace_the_factory_file_or_its_weights(tmp_path, run_cli, 
 def test_the_data_fills_an_open_input_shape_and_another_size_is_refused(sources):
     from repscope.errors import InvalidArgumentError
     from repscope.models.external import load_model
-    from repscope.studies.invariance.testing import _with_data_shape
+    from repscope.studies.invariance.classifiers import _with_data_shape
 
     factory = load_model(f"{sources['module']}:make")  # states no input shape: the data's is taken
     assert factory.contract.image_shape is None

@@ -554,7 +554,7 @@ def _attacked_classifier(
     """The classifier :func:`attack_classifier` attacks (``predict``, ``soft_labels``) and its dataset: a run's
     or a checkpoint's trained task, a state_dict's network or a model from outside behind an ``ImageClassifier``."""
     from repscope.models.external import ImageClassifier, load_model  # noqa: PLC0415
-    from repscope.studies.invariance.testing import (  # noqa: PLC0415
+    from repscope.studies.invariance.classifiers import (  # noqa: PLC0415
         is_outside_source,
         load_classifier,
         load_outside_classifier,
