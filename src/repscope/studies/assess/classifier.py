@@ -49,7 +49,6 @@ __all__ = [
 
 PAPER_FAMILIES = ("rotation", "brightness", "scale")  # ML4ML's three workflows (Sec. V)
 SEARCH_CHOICES = ("art", "dqa", "both")
-OUTPUT_ONLY_MODALITIES = (("max", "CONF"),)  # what a network without hookable convolutions gives
 BOOTSTRAP_RESAMPLES = 200
 ATTACK_N = 100  # images attacked: the paper's 100 (Table 1)
 # repscope's own measurement (README, invariance section): a CNN5 trained 3 epochs on the MNIST sample
@@ -151,31 +150,6 @@ def _read_assessors(assessor: str | Path | None, compat: str) -> dict[str, Any]:
     return found
 
 
-def _output_only_test(network: nn.Module, data: LabelData, family: Any, compat: str, options: dict) -> Any:
-    """:func:`~repscope.studies.invariance.testing.compute_invariance_test`'s steps on ``max@CONF`` alone
-    (that function fixes the five modalities, three of them at convolutions)."""
-    from repscope.studies.invariance import testing  # noqa: PLC0415
-
-    reference, seed = compat == "reference", options["seed"]
-    passes = {"batch_size": options["batch_size"], "correct_only": reference, "progress": options["progress"]}
-    signals = testing.model_signals(network, data.images, data.labels, family, OUTPUT_ONLY_MODALITIES, **passes)
-    matrices, features = testing.matrices_and_features(signals, seed=seed)
-    return testing.InvarianceTestResult(
-        transform=family.name,
-        values=tuple(family.values),
-        unit=family.unit,
-        compat=compat,
-        correct_only=reference,
-        matrices=matrices,
-        features=features,
-        features_reference=testing.reference_features(signals, seed=seed) if reference else None,
-        correct=signals.correct,
-        kept=signals.kept,
-        robust_accuracy=testing.robust_accuracy(signals.correct),
-        accuracy=float(signals.correct[:, len(family) // 2].mean()),
-    )
-
-
 def _robust_accuracy_row(result: Any, data: LabelData, family: Any, resamples: int, seed: int) -> HeadlineRow:
     """Eq. 1's robust accuracy beside chance (1 / classes: a constant guess, which no transformation changes),
     its bootstrap interval over the images and repscope's own value for the same setting."""
@@ -247,12 +221,13 @@ def invariance_assessment(
     options = {"batch_size": batch_size, "seed": seed, "progress": progress}
     found = Assessment("classifier", _model_name(classifier), data.source, {}, notes=() if hookable else (OUTPUT_ONLY,))
     for family in built:
+        test = {"compat": compat, **options}
         if hookable:
             source, assessors = saved.get(family.name, ("assessors", None))
-            test = {"compat": compat, "assessors": assessors, "assessor_source": source, **options}
-            result = testing.compute_invariance_test(network, data.images, data.labels, family, **test)
-        else:
-            result = _output_only_test(network, data, family, compat, options)
+            test.update(assessors=assessors, assessor_source=source)
+        else:  # the test's steps on max@CONF alone, with no assessors (they were trained on five modalities)
+            test.update(modalities=testing.OUTPUT_ONLY_MODALITIES)
+        result = testing.compute_invariance_test(network, data.images, data.labels, family, **test)
         found = found.merged(_family_assessment(found, result, data, family, bootstrap, seed))
     lost = sorted(set(saved) - {family.name for family in built} if hookable else set(saved))
     notes = [f"invariance: assessors for {name} were given but not applied" for name in lost]
