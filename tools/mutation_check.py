@@ -2013,8 +2013,8 @@ MUTATIONS: list[Mutation] = [
     Mutation(
         "out-onto-input-invariance-model-undeclared",
         ("src/repscope/cli/invariance.py",),
-        'inputs = [CommandInput(model, "--model", "the model"), *inputs_in_mapping(params, "--data-param {key}")]',
-        'inputs = [*inputs_in_mapping(params, "--data-param {key}")]',
+        '    found = [CommandInput(model, "--model", "the model")]\n',
+        "    found = []\n",
         (
             "tests/test_out_onto_input.py::"
             "test_out_on_the_command_s_input_is_refused_and_nothing_changes[invariance test]",
