@@ -2916,6 +2916,51 @@ MUTATIONS: list[Mutation] = [
         ("tests/test_public_api.py::test_soft_label_metrics_by_hand_and_stacked",),
         "stacked soft-labels lose their last class: DBI and AM averaged over n - 1 classes",
     ),
+    Mutation(
+        "weights-loaded-with-pickles",
+        ("src/repscope/models/external/loading.py",),
+        'stored = torch.load(str(path), map_location="cpu", weights_only=True)',
+        'stored = torch.load(str(path), map_location="cpu", weights_only=False)',
+        (
+            "tests/assess/test_external_models.py::"
+            "test_weights_that_hold_a_pickled_object_are_refused_without_running_it",
+        ),
+        "a --weights file is unpickled in full: a payload inside it runs as it loads",
+    ),
+    Mutation(
+        "colour-images-height-width-swapped",
+        ("src/repscope/models/external/tensors.py",),
+        "chunk.permute(0, 3, 1, 2)).to(device)",
+        "chunk.permute(0, 3, 2, 1)).to(device)",
+        ("tests/assess/test_external_models.py::test_colour_images_reach_the_model_channels_first_as_stored",),
+        "channels-last colour images reach the model with rows and columns swapped (every layout alike)",
+    ),
+    Mutation(
+        "torch-save-zip-taken-for-torchscript",
+        ("src/repscope/models/external/torch_files.py",),
+        'if any(name.startswith("code/") for name in inner) and "constants.pkl" in inner:',
+        'if any(name.startswith("code/") for name in inner) or "data.pkl" in inner:',
+        ("tests/assess/test_external_models.py::test_a_pickle_is_refused_without_running_its_payload",),
+        "a torch.save zip is handed to torch.jit.load: the user reads a loader's failure, not the pickle refusal",
+    ),
+    Mutation(
+        "encoder-chance-of-unshuffled-codes",
+        ("src/repscope/studies/assess/encoder.py",),
+        "    shuffled = codes[np.random.default_rng(seed).permutation(len(codes))]\n",
+        "    shuffled = codes\n",
+        (
+            "tests/assess/test_encoder_role.py::test_codes_that_are_the_factors_score_near_one_and_their_chance_near_zero",
+        ),
+        "the chance level is the model's own score: a perfect code looks no better than chance",
+    ),
+    Mutation(
+        "factor-data-size-one-short",
+        ("src/repscope/studies/assess/factor_data.py",),
+        "int(classes[:, k].max()) + 1 for k, s",
+        "int(classes[:, k].max()) for k, s",
+        ("tests/assess/test_encoder_role.py",),
+        "a factor's count of values misses its largest class (an npz without sizes)",
+    ),
 ]
 
 

@@ -207,9 +207,28 @@ def test_a_pickle_is_refused_without_running_its_payload(tmp_path):
     zipped = tmp_path / "model.pt"
     torch.save(Payload(), zipped)
     assert zipfile.is_zipfile(zipped)
-    for path in (legacy, zipped):
-        with pytest.raises(InvalidArgumentError, match=r"^--model: .*pickle.*refused"):
+    # each format named for what it is (the messages name the file, whose folder may hold any word)
+    expected = {legacy: "is not a TorchScript or torch.export archive (a legacy torch.save pickle",
+                zipped: "is a torch.save pickle (a whole model or a state_dict)"}  # fmt: skip
+    for path, text in expected.items():
+        with pytest.raises(InvalidArgumentError, match=r"^--model: ") as refused:
             load_model(path)
+        assert f"{path} {text}" in str(refused.value)
+        assert "pickles can run code when loaded and are refused" in str(refused.value)
+    assert not marker.exists()
+
+
+def test_weights_that_hold_a_pickled_object_are_refused_without_running_it(tmp_path):
+    marker = tmp_path / "payload-ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (open, (str(marker), "w"))  # unpickling this creates the marker file
+
+    weights = tmp_path / "weights.pt"
+    torch.save({"weight": Payload()}, weights)
+    with pytest.raises(InvalidArgumentError, match=r"^--weights"):
+        load_model(nn.Linear(2, 2), weights=weights)
     assert not marker.exists()
 
 
@@ -309,6 +328,20 @@ def test_a_generator_samples_the_same_bytes_for_the_same_seed():
     assert report.output_shape == (4, 1, 6, 6) and report.outputs_are_logits is True
     with pytest.raises(InvalidArgumentError, match=r"expected images \(B, 1, 7, 7\)"):
         check_model(net, "generator", latent_dim=4, images=np.zeros((2, 7, 7), np.uint8))
+
+
+def test_colour_images_reach_the_model_channels_first_as_stored():
+    class Pixels(nn.Module):
+        """Codes: channel 0 at (row 0, column 1) and channel 2 at (row 1, column 0), as the model sees them."""
+
+        def forward(self, x):
+            return torch.stack([x[:, 0, 0, 1], x[:, 2, 1, 0]], dim=1)
+
+    image = np.zeros((1, 3, 4, 3), np.uint8)  # (N, H, W, C): 3 rows, 4 columns
+    image[0, 0, 1, 0] = 51  # row 0, column 1, red: 0.2
+    image[0, 1, 0, 2] = 204  # row 1, column 0, blue: 0.8
+    encoder = ImageEncoder(load_model(Pixels(), contract=InputContract((3, 3, 4))))
+    np.testing.assert_allclose(encoder.encode(image), [[0.2, 0.8]], atol=1e-6)
 
 
 def test_colour_images_in_any_layout_give_the_same_codes():
