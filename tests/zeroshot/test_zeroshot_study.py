@@ -38,7 +38,9 @@ def study(tmp_path_factory):
     config = folder / "tiny.yaml"
     config.write_text(yaml.safe_dump(TINY))
     try:
-        main(["zeroshot", "study", str(config), "--out", str(folder / "run"), "--workers", "2"])
+        # one worker: in a test process beside pytest's other worker, two more processes (each importing Lightning)
+        # cost more than they save; the sweep runner's worker pool is tested in test_sweeps and repo build
+        main(["zeroshot", "study", str(config), "--out", str(folder / "run"), "--workers", "1"])
     except SystemExit as exit_:
         assert not exit_.code
     return folder
