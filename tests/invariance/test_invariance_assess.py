@@ -117,6 +117,10 @@ def test_label_and_assess_from_the_cli_then_a_verdict(tmp_path, run_cli):
     assert table["assessor"].tolist()[-1] == "robust accuracy (baseline)" and len(table) == 5
     means = dict(zip(table["assessor"], table["mean"]))
     assert means["decision tree"] > 0.9  # the std of max@CONF separates the classes
+    assert f"report: {tmp_path / 'assess' / 'report.html'}" in out
+    # a mean at or below a constant guess's 0.5 (the protocol's labels are balanced) is said to be at chance
+    below = [name for name, mean in means.items() if mean <= 0.5]
+    assert ("at or below chance" in out) == bool(below) and all(name in out for name in below)
     code, _, err = run(
         ["invariance", "assess", "train", str(repo), "--transform", "scale", "--out", str(tmp_path / "x")]
     )

@@ -276,4 +276,12 @@ def assess_train_command(
     spread = "std" if compat == "paper" else "max_deviation"
     for _, row in table.iterrows():
         typer.echo(f"{row['assessor']}: {row['mean']:.3f} +/- {row[spread]:.3f} ({spread})")
+    if compat == "paper":  # the paper's protocol draws balanced labels: a constant guess scores 0.5
+        below = [str(row["assessor"]) for _, row in table.iterrows() if row["mean"] <= 0.5]
+        if below:
+            typer.echo(
+                f"note: {', '.join(below)} at or below chance (0.5 on the balanced labels): too few models or too "
+                "noisy labels for the assessors to learn from"
+            )
     typer.echo(f"written: {out}")
+    typer.echo(f"report: {Path(out) / 'report.html'}")
