@@ -2878,10 +2878,14 @@ MUTATIONS: list[Mutation] = [
     ),
     Mutation(
         "assess-data-shape-unchecked-for-outside-models",
-        ("src/repscope/studies/assess/roles.py",),
-        '    if stated is None or loaded.kind == "run":\n',
-        '    if stated is None or loaded.kind != "run":\n',
-        ("tests/assess/test_assess_command.py::test_an_input_size_mismatch_names_the_option",),
+        ("src/repscope/models/external/loading.py",),
+        "    if tuple(stated) != image_shape:\n",
+        "    if tuple(stated) != image_shape and False:\n",
+        (
+            "tests/assess/test_assess_command.py::test_an_input_size_mismatch_names_the_option",
+            "tests/assess/test_outside_models_in_commands.py::"
+            "test_the_data_fills_an_open_input_shape_and_another_size_is_refused",
+        ),
         "data of another size than the model's contract is not refused naming --input-size",
     ),
     Mutation(

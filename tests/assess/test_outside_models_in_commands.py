@@ -220,13 +220,12 @@ def test_out_may_not_replace_the_factory_file_or_its_weights(tmp_path, run_cli, 
 
 def test_the_data_fills_an_open_input_shape_and_another_size_is_refused(sources):
     from repscope.errors import InvalidArgumentError
-    from repscope.models.external import load_model
-    from repscope.studies.invariance.classifiers import _with_data_shape
+    from repscope.models.external import fitted_to_data, load_model
 
     factory = load_model(f"{sources['module']}:make")  # states no input shape: the data's is taken
     assert factory.contract.image_shape is None
-    assert _with_data_shape(factory, (1, 28, 28), "digits").contract.image_shape == (1, 28, 28)
+    assert fitted_to_data(factory, (1, 28, 28), "digits").contract.image_shape == (1, 28, 28)
     scripted = load_model(sources["torchscript"][-1])  # its file records (1, 28, 28)
-    assert _with_data_shape(scripted, (1, 28, 28), "digits") is scripted
+    assert fitted_to_data(scripted, (1, 28, 28), "digits") is scripted
     with pytest.raises(InvalidArgumentError, match=r"--data dsprites: .*\(1, 64, 64\).*\(1, 28, 28\)"):
-        _with_data_shape(scripted, (1, 64, 64), "dsprites")
+        fitted_to_data(scripted, (1, 64, 64), "dsprites")

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from repscope.models.external.adapters import ImageClassifier, ImageDecoder, ImageEncoder, PreparedNetwork
 from repscope.models.external.contract import InputContract
-from repscope.models.external.loading import LoadedModel, load_model, parse_model_args
+from repscope.models.external.loading import LoadedModel, fitted_to_data, load_model, parse_model_args
 from repscope.models.external.onnx_module import OnnxModule, export_onnx
 from repscope.models.external.probing import ProbeReport, check_model, detect_role
 from repscope.models.external.roles import CodeGenerator, role_model
@@ -48,6 +48,7 @@ __all__ = [
     "detect_role",
     "export_onnx",
     "export_torchscript",
+    "fitted_to_data",
     "load_model",
     "parse_model_args",
     "role_model",

@@ -19,7 +19,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from torch import nn
 
 from repscope.config import parse_assignments
 from repscope.errors import InvalidArgumentError, RepscopeError, shown
-from repscope.models.external.contract import InputContract, contract_from_metadata, merged_contract
+from repscope.models.external.contract import InputContract, contract_from_metadata, merged_contract, with_image_shape
 from repscope.registry import resolve
 
 RUN_READER = "repscope.train.reader:open_run"
@@ -349,4 +349,48 @@ def import_factory(reference: str, option: str = "--model") -> Any:
     return _import_factory(reference, option)
 
 
-__all__ = ["LoadedModel", "MODEL_ENTRY", "RUN_READER", "import_factory", "load_model", "parse_model_args"]
+def fitted_to_data(loaded: LoadedModel, image_shape: tuple[int, ...], data: Any) -> LoadedModel:
+    """``loaded`` reading the data's images: its contract takes the data's ``(C, H, W)`` where it leaves the
+    shape open, and a shape it states otherwise is refused (repscope does not resize).
+
+    Parameters
+    ----------
+    loaded : LoadedModel
+        The model; a run directory reads its own data's shape and is returned as is.
+    image_shape : tuple of int
+        The data's ``(C, H, W)``.
+    data : object
+        How the data was named (``--data``), for the message.
+
+    Returns
+    -------
+    LoadedModel
+
+    Raises
+    ------
+    InvalidArgumentError
+        One line naming ``--data``, both shapes and where the model's comes from.
+    """
+    image_shape = tuple(int(size) for size in image_shape)
+    stated = loaded.contract.image_shape
+    if loaded.kind == "run":
+        return loaded
+    if stated is None:
+        return replace(loaded, contract=with_image_shape(loaded.contract, image_shape))
+    if tuple(stated) != image_shape:
+        raise InvalidArgumentError(
+            f"--data {data}: its images are (C, H, W) = {image_shape}, the model {loaded.source} reads "
+            f"{tuple(stated)} (--input-size / --channels, or its file's record; repscope does not resize)"
+        )
+    return loaded
+
+
+__all__ = [
+    "LoadedModel",
+    "MODEL_ENTRY",
+    "RUN_READER",
+    "fitted_to_data",
+    "import_factory",
+    "load_model",
+    "parse_model_args",
+]

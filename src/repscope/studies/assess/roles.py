@@ -54,33 +54,6 @@ def is_multimodal_object(model: Any) -> bool:
     )
 
 
-def check_data_shape(loaded: Any, image_shape: tuple[int, ...], data: Any) -> None:
-    """Refuse data whose images are not the size the model's contract states (repscope does not resize:
-    a model of 32x32 inputs is assessed on data of 32x32 images), before any work.
-
-    Parameters
-    ----------
-    loaded : repscope.models.external.LoadedModel
-        The model; its ``contract.image_shape`` ``(C, H, W)`` is None where nothing states it.
-    image_shape : tuple of int
-        The data's ``(C, H, W)``.
-    data : object
-        How the data was named (``--data``), for the message.
-    """
-    stated = getattr(loaded.contract, "image_shape", None)
-    if stated is None or loaded.kind == "run":
-        return
-    if tuple(int(v) for v in stated[1:]) != tuple(image_shape[1:]):
-        raise InvalidArgumentError(
-            f"--input-size: the model takes {stated[1]}x{stated[2]} images, but --data {data} holds "
-            f"{image_shape[1]}x{image_shape[2]} ones (repscope does not resize: choose data of the model's size)"
-        )
-    if int(stated[0]) != int(image_shape[0]):
-        raise InvalidArgumentError(
-            f"--channels: the model takes {stated[0]} channel(s), but --data {data} has {image_shape[0]}"
-        )
-
-
 def _described(loaded: Any) -> str:
     return str(loaded.source)
 
@@ -108,13 +81,13 @@ def run_encoder(
 ) -> Assessment:
     """Encoder role: factor-labelled data, the encoder (and decoder) checked on a probe batch, then
     :func:`repscope.studies.assess.encoder.assess_encoder`."""
-    from repscope.models.external import check_model, role_model  # noqa: PLC0415
+    from repscope.models.external import check_model, fitted_to_data, role_model  # noqa: PLC0415
     from repscope.studies.assess.encoder import assess_encoder  # noqa: PLC0415
     from repscope.studies.assess.factor_data import load_factor_data  # noqa: PLC0415
 
     data = load_factor_data(spec, params=data_params, n=n or DEFAULT_N["encoder"], seed=seed)
     images = data.images
-    check_data_shape(loaded, (images.shape[3] if images.ndim == 4 else 1, *images.shape[1:3]), spec)
+    loaded = fitted_to_data(loaded, (images.shape[3] if images.ndim == 4 else 1, *images.shape[1:3]), spec)
     check_model(loaded, "encoder", images=data.images[:4])
     encoder = role_model(loaded, "encoder", device=device, batch_size=batch_size, progress=False)
     decoding = None
@@ -158,12 +131,12 @@ def run_classifier(
 ) -> Assessment:
     """Classifier role: labelled data, the classifier checked on a probe batch (its logits must number the
     data's classes), then :func:`repscope.studies.assess.classifier.assess_classifier`."""
-    from repscope.models.external import check_model, role_model  # noqa: PLC0415
+    from repscope.models.external import check_model, fitted_to_data, role_model  # noqa: PLC0415
     from repscope.studies.assess.classifier import assess_classifier  # noqa: PLC0415
     from repscope.studies.assess.label_data import load_label_data  # noqa: PLC0415
 
     data = load_label_data(spec, params=data_params, n=n or DEFAULT_N["classifier"], seed=seed)
-    check_data_shape(loaded, tuple(data.images.shape[1:]), spec)
+    loaded = fitted_to_data(loaded, tuple(data.images.shape[1:]), spec)
     check_model(loaded, "classifier", images=data.images[:4], num_classes=data.num_classes)
     classifier = role_model(loaded, "classifier", device=device, batch_size=batch_size, progress=False)
     source = None

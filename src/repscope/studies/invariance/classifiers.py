@@ -6,7 +6,6 @@ directory, a Lightning checkpoint, a ``state_dict`` with its network, or a model
 from __future__ import annotations
 
 import pickle
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,22 +42,6 @@ def _refuse_pickle(path: Path) -> None:
         raise InvalidArgumentError(
             f"{exc}; or, for a state_dict file, --arch NETWORK (a registered network or pkg.module:factory)"
         ) from None
-
-
-def _with_data_shape(loaded: Any, image_shape: tuple[int, ...], data: str) -> Any:
-    """``loaded`` reading the data's ``(C, H, W)`` where its contract leaves the shape open; refused when
-    the contract states another (repscope does not resize)."""
-    from repscope.models.external.contract import with_image_shape  # noqa: PLC0415
-
-    stated = loaded.contract.image_shape
-    if stated is None:
-        return replace(loaded, contract=with_image_shape(loaded.contract, image_shape))
-    if tuple(stated) != tuple(image_shape):
-        raise InvalidArgumentError(
-            f"--data {data}: its images are (C, H, W) = {tuple(image_shape)}, the model {loaded.source} reads "
-            f"{tuple(stated)}"
-        )
-    return loaded
 
 
 def load_outside_classifier(
@@ -102,7 +85,7 @@ def load_outside_classifier(
         loader refuses, data of another image size than the model's, a model that fails the probe.
     """
     from repscope.data.registry import load_dataset  # noqa: PLC0415
-    from repscope.models.external import ImageClassifier, check_model, load_model  # noqa: PLC0415
+    from repscope.models.external import ImageClassifier, check_model, fitted_to_data, load_model  # noqa: PLC0415
 
     path = Path(model)
     if path.is_file():
@@ -117,7 +100,7 @@ def load_outside_classifier(
     dataset = load_dataset(data, **params)
     if dataset.target_kind != "classification":
         raise InvalidArgumentError(f"--data {data}: needs a class target to test a classifier")
-    loaded = _with_data_shape(loaded, tuple(dataset.field("image").shape), data)
+    loaded = fitted_to_data(loaded, tuple(dataset.field("image").shape), data)
     probe = dataset.batch("test", np.arange(min(4, len(dataset.split("test")))), ["image"])["image"]
     report = check_model(loaded, "classifier", images=probe, num_classes=dataset.num_classes)
     return ImageClassifier(loaded, probabilities=report.outputs_are_probabilities), dataset, data, params
