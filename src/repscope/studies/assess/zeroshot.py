@@ -143,7 +143,7 @@ def _dataset(name: str, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 def _study_config(source: ZeroShotFactory, seed: int, soft_label_n: int | None, quick: bool) -> Any:
     """The Raw Zero-Shot study's config with the factory as its one architecture."""
-    from repscope.studies.zeroshot.study import RECIPE, Architecture, ZeroShotConfig, ZeroShotData  # noqa: PLC0415
+    from repscope.studies.zeroshot.study import ZeroShotConfig, ZeroShotData, factory_architecture  # noqa: PLC0415
     from repscope.studies.zeroshot.study import quick as quick_config  # noqa: PLC0415
 
     check_positive_int(source.epochs, "--zeroshot-epochs")
@@ -153,10 +153,9 @@ def _study_config(source: ZeroShotFactory, seed: int, soft_label_n: int | None, 
             f"--zeroshot: expected 'pkg.module:factory' or 'file.py:factory', got {source.factory!r}"
         )
     name, params = _dataset(source.data_name, source.data_params)
-    network = {"network": source.factory, "network_params": dict(source.model_args)}
     config = ZeroShotConfig(
         data=ZeroShotData(name=name, params=params),
-        architectures=[Architecture(label=source.label, name="classifier", params={**RECIPE, **network})],
+        architectures=[factory_architecture(source.factory, source.model_args, source.label)],
         training={"trainer": {**source.trainer, "max_epochs": source.epochs}, "batch_size": source.batch_size},
         soft_label_n=soft_label_n,
         workers=source.workers,
